@@ -1,0 +1,88 @@
+-- +goose Up
+
+-- runs holds one row per workflow run. A run is claimable when it has no
+-- lease owner, its status is pending or compensating, and run_at has passed.
+-- fence increases on every claim; every write made by the executor of a run
+-- is conditioned on (lease_owner, fence), so a worker that lost its lease can
+-- never overwrite what the new owner recorded.
+CREATE TABLE runs (
+    id               TEXT    NOT NULL PRIMARY KEY,
+    workflow         TEXT    NOT NULL,
+    version          INTEGER NOT NULL,
+    queue            TEXT    NOT NULL,
+    priority         INTEGER NOT NULL DEFAULT 0,
+    status           TEXT    NOT NULL CHECK (status IN
+                         ('pending', 'running', 'compensating', 'completed', 'failed', 'suspended', 'cancelled')),
+    input            BLOB    NOT NULL,
+    output           BLOB,
+    error            TEXT    NOT NULL DEFAULT '',
+    reason           TEXT    NOT NULL DEFAULT '',
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    run_at           INTEGER NOT NULL,
+    fence            INTEGER NOT NULL DEFAULT 0,
+    lease_owner      TEXT,
+    lease_expires_at INTEGER,
+    created_at       INTEGER NOT NULL,
+    updated_at       INTEGER NOT NULL,
+    finished_at      INTEGER
+) STRICT;
+
+-- runs_ready serves the claim query; finished runs are not in it.
+CREATE INDEX runs_ready ON runs (queue, priority DESC, run_at)
+    WHERE lease_owner IS NULL AND status IN ('pending', 'compensating');
+
+-- runs_leased serves the rescuer.
+CREATE INDEX runs_leased ON runs (lease_expires_at)
+    WHERE lease_owner IS NOT NULL;
+
+CREATE INDEX runs_status ON runs (status, workflow);
+
+-- steps holds one row per step occurrence of a run: its attempts, its
+-- checkpointed output, and the state of its compensation.
+CREATE TABLE steps (
+    run_id              TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    name                TEXT    NOT NULL,
+    occurrence          INTEGER NOT NULL,
+    status              TEXT    NOT NULL CHECK (status IN ('running', 'retrying', 'completed', 'failed')),
+    attempts            INTEGER NOT NULL DEFAULT 0,
+    input               BLOB    NOT NULL,
+    output              BLOB,
+    error               TEXT    NOT NULL DEFAULT '',
+    completed_seq       INTEGER,
+    compensable         INTEGER NOT NULL DEFAULT 0,
+    compensation        TEXT    NOT NULL DEFAULT 'none' CHECK (compensation IN
+                            ('none', 'pending', 'running', 'retrying', 'completed', 'failed', 'skipped')),
+    compensation_attempts INTEGER NOT NULL DEFAULT 0,
+    compensation_error  TEXT    NOT NULL DEFAULT '',
+    started_at          INTEGER NOT NULL,
+    finished_at         INTEGER,
+    PRIMARY KEY (run_id, name, occurrence)
+) STRICT;
+
+-- events is the append-only history of every state change of a run.
+CREATE TABLE events (
+    id         INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    run_id     TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    at         INTEGER NOT NULL,
+    kind       TEXT    NOT NULL,
+    step       TEXT    NOT NULL DEFAULT '',
+    occurrence INTEGER NOT NULL DEFAULT 0,
+    attempt    INTEGER NOT NULL DEFAULT 0,
+    detail     TEXT    NOT NULL DEFAULT ''
+) STRICT;
+
+CREATE INDEX events_run ON events (run_id, id);
+
+-- workflows lists the workflow versions engines have registered.
+CREATE TABLE workflows (
+    name          TEXT    NOT NULL,
+    version       INTEGER NOT NULL,
+    registered_at INTEGER NOT NULL,
+    PRIMARY KEY (name, version)
+) STRICT;
+
+-- +goose Down
+DROP TABLE workflows;
+DROP TABLE events;
+DROP TABLE steps;
+DROP TABLE runs;

@@ -1,0 +1,6 @@
+-- name: EventAppend :exec
+INSERT INTO events (run_id, at, kind, step, occurrence, attempt, detail)
+VALUES (@run_id, @at, @kind, @step, @occurrence, @attempt, @detail);
+
+-- name: EventList :many
+SELECT * FROM events WHERE run_id = @run_id ORDER BY id;

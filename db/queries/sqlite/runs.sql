@@ -1,0 +1,112 @@
+-- name: RunInsert :execrows
+INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, created_at, updated_at)
+VALUES (@id, @workflow, @version, @queue, @priority, 'pending', @input, @run_at, @created_at, @created_at)
+ON CONFLICT (id) DO NOTHING;
+
+-- name: RunGet :one
+SELECT * FROM runs WHERE id = @id;
+
+-- name: RunClaim :many
+-- RunClaim leases up to @max_runs ready runs of one queue whose workflow
+-- version is in @known (a JSON array of "name:version" strings). The outer
+-- WHERE repeats the readiness test so the statement stays a compare-and-set.
+UPDATE runs
+SET lease_owner      = @owner,
+    lease_expires_at = @lease_expires_at,
+    fence            = fence + 1,
+    status           = CASE status WHEN 'pending' THEN 'running' ELSE status END,
+    updated_at       = @now
+WHERE lease_owner IS NULL
+  AND status IN ('pending', 'compensating')
+  AND id IN (
+    SELECT r.id FROM runs AS r
+    WHERE r.queue = @queue
+      AND r.lease_owner IS NULL
+      AND r.status IN ('pending', 'compensating')
+      AND r.run_at <= @now
+      AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(@known))
+    ORDER BY r.priority DESC, r.run_at, r.id
+    LIMIT @max_runs
+  )
+RETURNING *;
+
+-- name: RunHeartbeat :one
+-- RunHeartbeat extends the lease of a run and proves the caller still owns
+-- it: no row means the lease was lost.
+UPDATE runs
+SET lease_expires_at = @lease_expires_at, updated_at = @now
+WHERE id = @id AND lease_owner = @owner AND fence = @fence
+RETURNING cancel_requested;
+
+-- name: RunStartCompensating :execrows
+UPDATE runs
+SET status = 'compensating', error = @error, updated_at = @now
+WHERE id = @id AND lease_owner = @owner AND fence = @fence AND status IN ('running', 'compensating');
+
+-- name: RunRelease :execrows
+-- RunRelease gives the lease back and makes the run claimable again at
+-- @run_at, e.g. while it waits for the next attempt of a step.
+UPDATE runs
+SET lease_owner = NULL, lease_expires_at = NULL,
+    status = CASE status WHEN 'running' THEN 'pending' ELSE status END,
+    run_at = @run_at, updated_at = @now
+WHERE id = @id AND lease_owner = @owner AND fence = @fence;
+
+-- name: RunFinish :execrows
+-- RunFinish records the outcome of a run and releases its lease.
+UPDATE runs
+SET status = @status, output = @output, error = @error, reason = @reason,
+    lease_owner = NULL, lease_expires_at = NULL,
+    finished_at = @finished_at, updated_at = @now
+WHERE id = @id AND lease_owner = @owner AND fence = @fence;
+
+-- name: RunRescue :many
+-- RunRescue re-queues runs whose lease expired. The status and lease tests
+-- are in the WHERE clause, so a run completed in the meantime is untouched.
+UPDATE runs
+SET lease_owner = NULL, lease_expires_at = NULL,
+    status = CASE status WHEN 'running' THEN 'pending' ELSE status END,
+    updated_at = @now
+WHERE lease_owner IS NOT NULL
+  AND lease_expires_at < @now
+  AND status IN ('running', 'compensating')
+  AND id IN (
+    SELECT r.id FROM runs AS r
+    WHERE r.lease_owner IS NOT NULL AND r.lease_expires_at < @now
+    LIMIT @max_runs
+  )
+RETURNING id, lease_expires_at, fence;
+
+-- name: RunRequestCancel :execrows
+UPDATE runs
+SET cancel_requested = 1, run_at = MIN(run_at, @now), updated_at = @now
+WHERE id = @id AND status IN ('pending', 'running', 'compensating');
+
+-- name: RunSetStatus :execrows
+-- RunSetStatus moves an unleased run from @expected to @status; operators use
+-- it to resume or cancel a suspended run.
+UPDATE runs
+SET status = @status, reason = @reason, run_at = @run_at, finished_at = @finished_at, updated_at = @now
+WHERE id = @id AND status = @expected AND lease_owner IS NULL;
+
+-- name: RunCountUnrunnable :many
+-- RunCountUnrunnable counts ready runs whose workflow version is not in
+-- @known, i.e. runs this process cannot execute and leaves alone.
+SELECT workflow, version, count(*) AS runs
+FROM runs
+WHERE lease_owner IS NULL
+  AND status IN ('pending', 'compensating')
+  AND (workflow || ':' || version) NOT IN (SELECT value FROM json_each(@known))
+GROUP BY workflow, version
+ORDER BY workflow, version;
+
+-- name: RunList :many
+SELECT * FROM runs
+WHERE (@status = '' OR status = @status)
+  AND (@workflow = '' OR workflow = @workflow)
+  AND (@queue = '' OR queue = @queue)
+ORDER BY created_at DESC, id
+LIMIT @max_runs;
+
+-- name: RunCountByStatus :many
+SELECT status, count(*) AS runs FROM runs GROUP BY status ORDER BY status;

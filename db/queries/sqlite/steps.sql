@@ -1,0 +1,54 @@
+-- name: StepList :many
+SELECT * FROM steps WHERE run_id = @run_id ORDER BY started_at, rowid;
+
+-- name: StepBegin :one
+-- StepBegin records that an attempt of a step starts, before its body runs,
+-- so the attempt count survives a crash.
+INSERT INTO steps (run_id, name, occurrence, status, attempts, input, started_at)
+VALUES (@run_id, @name, @occurrence, 'running', 1, @input, @now)
+ON CONFLICT (run_id, name, occurrence) DO UPDATE
+SET status = 'running', attempts = steps.attempts + 1, error = ''
+WHERE steps.status IN ('running', 'retrying')
+RETURNING attempts;
+
+-- name: StepComplete :execrows
+UPDATE steps
+SET status = 'completed', output = @output, error = '',
+    completed_seq = (SELECT COALESCE(MAX(s.completed_seq), 0) + 1 FROM steps AS s WHERE s.run_id = steps.run_id),
+    compensable = @compensable,
+    compensation = CASE WHEN @compensable = 1 THEN 'pending' ELSE 'none' END,
+    finished_at = @now
+WHERE steps.run_id = @run_id AND steps.name = @name AND steps.occurrence = @occurrence AND steps.status = 'running';
+
+-- name: StepFail :execrows
+-- StepFail records a failed attempt: @status is 'retrying' when another
+-- attempt follows and 'failed' when the step failed for good.
+UPDATE steps
+SET status = @status, error = @error, finished_at = @now
+WHERE run_id = @run_id AND name = @name AND occurrence = @occurrence AND status = 'running';
+
+-- name: StepCompensationBegin :one
+UPDATE steps
+SET compensation = 'running', compensation_attempts = compensation_attempts + 1
+WHERE run_id = @run_id AND name = @name AND occurrence = @occurrence
+  AND compensation IN ('pending', 'running', 'retrying')
+RETURNING compensation_attempts;
+
+-- name: StepCompensationEnd :execrows
+UPDATE steps
+SET compensation = @compensation, compensation_error = @error
+WHERE run_id = @run_id AND name = @name AND occurrence = @occurrence AND compensation = 'running';
+
+-- name: StepCompensationRetryFailed :execrows
+-- StepCompensationRetryFailed gives failed compensations of a run a fresh
+-- set of attempts (operator resume).
+UPDATE steps
+SET compensation = 'pending', compensation_attempts = 0, compensation_error = ''
+WHERE run_id = @run_id AND compensation = 'failed';
+
+-- name: StepCompensationSkipFailed :execrows
+-- StepCompensationSkipFailed marks failed compensations of a run as skipped
+-- (operator decided the effect needs no undo).
+UPDATE steps
+SET compensation = 'skipped'
+WHERE run_id = @run_id AND compensation = 'failed';

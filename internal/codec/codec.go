@@ -1,0 +1,56 @@
+// Package codec encodes step and workflow values for storage. Values are
+// stored as JSON so that operators can read them and so that a field added to
+// a struct does not break runs recorded before.
+// It imports the standard library only.
+package codec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+)
+
+// Encode returns the stored form of v.
+func Encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	return b, nil
+}
+
+// Decode decodes a stored value into a T. Unlike plain json.Unmarshal it
+// refuses input that is not a single JSON value and, for structs, fields the
+// type does not have, so that a value recorded for another type is reported
+// instead of silently decoded into a zero value.
+func Decode[T any](data []byte) (T, error) {
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if isStruct(reflect.TypeFor[T]()) {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(&v); err != nil {
+		return v, err
+	}
+	if dec.More() {
+		return v, fmt.Errorf("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+// TypeName names T for error messages.
+func TypeName[T any]() string {
+	t := reflect.TypeFor[T]()
+	if t == nil {
+		return "interface {}"
+	}
+	return t.String()
+}
+
+func isStruct(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && t.Kind() == reflect.Struct
+}

@@ -1,0 +1,83 @@
+// Package migrate applies the embedded goose migrations to a database and
+// refuses databases whose schema is newer than this binary knows.
+// It imports db/migrations, internal/store and goose.
+package migrate
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/flowlite/flowlite/db/migrations"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// Status describes the schema of a database.
+type Status struct {
+	Current int64 // highest version applied to the database
+	Latest  int64 // highest version this binary knows
+}
+
+// Pending reports whether migrations remain to be applied.
+func (s Status) Pending() bool { return s.Current < s.Latest }
+
+func provider(db *sql.DB) (*goose.Provider, error) {
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.SQLite(),
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return p, nil
+}
+
+// SQLiteStatus returns the schema status of a SQLite database. It creates
+// goose's version table when it is missing.
+func SQLiteStatus(ctx context.Context, db *sql.DB) (Status, error) {
+	p, err := provider(db)
+	if err != nil {
+		return Status{}, err
+	}
+	defer p.Close()
+	return status(ctx, p)
+}
+
+func status(ctx context.Context, p *goose.Provider) (Status, error) {
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return Status{}, fmt.Errorf("read schema version: %w", err)
+	}
+	var latest int64
+	for _, s := range p.ListSources() {
+		latest = max(latest, s.Version)
+	}
+	return Status{Current: current, Latest: latest}, nil
+}
+
+// SQLite migrates a SQLite database to the latest schema. A database whose
+// schema is newer than this binary is refused with store.ErrSchemaTooNew and
+// left untouched.
+func SQLite(ctx context.Context, db *sql.DB) (Status, error) {
+	p, err := provider(db)
+	if err != nil {
+		return Status{}, err
+	}
+	defer p.Close()
+	st, err := status(ctx, p)
+	if err != nil {
+		return Status{}, err
+	}
+	if st.Current > st.Latest {
+		return st, fmt.Errorf("%w: database is at version %d, this binary knows up to %d; upgrade flowlite",
+			store.ErrSchemaTooNew, st.Current, st.Latest)
+	}
+	if !st.Pending() {
+		return st, nil
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return st, fmt.Errorf("apply migrations: %w", err)
+	}
+	st.Current = st.Latest
+	return st, nil
+}

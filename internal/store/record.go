@@ -1,0 +1,227 @@
+package store
+
+import "strconv"
+
+// RunStatus is the lifecycle state of a run.
+type RunStatus string
+
+// Run states. pending → running → completed | compensating → failed |
+// suspended; cancelled. A run waiting for the next attempt of a step is
+// pending with a future RunAt and holds no lease.
+const (
+	RunPending      RunStatus = "pending"
+	RunRunning      RunStatus = "running"
+	RunCompensating RunStatus = "compensating"
+	RunCompleted    RunStatus = "completed"
+	RunFailed       RunStatus = "failed"
+	RunSuspended    RunStatus = "suspended"
+	RunCancelled    RunStatus = "cancelled"
+)
+
+// Finished reports whether no further transition can happen without an
+// operator.
+func (s RunStatus) Finished() bool {
+	return s == RunCompleted || s == RunFailed || s == RunCancelled
+}
+
+// StepStatus is the state of one step occurrence.
+type StepStatus string
+
+// Step states.
+const (
+	StepRunning   StepStatus = "running"
+	StepRetrying  StepStatus = "retrying"
+	StepCompleted StepStatus = "completed"
+	StepFailed    StepStatus = "failed"
+)
+
+// CompensationState is the state of the compensation of a completed step.
+type CompensationState string
+
+// Compensation states. None means the step has no compensate hook.
+const (
+	CompensationNone      CompensationState = "none"
+	CompensationPending   CompensationState = "pending"
+	CompensationRunning   CompensationState = "running"
+	CompensationRetrying  CompensationState = "retrying"
+	CompensationCompleted CompensationState = "completed"
+	CompensationFailed    CompensationState = "failed"
+	CompensationSkipped   CompensationState = "skipped"
+)
+
+// WorkflowKey identifies one version of a workflow.
+type WorkflowKey struct {
+	Name    string
+	Version int
+}
+
+// String returns "name:version", the form the claim query matches on.
+func (k WorkflowKey) String() string { return k.Name + ":" + strconv.Itoa(k.Version) }
+
+// Run is a stored run. Times are Unix milliseconds.
+type Run struct {
+	ID              string
+	Workflow        string
+	Version         int
+	Queue           string
+	Priority        int
+	Status          RunStatus
+	Input           []byte
+	Output          []byte
+	Error           string
+	Reason          string
+	CancelRequested bool
+	RunAt           int64
+	Fence           int64
+	LeaseOwner      string
+	LeaseExpiresAt  int64
+	CreatedAt       int64
+	UpdatedAt       int64
+	FinishedAt      int64
+}
+
+// Lease returns the lease the run was claimed with.
+func (r Run) Lease() Lease { return Lease{RunID: r.ID, Owner: r.LeaseOwner, Fence: r.Fence} }
+
+// Lease identifies one claim of a run: the owner and the fence token the
+// claim produced. Writes made under a lease apply only while it is current.
+type Lease struct {
+	RunID string
+	Owner string
+	Fence int64
+}
+
+// Step is a stored step occurrence.
+type Step struct {
+	RunID                string
+	Name                 string
+	Occurrence           int
+	Status               StepStatus
+	Attempts             int
+	Input                []byte
+	Output               []byte
+	Error                string
+	CompletedSeq         int64
+	Compensable          bool
+	Compensation         CompensationState
+	CompensationAttempts int
+	CompensationError    string
+	StartedAt            int64
+	FinishedAt           int64
+}
+
+// Key returns the identity of the step within its run.
+func (s Step) Key() StepKey { return StepKey{RunID: s.RunID, Name: s.Name, Occurrence: s.Occurrence} }
+
+// StepKey identifies a step occurrence: a step name and how many times the
+// run called a step of that name before.
+type StepKey struct {
+	RunID      string
+	Name       string
+	Occurrence int
+}
+
+// Event is one entry of a run's append-only history.
+type Event struct {
+	ID         int64
+	RunID      string
+	At         int64
+	Kind       string
+	Step       string
+	Occurrence int
+	Attempt    int
+	Detail     string
+}
+
+// UnrunnableCount counts ready runs of a workflow version a process lacks.
+type UnrunnableCount struct {
+	Workflow WorkflowKey
+	Runs     int64
+}
+
+// RescuedRun is a run whose expired lease the rescuer removed.
+type RescuedRun struct {
+	ID             string
+	LeaseExpiresAt int64
+	Fence          int64
+}
+
+// RunInsertParams describes a new run.
+type RunInsertParams struct {
+	ID       string
+	Workflow WorkflowKey
+	Queue    string
+	Priority int
+	Input    []byte
+	RunAt    int64
+	Now      int64
+}
+
+// RunClaimParams selects runs to lease.
+type RunClaimParams struct {
+	Queue          string
+	Known          []WorkflowKey
+	Owner          string
+	Max            int
+	Now            int64
+	LeaseExpiresAt int64
+}
+
+// RunFinishParams records the outcome of a run. FinishedAt is zero for a
+// suspended run, which is not finished.
+type RunFinishParams struct {
+	Status     RunStatus
+	Output     []byte
+	Error      string
+	Reason     string
+	FinishedAt int64
+	Now        int64
+}
+
+// RunSetStatusParams is a guarded state change of an unleased run.
+type RunSetStatusParams struct {
+	ID         string
+	Expected   RunStatus
+	Status     RunStatus
+	Reason     string
+	RunAt      int64
+	FinishedAt int64
+	Now        int64
+}
+
+// RunListParams filters runs; empty fields match everything.
+type RunListParams struct {
+	Status   RunStatus
+	Workflow string
+	Queue    string
+	Limit    int
+}
+
+// StepBeginParams starts an attempt of a step.
+type StepBeginParams struct {
+	Key   StepKey
+	Input []byte
+	Now   int64
+}
+
+// StepCompleteParams checkpoints the output of a step.
+type StepCompleteParams struct {
+	Key         StepKey
+	Output      []byte
+	Compensable bool
+	Now         int64
+}
+
+// StepFailParams records a failed attempt; Final is true when no attempt
+// follows.
+type StepFailParams struct {
+	Key   StepKey
+	Error string
+	Final bool
+	Now   int64
+}
+
+// String returns "name#occurrence of run ID" for messages.
+func (k StepKey) String() string {
+	return k.Name + "#" + strconv.Itoa(k.Occurrence) + " of run " + k.RunID
+}

@@ -1,0 +1,195 @@
+// Package sqlitestore is the SQLite adapter of the store seam, over the
+// sqlc-generated queries in dbgen/sqlitedb and modernc.org/sqlite (no cgo).
+//
+// One writer connection takes every write in a BEGIN IMMEDIATE transaction
+// (_txlock=immediate), so a write never fails half-way on a lock upgrade; a
+// separate pool of read-only connections serves reads. Every pragma is set in
+// the DSN, so it reaches every pooled connection, and verified after open.
+//
+// It imports internal/store, internal/migrate and dbgen/sqlitedb.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/flowlite/flowlite/internal/migrate"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// Synchronous is the SQLite synchronous setting for WAL mode.
+type Synchronous string
+
+const (
+	// SynchronousFull syncs the WAL on every commit: a commit survives power
+	// loss. It is the default.
+	SynchronousFull Synchronous = "FULL"
+	// SynchronousNormal syncs at checkpoints only: commits survive a crash of
+	// the process, but the last ones may be lost on power loss.
+	SynchronousNormal Synchronous = "NORMAL"
+)
+
+// BusyTimeoutMillis is how long a connection waits for a lock held by
+// another connection before it reports SQLITE_BUSY.
+const BusyTimeoutMillis = 5000
+
+// Options tune how a database file is opened. The zero value is the default.
+type Options struct {
+	Synchronous Synchronous // default SynchronousFull
+	ReadConns   int         // size of the read pool; default 4
+}
+
+// Store is a store.Store over one SQLite database.
+type Store struct {
+	writer  *sql.DB // the only handle that writes
+	reader  *sql.DB // read-only pool; the same handle as writer for OpenDB
+	ownsDBs bool    // whether Close closes the handles
+	writeMu chan struct{}
+	closeMu sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// DSN returns the modernc.org/sqlite data source name flowlite opens path
+// with. Users who open their own *sql.DB for OpenDB should use it.
+func DSN(path string, sync Synchronous) string {
+	if sync == "" {
+		sync = SynchronousFull
+	}
+	q := url.Values{}
+	// busy_timeout first: setting journal_mode may itself wait for a lock.
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeoutMillis))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+string(sync)+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_size_limit(67108864)")
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating it when missing) the database file at path, verifies
+// its settings and migrates its schema. A file that is not a SQLite
+// database, is read-only, or holds a newer schema is refused with an error
+// naming the problem, and left untouched.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Synchronous == "" {
+		opts.Synchronous = SynchronousFull
+	}
+	if opts.Synchronous != SynchronousFull && opts.Synchronous != SynchronousNormal {
+		return nil, fmt.Errorf("open %s: synchronous must be FULL or NORMAL, not %q", path, opts.Synchronous)
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if err := preflight(path); err != nil {
+		return nil, err
+	}
+	writer, err := sql.Open("sqlite", DSN(path, opts.Synchronous))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	if err := verify(ctx, writer, opts.Synchronous); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if _, err := migrate.SQLite(ctx, writer); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, interpretError(err))
+	}
+	reader, err := sql.Open("sqlite", DSN(path, opts.Synchronous)+"&_pragma=query_only(1)")
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	reader.SetMaxOpenConns(opts.ReadConns)
+	reader.SetMaxIdleConns(opts.ReadConns)
+	return &Store{writer: writer, reader: reader, ownsDBs: true, writeMu: make(chan struct{}, 1)}, nil
+}
+
+// OpenDB wraps a *sql.DB the caller opened (with DSN, or equivalent
+// settings) and migrates its schema. The pool is used as it is: it is never
+// reconfigured, and Close does not close it. Writes are still serialized
+// through one writer inside this process.
+func OpenDB(ctx context.Context, db *sql.DB) (*Store, error) {
+	if err := verify(ctx, db, ""); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if _, err := migrate.SQLite(ctx, db); err != nil {
+		return nil, fmt.Errorf("open database: %w", interpretError(err))
+	}
+	return &Store{writer: db, reader: db, writeMu: make(chan struct{}, 1)}, nil
+}
+
+// preflight refuses paths whose problem SQLite would report late or
+// confusingly: a directory, or a file that cannot be written.
+func preflight(path string) error {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("open %s: %w", path, err)
+	case info.IsDir():
+		return fmt.Errorf("open %s: %w: it is a directory", path, store.ErrNotDatabase)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("open %s: %w: %v", path, store.ErrReadOnly, err)
+		}
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	// Closing here is safe: SQLite has not opened the file yet, so no POSIX
+	// lock of this process can be dropped.
+	return f.Close()
+}
+
+// Close closes the database handles the store opened.
+func (s *Store) Close() error {
+	if !s.ownsDBs {
+		return nil
+	}
+	var err error
+	s.closeMu.Do(func() {
+		err = errors.Join(s.reader.Close(), s.writer.Close())
+	})
+	return err
+}
+
+// interpretError maps SQLite result codes to the store's sentinel errors. It
+// is the one place where driver errors are translated.
+func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	var serr *sqlite.Error
+	if errors.As(err, &serr) {
+		switch serr.Code() & 0xff {
+		case sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
+		case sqlite3.SQLITE_READONLY:
+			return fmt.Errorf("%w (%v)", store.ErrReadOnly, err)
+		case sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("%w: database file is corrupt (%v)", store.ErrNotDatabase, err)
+		}
+	}
+	if strings.Contains(err.Error(), "file is not a database") {
+		return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
+	}
+	return err
+}

@@ -1,0 +1,421 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+var queries = sqlitedb.New()
+
+// Write runs fn in a BEGIN IMMEDIATE transaction on the writer and commits
+// it when fn returns nil. Writers of this process queue here, honouring ctx,
+// instead of inside SQLite's busy handler.
+func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
+	select {
+	case s.writeMu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writeMu }()
+
+	sqlTx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin write: %w", interpretError(err))
+	}
+	if err := fn(&tx{reader: reader{db: sqlTx}, sqlTx: sqlTx}); err != nil {
+		return errors.Join(err, ignoreDone(sqlTx.Rollback()))
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", interpretError(err))
+	}
+	return nil
+}
+
+// WriteInTx runs fn on a transaction the caller owns and commits.
+func (s *Store) WriteInTx(ctx context.Context, sqlTx *sql.Tx, fn func(store.Tx) error) error {
+	if sqlTx == nil {
+		return errors.New("write in caller's transaction: tx is nil")
+	}
+	return fn(&tx{reader: reader{db: sqlTx}, sqlTx: sqlTx})
+}
+
+// Reader returns reads served by the read-only pool.
+func (s *Store) Reader() store.Reader { return reader{db: s.reader} }
+
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// reader implements store.Reader over any handle.
+type reader struct{ db sqlitedb.DBTX }
+
+func (r reader) RunGet(ctx context.Context, id string) (store.Run, error) {
+	row, err := queries.RunGet(ctx, r.db, id)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
+	}
+	return runFromRow(row), nil
+}
+
+func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := queries.RunList(ctx, r.db, sqlitedb.RunListParams{
+		Status: string(p.Status), Workflow: p.Workflow, Queue: p.Queue, MaxRuns: int64(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", interpretError(err))
+	}
+	runs := make([]store.Run, len(rows))
+	for i, row := range rows {
+		runs[i] = runFromRow(row)
+	}
+	return runs, nil
+}
+
+func (r reader) RunCountByStatus(ctx context.Context) (map[store.RunStatus]int64, error) {
+	rows, err := queries.RunCountByStatus(ctx, r.db)
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", interpretError(err))
+	}
+	counts := make(map[store.RunStatus]int64, len(rows))
+	for _, row := range rows {
+		counts[store.RunStatus(row.Status)] = row.Runs
+	}
+	return counts, nil
+}
+
+func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKey) ([]store.UnrunnableCount, error) {
+	rows, err := queries.RunCountUnrunnable(ctx, r.db, knownJSON(known))
+	if err != nil {
+		return nil, fmt.Errorf("count unrunnable runs: %w", interpretError(err))
+	}
+	counts := make([]store.UnrunnableCount, len(rows))
+	for i, row := range rows {
+		counts[i] = store.UnrunnableCount{
+			Workflow: store.WorkflowKey{Name: row.Workflow, Version: int(row.Version)},
+			Runs:     row.Runs,
+		}
+	}
+	return counts, nil
+}
+
+func (r reader) StepList(ctx context.Context, runID string) ([]store.Step, error) {
+	rows, err := queries.StepList(ctx, r.db, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of run %s: %w", runID, interpretError(err))
+	}
+	steps := make([]store.Step, len(rows))
+	for i, row := range rows {
+		steps[i] = stepFromRow(row)
+	}
+	return steps, nil
+}
+
+func (r reader) EventList(ctx context.Context, runID string) ([]store.Event, error) {
+	rows, err := queries.EventList(ctx, r.db, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list events of run %s: %w", runID, interpretError(err))
+	}
+	events := make([]store.Event, len(rows))
+	for i, row := range rows {
+		events[i] = store.Event{
+			ID: row.ID, RunID: row.RunID, At: row.At, Kind: row.Kind, Step: row.Step,
+			Occurrence: int(row.Occurrence), Attempt: int(row.Attempt), Detail: row.Detail,
+		}
+	}
+	return events, nil
+}
+
+func (r reader) WorkflowList(ctx context.Context) ([]store.WorkflowKey, error) {
+	rows, err := queries.WorkflowList(ctx, r.db)
+	if err != nil {
+		return nil, fmt.Errorf("list workflows: %w", interpretError(err))
+	}
+	keys := make([]store.WorkflowKey, len(rows))
+	for i, row := range rows {
+		keys[i] = store.WorkflowKey{Name: row.Name, Version: int(row.Version)}
+	}
+	return keys, nil
+}
+
+// tx implements store.Tx over one database transaction.
+type tx struct {
+	reader
+	sqlTx *sql.Tx
+}
+
+func (t *tx) SQL() *sql.Tx { return t.sqlTx }
+
+func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, error) {
+	n, err := queries.RunInsert(ctx, t.db, sqlitedb.RunInsertParams{
+		ID: p.ID, Workflow: p.Workflow.Name, Version: int64(p.Workflow.Version), Queue: p.Queue,
+		Priority: int64(p.Priority), Input: p.Input, RunAt: p.RunAt, CreatedAt: p.Now,
+	})
+	if err != nil {
+		return false, fmt.Errorf("insert run %s: %w", p.ID, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+func (t *tx) RunClaim(ctx context.Context, p store.RunClaimParams) ([]store.Run, error) {
+	rows, err := queries.RunClaim(ctx, t.db, sqlitedb.RunClaimParams{
+		Owner: &p.Owner, LeaseExpiresAt: &p.LeaseExpiresAt, Now: p.Now, Queue: p.Queue,
+		Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(err))
+	}
+	runs := make([]store.Run, len(rows))
+	for i, row := range rows {
+		runs[i] = runFromRow(row)
+	}
+	return runs, nil
+}
+
+func (t *tx) RunHeartbeat(ctx context.Context, l store.Lease, expiresAt, now int64) (bool, error) {
+	cancel, err := queries.RunHeartbeat(ctx, t.db, sqlitedb.RunHeartbeatParams{
+		LeaseExpiresAt: &expiresAt, Now: now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
+	})
+	if err != nil {
+		return false, fenced("heartbeat", l, interpretError(err))
+	}
+	return cancel != 0, nil
+}
+
+func (t *tx) RunStartCompensating(ctx context.Context, l store.Lease, errMsg string, now int64) error {
+	n, err := queries.RunStartCompensating(ctx, t.db, sqlitedb.RunStartCompensatingParams{
+		Error: errMsg, Now: now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
+	})
+	return fencedRows("start compensating", l, n, err)
+}
+
+func (t *tx) RunRelease(ctx context.Context, l store.Lease, runAt, now int64) error {
+	n, err := queries.RunRelease(ctx, t.db, sqlitedb.RunReleaseParams{
+		RunAt: runAt, Now: now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
+	})
+	return fencedRows("release", l, n, err)
+}
+
+func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishParams) error {
+	n, err := queries.RunFinish(ctx, t.db, sqlitedb.RunFinishParams{
+		Status: string(p.Status), Output: p.Output, Error: p.Error, Reason: p.Reason,
+		FinishedAt: optional(p.FinishedAt), Now: p.Now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
+	})
+	return fencedRows("finish", l, n, err)
+}
+
+func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.RescuedRun, error) {
+	rows, err := queries.RunRescue(ctx, t.db, sqlitedb.RunRescueParams{Now: now, MaxRuns: int64(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
+	}
+	rescued := make([]store.RescuedRun, len(rows))
+	for i, row := range rows {
+		rescued[i] = store.RescuedRun{ID: row.ID, LeaseExpiresAt: deref(row.LeaseExpiresAt), Fence: row.Fence}
+	}
+	return rescued, nil
+}
+
+func (t *tx) RunRequestCancel(ctx context.Context, id string, now int64) (bool, error) {
+	n, err := queries.RunRequestCancel(ctx, t.db, sqlitedb.RunRequestCancelParams{Now: now, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("request cancel of run %s: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error {
+	n, err := queries.RunSetStatus(ctx, t.db, sqlitedb.RunSetStatusParams{
+		Status: string(p.Status), Reason: p.Reason, RunAt: p.RunAt, FinishedAt: optional(p.FinishedAt),
+		Now: p.Now, ID: p.ID, Expected: string(p.Expected),
+	})
+	if err != nil {
+		return fmt.Errorf("set status of run %s: %w", p.ID, interpretError(err))
+	}
+	if n == 0 {
+		return fmt.Errorf("set status of run %s to %s: %w: run is not %s or is leased", p.ID, p.Status, store.ErrConflict, p.Expected)
+	}
+	return nil
+}
+
+func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error) {
+	attempts, err := queries.StepBegin(ctx, t.db, sqlitedb.StepBeginParams{
+		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence), Input: p.Input, Now: p.Now,
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("begin step %s: %w: step already finished", p.Key, store.ErrConflict)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("begin step %s: %w", p.Key, interpretError(err))
+	}
+	return int(attempts), nil
+}
+
+func (t *tx) StepComplete(ctx context.Context, p store.StepCompleteParams) error {
+	n, err := queries.StepComplete(ctx, t.db, sqlitedb.StepCompleteParams{
+		Output: p.Output, Compensable: boolInt(p.Compensable), Now: &p.Now,
+		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
+	})
+	return stepRows("complete step", p.Key, n, err)
+}
+
+func (t *tx) StepFail(ctx context.Context, p store.StepFailParams) error {
+	status := store.StepRetrying
+	if p.Final {
+		status = store.StepFailed
+	}
+	n, err := queries.StepFail(ctx, t.db, sqlitedb.StepFailParams{
+		Status: string(status), Error: p.Error, Now: &p.Now,
+		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
+	})
+	return stepRows("fail step", p.Key, n, err)
+}
+
+func (t *tx) StepCompensationBegin(ctx context.Context, key store.StepKey) (int, error) {
+	attempts, err := queries.StepCompensationBegin(ctx, t.db, sqlitedb.StepCompensationBeginParams{
+		RunID: key.RunID, Name: key.Name, Occurrence: int64(key.Occurrence),
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("begin compensation of step %s: %w: nothing to compensate", key, store.ErrConflict)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("begin compensation of step %s: %w", key, interpretError(err))
+	}
+	return int(attempts), nil
+}
+
+func (t *tx) StepCompensationEnd(ctx context.Context, key store.StepKey, state store.CompensationState, errMsg string) error {
+	n, err := queries.StepCompensationEnd(ctx, t.db, sqlitedb.StepCompensationEndParams{
+		Compensation: string(state), Error: errMsg,
+		RunID: key.RunID, Name: key.Name, Occurrence: int64(key.Occurrence),
+	})
+	return stepRows("end compensation of step", key, n, err)
+}
+
+func (t *tx) StepCompensationRetryFailed(ctx context.Context, runID string) (int64, error) {
+	n, err := queries.StepCompensationRetryFailed(ctx, t.db, runID)
+	if err != nil {
+		return 0, fmt.Errorf("retry failed compensations of run %s: %w", runID, interpretError(err))
+	}
+	return n, nil
+}
+
+func (t *tx) StepCompensationSkipFailed(ctx context.Context, runID string) (int64, error) {
+	n, err := queries.StepCompensationSkipFailed(ctx, t.db, runID)
+	if err != nil {
+		return 0, fmt.Errorf("skip failed compensations of run %s: %w", runID, interpretError(err))
+	}
+	return n, nil
+}
+
+func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
+	err := queries.EventAppend(ctx, t.db, sqlitedb.EventAppendParams{
+		RunID: e.RunID, At: e.At, Kind: e.Kind, Step: e.Step,
+		Occurrence: int64(e.Occurrence), Attempt: int64(e.Attempt), Detail: e.Detail,
+	})
+	if err != nil {
+		return fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, interpretError(err))
+	}
+	return nil
+}
+
+func (t *tx) WorkflowRegister(ctx context.Context, k store.WorkflowKey, now int64) error {
+	err := queries.WorkflowRegister(ctx, t.db, sqlitedb.WorkflowRegisterParams{
+		Name: k.Name, Version: int64(k.Version), RegisteredAt: now,
+	})
+	if err != nil {
+		return fmt.Errorf("register workflow %s: %w", k, interpretError(err))
+	}
+	return nil
+}
+
+// fenced turns "no row" from a fenced statement into store.ErrLeaseLost.
+func fenced(op string, l store.Lease, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%s run %s: %w (fence %d, owner %s)", op, l.RunID, store.ErrLeaseLost, l.Fence, l.Owner)
+	}
+	return fmt.Errorf("%s run %s: %w", op, l.RunID, err)
+}
+
+func fencedRows(op string, l store.Lease, n int64, err error) error {
+	if err != nil {
+		return fenced(op, l, interpretError(err))
+	}
+	if n == 0 {
+		return fenced(op, l, store.ErrNotFound)
+	}
+	return nil
+}
+
+func stepRows(op string, key store.StepKey, n int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, key, interpretError(err))
+	}
+	if n == 0 {
+		return fmt.Errorf("%s %s: %w", op, key, store.ErrConflict)
+	}
+	return nil
+}
+
+func knownJSON(known []store.WorkflowKey) string {
+	keys := make([]string, len(known))
+	for i, k := range known {
+		keys[i] = k.String()
+	}
+	b, _ := json.Marshal(keys) // a []string always marshals
+	return string(b)
+}
+
+func runFromRow(r sqlitedb.Run) store.Run {
+	return store.Run{
+		ID: r.ID, Workflow: r.Workflow, Version: int(r.Version), Queue: r.Queue, Priority: int(r.Priority),
+		Status: store.RunStatus(r.Status), Input: r.Input, Output: r.Output, Error: r.Error, Reason: r.Reason,
+		CancelRequested: r.CancelRequested != 0, RunAt: r.RunAt, Fence: r.Fence,
+		LeaseOwner: deref(r.LeaseOwner), LeaseExpiresAt: deref(r.LeaseExpiresAt),
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
+	}
+}
+
+func stepFromRow(s sqlitedb.Step) store.Step {
+	return store.Step{
+		RunID: s.RunID, Name: s.Name, Occurrence: int(s.Occurrence), Status: store.StepStatus(s.Status),
+		Attempts: int(s.Attempts), Input: s.Input, Output: s.Output, Error: s.Error,
+		CompletedSeq: deref(s.CompletedSeq), Compensable: s.Compensable != 0,
+		Compensation: store.CompensationState(s.Compensation), CompensationAttempts: int(s.CompensationAttempts),
+		CompensationError: s.CompensationError, StartedAt: s.StartedAt, FinishedAt: deref(s.FinishedAt),
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func optional(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
