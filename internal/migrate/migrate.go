@@ -23,6 +23,8 @@ type Status struct {
 // Pending reports whether migrations remain to be applied.
 func (s Status) Pending() bool { return s.Current < s.Latest }
 
+// provider returns a goose provider over db. Never call its Close: it closes
+// db, which belongs to the caller (the store keeps using it).
 func provider(db *sql.DB) (*goose.Provider, error) {
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.SQLite(),
 		goose.WithDisableGlobalRegistry(true))
@@ -39,7 +41,6 @@ func SQLiteStatus(ctx context.Context, db *sql.DB) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	defer p.Close()
 	return status(ctx, p)
 }
 
@@ -63,7 +64,6 @@ func SQLite(ctx context.Context, db *sql.DB) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	defer p.Close()
 	st, err := status(ctx, p)
 	if err != nil {
 		return Status{}, err

@@ -1,0 +1,55 @@
+// Package flow is the public API of flowlite, a durable workflow and job
+// engine that lives in one SQLite file.
+//
+// # Steps and workflows
+//
+// A Step is a typed function with a stable name, an optional Compensate hook
+// that undoes it, a retry policy and a per-attempt timeout. A Workflow is
+// plain Go that calls steps through Do:
+//
+//	var reserve = flow.Step[Order, Reservation]{
+//		Name:       "reserve_inventory",
+//		Run:        func(ctx context.Context, o Order) (Reservation, error) { … },
+//		Compensate: func(ctx context.Context, o Order, r Reservation) error { … },
+//	}
+//
+//	var placeOrder = flow.Workflow[Order, Receipt]{
+//		Name: "place_order",
+//		Run: func(wc flow.Context, o Order) (Receipt, error) {
+//			r, err := flow.Do(wc, reserve, o)
+//			…
+//		},
+//	}
+//
+// # Durability
+//
+// Every step's output is checkpointed in the same transaction that advances
+// the run. When a run resumes (after a crash, a restart, or on another
+// worker), its workflow body runs again from the top and Do returns the
+// recorded output of each step that already completed, keyed by step name
+// and occurrence, so only new steps execute. The body must therefore be
+// deterministic: time, randomness and I/O belong in steps (see Now).
+//
+// A step body runs at least once: it runs again if its worker dies after the
+// body started and before its checkpoint committed. Give side effects an
+// idempotency key (the run ID plus the step name is a good one). Steps with
+// RunTx receive the engine's transaction, so their database writes commit
+// together with their checkpoint: exactly once for local effects.
+//
+// # Failure and compensation
+//
+// A failed step is retried per its RetryPolicy; Permanent stops retrying.
+// When its attempts are exhausted, Do returns a *StepError that the workflow
+// may handle. When the workflow returns an error, the engine runs the
+// Compensate hooks of its completed steps in reverse completion order, each
+// as a durable, retried unit. If all succeed the run ends FAILED and Result
+// returns a *RolledBackError; if one exhausts its retries the run is
+// SUSPENDED for an operator, who can Resume, Skip or Cancel it.
+//
+// # Engine
+//
+// Open opens an engine on a SQLite file with every default; New takes a
+// *sql.DB the caller opened with SQLiteDSN. Register workflows, Start the
+// engine, then start runs with Start (or StartTx inside your own
+// transaction) and wait with Run.Result. Stop drains gracefully.
+package flow

@@ -1,0 +1,210 @@
+package flow
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/clock"
+	"github.com/flowlite/flowlite/internal/engine"
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/sqlitestore"
+)
+
+// DefaultQueue is the queue of runs started without one.
+const DefaultQueue = "default"
+
+// Synchronous is the SQLite durability setting.
+type Synchronous = sqlitestore.Synchronous
+
+const (
+	// SynchronousFull makes every commit survive power loss (the default).
+	SynchronousFull = sqlitestore.SynchronousFull
+	// SynchronousNormal makes commits survive a crash of the process but
+	// possibly not a power loss, for several times the write throughput.
+	SynchronousNormal = sqlitestore.SynchronousNormal
+)
+
+// Clock tells the engine the time; flowtest provides one that tests move.
+type Clock = clock.Clock
+
+// AttemptInfo describes a step or compensation attempt to an Interceptor.
+type AttemptInfo = engine.StepInfo
+
+// Interceptor wraps every step and compensation attempt. It must call call to
+// run the body, or return an error instead.
+type Interceptor = engine.Interceptor
+
+// QueueConfig configures how this engine works one queue.
+type QueueConfig struct {
+	// Concurrency is the most runs of the queue this engine executes at once.
+	Concurrency int
+}
+
+// Config configures an Engine. A nil *Config, and every zero field, means
+// the default.
+type Config struct {
+	// Queues are the queues this engine works. Default: DefaultQueue with
+	// concurrency 10. Runs of other queues wait for an engine that works them.
+	Queues map[string]QueueConfig
+	// Synchronous applies to Open only. Default SynchronousFull.
+	Synchronous Synchronous
+	// PollInterval bounds how late a run started by another process, or
+	// becoming due, is noticed. Default 200ms.
+	PollInterval time.Duration
+	// LeaseTimeout is how long a run stays owned by a worker that stopped
+	// heartbeating (e.g. crashed) before another takes it over. Default 30s.
+	LeaseTimeout time.Duration
+	// HeartbeatInterval is how often leases are renewed; default a third of
+	// LeaseTimeout. Cancellation by another process is seen at the latest
+	// one heartbeat later.
+	HeartbeatInterval time.Duration
+	// RescueInterval is how often expired leases are looked for; default
+	// half of LeaseTimeout.
+	RescueInterval time.Duration
+	// DefaultRetry is the retry policy of steps that set none.
+	DefaultRetry RetryPolicy
+	// Logger receives the engine's logs; default none.
+	Logger *slog.Logger
+	// Clock tells time; default the system clock.
+	Clock Clock
+	// WorkerID names this engine in leases and history; default
+	// host-pid-random.
+	WorkerID string
+	// Intercept, when set, wraps every step and compensation attempt, e.g.
+	// for tracing or to inject failures in tests.
+	Intercept Interceptor
+}
+
+// Engine runs workflows stored in one database.
+type Engine struct {
+	core  *engine.Engine
+	store store.Store
+}
+
+// Open opens an engine on the SQLite file at path (created when missing)
+// with WAL, synchronous=FULL unless cfg says NORMAL, and the schema migrated.
+// A file that is not a SQLite database, is read-only, or was migrated by a
+// newer flowlite is refused with ErrNotDatabase, ErrReadOnly or
+// ErrSchemaTooNew, and left untouched.
+func Open(ctx context.Context, path string, cfg *Config) (*Engine, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Synchronous: cfg.Synchronous})
+	if err != nil {
+		return nil, err
+	}
+	e, err := newEngine(s, cfg)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// SQLiteDSN returns the data source name to open a database for New with
+// sql.Open("sqlite", …) (modernc.org/sqlite): WAL, busy timeout, foreign
+// keys and BEGIN IMMEDIATE write transactions.
+func SQLiteDSN(path string, sync Synchronous) string { return sqlitestore.DSN(path, sync) }
+
+// New returns an engine on a SQLite database the caller opened (see
+// SQLiteDSN) and migrates its schema. The pool is used as it is; Close does
+// not close it.
+func New(ctx context.Context, db *sql.DB, cfg *Config) (*Engine, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	s, err := sqlitestore.OpenDB(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	return newEngine(s, cfg)
+}
+
+func newEngine(s store.Store, cfg *Config) (*Engine, error) {
+	queues := make(map[string]int, len(cfg.Queues))
+	for name, q := range cfg.Queues {
+		queues[name] = q.Concurrency
+	}
+	core, err := engine.New(s, engine.Config{
+		Queues:            queues,
+		PollInterval:      cfg.PollInterval,
+		LeaseTimeout:      cfg.LeaseTimeout,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		RescueInterval:    cfg.RescueInterval,
+		DefaultRetry:      cfg.DefaultRetry,
+		Logger:            cfg.Logger,
+		Clock:             cfg.Clock,
+		WorkerID:          cfg.WorkerID,
+		Intercept:         cfg.Intercept,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new engine: %w", err)
+	}
+	return &Engine{core: core, store: s}, nil
+}
+
+// Register adds a workflow version to the engine, or panics if it is
+// invalid or already registered. Use it at program start; see
+// RegisterSafely for an error instead.
+func Register[In, Out any](e *Engine, wf Workflow[In, Out]) {
+	if err := RegisterSafely(e, wf); err != nil {
+		panic(err)
+	}
+}
+
+// RegisterSafely is Register returning an error instead of panicking.
+func RegisterSafely[In, Out any](e *Engine, wf Workflow[In, Out]) error {
+	if wf.Run == nil {
+		return fmt.Errorf("register workflow %q: Run is nil", wf.Name)
+	}
+	if wf.Version < 0 {
+		return fmt.Errorf("register workflow %q: negative version %d", wf.Name, wf.Version)
+	}
+	return e.core.Register(wf.definition())
+}
+
+// Start starts working: claiming runs of the configured queues, renewing
+// leases and rescuing runs of crashed workers. Runs can be started and
+// inspected before Start.
+func (e *Engine) Start(ctx context.Context) error { return e.core.Start(ctx) }
+
+// Stop stops claiming runs and waits for those in flight to settle. If ctx
+// ends first, they are interrupted and released for another worker at once;
+// Stop then returns an error saying so. Nothing recorded is lost either way.
+func (e *Engine) Stop(ctx context.Context) error { return e.core.Stop(ctx) }
+
+// Close stops the engine at once (interrupting runs in flight, which are
+// released and resume later) and closes the database if Open opened it.
+// Call Stop first for a graceful drain.
+func (e *Engine) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = e.core.Stop(ctx)
+	return e.store.Close()
+}
+
+// Cancel requests cancellation of a run. Its running step sees it through its
+// context, its completed steps are compensated, and it ends CANCELLED. A
+// suspended run is cancelled at once. Cancelling a finished run returns
+// ErrRunFinished; an unknown run, ErrRunNotFound.
+func (e *Engine) Cancel(ctx context.Context, runID string) error { return e.core.Cancel(ctx, runID) }
+
+// Resume puts a suspended run back to work: failed compensations get a fresh
+// set of attempts; a run suspended before its workflow failed runs again.
+func (e *Engine) Resume(ctx context.Context, runID string) error { return e.core.Resume(ctx, runID) }
+
+// Skip marks the failed compensations of a suspended run as done without
+// running them and continues its unwind.
+func (e *Engine) Skip(ctx context.Context, runID string) error { return e.core.Skip(ctx, runID) }
+
+// Rescue re-queues runs whose lease expired now, instead of at the next
+// rescue tick, and returns how many.
+func (e *Engine) Rescue(ctx context.Context) (int, error) { return e.core.Rescue(ctx) }
+
+// WakeAll makes the engine look for due runs now, e.g. after a test clock
+// moved.
+func (e *Engine) WakeAll() { e.core.WakeAll() }

@@ -1,0 +1,184 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// RunStatus is the state of a run.
+type RunStatus = store.RunStatus
+
+// Run states.
+const (
+	StatusPending      = store.RunPending
+	StatusRunning      = store.RunRunning
+	StatusCompensating = store.RunCompensating
+	StatusCompleted    = store.RunCompleted
+	StatusFailed       = store.RunFailed
+	StatusSuspended    = store.RunSuspended
+	StatusCancelled    = store.RunCancelled
+)
+
+// RunInfo is a run as recorded.
+type RunInfo struct {
+	ID              string
+	Workflow        string
+	Version         int
+	Queue           string
+	Priority        int
+	Status          RunStatus
+	Input           json.RawMessage
+	Output          json.RawMessage
+	Error           string // the workflow's error, once it failed
+	Reason          string // why the run is suspended
+	CancelRequested bool
+	RunAt           time.Time // when the run is (next) due
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	FinishedAt      time.Time // zero until finished
+	Steps           []StepRecord
+}
+
+// StepRecord is one step call of a run as recorded.
+type StepRecord struct {
+	Name                 string
+	Occurrence           int
+	Status               string // running, retrying, completed, failed
+	Attempts             int
+	Input                json.RawMessage
+	Output               json.RawMessage
+	Error                string
+	Compensation         string // none, pending, running, retrying, completed, failed, skipped
+	CompensationAttempts int
+	CompensationError    string
+	StartedAt            time.Time
+	FinishedAt           time.Time
+}
+
+// Event is one entry of a run's history.
+type Event struct {
+	ID         int64
+	At         time.Time
+	Kind       string
+	Step       string
+	Occurrence int
+	Attempt    int
+	Detail     string
+}
+
+// RunFilter selects runs; zero fields match all.
+type RunFilter struct {
+	Status   RunStatus
+	Workflow string
+	Queue    string
+	Limit    int // default 100
+}
+
+// WaitingWorkflow counts ready runs of a workflow version this engine does
+// not register; they are left alone until an engine that has it runs.
+type WaitingWorkflow struct {
+	Workflow string
+	Version  int
+	Runs     int64
+}
+
+// Inspect returns a run with its steps.
+func (e *Engine) Inspect(ctx context.Context, runID string) (RunInfo, error) {
+	r := e.store.Reader()
+	run, err := r.RunGet(ctx, runID)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	steps, err := r.StepList(ctx, runID)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	info := runInfo(run)
+	for _, s := range steps {
+		info.Steps = append(info.Steps, StepRecord{
+			Name: s.Name, Occurrence: s.Occurrence, Status: string(s.Status), Attempts: s.Attempts,
+			Input: raw(s.Input), Output: raw(s.Output), Error: s.Error,
+			Compensation: string(s.Compensation), CompensationAttempts: s.CompensationAttempts,
+			CompensationError: s.CompensationError, StartedAt: millis(s.StartedAt), FinishedAt: millis(s.FinishedAt),
+		})
+	}
+	return info, nil
+}
+
+// History returns the events of a run, oldest first.
+func (e *Engine) History(ctx context.Context, runID string) ([]Event, error) {
+	if _, err := e.store.Reader().RunGet(ctx, runID); err != nil {
+		return nil, err
+	}
+	events, err := e.store.Reader().EventList(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Event, len(events))
+	for i, ev := range events {
+		out[i] = Event{ID: ev.ID, At: millis(ev.At), Kind: ev.Kind, Step: ev.Step,
+			Occurrence: ev.Occurrence, Attempt: ev.Attempt, Detail: ev.Detail}
+	}
+	return out, nil
+}
+
+// ListRuns returns runs, newest first, without their steps.
+func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]RunInfo, error) {
+	runs, err := e.store.Reader().RunList(ctx, store.RunListParams{
+		Status: f.Status, Workflow: f.Workflow, Queue: f.Queue, Limit: f.Limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunInfo, len(runs))
+	for i, r := range runs {
+		out[i] = runInfo(r)
+	}
+	return out, nil
+}
+
+// CountRuns returns how many runs are in each state.
+func (e *Engine) CountRuns(ctx context.Context) (map[RunStatus]int64, error) {
+	return e.store.Reader().RunCountByStatus(ctx)
+}
+
+// Waiting lists ready runs of workflow versions this engine does not
+// register. The engine also logs them once a minute.
+func (e *Engine) Waiting(ctx context.Context) ([]WaitingWorkflow, error) {
+	counts, err := e.core.Unrunnable(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count waiting runs: %w", err)
+	}
+	out := make([]WaitingWorkflow, len(counts))
+	for i, c := range counts {
+		out[i] = WaitingWorkflow{Workflow: c.Workflow.Name, Version: c.Workflow.Version, Runs: c.Runs}
+	}
+	return out, nil
+}
+
+func runInfo(r store.Run) RunInfo {
+	return RunInfo{
+		ID: r.ID, Workflow: r.Workflow, Version: r.Version, Queue: r.Queue, Priority: r.Priority,
+		Status: r.Status, Input: raw(r.Input), Output: raw(r.Output), Error: r.Error, Reason: r.Reason,
+		CancelRequested: r.CancelRequested, RunAt: millis(r.RunAt), CreatedAt: millis(r.CreatedAt),
+		UpdatedAt: millis(r.UpdatedAt), FinishedAt: millis(r.FinishedAt),
+	}
+}
+
+func raw(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+func millis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

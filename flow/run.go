@@ -1,0 +1,143 @@
+package flow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/codec"
+	"github.com/flowlite/flowlite/internal/engine"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// StartOptions tune one run. A nil *StartOptions means the defaults.
+type StartOptions struct {
+	// RunID identifies the run and is its idempotency key: starting an ID
+	// that exists returns the existing run and records nothing. Default: a
+	// random ID.
+	RunID string
+	// Queue the run waits in; default DefaultQueue.
+	Queue string
+	// Priority orders ready runs of a queue, higher first; default 0.
+	Priority int
+	// Delay postpones the run's first execution.
+	Delay time.Duration
+	// RunAt sets the run's first execution time; it excludes Delay.
+	RunAt time.Time
+}
+
+// Run is a handle on a run of a workflow whose output type is Out.
+type Run[Out any] struct {
+	e        *Engine
+	id       string
+	existing bool
+}
+
+// ID returns the run ID.
+func (r *Run[Out]) ID() string { return r.id }
+
+// Existing reports whether Start found the run already recorded under its
+// ID instead of creating it.
+func (r *Run[Out]) Existing() bool { return r.existing }
+
+// Result waits until the run settles and returns its output. The error is a
+// *RolledBackError when the workflow failed and was compensated, a
+// *SuspendedError when the run waits for an operator, a *CancelledError when
+// it was cancelled, or ctx's error.
+func (r *Run[Out]) Result(ctx context.Context) (Out, error) {
+	var zero Out
+	run, err := r.e.core.Wait(ctx, r.id)
+	if err != nil {
+		return zero, fmt.Errorf("wait for run %s: %w", r.id, err)
+	}
+	switch run.Status {
+	case store.RunCompleted:
+		out, err := codec.Decode[Out](run.Output)
+		if err != nil {
+			return zero, &DecodeError{RunID: r.id, What: "output", Type: codec.TypeName[Out](), Err: err}
+		}
+		return out, nil
+	case store.RunFailed:
+		return zero, &RolledBackError{RunID: r.id, Cause: run.Error}
+	case store.RunCancelled:
+		return zero, &CancelledError{RunID: r.id}
+	default:
+		return zero, &SuspendedError{RunID: r.id, Reason: run.Reason}
+	}
+}
+
+// Cancel requests cancellation of the run; see Engine.Cancel.
+func (r *Run[Out]) Cancel(ctx context.Context) error { return r.e.Cancel(ctx, r.id) }
+
+// Start records a run of wf with input in and returns a handle on it. The
+// run is durable when Start returns; an engine working its queue begins it
+// at once (in this process) or within its poll interval (in another).
+func Start[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], in In, opts *StartOptions) (*Run[Out], error) {
+	p, err := startParams(e, wf, in, opts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := e.core.StartRun(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[Out]{e: e, id: st.Run.ID, existing: st.Existing}, nil
+}
+
+// StartTx records a run inside the caller's transaction on the engine's
+// database: the run exists only if tx commits. Workers see it at their next
+// poll after the commit.
+func StartTx[In, Out any](ctx context.Context, e *Engine, tx *sql.Tx, wf Workflow[In, Out], in In, opts *StartOptions) (*Run[Out], error) {
+	p, err := startParams(e, wf, in, opts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := e.core.StartRunTx(ctx, tx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[Out]{e: e, id: st.Run.ID, existing: st.Existing}, nil
+}
+
+func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *StartOptions) (engine.StartParams, error) {
+	if opts == nil {
+		opts = &StartOptions{}
+	}
+	key := workflowKey(wf.Name, wf.version())
+	switch {
+	case opts.Delay < 0:
+		return engine.StartParams{}, fmt.Errorf("start %s: negative delay %s", key, opts.Delay)
+	case opts.Delay > 0 && !opts.RunAt.IsZero():
+		return engine.StartParams{}, fmt.Errorf("start %s: set Delay or RunAt, not both", key)
+	}
+	input, err := codec.Encode(in)
+	if err != nil {
+		return engine.StartParams{}, fmt.Errorf("start %s: %w", key, err)
+	}
+	runAt := opts.RunAt
+	if opts.Delay > 0 {
+		runAt = e.core.Config().Clock.Now().Add(opts.Delay)
+	}
+	return engine.StartParams{
+		ID: opts.RunID, Workflow: key, Queue: opts.Queue, Priority: opts.Priority, Input: input, RunAt: runAt,
+	}, nil
+}
+
+// Lookup returns a handle on the existing run runID of wf, or
+// ErrRunNotFound, or an error when the run belongs to another workflow.
+func Lookup[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], runID string) (*Run[Out], error) {
+	run, err := e.store.Reader().RunGet(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Workflow != wf.Name {
+		return nil, errors.New("run " + runID + " belongs to workflow " + run.Workflow + ", not " + wf.Name)
+	}
+	return &Run[Out]{e: e, id: runID, existing: true}, nil
+}
+
+func workflowKey(name string, version int) store.WorkflowKey {
+	return store.WorkflowKey{Name: name, Version: version}
+}

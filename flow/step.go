@@ -1,0 +1,103 @@
+package flow
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/codec"
+	"github.com/flowlite/flowlite/internal/engine"
+)
+
+// RetryPolicy says how often and how fast a failed step or compensation is
+// attempted again: MaxAttempts in total, waiting InitialInterval ×
+// Coefficient^(n-1), capped at MaxInterval, spread by ±Jitter. Zero fields
+// take Config.DefaultRetry, whose own zero fields take 5 attempts, 1s, ×2,
+// 1m and ±20%.
+type RetryPolicy = engine.RetryPolicy
+
+// Step is a typed unit of work with a stable name.
+//
+// Name is persisted with every checkpoint: never derive it from a Go type
+// name, and never reuse it for a step of other types. Exactly one of Run and
+// RunTx is set. Both may run more than once (see the package doc), so make
+// their side effects idempotent.
+type Step[In, Out any] struct {
+	// Name identifies the step within a workflow, persisted.
+	Name string
+	// Run performs the step.
+	Run func(ctx context.Context, in In) (Out, error)
+	// RunTx performs the step inside the engine's write transaction: its
+	// writes through tx commit together with the step's checkpoint, or not
+	// at all. Keep it short: it holds the database's single writer.
+	RunTx func(ctx context.Context, tx *sql.Tx, in In) (Out, error)
+	// Compensate, when set, undoes a completed step. It receives the step's
+	// recorded input and output, may run more than once, and must tolerate
+	// an effect that is already undone.
+	Compensate func(ctx context.Context, in In, out Out) error
+	// Retry is the step's retry policy; nil takes Config.DefaultRetry.
+	Retry *RetryPolicy
+	// CompensateRetry is the compensation's retry policy; nil takes Retry.
+	CompensateRetry *RetryPolicy
+	// Timeout bounds each attempt (and each compensation attempt) through
+	// its context; zero means no bound.
+	Timeout time.Duration
+}
+
+// definition builds the engine's untyped view of one call of s with in.
+func (s Step[In, Out]) definition(runID string, in In, def RetryPolicy) (engine.Step, error) {
+	switch {
+	case s.Name == "":
+		return engine.Step{}, &engine.DefinitionError{RunID: runID, Problem: "a step has no Name"}
+	case (s.Run == nil) == (s.RunTx == nil):
+		return engine.Step{}, &engine.DefinitionError{RunID: runID, Problem: fmt.Sprintf("step %s must set exactly one of Run and RunTx", s.Name)}
+	}
+	input, err := codec.Encode(in)
+	if err != nil {
+		return engine.Step{}, &engine.DefinitionError{RunID: runID, Problem: fmt.Sprintf("step %s: %v", s.Name, err)}
+	}
+	retry := def
+	if s.Retry != nil {
+		retry = s.Retry.WithDefaults(def)
+	}
+	compRetry := retry
+	if s.CompensateRetry != nil {
+		compRetry = s.CompensateRetry.WithDefaults(def)
+	}
+	d := engine.Step{
+		Name: s.Name, Input: input, Transactional: s.RunTx != nil,
+		Retry: retry, CompensateRetry: compRetry, Timeout: s.Timeout,
+		Run: func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
+			var out Out
+			var err error
+			if s.RunTx != nil {
+				out, err = s.RunTx(ctx, tx, in)
+			} else {
+				out, err = s.Run(ctx, in)
+			}
+			if err != nil {
+				return nil, err
+			}
+			b, err := codec.Encode(out)
+			if err != nil {
+				return nil, Permanent(fmt.Errorf("step %s: %w", s.Name, err))
+			}
+			return b, nil
+		},
+	}
+	if s.Compensate != nil {
+		d.Compensate = func(ctx context.Context, input, output []byte) error {
+			in, err := codec.Decode[In](input)
+			if err != nil {
+				return Permanent(&DecodeError{RunID: runID, Step: s.Name, What: "input", Type: codec.TypeName[In](), Err: err})
+			}
+			out, err := codec.Decode[Out](output)
+			if err != nil {
+				return Permanent(&DecodeError{RunID: runID, Step: s.Name, What: "output", Type: codec.TypeName[Out](), Err: err})
+			}
+			return s.Compensate(ctx, in, out)
+		}
+	}
+	return d, nil
+}

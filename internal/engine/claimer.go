@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// runQueue claims and executes the runs of one queue, never more than limit
+// at once. It claims as many runs as it has free slots in one transaction,
+// and sleeps until woken or until the poll interval passes when there is
+// nothing to do.
+func (e *Engine) runQueue(ctx context.Context, queue string, limit int) {
+	slots := semaphore.NewWeighted(int64(limit))
+	e.mu.Lock()
+	wake := e.wake[queue]
+	e.mu.Unlock()
+	poll := time.NewTimer(e.cfg.PollInterval)
+	defer poll.Stop()
+	batch := min(limit, e.cfg.ClaimBatch)
+	for {
+		if err := slots.Acquire(ctx, 1); err != nil {
+			return
+		}
+		free := 1
+		for free < batch && slots.TryAcquire(1) {
+			free++
+		}
+		runs, err := e.claim(ctx, queue, free)
+		if err != nil && ctx.Err() == nil {
+			e.log.Error("claim runs", "queue", queue, "err", err)
+		}
+		slots.Release(int64(free - len(runs)))
+		for _, run := range runs {
+			e.execs.Go(func() error {
+				defer slots.Release(1)
+				e.execute(run)
+				return nil
+			})
+		}
+		if err == nil && len(runs) == free {
+			continue // the queue may hold more ready runs
+		}
+		poll.Reset(e.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// claim leases up to max ready runs of queue in one write transaction.
+func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run, error) {
+	known := e.Known()
+	if len(known) == 0 {
+		return nil, nil
+	}
+	var runs []store.Run
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		now := e.nowMs()
+		var err error
+		runs, err = tx.RunClaim(ctx, store.RunClaimParams{
+			Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
+			Now: now, LeaseExpiresAt: now + e.cfg.LeaseTimeout.Milliseconds(),
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			err := tx.EventAppend(ctx, store.Event{
+				RunID: r.ID, At: now, Kind: EventRunClaimed,
+				Detail: fmt.Sprintf("worker %s, fence %d, status %s", r.LeaseOwner, r.Fence, r.Status),
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// SQLite returns RETURNING rows in update order, not in claim order.
+	slices.SortFunc(runs, func(a, b store.Run) int {
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.RunAt, b.RunAt), cmp.Compare(a.ID, b.ID))
+	})
+	return runs, nil
+}
+
+// runRescuer periodically re-queues runs whose lease expired: their worker
+// crashed, hung or lost its connection.
+func (e *Engine) runRescuer(ctx context.Context) {
+	tick := time.NewTicker(e.cfg.RescueInterval)
+	defer tick.Stop()
+	for {
+		if n, err := e.Rescue(ctx); err != nil && ctx.Err() == nil {
+			e.log.Error("rescue expired leases", "err", err)
+		} else if n > 0 {
+			e.log.Info("rescued runs with expired leases", "runs", n)
+			e.WakeAll()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Rescue re-queues every run whose lease has expired and returns how many it
+// re-queued. The update re-checks status and expiry, so a run completed by
+// its worker in the meantime is never touched.
+func (e *Engine) Rescue(ctx context.Context) (int, error) {
+	const batch = 100
+	total := 0
+	for {
+		var rescued []store.RescuedRun
+		err := e.store.Write(ctx, func(tx store.Tx) error {
+			now := e.nowMs()
+			var err error
+			if rescued, err = tx.RunRescue(ctx, now, batch); err != nil {
+				return err
+			}
+			for _, r := range rescued {
+				err := tx.EventAppend(ctx, store.Event{
+					RunID: r.ID, At: now, Kind: EventRunRescued,
+					Detail: fmt.Sprintf("lease of fence %d expired %dms ago", r.Fence, now-r.LeaseExpiresAt),
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		total += len(rescued)
+		if err != nil || len(rescued) < batch {
+			return total, err
+		}
+	}
+}
+
+// runUnrunnableReporter logs, once a minute, the ready runs this process
+// leaves alone because it lacks their workflow version.
+func (e *Engine) runUnrunnableReporter(ctx context.Context) {
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		counts, err := e.Unrunnable(ctx)
+		if err != nil && ctx.Err() == nil {
+			e.log.Error("count unrunnable runs", "err", err)
+		}
+		for _, c := range counts {
+			e.log.Warn("runs wait for a workflow version this process does not register; they are left alone",
+				"workflow", c.Workflow.Name, "version", c.Workflow.Version, "runs", c.Runs)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Unrunnable counts ready runs whose workflow version is not registered here.
+func (e *Engine) Unrunnable(ctx context.Context) ([]store.UnrunnableCount, error) {
+	return e.store.Reader().RunCountUnrunnable(ctx, e.Known())
+}

@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// WorkflowFunc runs a workflow body: it decodes the input, calls steps
+// through rc, and returns the encoded output.
+type WorkflowFunc func(rc *RunContext, input []byte) ([]byte, error)
+
+// Workflow is the untyped definition of one workflow version.
+type Workflow struct {
+	Key store.WorkflowKey
+	Run WorkflowFunc
+}
+
+// StepFunc runs one attempt of a step body. tx is the engine's write
+// transaction for transactional steps, nil otherwise.
+type StepFunc func(ctx context.Context, tx *sql.Tx) ([]byte, error)
+
+// CompensateFunc undoes a completed step given its recorded input and output.
+type CompensateFunc func(ctx context.Context, input, output []byte) error
+
+// Step is the untyped definition of one step call.
+type Step struct {
+	Name            string
+	Input           []byte // encoded input, stored with the step
+	Run             StepFunc
+	Transactional   bool // Run receives the write transaction of its checkpoint
+	Compensate      CompensateFunc
+	Retry           RetryPolicy
+	CompensateRetry RetryPolicy
+	Timeout         time.Duration // per attempt; zero means none
+}
+
+// StepInfo describes a step attempt to an Interceptor.
+type StepInfo struct {
+	RunID        string
+	Workflow     store.WorkflowKey
+	Step         string
+	Occurrence   int
+	Attempt      int
+	Compensation bool // true when the call is the step's compensation
+}
+
+// Interceptor wraps every step and compensation attempt; it must call call
+// to run the body (or return an error instead, e.g. to inject a failure).
+type Interceptor func(ctx context.Context, info StepInfo, call func(context.Context) error) error

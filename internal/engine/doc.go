@@ -1,0 +1,11 @@
+// Package engine executes durable workflow runs over the store seam: it
+// claims ready runs per queue, replays each workflow body against the run's
+// checkpoints, executes new steps with retries and timeouts, unwinds
+// completed steps through their compensations when the workflow fails, keeps
+// leases alive by heartbeat, and rescues runs whose worker vanished.
+//
+// The engine is untyped: workflows and steps reach it as byte-level
+// definitions built by package flow, which owns the typed API. It imports
+// internal/store, internal/clock and golang.org/x/sync, never flow or an
+// adapter.
+package engine

@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flowlite/flowlite/internal/clock"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// Config tunes an Engine. Zero fields take the defaults documented on each.
+type Config struct {
+	// Queues maps each queue this engine works to its concurrency limit.
+	// Default: {"default": 10}.
+	Queues map[string]int
+	// PollInterval is how often a queue is polled for runs started by other
+	// processes or become due. Default 200ms.
+	PollInterval time.Duration
+	// LeaseTimeout is how long a claimed run stays owned without a
+	// heartbeat. Default 30s.
+	LeaseTimeout time.Duration
+	// HeartbeatInterval is how often a running run's lease is renewed.
+	// Default LeaseTimeout/3.
+	HeartbeatInterval time.Duration
+	// RescueInterval is how often expired leases are looked for. Default
+	// LeaseTimeout/2.
+	RescueInterval time.Duration
+	// ClaimBatch caps how many runs one claim transaction takes. Default 32.
+	ClaimBatch int
+	// DefaultRetry fills the zero fields of every step's retry policy.
+	DefaultRetry RetryPolicy
+	// Logger receives operational logs. Default: discard.
+	Logger *slog.Logger
+	// Clock tells time. Default: the system clock.
+	Clock clock.Clock
+	// WorkerID names this engine in leases. Default: host-pid-random.
+	WorkerID string
+	// Intercept, when set, wraps every step and compensation attempt.
+	Intercept Interceptor
+}
+
+func (c Config) withDefaults() Config {
+	if len(c.Queues) == 0 {
+		c.Queues = map[string]int{"default": 10}
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 200 * time.Millisecond
+	}
+	if c.LeaseTimeout <= 0 {
+		c.LeaseTimeout = 30 * time.Second
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = c.LeaseTimeout / 3
+	}
+	if c.RescueInterval <= 0 {
+		c.RescueInterval = c.LeaseTimeout / 2
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = 32
+	}
+	c.DefaultRetry = c.DefaultRetry.WithDefaults(DefaultRetryPolicy)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System{}
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4))
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	for q, n := range c.Queues {
+		if q == "" {
+			return errors.New("config: queue name is empty")
+		}
+		if n <= 0 {
+			return fmt.Errorf("config: queue %q: concurrency must be positive, got %d", q, n)
+		}
+	}
+	if c.HeartbeatInterval >= c.LeaseTimeout {
+		return fmt.Errorf("config: heartbeat interval %s must be shorter than lease timeout %s",
+			c.HeartbeatInterval, c.LeaseTimeout)
+	}
+	return nil
+}
+
+// Engine claims and executes runs stored in a store.Store.
+type Engine struct {
+	store store.Store
+	cfg   Config
+	log   *slog.Logger
+
+	mu        sync.Mutex
+	workflows map[store.WorkflowKey]Workflow
+	wake      map[string]chan struct{}
+	active    map[string]*execution
+	settledCh chan struct{} // closed and replaced whenever a run settles here
+	running   bool
+
+	stopLoops context.CancelFunc // stops claiming and maintenance
+	hardStop  context.CancelCauseFunc
+	baseCtx   context.Context // parent of every execution
+	loops     *errgroup.Group
+	execs     *errgroup.Group
+}
+
+// New returns an engine over s. It does not start working until Start.
+func New(s store.Store, cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		store:     s,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		workflows: make(map[store.WorkflowKey]Workflow),
+		wake:      make(map[string]chan struct{}),
+		active:    make(map[string]*execution),
+		settledCh: make(chan struct{}),
+	}
+	for q := range cfg.Queues {
+		e.wake[q] = make(chan struct{}, 1)
+	}
+	return e, nil
+}
+
+// Config returns the effective configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Store returns the store the engine works on.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Register adds a workflow version. Registering the same version twice is
+// an error, because two bodies for one recorded history cannot both be right.
+func (e *Engine) Register(w Workflow) error {
+	if w.Key.Name == "" {
+		return errors.New("register workflow: name is empty")
+	}
+	if w.Run == nil {
+		return fmt.Errorf("register workflow %s: Run is nil", w.Key)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, dup := e.workflows[w.Key]; dup {
+		return fmt.Errorf("register workflow %s: already registered", w.Key)
+	}
+	e.workflows[w.Key] = w
+	return nil
+}
+
+// Lookup returns the registered workflow version.
+func (e *Engine) Lookup(k store.WorkflowKey) (Workflow, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w, ok := e.workflows[k]
+	return w, ok
+}
+
+// Known lists the registered workflow versions, sorted.
+func (e *Engine) Known() []store.WorkflowKey {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	keys := make([]store.WorkflowKey, 0, len(e.workflows))
+	for k := range e.workflows {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b store.WorkflowKey) int {
+		if a.Name != b.Name {
+			if a.Name < b.Name {
+				return -1
+			}
+			return 1
+		}
+		return a.Version - b.Version
+	})
+	return keys
+}
+
+// Start records the registered workflows and starts claiming, heartbeating
+// and rescuing. It returns once the engine runs; ctx bounds only the startup.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	if e.running {
+		e.mu.Unlock()
+		return errors.New("start engine: already running")
+	}
+	e.mu.Unlock()
+	known := e.Known()
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		for _, k := range known {
+			if err := tx.WorkflowRegister(ctx, k, e.nowMs()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	loopCtx, stopLoops := context.WithCancel(context.Background())
+	base, hardStop := context.WithCancelCause(context.WithValue(context.Background(), clockKey{}, e.cfg.Clock))
+	e.stopLoops, e.hardStop, e.baseCtx = stopLoops, hardStop, base
+	e.loops, e.execs = new(errgroup.Group), new(errgroup.Group)
+	e.running = true
+	for q, limit := range e.cfg.Queues {
+		e.loops.Go(func() error { e.runQueue(loopCtx, q, limit); return nil })
+	}
+	e.loops.Go(func() error { e.runRescuer(loopCtx); return nil })
+	e.loops.Go(func() error { e.runUnrunnableReporter(loopCtx); return nil })
+	return nil
+}
+
+// Stop stops claiming new runs and waits for runs in flight to finish. When
+// ctx ends first, their contexts are cancelled and their leases released, so
+// another worker picks them up at once instead of after the lease expires.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	if !e.running {
+		e.mu.Unlock()
+		return nil
+	}
+	e.running = false
+	e.mu.Unlock()
+
+	e.stopLoops()
+	_ = e.loops.Wait()
+	drained := make(chan struct{})
+	go func() { _ = e.execs.Wait(); close(drained) }()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		e.hardStop(errStopping)
+		<-drained
+		err = fmt.Errorf("stop engine: runs interrupted: %w", ctx.Err())
+	}
+	e.hardStop(errStopping)
+	return err
+}
+
+// Running reports whether the engine was started and not stopped.
+func (e *Engine) Running() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.running
+}
+
+// Wake makes the claimers of queue look for work now.
+func (e *Engine) Wake(queue string) {
+	e.mu.Lock()
+	ch := e.wake[queue]
+	e.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// WakeAll makes every claimer look for work now, e.g. after a test clock
+// moved.
+func (e *Engine) WakeAll() {
+	for q := range e.cfg.Queues {
+		e.Wake(q)
+	}
+}
+
+func (e *Engine) wakeAfter(queue string, d time.Duration) {
+	if d <= 0 {
+		e.Wake(queue)
+		return
+	}
+	time.AfterFunc(d, func() { e.Wake(queue) })
+}
+
+// settled tells waiters that some run reached a settled state.
+func (e *Engine) settled() {
+	e.mu.Lock()
+	close(e.settledCh)
+	e.settledCh = make(chan struct{})
+	e.mu.Unlock()
+}
+
+func (e *Engine) settledSignal() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.settledCh
+}
+
+func (e *Engine) now() time.Time { return e.cfg.Clock.Now() }
+func (e *Engine) nowMs() int64   { return e.cfg.Clock.Now().UnixMilli() }
+
+type clockKey struct{}
+
+// ClockFrom returns the engine clock carried by the context of a step, or
+// the system clock outside an engine.
+func ClockFrom(ctx context.Context) clock.Clock {
+	if c, ok := ctx.Value(clockKey{}).(clock.Clock); ok {
+		return c
+	}
+	return clock.System{}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// NewRunID returns a random run ID.
+func NewRunID() string { return randomHex(16) }

@@ -1,0 +1,245 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// execution is one claim of one run by this engine: the lease, the
+// contexts that end with it, and the fenced writes made under it.
+type execution struct {
+	e     *Engine
+	run   store.Run
+	def   Workflow
+	lease store.Lease
+
+	// leaseCtx ends when the lease is lost or the engine stops; compensations
+	// run under it. runCtx also ends when the run is cancelled; workflow
+	// bodies and steps run under it.
+	leaseCtx    context.Context
+	cancelLease context.CancelCauseFunc
+	runCtx      context.Context
+	cancelRun   context.CancelCauseFunc
+}
+
+// execute drives one claimed run until it settles, waits for its next
+// attempt, or loses its lease.
+func (e *Engine) execute(run store.Run) {
+	def, ok := e.Lookup(store.WorkflowKey{Name: run.Workflow, Version: run.Version})
+	leaseCtx, cancelLease := context.WithCancelCause(e.baseCtx)
+	runCtx, cancelRun := context.WithCancelCause(leaseCtx)
+	x := &execution{
+		e: e, run: run, def: def, lease: run.Lease(),
+		leaseCtx: leaseCtx, cancelLease: cancelLease, runCtx: runCtx, cancelRun: cancelRun,
+	}
+	defer cancelLease(nil)
+	if !ok {
+		// Claims only select registered versions; this is a registration
+		// racing the claim. Give the run back untouched.
+		x.release(0, "workflow version not registered here")
+		return
+	}
+
+	e.mu.Lock()
+	e.active[run.ID] = x
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.active, run.ID)
+		e.mu.Unlock()
+	}()
+
+	stopHeartbeat := x.startHeartbeat()
+	defer stopHeartbeat()
+
+	if run.CancelRequested {
+		cancelRun(ErrCancelled)
+	}
+	steps, err := e.store.Reader().StepList(leaseCtx, run.ID)
+	if err != nil {
+		e.log.Error("load steps", "run", run.ID, "err", err)
+		x.release(e.cfg.PollInterval, "could not load steps: "+err.Error())
+		return
+	}
+	rc := newRunContext(x, steps)
+	switch run.Status {
+	case store.RunRunning:
+		x.forward(rc)
+	case store.RunCompensating:
+		x.unwind(rc, false)
+	default:
+		e.log.Error("claimed run in unexpected status", "run", run.ID, "status", run.Status)
+	}
+}
+
+// startHeartbeat renews the lease until the returned func is called. A lost
+// lease cancels the execution; a cancellation request cancels the run.
+func (x *execution) startHeartbeat() (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(x.e.cfg.HeartbeatInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-x.leaseCtx.Done():
+				return
+			case <-tick.C:
+				if err := x.write(func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
+					!errors.Is(err, store.ErrLeaseLost) {
+					x.e.log.Warn("heartbeat", "run", x.run.ID, "err", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// write runs fn in a write transaction fenced by the execution's lease: the
+// transaction first renews the lease and fails with store.ErrLeaseLost if
+// another worker took the run over. It also observes cancellation requests.
+func (x *execution) write(fn func(ctx context.Context, tx store.Tx, now int64) error) error {
+	// Writes must land even after the run was cancelled (to record what
+	// happened); the fence, not the context, stops a stale writer.
+	ctx := context.WithoutCancel(x.leaseCtx)
+	err := x.e.store.Write(ctx, func(tx store.Tx) error {
+		now := x.e.nowMs()
+		cancelRequested, err := tx.RunHeartbeat(ctx, x.lease, now+x.e.cfg.LeaseTimeout.Milliseconds(), now)
+		if err != nil {
+			return err
+		}
+		if cancelRequested {
+			x.cancelRun(ErrCancelled)
+		}
+		return fn(ctx, tx, now)
+	})
+	if errors.Is(err, store.ErrLeaseLost) {
+		x.e.log.Warn("lease lost; another worker owns the run now", "run", x.run.ID, "fence", x.lease.Fence)
+		x.cancelLease(errLeaseLost)
+	}
+	return err
+}
+
+func (x *execution) event(ctx context.Context, tx store.Tx, now int64, ev store.Event) error {
+	ev.RunID, ev.At = x.run.ID, now
+	return tx.EventAppend(ctx, ev)
+}
+
+// release gives the lease back; the run becomes claimable after delay.
+func (x *execution) release(delay time.Duration, why string) {
+	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		if err := tx.RunRelease(ctx, x.lease, now+delay.Milliseconds(), now); err != nil {
+			return err
+		}
+		return x.event(ctx, tx, now, store.Event{Kind: EventRunReleased, Detail: why})
+	})
+	if err != nil {
+		x.e.log.Warn("release run; it will be rescued when its lease expires", "run", x.run.ID, "err", err)
+		return
+	}
+	x.e.wakeAfter(x.run.Queue, delay)
+}
+
+// finish records the outcome of the run.
+func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason string) {
+	kind := map[store.RunStatus]string{
+		store.RunCompleted: EventRunCompleted, store.RunFailed: EventRunFailed,
+		store.RunCancelled: EventRunCancelled, store.RunSuspended: EventRunSuspended,
+	}[status]
+	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		p := store.RunFinishParams{Status: status, Output: output, Error: errMsg, Reason: reason, Now: now}
+		if status != store.RunSuspended {
+			p.FinishedAt = now
+		}
+		if err := tx.RunFinish(ctx, x.lease, p); err != nil {
+			return err
+		}
+		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: firstNonEmpty(reason, errMsg)})
+	})
+	if err != nil {
+		x.e.log.Error("record run outcome", "run", x.run.ID, "status", status, "err", err)
+		return
+	}
+	x.e.log.Debug("run settled", "run", x.run.ID, "workflow", x.run.Workflow, "status", status)
+	x.e.settled()
+}
+
+func (x *execution) suspend(reason string) {
+	x.e.log.Warn("run suspended", "run", x.run.ID, "reason", reason)
+	x.finish(store.RunSuspended, nil, x.run.Error, reason)
+}
+
+// forward runs the workflow body and records its outcome, starting the
+// unwind when it fails or the run is cancelled.
+func (x *execution) forward(rc *RunContext) {
+	output, wfErr := rc.callWorkflow()
+	cause := rc.cause()
+	switch {
+	case cause != nil:
+		x.abort(rc, cause)
+	case wfErr == nil:
+		x.finish(store.RunCompleted, output, "", "")
+	default:
+		x.startUnwind(rc, wfErr.Error())
+	}
+}
+
+// abort handles an execution that ended before the workflow body settled.
+func (x *execution) abort(rc *RunContext, cause error) {
+	var decodeErr *DecodeError
+	var replayErr *ReplayError
+	var defErr *DefinitionError
+	switch {
+	case errors.Is(cause, errRetryScheduled), errors.Is(cause, errLeaseLost):
+		// Already released, or no longer ours to write.
+	case errors.Is(cause, ErrCancelled):
+		x.startUnwind(rc, "cancelled")
+	case errors.Is(cause, errStopping):
+		x.release(0, "engine stopping")
+	case errors.As(cause, &decodeErr), errors.As(cause, &replayErr), errors.As(cause, &defErr):
+		x.suspend(cause.Error())
+	default:
+		x.e.log.Error("run interrupted", "run", x.run.ID, "err", cause)
+		x.release(x.e.cfg.PollInterval, "interrupted: "+cause.Error())
+	}
+}
+
+// startUnwind moves the run to compensating and unwinds it.
+func (x *execution) startUnwind(rc *RunContext, errMsg string) {
+	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		if err := tx.RunStartCompensating(ctx, x.lease, errMsg, now); err != nil {
+			return err
+		}
+		return x.event(ctx, tx, now, store.Event{Kind: EventWorkflowFailed, Detail: errMsg})
+	})
+	if err != nil {
+		x.e.log.Error("start compensating", "run", x.run.ID, "err", err)
+		return
+	}
+	x.run.Status, x.run.Error = store.RunCompensating, errMsg
+	x.unwind(rc, true)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// callWithRecover turns a panic in user code into an error.
+func callWithRecover(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s panicked: %v", what, r)
+		}
+	}()
+	return fn()
+}

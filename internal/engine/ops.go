@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// StartParams describes a run to start.
+type StartParams struct {
+	ID       string // empty: a random ID
+	Workflow store.WorkflowKey
+	Queue    string // empty: "default"
+	Priority int
+	Input    []byte
+	RunAt    time.Time // zero: now
+}
+
+// Started is the outcome of a start: the run, and whether it already
+// existed under that ID (in which case nothing was written).
+type Started struct {
+	Run      store.Run
+	Existing bool
+}
+
+// StartRun records a pending run and wakes its queue. Starting an ID that
+// exists returns the existing run (the ID is an idempotency key) unless it
+// belongs to another workflow, which is ErrRunExists.
+func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
+	var st Started
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		var err error
+		st, err = e.insertRun(ctx, tx, &p)
+		return err
+	})
+	if err != nil {
+		return Started{}, err
+	}
+	if !st.Existing {
+		e.wakeAfter(st.Run.Queue, time.Duration(st.Run.RunAt-e.nowMs())*time.Millisecond)
+	}
+	return st, nil
+}
+
+// StartRunTx records a pending run in the caller's transaction: it exists
+// only if that transaction commits. Workers see it at their next poll.
+func (e *Engine) StartRunTx(ctx context.Context, sqlTx *sql.Tx, p StartParams) (Started, error) {
+	var st Started
+	err := e.store.WriteInTx(ctx, sqlTx, func(tx store.Tx) error {
+		var err error
+		st, err = e.insertRun(ctx, tx, &p)
+		return err
+	})
+	return st, err
+}
+
+func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (Started, error) {
+	if _, ok := e.Lookup(p.Workflow); !ok {
+		return Started{}, fmt.Errorf("start %s: %w: register it with this engine first", p.Workflow, ErrUnknownWorkflow)
+	}
+	if p.ID == "" {
+		p.ID = NewRunID()
+	}
+	if p.Queue == "" {
+		p.Queue = "default"
+	}
+	now := e.nowMs()
+	runAt := now
+	if !p.RunAt.IsZero() {
+		runAt = p.RunAt.UnixMilli()
+	}
+	inserted, err := tx.RunInsert(ctx, store.RunInsertParams{
+		ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
+		Input: p.Input, RunAt: runAt, Now: now,
+	})
+	if err != nil {
+		return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
+	}
+	if !inserted {
+		run, err := tx.RunGet(ctx, p.ID)
+		if err != nil {
+			return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
+		}
+		if run.Workflow != p.Workflow.Name {
+			return Started{}, fmt.Errorf("start run %s of workflow %s: %w (%s)", p.ID, p.Workflow.Name, ErrRunExists, run.Workflow)
+		}
+		return Started{Run: run, Existing: true}, nil
+	}
+	err = tx.EventAppend(ctx, store.Event{
+		RunID: p.ID, At: now, Kind: EventRunStarted,
+		Detail: fmt.Sprintf("workflow %s, queue %s, priority %d", p.Workflow, p.Queue, p.Priority),
+	})
+	if err != nil {
+		return Started{}, err
+	}
+	run, err := tx.RunGet(ctx, p.ID)
+	return Started{Run: run}, err
+}
+
+// Wait blocks until the run is completed, failed, cancelled or suspended,
+// and returns it.
+func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
+	for {
+		signal := e.settledSignal()
+		run, err := e.store.Reader().RunGet(ctx, id)
+		if err != nil {
+			return store.Run{}, err
+		}
+		if run.Status.Finished() || run.Status == store.RunSuspended {
+			return run, nil
+		}
+		timer := time.NewTimer(e.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return run, ctx.Err()
+		case <-signal:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// Cancel requests cancellation of a run. Running code sees it through its
+// context; completed steps are compensated and the run ends cancelled. A
+// suspended run is cancelled at once, leaving its unwind where it stopped.
+// Cancelling a finished run is ErrRunFinished.
+func (e *Engine) Cancel(ctx context.Context, id string) error {
+	var queue string
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		now := e.nowMs()
+		run, err := tx.RunGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		queue = run.Queue
+		if run.Status == store.RunSuspended {
+			err := tx.RunSetStatus(ctx, store.RunSetStatusParams{
+				ID: id, Expected: store.RunSuspended, Status: store.RunCancelled,
+				Reason: run.Reason, RunAt: run.RunAt, FinishedAt: now, Now: now,
+			})
+			if err != nil {
+				return err
+			}
+			return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunCancelled, Detail: "cancelled while suspended"})
+		}
+		ok, err := tx.RunRequestCancel(ctx, id, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: run %s is %s", ErrRunFinished, id, run.Status)
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventCancelRequested})
+	})
+	if err != nil {
+		return fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	e.mu.Lock()
+	x := e.active[id]
+	e.mu.Unlock()
+	if x != nil {
+		x.cancelRun(ErrCancelled)
+	}
+	e.settled()
+	e.Wake(queue)
+	return nil
+}
+
+// Resume puts a suspended run back to work: failed compensations get a fresh
+// set of attempts, and a run suspended before its workflow failed (e.g. on a
+// value it could not decode) runs its body again.
+func (e *Engine) Resume(ctx context.Context, id string) error {
+	return e.operate(ctx, id, "resume", func(tx store.Tx, run store.Run, now int64) error {
+		target := store.RunPending
+		if run.Error != "" {
+			target = store.RunCompensating
+			if _, err := tx.StepCompensationRetryFailed(ctx, id); err != nil {
+				return err
+			}
+		}
+		err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: id, Expected: store.RunSuspended, Status: target, RunAt: now, Now: now})
+		if err != nil {
+			return err
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunResumed, Detail: "was: " + run.Reason})
+	})
+}
+
+// Skip marks the failed compensations of a suspended run as skipped (an
+// operator decided their effects need no undo) and resumes the unwind.
+func (e *Engine) Skip(ctx context.Context, id string) error {
+	return e.operate(ctx, id, "skip compensation of", func(tx store.Tx, run store.Run, now int64) error {
+		n, err := tx.StepCompensationSkipFailed(ctx, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("no failed compensation to skip (suspended because: %s)", run.Reason)
+		}
+		err = tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: id, Expected: store.RunSuspended, Status: store.RunCompensating, RunAt: now, Now: now})
+		if err != nil {
+			return err
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventCompensationSkipped, Detail: run.Reason})
+	})
+}
+
+// operate applies an operator action to a suspended run.
+func (e *Engine) operate(ctx context.Context, id, verb string, fn func(store.Tx, store.Run, int64) error) error {
+	var queue string
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		run, err := tx.RunGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		if run.Status != store.RunSuspended {
+			return fmt.Errorf("%w: run is %s, not suspended", store.ErrConflict, run.Status)
+		}
+		queue = run.Queue
+		return fn(tx, run, e.nowMs())
+	})
+	if err != nil {
+		return fmt.Errorf("%s run %s: %w", verb, id, err)
+	}
+	e.Wake(queue)
+	return nil
+}
+
+// IsNotFound reports whether err says a run does not exist.
+func IsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// unwind runs the compensations of the run's completed steps in reverse
+// completion order, each as a durable, retried unit: its start and outcome
+// are recorded, so a crash mid-unwind resumes at the step it interrupted.
+// replayed says whether the body already ran in this execution, which
+// collected the step definitions; otherwise the body is replayed with no
+// step allowed to execute.
+func (x *execution) unwind(rc *RunContext, replayed bool) {
+	if !replayed {
+		rc.mu.Lock()
+		rc.replayOnly = true
+		rc.mu.Unlock()
+		_, _ = rc.callWorkflow() // only the step definitions it registers matter
+	}
+	steps, err := x.e.store.Reader().StepList(x.leaseCtx, x.run.ID)
+	if err != nil {
+		x.e.log.Error("load steps to compensate", "run", x.run.ID, "err", err)
+		x.release(x.e.cfg.PollInterval, "could not load steps: "+err.Error())
+		return
+	}
+	var pending []store.Step
+	for _, s := range steps {
+		switch s.Compensation {
+		case store.CompensationPending, store.CompensationRunning, store.CompensationRetrying:
+			pending = append(pending, s)
+		}
+	}
+	slices.SortFunc(pending, func(a, b store.Step) int { return cmp.Compare(b.CompletedSeq, a.CompletedSeq) })
+	for _, s := range pending {
+		rc.mu.Lock()
+		def, ok := rc.defs[s.Key()]
+		rc.mu.Unlock()
+		if !ok || def.Compensate == nil {
+			x.suspend(fmt.Sprintf("compensation of step %s: the workflow no longer calls this step with a compensation on replay; was its code changed?", s.Key()))
+			return
+		}
+		if !x.compensate(s, def) {
+			return
+		}
+	}
+	final := store.RunFailed
+	if x.run.CancelRequested || errors.Is(context.Cause(x.runCtx), ErrCancelled) {
+		final = store.RunCancelled
+	}
+	x.finish(final, nil, x.run.Error, "")
+}
+
+// compensate runs one attempt of a step's compensation and records it. It
+// reports whether the unwind may go on to the next step.
+func (x *execution) compensate(s store.Step, def Step) bool {
+	key := s.Key()
+	var attempt int
+	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		var err error
+		if attempt, err = tx.StepCompensationBegin(ctx, key); err != nil {
+			return err
+		}
+		return x.event(ctx, tx, now, store.Event{Kind: EventCompensationStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
+	})
+	if err != nil {
+		x.e.log.Error("begin compensation", "step", key, "err", err)
+		return false
+	}
+
+	info := StepInfo{RunID: key.RunID, Workflow: x.def.Key, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Compensation: true}
+	compErr := x.callAttempt(x.leaseCtx, info, def.Timeout, func(ctx context.Context) error {
+		return def.Compensate(ctx, s.Input, s.Output)
+	})
+	if compErr != nil && x.leaseCtx.Err() != nil {
+		// Lease lost or engine stopping: the attempt was interrupted.
+		if errors.Is(context.Cause(x.leaseCtx), errStopping) {
+			x.release(0, "engine stopping")
+		}
+		return false
+	}
+
+	ev := store.Event{Kind: EventCompensationCompleted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt}
+	if compErr == nil {
+		err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+			if err := tx.StepCompensationEnd(ctx, key, store.CompensationCompleted, ""); err != nil {
+				return err
+			}
+			return x.event(ctx, tx, now, ev)
+		})
+		if err != nil {
+			x.e.log.Error("record compensation", "step", key, "err", err)
+		}
+		return err == nil
+	}
+
+	msg := compErr.Error()
+	if def.CompensateRetry.final(attempt, compErr) {
+		reason := fmt.Sprintf("compensation of step %s failed after %d attempt(s): %s", key.Name, attempt, msg)
+		err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+			if err := tx.StepCompensationEnd(ctx, key, store.CompensationFailed, msg); err != nil {
+				return err
+			}
+			ev.Kind, ev.Detail = EventCompensationFailed, msg
+			return x.event(ctx, tx, now, ev)
+		})
+		if err == nil {
+			x.suspend(reason)
+		}
+		return false
+	}
+	delay := def.CompensateRetry.Backoff(attempt)
+	err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		if err := tx.StepCompensationEnd(ctx, key, store.CompensationRetrying, msg); err != nil {
+			return err
+		}
+		ev.Kind, ev.Detail = EventCompensationRetried, fmt.Sprintf("%s; next attempt in %s", msg, delay.Round(time.Millisecond))
+		if err := x.event(ctx, tx, now, ev); err != nil {
+			return err
+		}
+		return tx.RunRelease(ctx, x.lease, now+delay.Milliseconds(), now)
+	})
+	if err == nil {
+		x.e.wakeAfter(x.run.Queue, delay)
+	}
+	return false
+}
