@@ -19,11 +19,11 @@ type Context interface {
 
 type workflowContext struct{ rc *engine.RunContext }
 
-func (w workflowContext) Deadline() (time.Time, bool)   { return w.rc.Deadline() }
-func (w workflowContext) Done() <-chan struct{}         { return w.rc.Done() }
-func (w workflowContext) Err() error                    { return w.rc.Err() }
-func (w workflowContext) Value(key any) any             { return w.rc.Value(key) }
-func (w workflowContext) RunID() string                 { return w.rc.RunID() }
+func (w workflowContext) Deadline() (time.Time, bool)    { return w.rc.Deadline() }
+func (w workflowContext) Done() <-chan struct{}          { return w.rc.Done() }
+func (w workflowContext) Err() error                     { return w.rc.Err() }
+func (w workflowContext) Value(key any) any              { return w.rc.Value(key) }
+func (w workflowContext) RunID() string                  { return w.rc.RunID() }
 func (w workflowContext) runContext() *engine.RunContext { return w.rc }
 
 // Workflow is a typed, durable function of steps.
