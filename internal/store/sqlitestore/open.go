@@ -46,15 +46,35 @@ const BusyTimeoutMillis = 5000
 type Options struct {
 	Synchronous Synchronous // default SynchronousFull
 	ReadConns   int         // size of the read pool; default 4
+	// MaxBatch caps how many callers' write transactions commit together;
+	// default 64, and 1 turns group commit off.
+	MaxBatch int
 }
 
 // Store is a store.Store over one SQLite database.
 type Store struct {
-	writer  *sql.DB // the only handle that writes
-	reader  *sql.DB // read-only pool; the same handle as writer for OpenDB
-	ownsDBs bool    // whether Close closes the handles
-	writeMu chan struct{}
-	closeMu sync.Once
+	writer   *sql.DB // the only handle that writes
+	reader   *sql.DB // read-only pool; the same handle as writer for OpenDB
+	ownsDBs  bool    // whether Close closes the handles
+	maxBatch int
+
+	requests   chan *writeRequest
+	closing    chan struct{}
+	writerDone chan struct{}
+	closeOnce  sync.Once
+}
+
+// newStore starts the writer of a store over opened handles.
+func newStore(writer, reader *sql.DB, owns bool, maxBatch int) *Store {
+	if maxBatch <= 0 {
+		maxBatch = 64
+	}
+	s := &Store{
+		writer: writer, reader: reader, ownsDBs: owns, maxBatch: maxBatch,
+		requests: make(chan *writeRequest), closing: make(chan struct{}), writerDone: make(chan struct{}),
+	}
+	go s.runWriter()
+	return s
 }
 
 var _ store.Store = (*Store)(nil)
@@ -115,7 +135,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	reader.SetMaxOpenConns(opts.ReadConns)
 	reader.SetMaxIdleConns(opts.ReadConns)
-	return &Store{writer: writer, reader: reader, ownsDBs: true, writeMu: make(chan struct{}, 1)}, nil
+	return newStore(writer, reader, true, opts.MaxBatch), nil
 }
 
 // OpenDB wraps a *sql.DB the caller opened (with DSN, or equivalent
@@ -129,7 +149,7 @@ func OpenDB(ctx context.Context, db *sql.DB) (*Store, error) {
 	if _, err := migrate.SQLite(ctx, db); err != nil {
 		return nil, fmt.Errorf("open database: %w", interpretError(err))
 	}
-	return &Store{writer: db, reader: db, writeMu: make(chan struct{}, 1)}, nil
+	return newStore(db, db, false, 0), nil
 }
 
 // preflight refuses paths whose problem SQLite would report late or
@@ -156,14 +176,16 @@ func preflight(path string) error {
 	return f.Close()
 }
 
-// Close closes the database handles the store opened.
+// Close stops the writer, failing later writes with ErrClosed, and closes
+// the database handles the store opened.
 func (s *Store) Close() error {
-	if !s.ownsDBs {
-		return nil
-	}
 	var err error
-	s.closeMu.Do(func() {
-		err = errors.Join(s.reader.Close(), s.writer.Close())
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		<-s.writerDone
+		if s.ownsDBs {
+			err = errors.Join(s.reader.Close(), s.writer.Close())
+		}
 	})
 	return err
 }

@@ -13,30 +13,6 @@ import (
 
 var queries = sqlitedb.New()
 
-// Write runs fn in a BEGIN IMMEDIATE transaction on the writer and commits
-// it when fn returns nil. Writers of this process queue here, honouring ctx,
-// instead of inside SQLite's busy handler.
-func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
-	select {
-	case s.writeMu <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-s.writeMu }()
-
-	sqlTx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin write: %w", interpretError(err))
-	}
-	if err := fn(&tx{reader: reader{db: sqlTx}, sqlTx: sqlTx}); err != nil {
-		return errors.Join(err, ignoreDone(sqlTx.Rollback()))
-	}
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", interpretError(err))
-	}
-	return nil
-}
-
 // WriteInTx runs fn on a transaction the caller owns and commits.
 func (s *Store) WriteInTx(ctx context.Context, sqlTx *sql.Tx, fn func(store.Tx) error) error {
 	if sqlTx == nil {
