@@ -361,6 +361,51 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 	return items, nil
 }
 
+const runListExpiredLeases = `-- name: RunListExpiredLeases :many
+SELECT id, lease_expires_at, fence FROM runs
+WHERE lease_owner IS NOT NULL
+  AND lease_expires_at < ?1
+  AND status IN ('running', 'compensating')
+LIMIT ?2
+`
+
+type RunListExpiredLeasesParams struct {
+	Now     *int64
+	MaxRuns int64
+}
+
+type RunListExpiredLeasesRow struct {
+	ID             string
+	LeaseExpiresAt *int64
+	Fence          int64
+}
+
+// RunListExpiredLeases lists up to @max_runs runs whose lease expired, with
+// the expired deadline, which RunRescue cannot return: RETURNING sees the
+// updated row, whose lease_expires_at is NULL.
+func (q *Queries) RunListExpiredLeases(ctx context.Context, db DBTX, arg RunListExpiredLeasesParams) ([]RunListExpiredLeasesRow, error) {
+	rows, err := db.QueryContext(ctx, runListExpiredLeases, arg.Now, arg.MaxRuns)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunListExpiredLeasesRow{}
+	for rows.Next() {
+		var i RunListExpiredLeasesRow
+		if err := rows.Scan(&i.ID, &i.LeaseExpiresAt, &i.Fence); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runRelease = `-- name: RunRelease :execrows
 UPDATE runs
 SET lease_owner = NULL, lease_expires_at = NULL,
@@ -420,29 +465,25 @@ SET lease_owner = NULL, lease_expires_at = NULL,
 WHERE lease_owner IS NOT NULL
   AND lease_expires_at < ?1
   AND status IN ('running', 'compensating')
-  AND id IN (
-    SELECT r.id FROM runs AS r
-    WHERE r.lease_owner IS NOT NULL AND r.lease_expires_at < ?1
-    LIMIT ?2
-  )
-RETURNING id, lease_expires_at, fence
+  AND id IN (SELECT value FROM json_each(?2))
+RETURNING id, fence
 `
 
 type RunRescueParams struct {
-	Now     int64
-	MaxRuns int64
+	Now int64
+	Ids interface{}
 }
 
 type RunRescueRow struct {
-	ID             string
-	LeaseExpiresAt *int64
-	Fence          int64
+	ID    string
+	Fence int64
 }
 
-// RunRescue re-queues runs whose lease expired. The status and lease tests
-// are in the WHERE clause, so a run completed in the meantime is untouched.
+// RunRescue re-queues the runs of @ids (a JSON array) whose lease expired.
+// The status and lease tests are in the WHERE clause, so a run completed in
+// the meantime is untouched.
 func (q *Queries) RunRescue(ctx context.Context, db DBTX, arg RunRescueParams) ([]RunRescueRow, error) {
-	rows, err := db.QueryContext(ctx, runRescue, arg.Now, arg.MaxRuns)
+	rows, err := db.QueryContext(ctx, runRescue, arg.Now, arg.Ids)
 	if err != nil {
 		return nil, err
 	}
@@ -450,7 +491,7 @@ func (q *Queries) RunRescue(ctx context.Context, db DBTX, arg RunRescueParams) (
 	items := []RunRescueRow{}
 	for rows.Next() {
 		var i RunRescueRow
-		if err := rows.Scan(&i.ID, &i.LeaseExpiresAt, &i.Fence); err != nil {
+		if err := rows.Scan(&i.ID, &i.Fence); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -41,6 +41,23 @@ func (q *Queries) StepBegin(ctx context.Context, db DBTX, arg StepBeginParams) (
 	return attempts, err
 }
 
+const stepCompensationArm = `-- name: StepCompensationArm :execrows
+UPDATE steps
+SET compensation = 'pending'
+WHERE run_id = ?1 AND status = 'completed' AND compensable = 1 AND compensation = 'none'
+`
+
+// StepCompensationArm queues the compensation of every completed,
+// compensable step of a run that starts unwinding. Until then a step's
+// compensation is 'none': a completed run never shows pending undo work.
+func (q *Queries) StepCompensationArm(ctx context.Context, db DBTX, runID string) (int64, error) {
+	result, err := db.ExecContext(ctx, stepCompensationArm, runID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const stepCompensationBegin = `-- name: StepCompensationBegin :one
 UPDATE steps
 SET compensation = 'running', compensation_attempts = compensation_attempts + 1
@@ -127,7 +144,6 @@ UPDATE steps
 SET status = 'completed', output = ?1, error = '',
     completed_seq = (SELECT COALESCE(MAX(s.completed_seq), 0) + 1 FROM steps AS s WHERE s.run_id = steps.run_id),
     compensable = ?2,
-    compensation = CASE WHEN ?2 = 1 THEN 'pending' ELSE 'none' END,
     finished_at = ?3
 WHERE steps.run_id = ?4 AND steps.name = ?5 AND steps.occurrence = ?6 AND steps.status = 'running'
 `

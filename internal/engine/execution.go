@@ -217,6 +217,9 @@ func (x *execution) startUnwind(rc *RunContext, errMsg string) {
 		if err := tx.RunStartCompensating(ctx, x.lease, errMsg, now); err != nil {
 			return err
 		}
+		if err := tx.StepCompensationArm(ctx, x.run.ID); err != nil {
+			return err
+		}
 		return x.event(ctx, tx, now, store.Event{Kind: EventWorkflowFailed, Detail: errMsg})
 	})
 	if err != nil {

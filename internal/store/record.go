@@ -38,7 +38,8 @@ const (
 // CompensationState is the state of the compensation of a completed step.
 type CompensationState string
 
-// Compensation states. None means the step has no compensate hook.
+// Compensation states. None means nothing is to be undone: the step has no
+// compensate hook, or its run has not started unwinding.
 const (
 	CompensationNone      CompensationState = "none"
 	CompensationPending   CompensationState = "pending"

@@ -91,6 +91,9 @@ type Tx interface {
 	StepBegin(ctx context.Context, p StepBeginParams) (attempt int, err error)
 	StepComplete(ctx context.Context, p StepCompleteParams) error
 	StepFail(ctx context.Context, p StepFailParams) error
+	// StepCompensationArm marks the compensation of every completed,
+	// compensable step of a run pending; the unwind of the run starts.
+	StepCompensationArm(ctx context.Context, runID string) error
 	StepCompensationBegin(ctx context.Context, key StepKey) (attempt int, err error)
 	StepCompensationEnd(ctx context.Context, key StepKey, state CompensationState, errMsg string) error
 	StepCompensationRetryFailed(ctx context.Context, runID string) (int64, error)

@@ -60,9 +60,20 @@ SET status = @status, output = @output, error = @error, reason = @reason,
     finished_at = @finished_at, updated_at = @now
 WHERE id = @id AND lease_owner = @owner AND fence = @fence;
 
+-- name: RunListExpiredLeases :many
+-- RunListExpiredLeases lists up to @max_runs runs whose lease expired, with
+-- the expired deadline, which RunRescue cannot return: RETURNING sees the
+-- updated row, whose lease_expires_at is NULL.
+SELECT id, lease_expires_at, fence FROM runs
+WHERE lease_owner IS NOT NULL
+  AND lease_expires_at < @now
+  AND status IN ('running', 'compensating')
+LIMIT @max_runs;
+
 -- name: RunRescue :many
--- RunRescue re-queues runs whose lease expired. The status and lease tests
--- are in the WHERE clause, so a run completed in the meantime is untouched.
+-- RunRescue re-queues the runs of @ids (a JSON array) whose lease expired.
+-- The status and lease tests are in the WHERE clause, so a run completed in
+-- the meantime is untouched.
 UPDATE runs
 SET lease_owner = NULL, lease_expires_at = NULL,
     status = CASE status WHEN 'running' THEN 'pending' ELSE status END,
@@ -70,12 +81,8 @@ SET lease_owner = NULL, lease_expires_at = NULL,
 WHERE lease_owner IS NOT NULL
   AND lease_expires_at < @now
   AND status IN ('running', 'compensating')
-  AND id IN (
-    SELECT r.id FROM runs AS r
-    WHERE r.lease_owner IS NOT NULL AND r.lease_expires_at < @now
-    LIMIT @max_runs
-  )
-RETURNING id, lease_expires_at, fence;
+  AND id IN (SELECT value FROM json_each(@ids))
+RETURNING id, fence;
 
 -- name: RunRequestCancel :execrows
 UPDATE runs

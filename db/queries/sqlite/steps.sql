@@ -16,7 +16,6 @@ UPDATE steps
 SET status = 'completed', output = @output, error = '',
     completed_seq = (SELECT COALESCE(MAX(s.completed_seq), 0) + 1 FROM steps AS s WHERE s.run_id = steps.run_id),
     compensable = @compensable,
-    compensation = CASE WHEN @compensable = 1 THEN 'pending' ELSE 'none' END,
     finished_at = @now
 WHERE steps.run_id = @run_id AND steps.name = @name AND steps.occurrence = @occurrence AND steps.status = 'running';
 
@@ -26,6 +25,14 @@ WHERE steps.run_id = @run_id AND steps.name = @name AND steps.occurrence = @occu
 UPDATE steps
 SET status = @status, error = @error, finished_at = @now
 WHERE run_id = @run_id AND name = @name AND occurrence = @occurrence AND status = 'running';
+
+-- name: StepCompensationArm :execrows
+-- StepCompensationArm queues the compensation of every completed,
+-- compensable step of a run that starts unwinding. Until then a step's
+-- compensation is 'none': a completed run never shows pending undo work.
+UPDATE steps
+SET compensation = 'pending'
+WHERE run_id = @run_id AND status = 'completed' AND compensable = 1 AND compensation = 'none';
 
 -- name: StepCompensationBegin :one
 UPDATE steps

@@ -193,13 +193,28 @@ func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishPara
 }
 
 func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.RescuedRun, error) {
-	rows, err := queries.RunRescue(ctx, t.db, sqlitedb.RunRescueParams{Now: now, MaxRuns: int64(limit)})
+	// Two statements, because RETURNING cannot report the expired deadline;
+	// the write transaction keeps them consistent.
+	expired, err := queries.RunListExpiredLeases(ctx, t.db, sqlitedb.RunListExpiredLeasesParams{Now: &now, MaxRuns: int64(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
+	}
+	if len(expired) == 0 {
+		return nil, nil
+	}
+	deadlines := make(map[string]int64, len(expired))
+	ids := make([]string, len(expired))
+	for i, row := range expired {
+		deadlines[row.ID], ids[i] = deref(row.LeaseExpiresAt), row.ID
+	}
+	idsJSON, _ := json.Marshal(ids) // a []string always marshals
+	rows, err := queries.RunRescue(ctx, t.db, sqlitedb.RunRescueParams{Now: now, Ids: string(idsJSON)})
 	if err != nil {
 		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
 	}
 	rescued := make([]store.RescuedRun, len(rows))
 	for i, row := range rows {
-		rescued[i] = store.RescuedRun{ID: row.ID, LeaseExpiresAt: deref(row.LeaseExpiresAt), Fence: row.Fence}
+		rescued[i] = store.RescuedRun{ID: row.ID, LeaseExpiresAt: deadlines[row.ID], Fence: row.Fence}
 	}
 	return rescued, nil
 }
@@ -257,6 +272,13 @@ func (t *tx) StepFail(ctx context.Context, p store.StepFailParams) error {
 		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
 	})
 	return stepRows("fail step", p.Key, n, err)
+}
+
+func (t *tx) StepCompensationArm(ctx context.Context, runID string) error {
+	if _, err := queries.StepCompensationArm(ctx, t.db, runID); err != nil {
+		return fmt.Errorf("arm compensations of run %s: %w", runID, interpretError(err))
+	}
+	return nil
 }
 
 func (t *tx) StepCompensationBegin(ctx context.Context, key store.StepKey) (int, error) {
