@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -59,7 +60,31 @@ type StepRecord struct {
 	FinishedAt           time.Time
 }
 
-// Event is one entry of a run's history.
+// Event kinds of a run's history.
+const (
+	EventRunStarted            = engine.EventRunStarted
+	EventRunClaimed            = engine.EventRunClaimed
+	EventRunReleased           = engine.EventRunReleased
+	EventRunRescued            = engine.EventRunRescued
+	EventStepStarted           = engine.EventStepStarted
+	EventStepCompleted         = engine.EventStepCompleted
+	EventStepRetried           = engine.EventStepRetried
+	EventStepFailed            = engine.EventStepFailed
+	EventWorkflowFailed        = engine.EventWorkflowFailed
+	EventCompensationStarted   = engine.EventCompensationStarted
+	EventCompensationCompleted = engine.EventCompensationCompleted
+	EventCompensationRetried   = engine.EventCompensationRetried
+	EventCompensationFailed    = engine.EventCompensationFailed
+	EventCompensationSkipped   = engine.EventCompensationSkipped
+	EventCancelRequested       = engine.EventCancelRequested
+	EventRunResumed            = engine.EventRunResumed
+	EventRunCompleted          = engine.EventRunCompleted
+	EventRunFailed             = engine.EventRunFailed
+	EventRunSuspended          = engine.EventRunSuspended
+	EventRunCancelled          = engine.EventRunCancelled
+)
+
+// Event is one entry of a run's history; Kind is one of the Event* kinds.
 type Event struct {
 	ID         int64
 	At         time.Time

@@ -12,9 +12,9 @@ import (
 
 // RetryPolicy says how often and how fast a failed step or compensation is
 // attempted again: MaxAttempts in total, waiting InitialInterval ×
-// Coefficient^(n-1), capped at MaxInterval, spread by ±Jitter. Zero fields
-// take Config.DefaultRetry, whose own zero fields take 5 attempts, 1s, ×2,
-// 1m and ±20%.
+// Coefficient^(n-1), capped at MaxInterval, spread by ±Jitter (a negative
+// Jitter turns it off). Zero fields take Config.DefaultRetry, whose own zero
+// fields take 5 attempts, 1s, ×2, 1m and ±20%.
 type RetryPolicy = engine.RetryPolicy
 
 // Step is a typed unit of work with a stable name.

@@ -155,11 +155,21 @@ func (e *Engine) Register(w Workflow) error {
 		return fmt.Errorf("register workflow %s: Run is nil", w.Key)
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if _, dup := e.workflows[w.Key]; dup {
+		e.mu.Unlock()
 		return fmt.Errorf("register workflow %s: already registered", w.Key)
 	}
 	e.workflows[w.Key] = w
+	running := e.running
+	e.mu.Unlock()
+	if running { // Start recorded the others; record this one now
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := e.store.Write(ctx, func(tx store.Tx) error { return tx.WorkflowRegister(ctx, w.Key, e.nowMs()) })
+		if err != nil {
+			return fmt.Errorf("register workflow %s: %w", w.Key, err)
+		}
+	}
 	return nil
 }
 

@@ -18,8 +18,9 @@ type RetryPolicy struct {
 	Coefficient float64
 	// MaxInterval caps the wait.
 	MaxInterval time.Duration
-	// Jitter spreads each wait uniformly by ± this fraction (0 to 1), so that
-	// runs failing together do not retry together.
+	// Jitter spreads each wait uniformly by ± this fraction (up to 1), so
+	// that runs failing together do not retry together. Zero takes the
+	// default; a negative value turns jitter off.
 	Jitter float64
 }
 
@@ -46,8 +47,11 @@ func (p RetryPolicy) WithDefaults(def RetryPolicy) RetryPolicy {
 	if p.MaxInterval <= 0 {
 		p.MaxInterval = def.MaxInterval
 	}
-	if p.Jitter < 0 || p.Jitter > 1 {
+	switch {
+	case p.Jitter == 0:
 		p.Jitter = def.Jitter
+	case p.Jitter > 1:
+		p.Jitter = 1
 	}
 	return p
 }
@@ -58,7 +62,7 @@ func (p RetryPolicy) Backoff(attempt int) time.Duration {
 	if d > float64(p.MaxInterval) || math.IsInf(d, 0) {
 		d = float64(p.MaxInterval)
 	}
-	if p.Jitter > 0 {
+	if p.Jitter > 0 { // negative: jitter off
 		d *= 1 + p.Jitter*(2*rand.Float64()-1)
 	}
 	return time.Duration(d)

@@ -1,0 +1,51 @@
+// Package flowtest tests flowlite steps and workflows in isolation, through
+// the real engine, without writing SQL.
+//
+// New gives each test an Env: a started flow.Engine on a fresh SQLite file in
+// the test's temporary directory, driven by a manual clock, with an
+// interceptor that records every step and compensation attempt and can make
+// them fail on demand. The engine is stopped and closed when the test ends.
+//
+//	func TestPlaceOrder(t *testing.T) {
+//		env := flowtest.New(t, nil)
+//		env.FailStep("charge_card", -1, flow.Permanent(errDeclined))
+//
+//		_, run, err := flowtest.RunWorkflow(env, placeOrder, order)
+//		if !errors.Is(err, flow.ErrRolledBack) {
+//			t.Fatalf("err = %v, want rolled back", err)
+//		}
+//		if got := env.Compensated(run.ID()); !slices.Equal(got, []string{"reserve_inventory"}) {
+//			t.Fatalf("compensated %v", got)
+//		}
+//	}
+//
+// # Time
+//
+// The engine reads time from the Env's clock, which starts at
+// 2025-01-01 00:00:00 UTC and moves only when told: Advance moves it and wakes
+// the engine, so runs that became due (a delayed start, a retry backoff) are
+// picked up at once. Await and RunWorkflow do this by themselves: while a run
+// waits for a due time, they move the clock to it, so a test of a one-hour
+// retry backoff runs in milliseconds. Per-attempt timeouts (Step.Timeout)
+// are real durations and are not affected by the clock.
+//
+// # Injected failures
+//
+// FailStep and FailCompensation make the next attempts of a step, or of its
+// compensation, fail with a given error instead of running the body. Use
+// flow.Permanent(err) for a failure that is not retried. Attempts lists what
+// the interceptor saw, and Compensated the steps whose compensation
+// completed, in the order they ran.
+//
+// # One step
+//
+// RunStep runs a single step through the engine inside a generated one-step
+// workflow named "flowtest.step/" plus the step's name, so its retry policy,
+// timeout and checkpoint apply exactly as in production.
+//
+// An Env belongs to the test given to New: its methods report problems to
+// that test with Fatalf, so call them from that test's goroutine, and create
+// one Env per test (or per subtest); they are cheap.
+//
+// Package flowtest imports flow and internal/clock only.
+package flowtest
