@@ -200,7 +200,7 @@ func (e *Engine) Skip(ctx context.Context, id string) error {
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("no failed compensation to skip (suspended because: %s)", run.Reason)
+			return fmt.Errorf("%w: no failed compensation to skip (suspended because: %s)", store.ErrConflict, run.Reason)
 		}
 		err = tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: id, Expected: store.RunSuspended, Status: store.RunCompensating, RunAt: now, Now: now})
 		if err != nil {

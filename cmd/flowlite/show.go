@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowlite/flowlite/flow"
+)
+
+// stepJSON is a step call in --json output.
+type stepJSON struct {
+	Name                 string          `json:"name"`
+	Occurrence           int             `json:"occurrence"`
+	Status               string          `json:"status"`
+	Attempts             int             `json:"attempts"`
+	Error                string          `json:"error,omitempty"`
+	Input                json.RawMessage `json:"input,omitempty"`
+	Output               json.RawMessage `json:"output,omitempty"`
+	Compensation         string          `json:"compensation"`
+	CompensationAttempts int             `json:"compensation_attempts"`
+	CompensationError    string          `json:"compensation_error,omitempty"`
+	StartedAt            time.Time       `json:"started_at,omitzero"`
+	FinishedAt           time.Time       `json:"finished_at,omitzero"`
+}
+
+// runDetailJSON is a run with its steps, as show --json prints it.
+type runDetailJSON struct {
+	runJSON
+	Steps []stepJSON `json:"steps"`
+}
+
+func (a *app) showCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run and its step timeline",
+		Long: `Show a run: its state, then one line per step call in the order the calls
+started, with the step's status, attempts and duration, and the state of its
+compensation. A step call is written name#occurrence, the occurrence counting
+the earlier calls of the same step in the run, from 0.`,
+		Args: oneRunArg,
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			return a.withEngine(cmd.Context(), func(e *flow.Engine) error {
+				info, err := e.Inspect(cmd.Context(), id)
+				if err != nil {
+					return runError(id, err)
+				}
+				if a.json {
+					return writeJSON(a.stdout, newRunDetailJSON(info))
+				}
+				return a.printRun(info)
+			})
+		}),
+	}
+}
+
+func newRunDetailJSON(info flow.RunInfo) runDetailJSON {
+	out := runDetailJSON{runJSON: newRunJSON(info), Steps: make([]stepJSON, len(info.Steps))}
+	for i, s := range info.Steps {
+		out.Steps[i] = stepJSON{
+			Name: s.Name, Occurrence: s.Occurrence, Status: s.Status, Attempts: s.Attempts, Error: s.Error,
+			Input: s.Input, Output: s.Output, Compensation: s.Compensation,
+			CompensationAttempts: s.CompensationAttempts, CompensationError: s.CompensationError,
+			StartedAt: utc(s.StartedAt), FinishedAt: utc(s.FinishedAt),
+		}
+	}
+	return out
+}
+
+func (a *app) printRun(info flow.RunInfo) error {
+	h := newTable(a.stdout, "Run", cell(info.ID, 0))
+	h.row("Status", statusText(info))
+	h.row("Workflow", cell(info.Workflow, 0)+" version "+strconv.Itoa(info.Version))
+	h.row("Queue", fmt.Sprintf("%s (priority %d)", cell(info.Queue, 0), info.Priority))
+	h.row("Created", rfcMillis(info.CreatedAt))
+	h.row("Updated", rfcMillis(info.UpdatedAt))
+	if info.Status == flow.StatusPending {
+		h.row("Due", rfcMillis(info.RunAt))
+	}
+	h.row("Finished", rfcMillis(info.FinishedAt))
+	if info.Error != "" {
+		h.row("Error", cell(info.Error, 0))
+	}
+	if info.Reason != "" {
+		h.row("Reason", cell(info.Reason, 0))
+	}
+	h.row("Input", cell(string(info.Input), 100))
+	if len(info.Output) > 0 {
+		h.row("Output", cell(string(info.Output), 100))
+	}
+	if err := h.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout)
+	if len(info.Steps) == 0 {
+		_, err := fmt.Fprintln(a.stdout, "No steps recorded.")
+		return err
+	}
+	t := newTable(a.stdout, "STEP", "STATUS", "ATTEMPTS", "DURATION", "ERROR", "COMPENSATION", "COMP.ATTEMPTS", "COMP.ERROR")
+	for _, s := range info.Steps {
+		compAttempts := "-"
+		if s.CompensationAttempts > 0 {
+			compAttempts = strconv.Itoa(s.CompensationAttempts)
+		}
+		t.row(cell(stepName(s.Name, s.Occurrence), 0), cell(s.Status, 0), strconv.Itoa(s.Attempts),
+			duration(s.StartedAt, s.FinishedAt), cell(s.Error, 50),
+			cell(s.Compensation, 0), compAttempts, cell(s.CompensationError, 50))
+	}
+	return t.flush()
+}
