@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/flowlite/flowlite/flow"
 )
 
@@ -66,6 +68,9 @@ func benchWorkflows() []struct {
 	}
 }
 
+// producers is how many goroutines start runs in the benchmarks.
+const producers = 16
+
 func BenchmarkRuns(b *testing.B) {
 	for _, sync := range []flow.Synchronous{flow.SynchronousFull, flow.SynchronousNormal} {
 		for _, bw := range benchWorkflows() {
@@ -86,11 +91,23 @@ func BenchmarkRuns(b *testing.B) {
 				}
 				b.ResetTimer()
 				start := time.Now()
+				// Producers start runs concurrently, as the request handlers
+				// of a service would.
 				runs := make([]*flow.Run[int], b.N)
-				for i := range runs {
-					if runs[i], err = flow.Start(ctx, e, bw.wf, i, nil); err != nil {
-						b.Fatal(err)
-					}
+				var g errgroup.Group
+				for p := range producers {
+					g.Go(func() error {
+						for i := p; i < b.N; i += producers {
+							var err error
+							if runs[i], err = flow.Start(ctx, e, bw.wf, i, nil); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+				}
+				if err := g.Wait(); err != nil {
+					b.Fatal(err)
 				}
 				for _, r := range runs {
 					_, err := r.Result(ctx)

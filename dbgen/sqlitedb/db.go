@@ -7,6 +7,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"fmt"
 )
 
 type DBTX interface {
@@ -16,9 +17,332 @@ type DBTX interface {
 	QueryRowContext(context.Context, string, ...interface{}) *sql.Row
 }
 
-func New() *Queries {
-	return &Queries{}
+func New(db DBTX) *Queries {
+	return &Queries{db: db}
+}
+
+func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
+	q := Queries{db: db}
+	var err error
+	if q.eventAppendStmt, err = db.PrepareContext(ctx, eventAppend); err != nil {
+		return nil, fmt.Errorf("error preparing query EventAppend: %w", err)
+	}
+	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
+		return nil, fmt.Errorf("error preparing query EventList: %w", err)
+	}
+	if q.runClaimStmt, err = db.PrepareContext(ctx, runClaim); err != nil {
+		return nil, fmt.Errorf("error preparing query RunClaim: %w", err)
+	}
+	if q.runCountByStatusStmt, err = db.PrepareContext(ctx, runCountByStatus); err != nil {
+		return nil, fmt.Errorf("error preparing query RunCountByStatus: %w", err)
+	}
+	if q.runCountUnrunnableStmt, err = db.PrepareContext(ctx, runCountUnrunnable); err != nil {
+		return nil, fmt.Errorf("error preparing query RunCountUnrunnable: %w", err)
+	}
+	if q.runFinishStmt, err = db.PrepareContext(ctx, runFinish); err != nil {
+		return nil, fmt.Errorf("error preparing query RunFinish: %w", err)
+	}
+	if q.runGetStmt, err = db.PrepareContext(ctx, runGet); err != nil {
+		return nil, fmt.Errorf("error preparing query RunGet: %w", err)
+	}
+	if q.runHeartbeatStmt, err = db.PrepareContext(ctx, runHeartbeat); err != nil {
+		return nil, fmt.Errorf("error preparing query RunHeartbeat: %w", err)
+	}
+	if q.runInsertStmt, err = db.PrepareContext(ctx, runInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query RunInsert: %w", err)
+	}
+	if q.runListStmt, err = db.PrepareContext(ctx, runList); err != nil {
+		return nil, fmt.Errorf("error preparing query RunList: %w", err)
+	}
+	if q.runListExpiredLeasesStmt, err = db.PrepareContext(ctx, runListExpiredLeases); err != nil {
+		return nil, fmt.Errorf("error preparing query RunListExpiredLeases: %w", err)
+	}
+	if q.runReleaseStmt, err = db.PrepareContext(ctx, runRelease); err != nil {
+		return nil, fmt.Errorf("error preparing query RunRelease: %w", err)
+	}
+	if q.runRequestCancelStmt, err = db.PrepareContext(ctx, runRequestCancel); err != nil {
+		return nil, fmt.Errorf("error preparing query RunRequestCancel: %w", err)
+	}
+	if q.runRescueStmt, err = db.PrepareContext(ctx, runRescue); err != nil {
+		return nil, fmt.Errorf("error preparing query RunRescue: %w", err)
+	}
+	if q.runSetStatusStmt, err = db.PrepareContext(ctx, runSetStatus); err != nil {
+		return nil, fmt.Errorf("error preparing query RunSetStatus: %w", err)
+	}
+	if q.runStartCompensatingStmt, err = db.PrepareContext(ctx, runStartCompensating); err != nil {
+		return nil, fmt.Errorf("error preparing query RunStartCompensating: %w", err)
+	}
+	if q.stepBeginStmt, err = db.PrepareContext(ctx, stepBegin); err != nil {
+		return nil, fmt.Errorf("error preparing query StepBegin: %w", err)
+	}
+	if q.stepCompensationArmStmt, err = db.PrepareContext(ctx, stepCompensationArm); err != nil {
+		return nil, fmt.Errorf("error preparing query StepCompensationArm: %w", err)
+	}
+	if q.stepCompensationBeginStmt, err = db.PrepareContext(ctx, stepCompensationBegin); err != nil {
+		return nil, fmt.Errorf("error preparing query StepCompensationBegin: %w", err)
+	}
+	if q.stepCompensationEndStmt, err = db.PrepareContext(ctx, stepCompensationEnd); err != nil {
+		return nil, fmt.Errorf("error preparing query StepCompensationEnd: %w", err)
+	}
+	if q.stepCompensationRetryFailedStmt, err = db.PrepareContext(ctx, stepCompensationRetryFailed); err != nil {
+		return nil, fmt.Errorf("error preparing query StepCompensationRetryFailed: %w", err)
+	}
+	if q.stepCompensationSkipFailedStmt, err = db.PrepareContext(ctx, stepCompensationSkipFailed); err != nil {
+		return nil, fmt.Errorf("error preparing query StepCompensationSkipFailed: %w", err)
+	}
+	if q.stepCompleteStmt, err = db.PrepareContext(ctx, stepComplete); err != nil {
+		return nil, fmt.Errorf("error preparing query StepComplete: %w", err)
+	}
+	if q.stepFailStmt, err = db.PrepareContext(ctx, stepFail); err != nil {
+		return nil, fmt.Errorf("error preparing query StepFail: %w", err)
+	}
+	if q.stepListStmt, err = db.PrepareContext(ctx, stepList); err != nil {
+		return nil, fmt.Errorf("error preparing query StepList: %w", err)
+	}
+	if q.workflowListStmt, err = db.PrepareContext(ctx, workflowList); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkflowList: %w", err)
+	}
+	if q.workflowRegisterStmt, err = db.PrepareContext(ctx, workflowRegister); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkflowRegister: %w", err)
+	}
+	return &q, nil
+}
+
+func (q *Queries) Close() error {
+	var err error
+	if q.eventAppendStmt != nil {
+		if cerr := q.eventAppendStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventAppendStmt: %w", cerr)
+		}
+	}
+	if q.eventListStmt != nil {
+		if cerr := q.eventListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
+		}
+	}
+	if q.runClaimStmt != nil {
+		if cerr := q.runClaimStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runClaimStmt: %w", cerr)
+		}
+	}
+	if q.runCountByStatusStmt != nil {
+		if cerr := q.runCountByStatusStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runCountByStatusStmt: %w", cerr)
+		}
+	}
+	if q.runCountUnrunnableStmt != nil {
+		if cerr := q.runCountUnrunnableStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runCountUnrunnableStmt: %w", cerr)
+		}
+	}
+	if q.runFinishStmt != nil {
+		if cerr := q.runFinishStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runFinishStmt: %w", cerr)
+		}
+	}
+	if q.runGetStmt != nil {
+		if cerr := q.runGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runGetStmt: %w", cerr)
+		}
+	}
+	if q.runHeartbeatStmt != nil {
+		if cerr := q.runHeartbeatStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runHeartbeatStmt: %w", cerr)
+		}
+	}
+	if q.runInsertStmt != nil {
+		if cerr := q.runInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runInsertStmt: %w", cerr)
+		}
+	}
+	if q.runListStmt != nil {
+		if cerr := q.runListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runListStmt: %w", cerr)
+		}
+	}
+	if q.runListExpiredLeasesStmt != nil {
+		if cerr := q.runListExpiredLeasesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runListExpiredLeasesStmt: %w", cerr)
+		}
+	}
+	if q.runReleaseStmt != nil {
+		if cerr := q.runReleaseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runReleaseStmt: %w", cerr)
+		}
+	}
+	if q.runRequestCancelStmt != nil {
+		if cerr := q.runRequestCancelStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runRequestCancelStmt: %w", cerr)
+		}
+	}
+	if q.runRescueStmt != nil {
+		if cerr := q.runRescueStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runRescueStmt: %w", cerr)
+		}
+	}
+	if q.runSetStatusStmt != nil {
+		if cerr := q.runSetStatusStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runSetStatusStmt: %w", cerr)
+		}
+	}
+	if q.runStartCompensatingStmt != nil {
+		if cerr := q.runStartCompensatingStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runStartCompensatingStmt: %w", cerr)
+		}
+	}
+	if q.stepBeginStmt != nil {
+		if cerr := q.stepBeginStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepBeginStmt: %w", cerr)
+		}
+	}
+	if q.stepCompensationArmStmt != nil {
+		if cerr := q.stepCompensationArmStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCompensationArmStmt: %w", cerr)
+		}
+	}
+	if q.stepCompensationBeginStmt != nil {
+		if cerr := q.stepCompensationBeginStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCompensationBeginStmt: %w", cerr)
+		}
+	}
+	if q.stepCompensationEndStmt != nil {
+		if cerr := q.stepCompensationEndStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCompensationEndStmt: %w", cerr)
+		}
+	}
+	if q.stepCompensationRetryFailedStmt != nil {
+		if cerr := q.stepCompensationRetryFailedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCompensationRetryFailedStmt: %w", cerr)
+		}
+	}
+	if q.stepCompensationSkipFailedStmt != nil {
+		if cerr := q.stepCompensationSkipFailedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCompensationSkipFailedStmt: %w", cerr)
+		}
+	}
+	if q.stepCompleteStmt != nil {
+		if cerr := q.stepCompleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCompleteStmt: %w", cerr)
+		}
+	}
+	if q.stepFailStmt != nil {
+		if cerr := q.stepFailStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepFailStmt: %w", cerr)
+		}
+	}
+	if q.stepListStmt != nil {
+		if cerr := q.stepListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepListStmt: %w", cerr)
+		}
+	}
+	if q.workflowListStmt != nil {
+		if cerr := q.workflowListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workflowListStmt: %w", cerr)
+		}
+	}
+	if q.workflowRegisterStmt != nil {
+		if cerr := q.workflowRegisterStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workflowRegisterStmt: %w", cerr)
+		}
+	}
+	return err
+}
+
+func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	case stmt != nil:
+		return stmt.ExecContext(ctx, args...)
+	default:
+		return q.db.ExecContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryContext(ctx, args...)
+	default:
+		return q.db.QueryContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryRowContext(ctx, args...)
+	default:
+		return q.db.QueryRowContext(ctx, query, args...)
+	}
 }
 
 type Queries struct {
+	db                              DBTX
+	tx                              *sql.Tx
+	eventAppendStmt                 *sql.Stmt
+	eventListStmt                   *sql.Stmt
+	runClaimStmt                    *sql.Stmt
+	runCountByStatusStmt            *sql.Stmt
+	runCountUnrunnableStmt          *sql.Stmt
+	runFinishStmt                   *sql.Stmt
+	runGetStmt                      *sql.Stmt
+	runHeartbeatStmt                *sql.Stmt
+	runInsertStmt                   *sql.Stmt
+	runListStmt                     *sql.Stmt
+	runListExpiredLeasesStmt        *sql.Stmt
+	runReleaseStmt                  *sql.Stmt
+	runRequestCancelStmt            *sql.Stmt
+	runRescueStmt                   *sql.Stmt
+	runSetStatusStmt                *sql.Stmt
+	runStartCompensatingStmt        *sql.Stmt
+	stepBeginStmt                   *sql.Stmt
+	stepCompensationArmStmt         *sql.Stmt
+	stepCompensationBeginStmt       *sql.Stmt
+	stepCompensationEndStmt         *sql.Stmt
+	stepCompensationRetryFailedStmt *sql.Stmt
+	stepCompensationSkipFailedStmt  *sql.Stmt
+	stepCompleteStmt                *sql.Stmt
+	stepFailStmt                    *sql.Stmt
+	stepListStmt                    *sql.Stmt
+	workflowListStmt                *sql.Stmt
+	workflowRegisterStmt            *sql.Stmt
+}
+
+func (q *Queries) WithTx(tx *sql.Tx) *Queries {
+	return &Queries{
+		db:                              tx,
+		tx:                              tx,
+		eventAppendStmt:                 q.eventAppendStmt,
+		eventListStmt:                   q.eventListStmt,
+		runClaimStmt:                    q.runClaimStmt,
+		runCountByStatusStmt:            q.runCountByStatusStmt,
+		runCountUnrunnableStmt:          q.runCountUnrunnableStmt,
+		runFinishStmt:                   q.runFinishStmt,
+		runGetStmt:                      q.runGetStmt,
+		runHeartbeatStmt:                q.runHeartbeatStmt,
+		runInsertStmt:                   q.runInsertStmt,
+		runListStmt:                     q.runListStmt,
+		runListExpiredLeasesStmt:        q.runListExpiredLeasesStmt,
+		runReleaseStmt:                  q.runReleaseStmt,
+		runRequestCancelStmt:            q.runRequestCancelStmt,
+		runRescueStmt:                   q.runRescueStmt,
+		runSetStatusStmt:                q.runSetStatusStmt,
+		runStartCompensatingStmt:        q.runStartCompensatingStmt,
+		stepBeginStmt:                   q.stepBeginStmt,
+		stepCompensationArmStmt:         q.stepCompensationArmStmt,
+		stepCompensationBeginStmt:       q.stepCompensationBeginStmt,
+		stepCompensationEndStmt:         q.stepCompensationEndStmt,
+		stepCompensationRetryFailedStmt: q.stepCompensationRetryFailedStmt,
+		stepCompensationSkipFailedStmt:  q.stepCompensationSkipFailedStmt,
+		stepCompleteStmt:                q.stepCompleteStmt,
+		stepFailStmt:                    q.stepFailStmt,
+		stepListStmt:                    q.stepListStmt,
+		workflowListStmt:                q.workflowListStmt,
+		workflowRegisterStmt:            q.workflowRegisterStmt,
+	}
 }

@@ -24,8 +24,8 @@ type EventAppendParams struct {
 	Detail     string
 }
 
-func (q *Queries) EventAppend(ctx context.Context, db DBTX, arg EventAppendParams) error {
-	_, err := db.ExecContext(ctx, eventAppend,
+func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error {
+	_, err := q.exec(ctx, q.eventAppendStmt, eventAppend,
 		arg.RunID,
 		arg.At,
 		arg.Kind,
@@ -41,8 +41,8 @@ const eventList = `-- name: EventList :many
 SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM events WHERE run_id = ?1 ORDER BY id
 `
 
-func (q *Queries) EventList(ctx context.Context, db DBTX, runID string) ([]Event, error) {
-	rows, err := db.QueryContext(ctx, eventList, runID)
+func (q *Queries) EventList(ctx context.Context, runID string) ([]Event, error) {
+	rows, err := q.query(ctx, q.eventListStmt, eventList, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -43,8 +43,8 @@ type RunClaimParams struct {
 // RunClaim leases up to @max_runs ready runs of one queue whose workflow
 // version is in @known (a JSON array of "name:version" strings). The outer
 // WHERE repeats the readiness test so the statement stays a compare-and-set.
-func (q *Queries) RunClaim(ctx context.Context, db DBTX, arg RunClaimParams) ([]Run, error) {
-	rows, err := db.QueryContext(ctx, runClaim,
+func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, error) {
+	rows, err := q.query(ctx, q.runClaimStmt, runClaim,
 		arg.Owner,
 		arg.LeaseExpiresAt,
 		arg.Now,
@@ -101,8 +101,8 @@ type RunCountByStatusRow struct {
 	Runs   int64
 }
 
-func (q *Queries) RunCountByStatus(ctx context.Context, db DBTX) ([]RunCountByStatusRow, error) {
-	rows, err := db.QueryContext(ctx, runCountByStatus)
+func (q *Queries) RunCountByStatus(ctx context.Context) ([]RunCountByStatusRow, error) {
+	rows, err := q.query(ctx, q.runCountByStatusStmt, runCountByStatus)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +142,8 @@ type RunCountUnrunnableRow struct {
 
 // RunCountUnrunnable counts ready runs whose workflow version is not in
 // @known, i.e. runs this process cannot execute and leaves alone.
-func (q *Queries) RunCountUnrunnable(ctx context.Context, db DBTX, known interface{}) ([]RunCountUnrunnableRow, error) {
-	rows, err := db.QueryContext(ctx, runCountUnrunnable, known)
+func (q *Queries) RunCountUnrunnable(ctx context.Context, known interface{}) ([]RunCountUnrunnableRow, error) {
+	rows, err := q.query(ctx, q.runCountUnrunnableStmt, runCountUnrunnable, known)
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +186,8 @@ type RunFinishParams struct {
 }
 
 // RunFinish records the outcome of a run and releases its lease.
-func (q *Queries) RunFinish(ctx context.Context, db DBTX, arg RunFinishParams) (int64, error) {
-	result, err := db.ExecContext(ctx, runFinish,
+func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, error) {
+	result, err := q.exec(ctx, q.runFinishStmt, runFinish,
 		arg.Status,
 		arg.Output,
 		arg.Error,
@@ -208,8 +208,8 @@ const runGet = `-- name: RunGet :one
 SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at FROM runs WHERE id = ?1
 `
 
-func (q *Queries) RunGet(ctx context.Context, db DBTX, id string) (Run, error) {
-	row := db.QueryRowContext(ctx, runGet, id)
+func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
+	row := q.queryRow(ctx, q.runGetStmt, runGet, id)
 	var i Run
 	err := row.Scan(
 		&i.ID,
@@ -251,8 +251,8 @@ type RunHeartbeatParams struct {
 
 // RunHeartbeat extends the lease of a run and proves the caller still owns
 // it: no row means the lease was lost.
-func (q *Queries) RunHeartbeat(ctx context.Context, db DBTX, arg RunHeartbeatParams) (int64, error) {
-	row := db.QueryRowContext(ctx, runHeartbeat,
+func (q *Queries) RunHeartbeat(ctx context.Context, arg RunHeartbeatParams) (int64, error) {
+	row := q.queryRow(ctx, q.runHeartbeatStmt, runHeartbeat,
 		arg.LeaseExpiresAt,
 		arg.Now,
 		arg.ID,
@@ -281,8 +281,8 @@ type RunInsertParams struct {
 	CreatedAt int64
 }
 
-func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (int64, error) {
-	result, err := db.ExecContext(ctx, runInsert,
+func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, error) {
+	result, err := q.exec(ctx, q.runInsertStmt, runInsert,
 		arg.ID,
 		arg.Workflow,
 		arg.Version,
@@ -314,8 +314,8 @@ type RunListParams struct {
 	MaxRuns  int64
 }
 
-func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Run, error) {
-	rows, err := db.QueryContext(ctx, runList,
+func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error) {
+	rows, err := q.query(ctx, q.runListStmt, runList,
 		arg.Status,
 		arg.Workflow,
 		arg.Queue,
@@ -383,8 +383,8 @@ type RunListExpiredLeasesRow struct {
 // RunListExpiredLeases lists up to @max_runs runs whose lease expired, with
 // the expired deadline, which RunRescue cannot return: RETURNING sees the
 // updated row, whose lease_expires_at is NULL.
-func (q *Queries) RunListExpiredLeases(ctx context.Context, db DBTX, arg RunListExpiredLeasesParams) ([]RunListExpiredLeasesRow, error) {
-	rows, err := db.QueryContext(ctx, runListExpiredLeases, arg.Now, arg.MaxRuns)
+func (q *Queries) RunListExpiredLeases(ctx context.Context, arg RunListExpiredLeasesParams) ([]RunListExpiredLeasesRow, error) {
+	rows, err := q.query(ctx, q.runListExpiredLeasesStmt, runListExpiredLeases, arg.Now, arg.MaxRuns)
 	if err != nil {
 		return nil, err
 	}
@@ -424,8 +424,8 @@ type RunReleaseParams struct {
 
 // RunRelease gives the lease back and makes the run claimable again at
 // @run_at, e.g. while it waits for the next attempt of a step.
-func (q *Queries) RunRelease(ctx context.Context, db DBTX, arg RunReleaseParams) (int64, error) {
-	result, err := db.ExecContext(ctx, runRelease,
+func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, error) {
+	result, err := q.exec(ctx, q.runReleaseStmt, runRelease,
 		arg.RunAt,
 		arg.Now,
 		arg.ID,
@@ -449,8 +449,8 @@ type RunRequestCancelParams struct {
 	ID  string
 }
 
-func (q *Queries) RunRequestCancel(ctx context.Context, db DBTX, arg RunRequestCancelParams) (int64, error) {
-	result, err := db.ExecContext(ctx, runRequestCancel, arg.Now, arg.ID)
+func (q *Queries) RunRequestCancel(ctx context.Context, arg RunRequestCancelParams) (int64, error) {
+	result, err := q.exec(ctx, q.runRequestCancelStmt, runRequestCancel, arg.Now, arg.ID)
 	if err != nil {
 		return 0, err
 	}
@@ -482,8 +482,8 @@ type RunRescueRow struct {
 // RunRescue re-queues the runs of @ids (a JSON array) whose lease expired.
 // The status and lease tests are in the WHERE clause, so a run completed in
 // the meantime is untouched.
-func (q *Queries) RunRescue(ctx context.Context, db DBTX, arg RunRescueParams) ([]RunRescueRow, error) {
-	rows, err := db.QueryContext(ctx, runRescue, arg.Now, arg.Ids)
+func (q *Queries) RunRescue(ctx context.Context, arg RunRescueParams) ([]RunRescueRow, error) {
+	rows, err := q.query(ctx, q.runRescueStmt, runRescue, arg.Now, arg.Ids)
 	if err != nil {
 		return nil, err
 	}
@@ -523,8 +523,8 @@ type RunSetStatusParams struct {
 
 // RunSetStatus moves an unleased run from @expected to @status; operators use
 // it to resume or cancel a suspended run.
-func (q *Queries) RunSetStatus(ctx context.Context, db DBTX, arg RunSetStatusParams) (int64, error) {
-	result, err := db.ExecContext(ctx, runSetStatus,
+func (q *Queries) RunSetStatus(ctx context.Context, arg RunSetStatusParams) (int64, error) {
+	result, err := q.exec(ctx, q.runSetStatusStmt, runSetStatus,
 		arg.Status,
 		arg.Reason,
 		arg.RunAt,
@@ -553,8 +553,8 @@ type RunStartCompensatingParams struct {
 	Fence int64
 }
 
-func (q *Queries) RunStartCompensating(ctx context.Context, db DBTX, arg RunStartCompensatingParams) (int64, error) {
-	result, err := db.ExecContext(ctx, runStartCompensating,
+func (q *Queries) RunStartCompensating(ctx context.Context, arg RunStartCompensatingParams) (int64, error) {
+	result, err := q.exec(ctx, q.runStartCompensatingStmt, runStartCompensating,
 		arg.Error,
 		arg.Now,
 		arg.ID,

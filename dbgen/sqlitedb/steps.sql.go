@@ -28,8 +28,8 @@ type StepBeginParams struct {
 
 // StepBegin records that an attempt of a step starts, before its body runs,
 // so the attempt count survives a crash.
-func (q *Queries) StepBegin(ctx context.Context, db DBTX, arg StepBeginParams) (int64, error) {
-	row := db.QueryRowContext(ctx, stepBegin,
+func (q *Queries) StepBegin(ctx context.Context, arg StepBeginParams) (int64, error) {
+	row := q.queryRow(ctx, q.stepBeginStmt, stepBegin,
 		arg.RunID,
 		arg.Name,
 		arg.Occurrence,
@@ -50,8 +50,8 @@ WHERE run_id = ?1 AND status = 'completed' AND compensable = 1 AND compensation 
 // StepCompensationArm queues the compensation of every completed,
 // compensable step of a run that starts unwinding. Until then a step's
 // compensation is 'none': a completed run never shows pending undo work.
-func (q *Queries) StepCompensationArm(ctx context.Context, db DBTX, runID string) (int64, error) {
-	result, err := db.ExecContext(ctx, stepCompensationArm, runID)
+func (q *Queries) StepCompensationArm(ctx context.Context, runID string) (int64, error) {
+	result, err := q.exec(ctx, q.stepCompensationArmStmt, stepCompensationArm, runID)
 	if err != nil {
 		return 0, err
 	}
@@ -72,8 +72,8 @@ type StepCompensationBeginParams struct {
 	Occurrence int64
 }
 
-func (q *Queries) StepCompensationBegin(ctx context.Context, db DBTX, arg StepCompensationBeginParams) (int64, error) {
-	row := db.QueryRowContext(ctx, stepCompensationBegin, arg.RunID, arg.Name, arg.Occurrence)
+func (q *Queries) StepCompensationBegin(ctx context.Context, arg StepCompensationBeginParams) (int64, error) {
+	row := q.queryRow(ctx, q.stepCompensationBeginStmt, stepCompensationBegin, arg.RunID, arg.Name, arg.Occurrence)
 	var compensation_attempts int64
 	err := row.Scan(&compensation_attempts)
 	return compensation_attempts, err
@@ -93,8 +93,8 @@ type StepCompensationEndParams struct {
 	Occurrence   int64
 }
 
-func (q *Queries) StepCompensationEnd(ctx context.Context, db DBTX, arg StepCompensationEndParams) (int64, error) {
-	result, err := db.ExecContext(ctx, stepCompensationEnd,
+func (q *Queries) StepCompensationEnd(ctx context.Context, arg StepCompensationEndParams) (int64, error) {
+	result, err := q.exec(ctx, q.stepCompensationEndStmt, stepCompensationEnd,
 		arg.Compensation,
 		arg.Error,
 		arg.RunID,
@@ -115,8 +115,8 @@ WHERE run_id = ?1 AND compensation = 'failed'
 
 // StepCompensationRetryFailed gives failed compensations of a run a fresh
 // set of attempts (operator resume).
-func (q *Queries) StepCompensationRetryFailed(ctx context.Context, db DBTX, runID string) (int64, error) {
-	result, err := db.ExecContext(ctx, stepCompensationRetryFailed, runID)
+func (q *Queries) StepCompensationRetryFailed(ctx context.Context, runID string) (int64, error) {
+	result, err := q.exec(ctx, q.stepCompensationRetryFailedStmt, stepCompensationRetryFailed, runID)
 	if err != nil {
 		return 0, err
 	}
@@ -131,8 +131,8 @@ WHERE run_id = ?1 AND compensation = 'failed'
 
 // StepCompensationSkipFailed marks failed compensations of a run as skipped
 // (operator decided the effect needs no undo).
-func (q *Queries) StepCompensationSkipFailed(ctx context.Context, db DBTX, runID string) (int64, error) {
-	result, err := db.ExecContext(ctx, stepCompensationSkipFailed, runID)
+func (q *Queries) StepCompensationSkipFailed(ctx context.Context, runID string) (int64, error) {
+	result, err := q.exec(ctx, q.stepCompensationSkipFailedStmt, stepCompensationSkipFailed, runID)
 	if err != nil {
 		return 0, err
 	}
@@ -157,8 +157,8 @@ type StepCompleteParams struct {
 	Occurrence  int64
 }
 
-func (q *Queries) StepComplete(ctx context.Context, db DBTX, arg StepCompleteParams) (int64, error) {
-	result, err := db.ExecContext(ctx, stepComplete,
+func (q *Queries) StepComplete(ctx context.Context, arg StepCompleteParams) (int64, error) {
+	result, err := q.exec(ctx, q.stepCompleteStmt, stepComplete,
 		arg.Output,
 		arg.Compensable,
 		arg.Now,
@@ -189,8 +189,8 @@ type StepFailParams struct {
 
 // StepFail records a failed attempt: @status is 'retrying' when another
 // attempt follows and 'failed' when the step failed for good.
-func (q *Queries) StepFail(ctx context.Context, db DBTX, arg StepFailParams) (int64, error) {
-	result, err := db.ExecContext(ctx, stepFail,
+func (q *Queries) StepFail(ctx context.Context, arg StepFailParams) (int64, error) {
+	result, err := q.exec(ctx, q.stepFailStmt, stepFail,
 		arg.Status,
 		arg.Error,
 		arg.Now,
@@ -208,8 +208,8 @@ const stepList = `-- name: StepList :many
 SELECT run_id, name, occurrence, status, attempts, input, output, error, completed_seq, compensable, compensation, compensation_attempts, compensation_error, started_at, finished_at FROM steps WHERE run_id = ?1 ORDER BY started_at, rowid
 `
 
-func (q *Queries) StepList(ctx context.Context, db DBTX, runID string) ([]Step, error) {
-	rows, err := db.QueryContext(ctx, stepList, runID)
+func (q *Queries) StepList(ctx context.Context, runID string) ([]Step, error) {
+	rows, err := q.query(ctx, q.stepListStmt, stepList, runID)
 	if err != nil {
 		return nil, err
 	}

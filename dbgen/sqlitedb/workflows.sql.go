@@ -13,8 +13,8 @@ const workflowList = `-- name: WorkflowList :many
 SELECT name, version, registered_at FROM workflows ORDER BY name, version
 `
 
-func (q *Queries) WorkflowList(ctx context.Context, db DBTX) ([]Workflow, error) {
-	rows, err := db.QueryContext(ctx, workflowList)
+func (q *Queries) WorkflowList(ctx context.Context) ([]Workflow, error) {
+	rows, err := q.query(ctx, q.workflowListStmt, workflowList)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ type WorkflowRegisterParams struct {
 	RegisteredAt int64
 }
 
-func (q *Queries) WorkflowRegister(ctx context.Context, db DBTX, arg WorkflowRegisterParams) error {
-	_, err := db.ExecContext(ctx, workflowRegister, arg.Name, arg.Version, arg.RegisteredAt)
+func (q *Queries) WorkflowRegister(ctx context.Context, arg WorkflowRegisterParams) error {
+	_, err := q.exec(ctx, q.workflowRegisterStmt, workflowRegister, arg.Name, arg.Version, arg.RegisteredAt)
 	return err
 }

@@ -22,6 +22,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/flowlite/flowlite/dbgen/sqlitedb"
 	"github.com/flowlite/flowlite/internal/migrate"
 	"github.com/flowlite/flowlite/internal/store"
 )
@@ -58,23 +59,39 @@ type Store struct {
 	ownsDBs  bool    // whether Close closes the handles
 	maxBatch int
 
+	// Statements are prepared once: parsing SQL would otherwise cost more
+	// CPU than executing it. Transactions bind writeQ with WithTx, which
+	// reuses the statements already prepared on the writer connection.
+	writeQ *sqlitedb.Queries
+	readQ  *sqlitedb.Queries
+
 	requests   chan *writeRequest
 	closing    chan struct{}
 	writerDone chan struct{}
 	closeOnce  sync.Once
 }
 
-// newStore starts the writer of a store over opened handles.
-func newStore(writer, reader *sql.DB, owns bool, maxBatch int) *Store {
+// newStore prepares the queries of a migrated database and starts the
+// writer.
+func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch int) (*Store, error) {
 	if maxBatch <= 0 {
 		maxBatch = 64
 	}
+	writeQ, err := sqlitedb.Prepare(ctx, writer)
+	if err != nil {
+		return nil, fmt.Errorf("prepare queries: %w", interpretError(err))
+	}
+	readQ, err := sqlitedb.Prepare(ctx, reader)
+	if err != nil {
+		writeQ.Close()
+		return nil, fmt.Errorf("prepare queries: %w", interpretError(err))
+	}
 	s := &Store{
-		writer: writer, reader: reader, ownsDBs: owns, maxBatch: maxBatch,
+		writer: writer, reader: reader, ownsDBs: owns, maxBatch: maxBatch, writeQ: writeQ, readQ: readQ,
 		requests: make(chan *writeRequest), closing: make(chan struct{}), writerDone: make(chan struct{}),
 	}
 	go s.runWriter()
-	return s
+	return s, nil
 }
 
 var _ store.Store = (*Store)(nil)
@@ -135,7 +152,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	reader.SetMaxOpenConns(opts.ReadConns)
 	reader.SetMaxIdleConns(opts.ReadConns)
-	return newStore(writer, reader, true, opts.MaxBatch), nil
+	s, err := newStore(ctx, writer, reader, true, opts.MaxBatch)
+	if err != nil {
+		reader.Close()
+		writer.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return s, nil
 }
 
 // OpenDB wraps a *sql.DB the caller opened (with DSN, or equivalent
@@ -149,7 +172,11 @@ func OpenDB(ctx context.Context, db *sql.DB) (*Store, error) {
 	if _, err := migrate.SQLite(ctx, db); err != nil {
 		return nil, fmt.Errorf("open database: %w", interpretError(err))
 	}
-	return newStore(db, db, false, 0), nil
+	s, err := newStore(ctx, db, db, false, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return s, nil
 }
 
 // preflight refuses paths whose problem SQLite would report late or
@@ -183,8 +210,9 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		<-s.writerDone
+		err = errors.Join(s.writeQ.Close(), s.readQ.Close())
 		if s.ownsDBs {
-			err = errors.Join(s.reader.Close(), s.writer.Close())
+			err = errors.Join(err, s.reader.Close(), s.writer.Close())
 		}
 	})
 	return err

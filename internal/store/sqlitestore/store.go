@@ -11,18 +11,23 @@ import (
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-var queries = sqlitedb.New()
-
 // WriteInTx runs fn on a transaction the caller owns and commits.
 func (s *Store) WriteInTx(ctx context.Context, sqlTx *sql.Tx, fn func(store.Tx) error) error {
 	if sqlTx == nil {
 		return errors.New("write in caller's transaction: tx is nil")
 	}
-	return fn(&tx{reader: reader{db: sqlTx}, sqlTx: sqlTx})
+	// The caller's transaction may come from another *sql.DB, on which the
+	// store's prepared statements cannot run: use unprepared queries.
+	return fn(&tx{reader: reader{q: sqlitedb.New(sqlTx)}, sqlTx: sqlTx})
 }
 
 // Reader returns reads served by the read-only pool.
-func (s *Store) Reader() store.Reader { return reader{db: s.reader} }
+func (s *Store) Reader() store.Reader { return reader{q: s.readQ} }
+
+// newTx binds the writer's prepared queries to a transaction.
+func (s *Store) newTx(sqlTx *sql.Tx) *tx {
+	return &tx{reader: reader{q: s.writeQ.WithTx(sqlTx)}, sqlTx: sqlTx}
+}
 
 func ignoreDone(err error) error {
 	if errors.Is(err, sql.ErrTxDone) {
@@ -31,11 +36,12 @@ func ignoreDone(err error) error {
 	return err
 }
 
-// reader implements store.Reader over any handle.
-type reader struct{ db sqlitedb.DBTX }
+// reader implements store.Reader over prepared queries bound to a pool or a
+// transaction.
+type reader struct{ q *sqlitedb.Queries }
 
 func (r reader) RunGet(ctx context.Context, id string) (store.Run, error) {
-	row, err := queries.RunGet(ctx, r.db, id)
+	row, err := r.q.RunGet(ctx, id)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
 	}
@@ -47,7 +53,7 @@ func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := queries.RunList(ctx, r.db, sqlitedb.RunListParams{
+	rows, err := r.q.RunList(ctx, sqlitedb.RunListParams{
 		Status: string(p.Status), Workflow: p.Workflow, Queue: p.Queue, MaxRuns: int64(limit),
 	})
 	if err != nil {
@@ -61,7 +67,7 @@ func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 }
 
 func (r reader) RunCountByStatus(ctx context.Context) (map[store.RunStatus]int64, error) {
-	rows, err := queries.RunCountByStatus(ctx, r.db)
+	rows, err := r.q.RunCountByStatus(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count runs: %w", interpretError(err))
 	}
@@ -73,7 +79,7 @@ func (r reader) RunCountByStatus(ctx context.Context) (map[store.RunStatus]int64
 }
 
 func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKey) ([]store.UnrunnableCount, error) {
-	rows, err := queries.RunCountUnrunnable(ctx, r.db, knownJSON(known))
+	rows, err := r.q.RunCountUnrunnable(ctx, knownJSON(known))
 	if err != nil {
 		return nil, fmt.Errorf("count unrunnable runs: %w", interpretError(err))
 	}
@@ -88,7 +94,7 @@ func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKe
 }
 
 func (r reader) StepList(ctx context.Context, runID string) ([]store.Step, error) {
-	rows, err := queries.StepList(ctx, r.db, runID)
+	rows, err := r.q.StepList(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list steps of run %s: %w", runID, interpretError(err))
 	}
@@ -100,7 +106,7 @@ func (r reader) StepList(ctx context.Context, runID string) ([]store.Step, error
 }
 
 func (r reader) EventList(ctx context.Context, runID string) ([]store.Event, error) {
-	rows, err := queries.EventList(ctx, r.db, runID)
+	rows, err := r.q.EventList(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list events of run %s: %w", runID, interpretError(err))
 	}
@@ -115,7 +121,7 @@ func (r reader) EventList(ctx context.Context, runID string) ([]store.Event, err
 }
 
 func (r reader) WorkflowList(ctx context.Context) ([]store.WorkflowKey, error) {
-	rows, err := queries.WorkflowList(ctx, r.db)
+	rows, err := r.q.WorkflowList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list workflows: %w", interpretError(err))
 	}
@@ -135,7 +141,7 @@ type tx struct {
 func (t *tx) SQL() *sql.Tx { return t.sqlTx }
 
 func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, error) {
-	n, err := queries.RunInsert(ctx, t.db, sqlitedb.RunInsertParams{
+	n, err := t.q.RunInsert(ctx, sqlitedb.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow.Name, Version: int64(p.Workflow.Version), Queue: p.Queue,
 		Priority: int64(p.Priority), Input: p.Input, RunAt: p.RunAt, CreatedAt: p.Now,
 	})
@@ -146,7 +152,7 @@ func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, erro
 }
 
 func (t *tx) RunClaim(ctx context.Context, p store.RunClaimParams) ([]store.Run, error) {
-	rows, err := queries.RunClaim(ctx, t.db, sqlitedb.RunClaimParams{
+	rows, err := t.q.RunClaim(ctx, sqlitedb.RunClaimParams{
 		Owner: &p.Owner, LeaseExpiresAt: &p.LeaseExpiresAt, Now: p.Now, Queue: p.Queue,
 		Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
 	})
@@ -161,7 +167,7 @@ func (t *tx) RunClaim(ctx context.Context, p store.RunClaimParams) ([]store.Run,
 }
 
 func (t *tx) RunHeartbeat(ctx context.Context, l store.Lease, expiresAt, now int64) (bool, error) {
-	cancel, err := queries.RunHeartbeat(ctx, t.db, sqlitedb.RunHeartbeatParams{
+	cancel, err := t.q.RunHeartbeat(ctx, sqlitedb.RunHeartbeatParams{
 		LeaseExpiresAt: &expiresAt, Now: now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
 	})
 	if err != nil {
@@ -171,21 +177,21 @@ func (t *tx) RunHeartbeat(ctx context.Context, l store.Lease, expiresAt, now int
 }
 
 func (t *tx) RunStartCompensating(ctx context.Context, l store.Lease, errMsg string, now int64) error {
-	n, err := queries.RunStartCompensating(ctx, t.db, sqlitedb.RunStartCompensatingParams{
+	n, err := t.q.RunStartCompensating(ctx, sqlitedb.RunStartCompensatingParams{
 		Error: errMsg, Now: now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
 	})
 	return fencedRows("start compensating", l, n, err)
 }
 
 func (t *tx) RunRelease(ctx context.Context, l store.Lease, runAt, now int64) error {
-	n, err := queries.RunRelease(ctx, t.db, sqlitedb.RunReleaseParams{
+	n, err := t.q.RunRelease(ctx, sqlitedb.RunReleaseParams{
 		RunAt: runAt, Now: now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
 	})
 	return fencedRows("release", l, n, err)
 }
 
 func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishParams) error {
-	n, err := queries.RunFinish(ctx, t.db, sqlitedb.RunFinishParams{
+	n, err := t.q.RunFinish(ctx, sqlitedb.RunFinishParams{
 		Status: string(p.Status), Output: p.Output, Error: p.Error, Reason: p.Reason,
 		FinishedAt: optional(p.FinishedAt), Now: p.Now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
 	})
@@ -195,7 +201,7 @@ func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishPara
 func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.RescuedRun, error) {
 	// Two statements, because RETURNING cannot report the expired deadline;
 	// the write transaction keeps them consistent.
-	expired, err := queries.RunListExpiredLeases(ctx, t.db, sqlitedb.RunListExpiredLeasesParams{Now: &now, MaxRuns: int64(limit)})
+	expired, err := t.q.RunListExpiredLeases(ctx, sqlitedb.RunListExpiredLeasesParams{Now: &now, MaxRuns: int64(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
 	}
@@ -208,7 +214,7 @@ func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.Rescu
 		deadlines[row.ID], ids[i] = deref(row.LeaseExpiresAt), row.ID
 	}
 	idsJSON, _ := json.Marshal(ids) // a []string always marshals
-	rows, err := queries.RunRescue(ctx, t.db, sqlitedb.RunRescueParams{Now: now, Ids: string(idsJSON)})
+	rows, err := t.q.RunRescue(ctx, sqlitedb.RunRescueParams{Now: now, Ids: string(idsJSON)})
 	if err != nil {
 		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
 	}
@@ -220,7 +226,7 @@ func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.Rescu
 }
 
 func (t *tx) RunRequestCancel(ctx context.Context, id string, now int64) (bool, error) {
-	n, err := queries.RunRequestCancel(ctx, t.db, sqlitedb.RunRequestCancelParams{Now: now, ID: id})
+	n, err := t.q.RunRequestCancel(ctx, sqlitedb.RunRequestCancelParams{Now: now, ID: id})
 	if err != nil {
 		return false, fmt.Errorf("request cancel of run %s: %w", id, interpretError(err))
 	}
@@ -228,7 +234,7 @@ func (t *tx) RunRequestCancel(ctx context.Context, id string, now int64) (bool, 
 }
 
 func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error {
-	n, err := queries.RunSetStatus(ctx, t.db, sqlitedb.RunSetStatusParams{
+	n, err := t.q.RunSetStatus(ctx, sqlitedb.RunSetStatusParams{
 		Status: string(p.Status), Reason: p.Reason, RunAt: p.RunAt, FinishedAt: optional(p.FinishedAt),
 		Now: p.Now, ID: p.ID, Expected: string(p.Expected),
 	})
@@ -242,7 +248,7 @@ func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error
 }
 
 func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error) {
-	attempts, err := queries.StepBegin(ctx, t.db, sqlitedb.StepBeginParams{
+	attempts, err := t.q.StepBegin(ctx, sqlitedb.StepBeginParams{
 		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence), Input: p.Input, Now: p.Now,
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -255,7 +261,7 @@ func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error
 }
 
 func (t *tx) StepComplete(ctx context.Context, p store.StepCompleteParams) error {
-	n, err := queries.StepComplete(ctx, t.db, sqlitedb.StepCompleteParams{
+	n, err := t.q.StepComplete(ctx, sqlitedb.StepCompleteParams{
 		Output: p.Output, Compensable: boolInt(p.Compensable), Now: &p.Now,
 		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
 	})
@@ -267,7 +273,7 @@ func (t *tx) StepFail(ctx context.Context, p store.StepFailParams) error {
 	if p.Final {
 		status = store.StepFailed
 	}
-	n, err := queries.StepFail(ctx, t.db, sqlitedb.StepFailParams{
+	n, err := t.q.StepFail(ctx, sqlitedb.StepFailParams{
 		Status: string(status), Error: p.Error, Now: &p.Now,
 		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
 	})
@@ -275,14 +281,14 @@ func (t *tx) StepFail(ctx context.Context, p store.StepFailParams) error {
 }
 
 func (t *tx) StepCompensationArm(ctx context.Context, runID string) error {
-	if _, err := queries.StepCompensationArm(ctx, t.db, runID); err != nil {
+	if _, err := t.q.StepCompensationArm(ctx, runID); err != nil {
 		return fmt.Errorf("arm compensations of run %s: %w", runID, interpretError(err))
 	}
 	return nil
 }
 
 func (t *tx) StepCompensationBegin(ctx context.Context, key store.StepKey) (int, error) {
-	attempts, err := queries.StepCompensationBegin(ctx, t.db, sqlitedb.StepCompensationBeginParams{
+	attempts, err := t.q.StepCompensationBegin(ctx, sqlitedb.StepCompensationBeginParams{
 		RunID: key.RunID, Name: key.Name, Occurrence: int64(key.Occurrence),
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -295,7 +301,7 @@ func (t *tx) StepCompensationBegin(ctx context.Context, key store.StepKey) (int,
 }
 
 func (t *tx) StepCompensationEnd(ctx context.Context, key store.StepKey, state store.CompensationState, errMsg string) error {
-	n, err := queries.StepCompensationEnd(ctx, t.db, sqlitedb.StepCompensationEndParams{
+	n, err := t.q.StepCompensationEnd(ctx, sqlitedb.StepCompensationEndParams{
 		Compensation: string(state), Error: errMsg,
 		RunID: key.RunID, Name: key.Name, Occurrence: int64(key.Occurrence),
 	})
@@ -303,7 +309,7 @@ func (t *tx) StepCompensationEnd(ctx context.Context, key store.StepKey, state s
 }
 
 func (t *tx) StepCompensationRetryFailed(ctx context.Context, runID string) (int64, error) {
-	n, err := queries.StepCompensationRetryFailed(ctx, t.db, runID)
+	n, err := t.q.StepCompensationRetryFailed(ctx, runID)
 	if err != nil {
 		return 0, fmt.Errorf("retry failed compensations of run %s: %w", runID, interpretError(err))
 	}
@@ -311,7 +317,7 @@ func (t *tx) StepCompensationRetryFailed(ctx context.Context, runID string) (int
 }
 
 func (t *tx) StepCompensationSkipFailed(ctx context.Context, runID string) (int64, error) {
-	n, err := queries.StepCompensationSkipFailed(ctx, t.db, runID)
+	n, err := t.q.StepCompensationSkipFailed(ctx, runID)
 	if err != nil {
 		return 0, fmt.Errorf("skip failed compensations of run %s: %w", runID, interpretError(err))
 	}
@@ -319,7 +325,7 @@ func (t *tx) StepCompensationSkipFailed(ctx context.Context, runID string) (int6
 }
 
 func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
-	err := queries.EventAppend(ctx, t.db, sqlitedb.EventAppendParams{
+	err := t.q.EventAppend(ctx, sqlitedb.EventAppendParams{
 		RunID: e.RunID, At: e.At, Kind: e.Kind, Step: e.Step,
 		Occurrence: int64(e.Occurrence), Attempt: int64(e.Attempt), Detail: e.Detail,
 	})
@@ -330,7 +336,7 @@ func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
 }
 
 func (t *tx) WorkflowRegister(ctx context.Context, k store.WorkflowKey, now int64) error {
-	err := queries.WorkflowRegister(ctx, t.db, sqlitedb.WorkflowRegisterParams{
+	err := t.q.WorkflowRegister(ctx, sqlitedb.WorkflowRegisterParams{
 		Name: k.Name, Version: int64(k.Version), RegisteredAt: now,
 	})
 	if err != nil {

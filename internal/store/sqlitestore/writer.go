@@ -108,7 +108,7 @@ func (s *Store) commitBatch(batch []*writeRequest) {
 		fail(fmt.Errorf("begin write: %w", interpretError(err)))
 		return
 	}
-	t := &tx{reader: reader{db: sqlTx}, sqlTx: sqlTx}
+	t := s.newTx(sqlTx)
 	committed := 0
 	for i, req := range batch {
 		if err := req.ctx.Err(); err != nil {
