@@ -101,3 +101,27 @@ func (s Step[In, Out]) definition(runID string, in In, def RetryPolicy) (engine.
 	}
 	return d, nil
 }
+
+// Attempt returns the step attempt that ctx belongs to: run, step,
+// occurrence, attempt number, and whether it is the compensation. ok is
+// false outside a step body.
+func Attempt(ctx context.Context) (info AttemptInfo, ok bool) {
+	return engine.StepInfoFrom(ctx)
+}
+
+// IdempotencyKey returns a key that identifies the current step call across
+// all its attempts and resumes: "RUN/STEP#OCCURRENCE", with a "/compensate"
+// suffix inside a compensation. Pass it to services that deduplicate
+// requests, so that a step re-run after a crash does not repeat its effect.
+// It is empty outside a step body.
+func IdempotencyKey(ctx context.Context) string {
+	info, ok := engine.StepInfoFrom(ctx)
+	if !ok {
+		return ""
+	}
+	key := fmt.Sprintf("%s/%s#%d", info.RunID, info.Step, info.Occurrence)
+	if info.Compensation {
+		key += "/compensate"
+	}
+	return key
+}

@@ -236,10 +236,10 @@ func (x *execution) callStep(key store.StepKey, def Step, attempt int, tx *sql.T
 // callAttempt runs body with a per-attempt timeout, through the interceptor,
 // with panics turned into errors.
 func (x *execution) callAttempt(parent context.Context, info StepInfo, timeout time.Duration, body func(context.Context) error) error {
-	ctx := parent
+	ctx := context.WithValue(parent, stepInfoKey{}, info)
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(parent, timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	what := "step " + info.Step
@@ -261,3 +261,11 @@ func (x *execution) callAttempt(parent context.Context, info StepInfo, timeout t
 
 // DefaultRetry returns the engine's default retry policy.
 func (rc *RunContext) DefaultRetry() RetryPolicy { return rc.x.e.cfg.DefaultRetry }
+
+type stepInfoKey struct{}
+
+// StepInfoFrom returns the attempt a step or compensation body runs as.
+func StepInfoFrom(ctx context.Context) (StepInfo, bool) {
+	info, ok := ctx.Value(stepInfoKey{}).(StepInfo)
+	return info, ok
+}
