@@ -30,6 +30,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
 		return nil, fmt.Errorf("error preparing query EventList: %w", err)
 	}
+	if q.runCancelChildrenStmt, err = db.PrepareContext(ctx, runCancelChildren); err != nil {
+		return nil, fmt.Errorf("error preparing query RunCancelChildren: %w", err)
+	}
 	if q.runClaimStmt, err = db.PrepareContext(ctx, runClaim); err != nil {
 		return nil, fmt.Errorf("error preparing query RunClaim: %w", err)
 	}
@@ -72,6 +75,45 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runStartCompensatingStmt, err = db.PrepareContext(ctx, runStartCompensating); err != nil {
 		return nil, fmt.Errorf("error preparing query RunStartCompensating: %w", err)
 	}
+	if q.runWakeStmt, err = db.PrepareContext(ctx, runWake); err != nil {
+		return nil, fmt.Errorf("error preparing query RunWake: %w", err)
+	}
+	if q.scheduleAdvanceStmt, err = db.PrepareContext(ctx, scheduleAdvance); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleAdvance: %w", err)
+	}
+	if q.scheduleDeleteStmt, err = db.PrepareContext(ctx, scheduleDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleDelete: %w", err)
+	}
+	if q.scheduleGetStmt, err = db.PrepareContext(ctx, scheduleGet); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleGet: %w", err)
+	}
+	if q.scheduleListStmt, err = db.PrepareContext(ctx, scheduleList); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleList: %w", err)
+	}
+	if q.scheduleListDueStmt, err = db.PrepareContext(ctx, scheduleListDue); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleListDue: %w", err)
+	}
+	if q.scheduleNextDueStmt, err = db.PrepareContext(ctx, scheduleNextDue); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleNextDue: %w", err)
+	}
+	if q.scheduleSetPausedStmt, err = db.PrepareContext(ctx, scheduleSetPaused); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleSetPaused: %w", err)
+	}
+	if q.scheduleUpsertStmt, err = db.PrepareContext(ctx, scheduleUpsert); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleUpsert: %w", err)
+	}
+	if q.signalConsumeStmt, err = db.PrepareContext(ctx, signalConsume); err != nil {
+		return nil, fmt.Errorf("error preparing query SignalConsume: %w", err)
+	}
+	if q.signalListStmt, err = db.PrepareContext(ctx, signalList); err != nil {
+		return nil, fmt.Errorf("error preparing query SignalList: %w", err)
+	}
+	if q.signalNextStmt, err = db.PrepareContext(ctx, signalNext); err != nil {
+		return nil, fmt.Errorf("error preparing query SignalNext: %w", err)
+	}
+	if q.signalSendStmt, err = db.PrepareContext(ctx, signalSend); err != nil {
+		return nil, fmt.Errorf("error preparing query SignalSend: %w", err)
+	}
 	if q.stepBeginStmt, err = db.PrepareContext(ctx, stepBegin); err != nil {
 		return nil, fmt.Errorf("error preparing query StepBegin: %w", err)
 	}
@@ -99,6 +141,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.stepListStmt, err = db.PrepareContext(ctx, stepList); err != nil {
 		return nil, fmt.Errorf("error preparing query StepList: %w", err)
 	}
+	if q.stepWaitStmt, err = db.PrepareContext(ctx, stepWait); err != nil {
+		return nil, fmt.Errorf("error preparing query StepWait: %w", err)
+	}
 	if q.workflowListStmt, err = db.PrepareContext(ctx, workflowList); err != nil {
 		return nil, fmt.Errorf("error preparing query WorkflowList: %w", err)
 	}
@@ -118,6 +163,11 @@ func (q *Queries) Close() error {
 	if q.eventListStmt != nil {
 		if cerr := q.eventListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
+		}
+	}
+	if q.runCancelChildrenStmt != nil {
+		if cerr := q.runCancelChildrenStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runCancelChildrenStmt: %w", cerr)
 		}
 	}
 	if q.runClaimStmt != nil {
@@ -190,6 +240,71 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runStartCompensatingStmt: %w", cerr)
 		}
 	}
+	if q.runWakeStmt != nil {
+		if cerr := q.runWakeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runWakeStmt: %w", cerr)
+		}
+	}
+	if q.scheduleAdvanceStmt != nil {
+		if cerr := q.scheduleAdvanceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleAdvanceStmt: %w", cerr)
+		}
+	}
+	if q.scheduleDeleteStmt != nil {
+		if cerr := q.scheduleDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleDeleteStmt: %w", cerr)
+		}
+	}
+	if q.scheduleGetStmt != nil {
+		if cerr := q.scheduleGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleGetStmt: %w", cerr)
+		}
+	}
+	if q.scheduleListStmt != nil {
+		if cerr := q.scheduleListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleListStmt: %w", cerr)
+		}
+	}
+	if q.scheduleListDueStmt != nil {
+		if cerr := q.scheduleListDueStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleListDueStmt: %w", cerr)
+		}
+	}
+	if q.scheduleNextDueStmt != nil {
+		if cerr := q.scheduleNextDueStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleNextDueStmt: %w", cerr)
+		}
+	}
+	if q.scheduleSetPausedStmt != nil {
+		if cerr := q.scheduleSetPausedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleSetPausedStmt: %w", cerr)
+		}
+	}
+	if q.scheduleUpsertStmt != nil {
+		if cerr := q.scheduleUpsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleUpsertStmt: %w", cerr)
+		}
+	}
+	if q.signalConsumeStmt != nil {
+		if cerr := q.signalConsumeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing signalConsumeStmt: %w", cerr)
+		}
+	}
+	if q.signalListStmt != nil {
+		if cerr := q.signalListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing signalListStmt: %w", cerr)
+		}
+	}
+	if q.signalNextStmt != nil {
+		if cerr := q.signalNextStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing signalNextStmt: %w", cerr)
+		}
+	}
+	if q.signalSendStmt != nil {
+		if cerr := q.signalSendStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing signalSendStmt: %w", cerr)
+		}
+	}
 	if q.stepBeginStmt != nil {
 		if cerr := q.stepBeginStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepBeginStmt: %w", cerr)
@@ -233,6 +348,11 @@ func (q *Queries) Close() error {
 	if q.stepListStmt != nil {
 		if cerr := q.stepListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepListStmt: %w", cerr)
+		}
+	}
+	if q.stepWaitStmt != nil {
+		if cerr := q.stepWaitStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepWaitStmt: %w", cerr)
 		}
 	}
 	if q.workflowListStmt != nil {
@@ -286,6 +406,7 @@ type Queries struct {
 	tx                              *sql.Tx
 	eventAppendStmt                 *sql.Stmt
 	eventListStmt                   *sql.Stmt
+	runCancelChildrenStmt           *sql.Stmt
 	runClaimStmt                    *sql.Stmt
 	runCountByStatusStmt            *sql.Stmt
 	runCountUnrunnableStmt          *sql.Stmt
@@ -300,6 +421,19 @@ type Queries struct {
 	runRescueStmt                   *sql.Stmt
 	runSetStatusStmt                *sql.Stmt
 	runStartCompensatingStmt        *sql.Stmt
+	runWakeStmt                     *sql.Stmt
+	scheduleAdvanceStmt             *sql.Stmt
+	scheduleDeleteStmt              *sql.Stmt
+	scheduleGetStmt                 *sql.Stmt
+	scheduleListStmt                *sql.Stmt
+	scheduleListDueStmt             *sql.Stmt
+	scheduleNextDueStmt             *sql.Stmt
+	scheduleSetPausedStmt           *sql.Stmt
+	scheduleUpsertStmt              *sql.Stmt
+	signalConsumeStmt               *sql.Stmt
+	signalListStmt                  *sql.Stmt
+	signalNextStmt                  *sql.Stmt
+	signalSendStmt                  *sql.Stmt
 	stepBeginStmt                   *sql.Stmt
 	stepCompensationArmStmt         *sql.Stmt
 	stepCompensationBeginStmt       *sql.Stmt
@@ -309,6 +443,7 @@ type Queries struct {
 	stepCompleteStmt                *sql.Stmt
 	stepFailStmt                    *sql.Stmt
 	stepListStmt                    *sql.Stmt
+	stepWaitStmt                    *sql.Stmt
 	workflowListStmt                *sql.Stmt
 	workflowRegisterStmt            *sql.Stmt
 }
@@ -319,6 +454,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		tx:                              tx,
 		eventAppendStmt:                 q.eventAppendStmt,
 		eventListStmt:                   q.eventListStmt,
+		runCancelChildrenStmt:           q.runCancelChildrenStmt,
 		runClaimStmt:                    q.runClaimStmt,
 		runCountByStatusStmt:            q.runCountByStatusStmt,
 		runCountUnrunnableStmt:          q.runCountUnrunnableStmt,
@@ -333,6 +469,19 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runRescueStmt:                   q.runRescueStmt,
 		runSetStatusStmt:                q.runSetStatusStmt,
 		runStartCompensatingStmt:        q.runStartCompensatingStmt,
+		runWakeStmt:                     q.runWakeStmt,
+		scheduleAdvanceStmt:             q.scheduleAdvanceStmt,
+		scheduleDeleteStmt:              q.scheduleDeleteStmt,
+		scheduleGetStmt:                 q.scheduleGetStmt,
+		scheduleListStmt:                q.scheduleListStmt,
+		scheduleListDueStmt:             q.scheduleListDueStmt,
+		scheduleNextDueStmt:             q.scheduleNextDueStmt,
+		scheduleSetPausedStmt:           q.scheduleSetPausedStmt,
+		scheduleUpsertStmt:              q.scheduleUpsertStmt,
+		signalConsumeStmt:               q.signalConsumeStmt,
+		signalListStmt:                  q.signalListStmt,
+		signalNextStmt:                  q.signalNextStmt,
+		signalSendStmt:                  q.signalSendStmt,
 		stepBeginStmt:                   q.stepBeginStmt,
 		stepCompensationArmStmt:         q.stepCompensationArmStmt,
 		stepCompensationBeginStmt:       q.stepCompensationBeginStmt,
@@ -342,6 +491,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		stepCompleteStmt:                q.stepCompleteStmt,
 		stepFailStmt:                    q.stepFailStmt,
 		stepListStmt:                    q.stepListStmt,
+		stepWaitStmt:                    q.stepWaitStmt,
 		workflowListStmt:                q.workflowListStmt,
 		workflowRegisterStmt:            q.workflowRegisterStmt,
 	}

@@ -28,12 +28,41 @@ type Run struct {
 	Reason          string
 	CancelRequested int64
 	RunAt           int64
+	Deadline        *int64
+	ParentID        *string
+	WakeSeq         int64
 	Fence           int64
 	LeaseOwner      *string
 	LeaseExpiresAt  *int64
 	CreatedAt       int64
 	UpdatedAt       int64
 	FinishedAt      *int64
+}
+
+type Schedule struct {
+	Name      string
+	Workflow  string
+	Version   int64
+	Queue     string
+	Priority  int64
+	Input     []byte
+	Spec      string
+	CatchUp   string
+	Paused    int64
+	NextAt    int64
+	LastSlot  int64
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+type Signal struct {
+	ID         int64
+	RunID      string
+	Name       string
+	Payload    []byte
+	Key        *string
+	SentAt     int64
+	ConsumedBy *string
 }
 
 type Step struct {

@@ -9,26 +9,66 @@ import (
 	"context"
 )
 
+const runCancelChildren = `-- name: RunCancelChildren :many
+UPDATE runs
+SET cancel_requested = 1, wake_seq = wake_seq + 1,
+    run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, ?1) ELSE run_at END,
+    updated_at = ?1
+WHERE parent_id = ?2 AND cancel_requested = 0
+  AND status IN ('pending', 'running', 'waiting', 'compensating')
+RETURNING id
+`
+
+type RunCancelChildrenParams struct {
+	Now      int64
+	ParentID *string
+}
+
+// RunCancelChildren requests cancellation of the unfinished children of a
+// run.
+func (q *Queries) RunCancelChildren(ctx context.Context, arg RunCancelChildrenParams) ([]string, error) {
+	rows, err := q.query(ctx, q.runCancelChildrenStmt, runCancelChildren, arg.Now, arg.ParentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runClaim = `-- name: RunClaim :many
 UPDATE runs
 SET lease_owner      = ?1,
     lease_expires_at = ?2,
     fence            = fence + 1,
-    status           = CASE status WHEN 'pending' THEN 'running' ELSE status END,
+    status           = CASE status WHEN 'compensating' THEN status ELSE 'running' END,
     updated_at       = ?3
 WHERE lease_owner IS NULL
-  AND status IN ('pending', 'compensating')
+  AND status IN ('pending', 'waiting', 'compensating')
   AND id IN (
     SELECT r.id FROM runs AS r
     WHERE r.queue = ?4
       AND r.lease_owner IS NULL
-      AND r.status IN ('pending', 'compensating')
+      AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= ?3
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(?5))
     ORDER BY r.priority DESC, r.run_at, r.id
     LIMIT ?6
   )
-RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at
+RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at
 `
 
 type RunClaimParams struct {
@@ -72,6 +112,9 @@ func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, erro
 			&i.Reason,
 			&i.CancelRequested,
 			&i.RunAt,
+			&i.Deadline,
+			&i.ParentID,
+			&i.WakeSeq,
 			&i.Fence,
 			&i.LeaseOwner,
 			&i.LeaseExpiresAt,
@@ -128,7 +171,7 @@ const runCountUnrunnable = `-- name: RunCountUnrunnable :many
 SELECT workflow, version, count(*) AS runs
 FROM runs
 WHERE lease_owner IS NULL
-  AND status IN ('pending', 'compensating')
+  AND status IN ('pending', 'waiting', 'compensating')
   AND (workflow || ':' || version) NOT IN (SELECT value FROM json_each(?1))
 GROUP BY workflow, version
 ORDER BY workflow, version
@@ -205,7 +248,7 @@ func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, er
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at FROM runs WHERE id = ?1
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at FROM runs WHERE id = ?1
 `
 
 func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
@@ -224,6 +267,9 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 		&i.Reason,
 		&i.CancelRequested,
 		&i.RunAt,
+		&i.Deadline,
+		&i.ParentID,
+		&i.WakeSeq,
 		&i.Fence,
 		&i.LeaseOwner,
 		&i.LeaseExpiresAt,
@@ -265,8 +311,8 @@ func (q *Queries) RunHeartbeat(ctx context.Context, arg RunHeartbeatParams) (int
 }
 
 const runInsert = `-- name: RunInsert :execrows
-INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?8)
+INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10, ?10)
 ON CONFLICT (id) DO NOTHING
 `
 
@@ -278,6 +324,8 @@ type RunInsertParams struct {
 	Priority  int64
 	Input     []byte
 	RunAt     int64
+	Deadline  *int64
+	ParentID  *string
 	CreatedAt int64
 }
 
@@ -290,6 +338,8 @@ func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, er
 		arg.Priority,
 		arg.Input,
 		arg.RunAt,
+		arg.Deadline,
+		arg.ParentID,
 		arg.CreatedAt,
 	)
 	if err != nil {
@@ -299,7 +349,7 @@ func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, er
 }
 
 const runList = `-- name: RunList :many
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at FROM runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at FROM runs
 WHERE (?1 = '' OR status = ?1)
   AND (?2 = '' OR workflow = ?2)
   AND (?3 = '' OR queue = ?3)
@@ -341,6 +391,9 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 			&i.Reason,
 			&i.CancelRequested,
 			&i.RunAt,
+			&i.Deadline,
+			&i.ParentID,
+			&i.WakeSeq,
 			&i.Fence,
 			&i.LeaseOwner,
 			&i.LeaseExpiresAt,
@@ -409,23 +462,30 @@ func (q *Queries) RunListExpiredLeases(ctx context.Context, arg RunListExpiredLe
 const runRelease = `-- name: RunRelease :execrows
 UPDATE runs
 SET lease_owner = NULL, lease_expires_at = NULL,
-    status = CASE status WHEN 'running' THEN 'pending' ELSE status END,
-    run_at = ?1, updated_at = ?2
-WHERE id = ?3 AND lease_owner = ?4 AND fence = ?5
+    status = CASE status WHEN 'running' THEN ?1 ELSE status END,
+    run_at = CASE WHEN wake_seq != ?2 THEN MIN(?3, ?4) ELSE ?3 END,
+    updated_at = ?4
+WHERE id = ?5 AND lease_owner = ?6 AND fence = ?7
 `
 
 type RunReleaseParams struct {
-	RunAt int64
-	Now   int64
-	ID    string
-	Owner *string
-	Fence int64
+	Status  string
+	WakeSeq int64
+	RunAt   interface{}
+	Now     int64
+	ID      string
+	Owner   *string
+	Fence   int64
 }
 
 // RunRelease gives the lease back and makes the run claimable again at
-// @run_at, e.g. while it waits for the next attempt of a step.
+// @run_at, e.g. while it waits for the next attempt of a step (@status
+// 'pending') or for a timer, signal or child (@status 'waiting'). If the run
+// was woken since the worker read @wake_seq, it is due at once instead.
 func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.runReleaseStmt, runRelease,
+		arg.Status,
+		arg.WakeSeq,
 		arg.RunAt,
 		arg.Now,
 		arg.ID,
@@ -440,8 +500,10 @@ func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, 
 
 const runRequestCancel = `-- name: RunRequestCancel :execrows
 UPDATE runs
-SET cancel_requested = 1, run_at = MIN(run_at, ?1), updated_at = ?1
-WHERE id = ?2 AND status IN ('pending', 'running', 'compensating')
+SET cancel_requested = 1, wake_seq = wake_seq + 1,
+    run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, ?1) ELSE run_at END,
+    updated_at = ?1
+WHERE id = ?2 AND status IN ('pending', 'running', 'waiting', 'compensating')
 `
 
 type RunRequestCancelParams struct {
@@ -561,6 +623,30 @@ func (q *Queries) RunStartCompensating(ctx context.Context, arg RunStartCompensa
 		arg.Owner,
 		arg.Fence,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const runWake = `-- name: RunWake :execrows
+UPDATE runs
+SET wake_seq = wake_seq + 1,
+    run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, ?1) ELSE run_at END,
+    updated_at = ?1
+WHERE id = ?2 AND status IN ('pending', 'running', 'waiting', 'compensating')
+`
+
+type RunWakeParams struct {
+	Now int64
+	ID  string
+}
+
+// RunWake tells an unfinished run that something it may wait for happened:
+// an unleased run becomes due now; a leased one learns it through wake_seq
+// when it releases.
+func (q *Queries) RunWake(ctx context.Context, arg RunWakeParams) (int64, error) {
+	result, err := q.exec(ctx, q.runWakeStmt, runWake, arg.Now, arg.ID)
 	if err != nil {
 		return 0, err
 	}

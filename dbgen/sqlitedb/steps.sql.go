@@ -145,7 +145,8 @@ SET status = 'completed', output = ?1, error = '',
     completed_seq = (SELECT COALESCE(MAX(s.completed_seq), 0) + 1 FROM steps AS s WHERE s.run_id = steps.run_id),
     compensable = ?2,
     finished_at = ?3
-WHERE steps.run_id = ?4 AND steps.name = ?5 AND steps.occurrence = ?6 AND steps.status = 'running'
+WHERE steps.run_id = ?4 AND steps.name = ?5 AND steps.occurrence = ?6
+  AND steps.status IN ('running', 'waiting')
 `
 
 type StepCompleteParams struct {
@@ -245,4 +246,31 @@ func (q *Queries) StepList(ctx context.Context, runID string) ([]Step, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const stepWait = `-- name: StepWait :exec
+INSERT INTO steps (run_id, name, occurrence, status, attempts, input, started_at)
+VALUES (?1, ?2, ?3, 'waiting', 0, ?4, ?5)
+ON CONFLICT (run_id, name, occurrence) DO NOTHING
+`
+
+type StepWaitParams struct {
+	RunID      string
+	Name       string
+	Occurrence int64
+	Input      []byte
+	Now        int64
+}
+
+// StepWait records a durable wait (timer, signal, child) the first time the
+// run reaches it; later executions find the record and its input.
+func (q *Queries) StepWait(ctx context.Context, arg StepWaitParams) error {
+	_, err := q.exec(ctx, q.stepWaitStmt, stepWait,
+		arg.RunID,
+		arg.Name,
+		arg.Occurrence,
+		arg.Input,
+		arg.Now,
+	)
+	return err
 }

@@ -10,6 +10,9 @@ var (
 	// ErrCancelled is the cause of a run's context when the run was cancelled,
 	// and wraps the error Result returns for a cancelled run.
 	ErrCancelled = errors.New("run cancelled")
+	// ErrDeadlineExceeded is the cause of a run's context when the run passed
+	// its deadline; it matches ErrCancelled, as the run is cancelled.
+	ErrDeadlineExceeded = fmt.Errorf("%w: deadline exceeded", ErrCancelled)
 	// ErrRolledBack wraps the error Result returns for a run whose workflow
 	// failed and whose completed steps were all compensated.
 	ErrRolledBack = errors.New("run rolled back")
@@ -33,9 +36,10 @@ var (
 	// errStopping is the cause of a run's context when the engine stops
 	// before the run could finish.
 	errStopping = errors.New("engine stopping")
-	// errRetryScheduled aborts a run execution after a failed attempt was
-	// recorded and the run was released until its next attempt.
-	errRetryScheduled = errors.New("retry scheduled")
+	// errParked aborts a run execution that must wait: for the next attempt
+	// of a step, a timer, a signal or a child. The executor releases the run
+	// until the earliest time any branch asked for.
+	errParked = errors.New("run parked")
 )
 
 // PermanentError marks an error that must not be retried.

@@ -59,6 +59,14 @@ func (e *Engine) execute(run store.Run) {
 	if run.CancelRequested {
 		cancelRun(ErrCancelled)
 	}
+	if run.Deadline > 0 {
+		if left := time.Duration(run.Deadline-e.nowMs()) * time.Millisecond; left <= 0 {
+			cancelRun(ErrDeadlineExceeded)
+		} else {
+			timer := time.AfterFunc(left, func() { cancelRun(ErrDeadlineExceeded) })
+			defer timer.Stop()
+		}
+	}
 	steps, err := e.store.Reader().StepList(leaseCtx, run.ID)
 	if err != nil {
 		e.log.Error("load steps", "run", run.ID, "err", err)
@@ -132,19 +140,41 @@ func (x *execution) event(ctx context.Context, tx store.Tx, now int64, ev store.
 	return tx.EventAppend(ctx, ev)
 }
 
-// release gives the lease back; the run becomes claimable after delay.
+// release gives the lease back; the run is due again after delay.
 func (x *execution) release(delay time.Duration, why string) {
-	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
-		if err := tx.RunRelease(ctx, x.lease, now+delay.Milliseconds(), now); err != nil {
+	x.releaseUntil(x.e.nowMs()+delay.Milliseconds(), false, why)
+}
+
+// releaseUntil gives the lease back; the run is due again at runAt (Unix
+// ms, capped at its deadline), or at once if it was woken meanwhile. A
+// waiting run waits for a timer, a signal or a child; otherwise it waits
+// for the next attempt of a step.
+func (x *execution) releaseUntil(runAt int64, waiting bool, why string) {
+	if x.run.Deadline > 0 && runAt > x.run.Deadline {
+		runAt = x.run.Deadline
+	}
+	kind := EventRunReleased
+	if waiting {
+		kind = EventRunWaiting
+	}
+	var now int64
+	err := x.write(func(ctx context.Context, tx store.Tx, at int64) error {
+		now = at
+		p := store.RunReleaseParams{RunAt: runAt, Waiting: waiting, WakeSeq: x.run.WakeSeq, Now: now}
+		if err := tx.RunRelease(ctx, x.lease, p); err != nil {
 			return err
 		}
-		return x.event(ctx, tx, now, store.Event{Kind: EventRunReleased, Detail: why})
+		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: why})
 	})
 	if err != nil {
 		x.e.log.Warn("release run; it will be rescued when its lease expires", "run", x.run.ID, "err", err)
 		return
 	}
-	x.e.wakeAfter(x.run.Queue, delay)
+	// Polling finds the run when it is due; a timer only helps runs due
+	// sooner than the next poll, and would pile up for long waits.
+	if delay := time.Duration(runAt-now) * time.Millisecond; delay <= x.e.cfg.PollInterval {
+		x.e.wakeAfter(x.run.Queue, delay)
+	}
 }
 
 // finish records the outcome of the run.
@@ -160,6 +190,11 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 		}
 		if err := tx.RunFinish(ctx, x.lease, p); err != nil {
 			return err
+		}
+		if x.run.ParentID != "" && status.Finished() {
+			if _, err := tx.RunWake(ctx, x.run.ParentID, now); err != nil {
+				return err
+			}
 		}
 		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: firstNonEmpty(reason, errMsg)})
 	})
@@ -197,10 +232,23 @@ func (x *execution) abort(rc *RunContext, cause error) {
 	var replayErr *ReplayError
 	var defErr *DefinitionError
 	switch {
-	case errors.Is(cause, errRetryScheduled), errors.Is(cause, errLeaseLost):
-		// Already released, or no longer ours to write.
+	case errors.Is(cause, errLeaseLost):
+		// No longer ours to write.
+	case errors.Is(cause, errParked):
+		st := rc.st
+		st.mu.Lock()
+		at, waiting := st.parkAt, !st.parkRetry
+		st.mu.Unlock()
+		why := "next attempt due"
+		if waiting {
+			why = "waiting until " + time.UnixMilli(at).UTC().Format(time.RFC3339Nano)
+			if at >= never {
+				why = "waiting for a signal or a child"
+			}
+		}
+		x.releaseUntil(at, waiting, why)
 	case errors.Is(cause, ErrCancelled):
-		x.startUnwind(rc, "cancelled")
+		x.startUnwind(rc, cause.Error())
 	case errors.Is(cause, errStopping):
 		x.release(0, "engine stopping")
 	case errors.As(cause, &decodeErr), errors.As(cause, &replayErr), errors.As(cause, &defErr):
@@ -220,6 +268,17 @@ func (x *execution) startUnwind(rc *RunContext, errMsg string) {
 		if err := tx.StepCompensationArm(ctx, x.run.ID); err != nil {
 			return err
 		}
+		// Unfinished children are cancelled, which unwinds them in turn.
+		children, err := tx.RunCancelChildren(ctx, x.run.ID, now)
+		if err != nil {
+			return err
+		}
+		for _, id := range children {
+			ev := store.Event{RunID: id, At: now, Kind: EventCancelRequested, Detail: "parent " + x.run.ID + " is unwinding"}
+			if err := tx.EventAppend(ctx, ev); err != nil {
+				return err
+			}
+		}
 		return x.event(ctx, tx, now, store.Event{Kind: EventWorkflowFailed, Detail: errMsg})
 	})
 	if err != nil {
@@ -227,6 +286,7 @@ func (x *execution) startUnwind(rc *RunContext, errMsg string) {
 		return
 	}
 	x.run.Status, x.run.Error = store.RunCompensating, errMsg
+	x.e.WakeAll() // cancelled children, if any, unwind now
 	x.unwind(rc, true)
 }
 

@@ -18,6 +18,10 @@ type StartParams struct {
 	Priority int
 	Input    []byte
 	RunAt    time.Time // zero: now
+	// Deadline, when set, cancels the run (compensating what it completed)
+	// once the engine clock passes it.
+	Deadline time.Time
+	ParentID string // set by StartChild
 }
 
 // Started is the outcome of a start: the run, and whether it already
@@ -73,9 +77,13 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	if !p.RunAt.IsZero() {
 		runAt = p.RunAt.UnixMilli()
 	}
+	var deadline int64
+	if !p.Deadline.IsZero() {
+		deadline = p.Deadline.UnixMilli()
+	}
 	inserted, err := tx.RunInsert(ctx, store.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
-		Input: p.Input, RunAt: runAt, Now: now,
+		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, Now: now,
 	})
 	if err != nil {
 		return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
@@ -229,6 +237,48 @@ func (e *Engine) operate(ctx context.Context, id, verb string, fn func(store.Tx,
 	}
 	e.Wake(queue)
 	return nil
+}
+
+// Signal sends a signal to a run: the run receives it the next time it waits
+// for that name, or at once if it already waits. A non-empty key makes the
+// send idempotent: a second signal with the same key to the same run is
+// ignored, and Signal reports false. Signalling an unknown run is
+// store.ErrNotFound; a finished one, ErrRunFinished.
+func (e *Engine) Signal(ctx context.Context, runID, name string, payload []byte, key string) (bool, error) {
+	if name == "" {
+		return false, errors.New("signal: name is empty")
+	}
+	var sent bool
+	var queue string
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		run, err := tx.RunGet(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if run.Status.Finished() {
+			return fmt.Errorf("%w: run %s is %s", ErrRunFinished, runID, run.Status)
+		}
+		queue = run.Queue
+		now := e.nowMs()
+		if sent, err = tx.SignalSend(ctx, store.Signal{RunID: runID, Name: name, Payload: payload, Key: key, SentAt: now}); err != nil || !sent {
+			return err
+		}
+		if _, err := tx.RunWake(ctx, runID, now); err != nil {
+			return err
+		}
+		detail := "signal " + name
+		if key != "" {
+			detail += ", key " + key
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: runID, At: now, Kind: EventSignalSent, Detail: detail})
+	})
+	if err != nil {
+		return false, fmt.Errorf("signal %s to run %s: %w", name, runID, err)
+	}
+	if sent {
+		e.Wake(queue)
+	}
+	return sent, nil
 }
 
 // IsNotFound reports whether err says a run does not exist.

@@ -12,81 +12,154 @@ import (
 )
 
 // RunContext is what a workflow body runs with: the run's context plus its
-// recorded steps. Each Step call is matched to a record by step name and
-// occurrence (how many times the body called a step of that name before),
-// so a resumed body gets recorded outputs back and only new steps execute.
+// recorded steps. Each step call is matched to a record by its key: the
+// scope of the branch that calls it, the step name, and its occurrence (how
+// many times the branch called a step of that name before), so a resumed
+// body gets recorded outputs back and only new steps execute.
+//
+// A RunContext belongs to one goroutine; parallel branches each get their
+// own from Branch, sharing the run's state.
 type RunContext struct {
 	context.Context
+	st          *runState
+	scope       string // key prefix of the branch; empty at the top level
+	occurrences map[string]int
+}
+
+// runState is the state of one execution of a run, shared by its branches.
+type runState struct {
 	x *execution
 
-	mu          sync.Mutex
-	records     map[store.StepKey]store.Step
-	occurrences map[string]int
-	defs        map[store.StepKey]Step // every step the body called, for the unwind
-	replayOnly  bool                   // no step may execute: the run is unwinding
-	aborted     error
+	mu         sync.Mutex
+	records    map[store.StepKey]store.Step
+	defs       map[store.StepKey]Step // every step the body called, for the unwind
+	replayOnly bool                   // no step may execute: the run is unwinding
+	aborted    error
+	parked     bool  // some branch asked to release the run until parkAt
+	parkAt     int64 // earliest due time asked for
+	parkRetry  bool  // a retry (not only waits) asked for the release
 }
 
 func newRunContext(x *execution, steps []store.Step) *RunContext {
-	rc := &RunContext{
-		Context:     x.runCtx,
-		x:           x,
-		records:     make(map[store.StepKey]store.Step, len(steps)),
-		occurrences: make(map[string]int),
-		defs:        make(map[store.StepKey]Step),
+	st := &runState{
+		x:       x,
+		records: make(map[store.StepKey]store.Step, len(steps)),
+		defs:    make(map[store.StepKey]Step),
 	}
 	for _, s := range steps {
-		rc.records[s.Key()] = s
+		st.records[s.Key()] = s
 	}
-	return rc
+	return &RunContext{Context: x.runCtx, st: st, occurrences: make(map[string]int)}
 }
 
 // RunID returns the ID of the run.
-func (rc *RunContext) RunID() string { return rc.x.run.ID }
+func (rc *RunContext) RunID() string { return rc.st.x.run.ID }
 
 // Workflow returns the workflow version of the run.
-func (rc *RunContext) Workflow() store.WorkflowKey { return rc.x.def.Key }
+func (rc *RunContext) Workflow() store.WorkflowKey { return rc.st.x.def.Key }
 
 // Now returns the engine clock's time.
-func (rc *RunContext) Now() time.Time { return rc.x.e.now() }
+func (rc *RunContext) Now() time.Time { return rc.st.x.e.now() }
+
+// DefaultRetry returns the engine's default retry policy.
+func (rc *RunContext) DefaultRetry() RetryPolicy { return rc.st.x.e.cfg.DefaultRetry }
+
+// Branch returns the context of branch i of the n-th parallel call of this
+// context: its step keys get their own scope, so branches replay
+// deterministically whatever order they ran in.
+func (rc *RunContext) Branch(call, i int) *RunContext {
+	return &RunContext{
+		Context:     rc.Context,
+		st:          rc.st,
+		scope:       fmt.Sprintf("%sall%d.%d/", rc.scope, call, i),
+		occurrences: make(map[string]int),
+	}
+}
+
+// NextOccurrence returns how many times this context asked for name before,
+// and counts this time.
+func (rc *RunContext) NextOccurrence(name string) int {
+	n := rc.occurrences[name]
+	rc.occurrences[name]++
+	return n
+}
 
 // Abort ends the execution of the run with cause: the body's further step
 // calls return it, and the engine acts on it once the body returns (a
 // DecodeError suspends the run).
 func (rc *RunContext) Abort(cause error) error {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.abortLocked(cause)
+	rc.st.mu.Lock()
+	defer rc.st.mu.Unlock()
+	return rc.st.abortLocked(cause)
 }
 
-func (rc *RunContext) abortLocked(cause error) error {
-	if rc.aborted == nil {
-		rc.aborted = cause
+func (st *runState) abortLocked(cause error) error {
+	if st.aborted == nil {
+		st.aborted = cause
 	}
-	return rc.aborted
+	return st.aborted
+}
+
+// park asks for the run to be released until at (Unix ms) and aborts the
+// execution. retry says a step retry asked, rather than a wait.
+func (rc *RunContext) park(at int64, retry bool) error {
+	st := rc.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.parked || at < st.parkAt {
+		st.parkAt = at
+	}
+	st.parked = true
+	st.parkRetry = st.parkRetry || retry
+	return st.abortLocked(errParked)
 }
 
 // cause returns why the execution must stop, or nil.
 func (rc *RunContext) cause() error {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if rc.aborted != nil {
-		return rc.aborted
+	st := rc.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.aborted != nil {
+		return st.aborted
 	}
-	if rc.x.runCtx.Err() != nil {
-		return context.Cause(rc.x.runCtx)
+	if st.x.runCtx.Err() != nil {
+		return context.Cause(st.x.runCtx)
 	}
 	return nil
 }
 
 // callWorkflow runs the workflow body with panics turned into errors.
 func (rc *RunContext) callWorkflow() (output []byte, err error) {
-	err = callWithRecover("workflow "+rc.x.def.Key.String(), func() error {
+	x := rc.st.x
+	err = callWithRecover("workflow "+x.def.Key.String(), func() error {
 		var err error
-		output, err = rc.x.def.Run(rc, rc.x.run.Input)
+		output, err = x.def.Run(rc, x.run.Input)
 		return err
 	})
 	return output, err
+}
+
+// lookup resolves a call of name in this context: its key, and its record
+// when the call completed or failed in an earlier execution. Outside a
+// replay-only unwind it also registers def for the unwind.
+func (rc *RunContext) lookup(name string, def *Step) (store.StepKey, *store.Step, error) {
+	key := store.StepKey{RunID: rc.RunID(), Name: rc.scope + name, Occurrence: rc.NextOccurrence(name)}
+	st := rc.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.aborted != nil {
+		return key, nil, st.aborted
+	}
+	if def != nil {
+		st.defs[key] = *def
+	}
+	if rec, ok := st.records[key]; ok && (rec.Status == store.StepCompleted || rec.Status == store.StepFailed) {
+		return key, &rec, nil
+	}
+	if st.replayOnly {
+		return key, nil, st.abortLocked(&ReplayError{RunID: key.RunID, Step: key.String()})
+	}
+	return key, nil, nil
 }
 
 // Step returns the recorded output of this step call, or executes it. An
@@ -94,33 +167,21 @@ func (rc *RunContext) callWorkflow() (output []byte, err error) {
 // handle it) or the reason the execution stops, which the body should
 // return.
 func (rc *RunContext) Step(def Step) ([]byte, error) {
-	rc.mu.Lock()
-	if rc.aborted != nil {
-		defer rc.mu.Unlock()
-		return nil, rc.aborted
+	key, rec, err := rc.lookup(def.Name, &def)
+	if err != nil {
+		return nil, err
 	}
-	key := store.StepKey{RunID: rc.x.run.ID, Name: def.Name, Occurrence: rc.occurrences[def.Name]}
-	rc.occurrences[def.Name]++
-	rc.defs[key] = def
-	rec, recorded := rc.records[key]
-	if recorded && rec.Status == store.StepCompleted {
-		rc.mu.Unlock()
+	if rec != nil {
+		if rec.Status == store.StepFailed {
+			return nil, &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence,
+				Attempts: rec.Attempts, Err: &RecordedError{Message: rec.Error}}
+		}
 		return rec.Output, nil
 	}
-	if recorded && rec.Status == store.StepFailed {
-		rc.mu.Unlock()
-		return nil, &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence,
-			Attempts: rec.Attempts, Err: &RecordedError{Message: rec.Error}}
-	}
-	if rc.replayOnly {
-		defer rc.mu.Unlock()
-		return nil, rc.abortLocked(&ReplayError{RunID: key.RunID, Step: key.String()})
-	}
-	rc.mu.Unlock()
 	if cause := rc.cause(); cause != nil {
 		return nil, rc.Abort(cause)
 	}
-	return rc.x.runStep(rc, key, def)
+	return rc.st.x.runStep(rc, key, def)
 }
 
 // errBodyFailed rolls back a transactional step's transaction when its body
@@ -202,10 +263,7 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 			return x.event(ctx, tx, now, ev)
 		}
 		ev.Kind, ev.Detail = EventStepRetried, fmt.Sprintf("%s; next attempt in %s", msg, delay.Round(time.Millisecond))
-		if err := x.event(ctx, tx, now, ev); err != nil {
-			return err
-		}
-		return tx.RunRelease(ctx, x.lease, now+delay.Milliseconds(), now)
+		return x.event(ctx, tx, now, ev)
 	})
 	if err != nil {
 		return rc.Abort(err)
@@ -214,8 +272,7 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 		return rc.Abort(cause)
 	}
 	if !final {
-		x.e.wakeAfter(x.run.Queue, delay)
-		return rc.Abort(errRetryScheduled)
+		return rc.park(x.e.nowMs()+delay.Milliseconds(), true)
 	}
 	return &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence, Attempts: attempt, Err: bodyErr}
 }
@@ -258,9 +315,6 @@ func (x *execution) callAttempt(parent context.Context, info StepInfo, timeout t
 	}
 	return err
 }
-
-// DefaultRetry returns the engine's default retry policy.
-func (rc *RunContext) DefaultRetry() RetryPolicy { return rc.x.e.cfg.DefaultRetry }
 
 type stepInfoKey struct{}
 

@@ -18,10 +18,11 @@ import (
 // collected the step definitions; otherwise the body is replayed with no
 // step allowed to execute.
 func (x *execution) unwind(rc *RunContext, replayed bool) {
+	st := rc.st
 	if !replayed {
-		rc.mu.Lock()
-		rc.replayOnly = true
-		rc.mu.Unlock()
+		st.mu.Lock()
+		st.replayOnly = true
+		st.mu.Unlock()
 		_, _ = rc.callWorkflow() // only the step definitions it registers matter
 	}
 	steps, err := x.e.store.Reader().StepList(x.leaseCtx, x.run.ID)
@@ -39,9 +40,9 @@ func (x *execution) unwind(rc *RunContext, replayed bool) {
 	}
 	slices.SortFunc(pending, func(a, b store.Step) int { return cmp.Compare(b.CompletedSeq, a.CompletedSeq) })
 	for _, s := range pending {
-		rc.mu.Lock()
-		def, ok := rc.defs[s.Key()]
-		rc.mu.Unlock()
+		st.mu.Lock()
+		def, ok := st.defs[s.Key()]
+		st.mu.Unlock()
 		if !ok || def.Compensate == nil {
 			x.suspend(fmt.Sprintf("compensation of step %s: the workflow no longer calls this step with a compensation on replay; was its code changed?", s.Key()))
 			return
@@ -124,7 +125,7 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 		if err := x.event(ctx, tx, now, ev); err != nil {
 			return err
 		}
-		return tx.RunRelease(ctx, x.lease, now+delay.Milliseconds(), now)
+		return tx.RunRelease(ctx, x.lease, store.RunReleaseParams{RunAt: now + delay.Milliseconds(), WakeSeq: x.run.WakeSeq, Now: now})
 	})
 	if err == nil {
 		x.e.wakeAfter(x.run.Queue, delay)

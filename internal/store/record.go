@@ -5,12 +5,14 @@ import "strconv"
 // RunStatus is the lifecycle state of a run.
 type RunStatus string
 
-// Run states. pending → running → completed | compensating → failed |
-// suspended; cancelled. A run waiting for the next attempt of a step is
-// pending with a future RunAt and holds no lease.
+// Run states. pending → running ⇄ waiting → completed | compensating →
+// failed | suspended; cancelled. A run waiting for the next attempt of a
+// step is pending with a future RunAt; a run waiting for a timer, a signal
+// or a child is waiting. Neither holds a lease.
 const (
 	RunPending      RunStatus = "pending"
 	RunRunning      RunStatus = "running"
+	RunWaiting      RunStatus = "waiting"
 	RunCompensating RunStatus = "compensating"
 	RunCompleted    RunStatus = "completed"
 	RunFailed       RunStatus = "failed"
@@ -31,6 +33,7 @@ type StepStatus string
 const (
 	StepRunning   StepStatus = "running"
 	StepRetrying  StepStatus = "retrying"
+	StepWaiting   StepStatus = "waiting"
 	StepCompleted StepStatus = "completed"
 	StepFailed    StepStatus = "failed"
 )
@@ -73,6 +76,9 @@ type Run struct {
 	Reason          string
 	CancelRequested bool
 	RunAt           int64
+	Deadline        int64  // zero: none
+	ParentID        string // the run that started this one as a child
+	WakeSeq         int64
 	Fence           int64
 	LeaseOwner      string
 	LeaseExpiresAt  int64
@@ -155,7 +161,28 @@ type RunInsertParams struct {
 	Priority int
 	Input    []byte
 	RunAt    int64
+	Deadline int64  // zero: none
+	ParentID string // empty: not a child
 	Now      int64
+}
+
+// RunReleaseParams says when a released run is due again.
+type RunReleaseParams struct {
+	RunAt   int64
+	Waiting bool  // waiting for a timer, signal or child (else pending)
+	WakeSeq int64 // the run's wake_seq when the worker claimed it
+	Now     int64
+}
+
+// Signal is an external event sent to a run.
+type Signal struct {
+	ID         int64
+	RunID      string
+	Name       string
+	Payload    []byte
+	Key        string // empty: no deduplication
+	SentAt     int64
+	ConsumedBy string // the wait that received it; empty while pending
 }
 
 // RunClaimParams selects runs to lease.

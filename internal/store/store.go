@@ -57,7 +57,9 @@ type Reader interface {
 	RunCountUnrunnable(ctx context.Context, known []WorkflowKey) ([]UnrunnableCount, error)
 	StepList(ctx context.Context, runID string) ([]Step, error)
 	EventList(ctx context.Context, runID string) ([]Event, error)
+	SignalList(ctx context.Context, runID string) ([]Signal, error)
 	WorkflowList(ctx context.Context) ([]WorkflowKey, error)
+	ScheduleReader
 }
 
 // Tx is a write transaction. Methods that take a Lease are fenced: they
@@ -77,7 +79,15 @@ type Tx interface {
 	// run was requested.
 	RunHeartbeat(ctx context.Context, l Lease, expiresAt, now int64) (cancelRequested bool, err error)
 	RunStartCompensating(ctx context.Context, l Lease, errMsg string, now int64) error
-	RunRelease(ctx context.Context, l Lease, runAt, now int64) error
+	// RunRelease gives the lease back; the run is due again at p.RunAt, or
+	// at once if it was woken after the worker read p.WakeSeq.
+	RunRelease(ctx context.Context, l Lease, p RunReleaseParams) error
+	// RunWake tells an unfinished run that something it may wait for
+	// happened; it reports false for a finished or unknown run.
+	RunWake(ctx context.Context, id string, now int64) (bool, error)
+	// RunCancelChildren requests cancellation of the unfinished children of
+	// a run and returns their IDs.
+	RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error)
 	RunFinish(ctx context.Context, l Lease, p RunFinishParams) error
 	RunRescue(ctx context.Context, now int64, limit int) ([]RescuedRun, error)
 	// RunRequestCancel marks an unfinished run for cancellation and reports
@@ -90,6 +100,9 @@ type Tx interface {
 	// StepBegin records the start of an attempt and returns its number.
 	StepBegin(ctx context.Context, p StepBeginParams) (attempt int, err error)
 	StepComplete(ctx context.Context, p StepCompleteParams) error
+	// StepWait records a durable wait the first time a run reaches it; an
+	// existing record is left as it is.
+	StepWait(ctx context.Context, p StepBeginParams) error
 	StepFail(ctx context.Context, p StepFailParams) error
 	// StepCompensationArm marks the compensation of every completed,
 	// compensable step of a run pending; the unwind of the run starts.
@@ -99,6 +112,16 @@ type Tx interface {
 	StepCompensationRetryFailed(ctx context.Context, runID string) (int64, error)
 	StepCompensationSkipFailed(ctx context.Context, runID string) (int64, error)
 
+	// SignalSend stores a signal; it reports false when a signal with the
+	// same key was already sent to the run.
+	SignalSend(ctx context.Context, sig Signal) (bool, error)
+	// SignalNext returns the oldest signal of that name the run has not
+	// received, or ErrNotFound.
+	SignalNext(ctx context.Context, runID, name string) (Signal, error)
+	// SignalConsume marks a signal received by the wait consumedBy.
+	SignalConsume(ctx context.Context, id int64, consumedBy string) error
+
 	EventAppend(ctx context.Context, e Event) error
 	WorkflowRegister(ctx context.Context, k WorkflowKey, now int64) error
+	ScheduleTx
 }

@@ -1,10 +1,13 @@
 -- +goose Up
 
 -- runs holds one row per workflow run. A run is claimable when it has no
--- lease owner, its status is pending or compensating, and run_at has passed.
--- fence increases on every claim; every write made by the executor of a run
--- is conditioned on (lease_owner, fence), so a worker that lost its lease can
--- never overwrite what the new owner recorded.
+-- lease owner, its status is pending, waiting or compensating, and run_at has
+-- passed. fence increases on every claim; every write made by the executor
+-- of a run is conditioned on (lease_owner, fence), so a worker that lost its
+-- lease can never overwrite what the new owner recorded. wake_seq increases
+-- whenever something the run may wait for happens (a signal, a child
+-- finishing, a cancellation), so a worker parking the run can tell that it
+-- must not sleep past it.
 CREATE TABLE runs (
     id               TEXT    NOT NULL PRIMARY KEY,
     workflow         TEXT    NOT NULL,
@@ -12,13 +15,16 @@ CREATE TABLE runs (
     queue            TEXT    NOT NULL,
     priority         INTEGER NOT NULL DEFAULT 0,
     status           TEXT    NOT NULL CHECK (status IN
-                         ('pending', 'running', 'compensating', 'completed', 'failed', 'suspended', 'cancelled')),
+                         ('pending', 'running', 'waiting', 'compensating', 'completed', 'failed', 'suspended', 'cancelled')),
     input            BLOB    NOT NULL,
     output           BLOB,
     error            TEXT    NOT NULL DEFAULT '',
     reason           TEXT    NOT NULL DEFAULT '',
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     run_at           INTEGER NOT NULL,
+    deadline         INTEGER,
+    parent_id        TEXT REFERENCES runs (id) ON DELETE SET NULL,
+    wake_seq         INTEGER NOT NULL DEFAULT 0,
     fence            INTEGER NOT NULL DEFAULT 0,
     lease_owner      TEXT,
     lease_expires_at INTEGER,
@@ -29,7 +35,7 @@ CREATE TABLE runs (
 
 -- runs_ready serves the claim query; finished runs are not in it.
 CREATE INDEX runs_ready ON runs (queue, priority DESC, run_at)
-    WHERE lease_owner IS NULL AND status IN ('pending', 'compensating');
+    WHERE lease_owner IS NULL AND status IN ('pending', 'waiting', 'compensating');
 
 -- runs_leased serves the rescuer.
 CREATE INDEX runs_leased ON runs (lease_expires_at)
@@ -37,13 +43,15 @@ CREATE INDEX runs_leased ON runs (lease_expires_at)
 
 CREATE INDEX runs_status ON runs (status, workflow);
 
+CREATE INDEX runs_parent ON runs (parent_id) WHERE parent_id IS NOT NULL;
+
 -- steps holds one row per step occurrence of a run: its attempts, its
 -- checkpointed output, and the state of its compensation.
 CREATE TABLE steps (
     run_id              TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     name                TEXT    NOT NULL,
     occurrence          INTEGER NOT NULL,
-    status              TEXT    NOT NULL CHECK (status IN ('running', 'retrying', 'completed', 'failed')),
+    status              TEXT    NOT NULL CHECK (status IN ('running', 'retrying', 'waiting', 'completed', 'failed')),
     attempts            INTEGER NOT NULL DEFAULT 0,
     input               BLOB    NOT NULL,
     output              BLOB,
@@ -73,6 +81,23 @@ CREATE TABLE events (
 
 CREATE INDEX events_run ON events (run_id, id);
 
+-- signals holds the external events sent to runs. A signal waits here until
+-- the run receives it (consumed_by names the receiving wait), so a signal
+-- sent before the run waits for it is not lost. key makes sending
+-- idempotent.
+CREATE TABLE signals (
+    id          INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+    run_id      TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    name        TEXT    NOT NULL,
+    payload     BLOB    NOT NULL,
+    key         TEXT,
+    sent_at     INTEGER NOT NULL,
+    consumed_by TEXT
+) STRICT;
+
+CREATE UNIQUE INDEX signals_key ON signals (run_id, key) WHERE key IS NOT NULL;
+CREATE INDEX signals_pending ON signals (run_id, name, id) WHERE consumed_by IS NULL;
+
 -- workflows lists the workflow versions engines have registered.
 CREATE TABLE workflows (
     name          TEXT    NOT NULL,
@@ -83,6 +108,7 @@ CREATE TABLE workflows (
 
 -- +goose Down
 DROP TABLE workflows;
+DROP TABLE signals;
 DROP TABLE events;
 DROP TABLE steps;
 DROP TABLE runs;

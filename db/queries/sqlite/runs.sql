@@ -1,6 +1,6 @@
 -- name: RunInsert :execrows
-INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, created_at, updated_at)
-VALUES (@id, @workflow, @version, @queue, @priority, 'pending', @input, @run_at, @created_at, @created_at)
+INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, created_at, updated_at)
+VALUES (@id, @workflow, @version, @queue, @priority, 'pending', @input, @run_at, @deadline, @parent_id, @created_at, @created_at)
 ON CONFLICT (id) DO NOTHING;
 
 -- name: RunGet :one
@@ -14,15 +14,15 @@ UPDATE runs
 SET lease_owner      = @owner,
     lease_expires_at = @lease_expires_at,
     fence            = fence + 1,
-    status           = CASE status WHEN 'pending' THEN 'running' ELSE status END,
+    status           = CASE status WHEN 'compensating' THEN status ELSE 'running' END,
     updated_at       = @now
 WHERE lease_owner IS NULL
-  AND status IN ('pending', 'compensating')
+  AND status IN ('pending', 'waiting', 'compensating')
   AND id IN (
     SELECT r.id FROM runs AS r
     WHERE r.queue = @queue
       AND r.lease_owner IS NULL
-      AND r.status IN ('pending', 'compensating')
+      AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= @now
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(@known))
     ORDER BY r.priority DESC, r.run_at, r.id
@@ -45,12 +45,36 @@ WHERE id = @id AND lease_owner = @owner AND fence = @fence AND status IN ('runni
 
 -- name: RunRelease :execrows
 -- RunRelease gives the lease back and makes the run claimable again at
--- @run_at, e.g. while it waits for the next attempt of a step.
+-- @run_at, e.g. while it waits for the next attempt of a step (@status
+-- 'pending') or for a timer, signal or child (@status 'waiting'). If the run
+-- was woken since the worker read @wake_seq, it is due at once instead.
 UPDATE runs
 SET lease_owner = NULL, lease_expires_at = NULL,
-    status = CASE status WHEN 'running' THEN 'pending' ELSE status END,
-    run_at = @run_at, updated_at = @now
+    status = CASE status WHEN 'running' THEN @status ELSE status END,
+    run_at = CASE WHEN wake_seq != @wake_seq THEN MIN(@run_at, @now) ELSE @run_at END,
+    updated_at = @now
 WHERE id = @id AND lease_owner = @owner AND fence = @fence;
+
+-- name: RunWake :execrows
+-- RunWake tells an unfinished run that something it may wait for happened:
+-- an unleased run becomes due now; a leased one learns it through wake_seq
+-- when it releases.
+UPDATE runs
+SET wake_seq = wake_seq + 1,
+    run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, @now) ELSE run_at END,
+    updated_at = @now
+WHERE id = @id AND status IN ('pending', 'running', 'waiting', 'compensating');
+
+-- name: RunCancelChildren :many
+-- RunCancelChildren requests cancellation of the unfinished children of a
+-- run.
+UPDATE runs
+SET cancel_requested = 1, wake_seq = wake_seq + 1,
+    run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, @now) ELSE run_at END,
+    updated_at = @now
+WHERE parent_id = @parent_id AND cancel_requested = 0
+  AND status IN ('pending', 'running', 'waiting', 'compensating')
+RETURNING id;
 
 -- name: RunFinish :execrows
 -- RunFinish records the outcome of a run and releases its lease.
@@ -86,8 +110,10 @@ RETURNING id, fence;
 
 -- name: RunRequestCancel :execrows
 UPDATE runs
-SET cancel_requested = 1, run_at = MIN(run_at, @now), updated_at = @now
-WHERE id = @id AND status IN ('pending', 'running', 'compensating');
+SET cancel_requested = 1, wake_seq = wake_seq + 1,
+    run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, @now) ELSE run_at END,
+    updated_at = @now
+WHERE id = @id AND status IN ('pending', 'running', 'waiting', 'compensating');
 
 -- name: RunSetStatus :execrows
 -- RunSetStatus moves an unleased run from @expected to @status; operators use
@@ -102,7 +128,7 @@ WHERE id = @id AND status = @expected AND lease_owner IS NULL;
 SELECT workflow, version, count(*) AS runs
 FROM runs
 WHERE lease_owner IS NULL
-  AND status IN ('pending', 'compensating')
+  AND status IN ('pending', 'waiting', 'compensating')
   AND (workflow || ':' || version) NOT IN (SELECT value FROM json_each(@known))
 GROUP BY workflow, version
 ORDER BY workflow, version;

@@ -17,7 +17,15 @@ SET status = 'completed', output = @output, error = '',
     completed_seq = (SELECT COALESCE(MAX(s.completed_seq), 0) + 1 FROM steps AS s WHERE s.run_id = steps.run_id),
     compensable = @compensable,
     finished_at = @now
-WHERE steps.run_id = @run_id AND steps.name = @name AND steps.occurrence = @occurrence AND steps.status = 'running';
+WHERE steps.run_id = @run_id AND steps.name = @name AND steps.occurrence = @occurrence
+  AND steps.status IN ('running', 'waiting');
+
+-- name: StepWait :exec
+-- StepWait records a durable wait (timer, signal, child) the first time the
+-- run reaches it; later executions find the record and its input.
+INSERT INTO steps (run_id, name, occurrence, status, attempts, input, started_at)
+VALUES (@run_id, @name, @occurrence, 'waiting', 0, @input, @now)
+ON CONFLICT (run_id, name, occurrence) DO NOTHING;
 
 -- name: StepFail :execrows
 -- StepFail records a failed attempt: @status is 'retrying' when another

@@ -120,6 +120,18 @@ func (r reader) EventList(ctx context.Context, runID string) ([]store.Event, err
 	return events, nil
 }
 
+func (r reader) SignalList(ctx context.Context, runID string) ([]store.Signal, error) {
+	rows, err := r.q.SignalList(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list signals of run %s: %w", runID, interpretError(err))
+	}
+	signals := make([]store.Signal, len(rows))
+	for i, row := range rows {
+		signals[i] = signalFromRow(row)
+	}
+	return signals, nil
+}
+
 func (r reader) WorkflowList(ctx context.Context) ([]store.WorkflowKey, error) {
 	rows, err := r.q.WorkflowList(ctx)
 	if err != nil {
@@ -143,7 +155,8 @@ func (t *tx) SQL() *sql.Tx { return t.sqlTx }
 func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, error) {
 	n, err := t.q.RunInsert(ctx, sqlitedb.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow.Name, Version: int64(p.Workflow.Version), Queue: p.Queue,
-		Priority: int64(p.Priority), Input: p.Input, RunAt: p.RunAt, CreatedAt: p.Now,
+		Priority: int64(p.Priority), Input: p.Input, RunAt: p.RunAt, Deadline: optional(p.Deadline),
+		ParentID: optionalString(p.ParentID), CreatedAt: p.Now,
 	})
 	if err != nil {
 		return false, fmt.Errorf("insert run %s: %w", p.ID, interpretError(err))
@@ -183,11 +196,71 @@ func (t *tx) RunStartCompensating(ctx context.Context, l store.Lease, errMsg str
 	return fencedRows("start compensating", l, n, err)
 }
 
-func (t *tx) RunRelease(ctx context.Context, l store.Lease, runAt, now int64) error {
+func (t *tx) RunRelease(ctx context.Context, l store.Lease, p store.RunReleaseParams) error {
+	status := store.RunPending
+	if p.Waiting {
+		status = store.RunWaiting
+	}
 	n, err := t.q.RunRelease(ctx, sqlitedb.RunReleaseParams{
-		RunAt: runAt, Now: now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
+		Status: string(status), WakeSeq: p.WakeSeq, RunAt: p.RunAt, Now: p.Now,
+		ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,
 	})
 	return fencedRows("release", l, n, err)
+}
+
+func (t *tx) RunWake(ctx context.Context, id string, now int64) (bool, error) {
+	n, err := t.q.RunWake(ctx, sqlitedb.RunWakeParams{Now: now, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("wake run %s: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+func (t *tx) RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error) {
+	ids, err := t.q.RunCancelChildren(ctx, sqlitedb.RunCancelChildrenParams{Now: now, ParentID: &parentID})
+	if err != nil {
+		return nil, fmt.Errorf("cancel children of run %s: %w", parentID, interpretError(err))
+	}
+	return ids, nil
+}
+
+func (t *tx) StepWait(ctx context.Context, p store.StepBeginParams) error {
+	err := t.q.StepWait(ctx, sqlitedb.StepWaitParams{
+		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence), Input: p.Input, Now: p.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("record wait %s: %w", p.Key, interpretError(err))
+	}
+	return nil
+}
+
+func (t *tx) SignalSend(ctx context.Context, sig store.Signal) (bool, error) {
+	n, err := t.q.SignalSend(ctx, sqlitedb.SignalSendParams{
+		RunID: sig.RunID, Name: sig.Name, Payload: sig.Payload, Key: optionalString(sig.Key), SentAt: sig.SentAt,
+	})
+	if err != nil {
+		return false, fmt.Errorf("send signal %s to run %s: %w", sig.Name, sig.RunID, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+func (t *tx) SignalNext(ctx context.Context, runID, name string) (store.Signal, error) {
+	row, err := t.q.SignalNext(ctx, sqlitedb.SignalNextParams{RunID: runID, Name: name})
+	if err != nil {
+		return store.Signal{}, fmt.Errorf("next signal %s of run %s: %w", name, runID, interpretError(err))
+	}
+	return signalFromRow(row), nil
+}
+
+func (t *tx) SignalConsume(ctx context.Context, id int64, consumedBy string) error {
+	n, err := t.q.SignalConsume(ctx, sqlitedb.SignalConsumeParams{ConsumedBy: &consumedBy, ID: id})
+	if err != nil {
+		return fmt.Errorf("consume signal %d: %w", id, interpretError(err))
+	}
+	if n == 0 {
+		return fmt.Errorf("consume signal %d: %w: already received", id, store.ErrConflict)
+	}
+	return nil
 }
 
 func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishParams) error {
@@ -386,7 +459,8 @@ func runFromRow(r sqlitedb.Run) store.Run {
 	return store.Run{
 		ID: r.ID, Workflow: r.Workflow, Version: int(r.Version), Queue: r.Queue, Priority: int(r.Priority),
 		Status: store.RunStatus(r.Status), Input: r.Input, Output: r.Output, Error: r.Error, Reason: r.Reason,
-		CancelRequested: r.CancelRequested != 0, RunAt: r.RunAt, Fence: r.Fence,
+		CancelRequested: r.CancelRequested != 0, RunAt: r.RunAt, Deadline: deref(r.Deadline),
+		ParentID: deref(r.ParentID), WakeSeq: r.WakeSeq, Fence: r.Fence,
 		LeaseOwner: deref(r.LeaseOwner), LeaseExpiresAt: deref(r.LeaseExpiresAt),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
 	}
@@ -400,6 +474,20 @@ func stepFromRow(s sqlitedb.Step) store.Step {
 		Compensation: store.CompensationState(s.Compensation), CompensationAttempts: int(s.CompensationAttempts),
 		CompensationError: s.CompensationError, StartedAt: s.StartedAt, FinishedAt: deref(s.FinishedAt),
 	}
+}
+
+func signalFromRow(r sqlitedb.Signal) store.Signal {
+	return store.Signal{
+		ID: r.ID, RunID: r.RunID, Name: r.Name, Payload: r.Payload, Key: deref(r.Key),
+		SentAt: r.SentAt, ConsumedBy: deref(r.ConsumedBy),
+	}
+}
+
+func optionalString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func deref[T any](p *T) T {

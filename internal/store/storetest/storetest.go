@@ -536,7 +536,7 @@ func testRunClaimFenceAndStatus(t *testing.T, s store.Store) {
 	}
 
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		return tx.RunRelease(ctx, c1.Lease(), base+5_000, base+10)
+		return tx.RunRelease(ctx, c1.Lease(), store.RunReleaseParams{RunAt: base + 5_000, Now: base + 10})
 	})
 	want := c1
 	want.Status, want.LeaseOwner, want.LeaseExpiresAt, want.RunAt, want.UpdatedAt = store.RunPending, "", 0, base+5_000, base+10
@@ -557,7 +557,7 @@ func testRunClaimFenceAndStatus(t *testing.T, s store.Store) {
 	checkRun(t, s, want)
 
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		return tx.RunRelease(ctx, c2.Lease(), base+6_000, base+5_002)
+		return tx.RunRelease(ctx, c2.Lease(), store.RunReleaseParams{RunAt: base + 6_000, Now: base + 5_002})
 	})
 	want.LeaseOwner, want.LeaseExpiresAt, want.RunAt, want.UpdatedAt = "", 0, base+6_000, base+5_002
 	checkRun(t, s, want) // still compensating
@@ -641,7 +641,7 @@ var fencedOps = []struct {
 		})
 	}},
 	{"RunRelease", func(ctx context.Context, tx store.Tx, l store.Lease) error {
-		return tx.RunRelease(ctx, l, base+999_999, base+7)
+		return tx.RunRelease(ctx, l, store.RunReleaseParams{RunAt: base + 999_999, Now: base + 7})
 	}},
 	{"RunStartCompensating", func(ctx context.Context, tx store.Tx, l store.Lease) error {
 		return tx.RunStartCompensating(ctx, l, "stolen", base+7)
@@ -1398,7 +1398,7 @@ func testRunCountUnrunnable(t *testing.T, s store.Store) {
 	// Unleased and compensating: ready again, counts.
 	invComp := get(t, s, "inv-comp")
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		return tx.RunRelease(ctx, invComp.Lease(), base, base+2)
+		return tx.RunRelease(ctx, invComp.Lease(), store.RunReleaseParams{RunAt: base, Now: base + 2})
 	})
 	// Leased or finished runs do not count.
 	insertWithStatus(t, s, add("inv-leased", invoice1), store.RunRunning)

@@ -1,0 +1,254 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// never is the due time of a wait that only an event ends.
+const never = math.MaxInt64
+
+// resolveFunc decides, inside a write transaction, whether a wait is over.
+// input is the wait's recorded input. When done, output is recorded as the
+// wait's outcome and ev appended to the history; otherwise the run is
+// released until wakeAt.
+type resolveFunc func(ctx context.Context, tx store.Tx, now int64, key store.StepKey, input []byte) (output []byte, done bool, wakeAt int64, ev store.Event, err error)
+
+// wait resolves a durable wait point: a timer, a signal receive, a child
+// await. The first time the run reaches it, input is recorded (with the
+// started event); each execution then asks resolve whether the wait is over.
+// Once it is, the outcome is recorded, and later executions return it
+// without asking again. A waiting run holds no lease and no goroutine.
+func (rc *RunContext) wait(name string, input []byte, started store.Event, resolve resolveFunc) ([]byte, error) {
+	key, rec, err := rc.lookup(name, nil)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		return rec.Output, nil
+	}
+	if cause := rc.cause(); cause != nil {
+		return nil, rc.Abort(cause)
+	}
+	x := rc.st.x
+	rc.st.mu.Lock()
+	prior, recorded := rc.st.records[key]
+	rc.st.mu.Unlock()
+	var output []byte
+	var done bool
+	var wakeAt int64
+	err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		stored := input
+		if recorded {
+			stored = prior.Input
+		} else {
+			if err := tx.StepWait(ctx, store.StepBeginParams{Key: key, Input: input, Now: now}); err != nil {
+				return err
+			}
+			started.Step, started.Occurrence = key.Name, key.Occurrence
+			if err := x.event(ctx, tx, now, started); err != nil {
+				return err
+			}
+		}
+		var ev store.Event
+		var err error
+		if output, done, wakeAt, ev, err = resolve(ctx, tx, now, key, stored); err != nil || !done {
+			return err
+		}
+		if err := tx.StepComplete(ctx, store.StepCompleteParams{Key: key, Output: output, Now: now}); err != nil {
+			return err
+		}
+		ev.Step, ev.Occurrence = key.Name, key.Occurrence
+		return x.event(ctx, tx, now, ev)
+	})
+	if err != nil {
+		return nil, rc.Abort(err)
+	}
+	if done {
+		return output, nil
+	}
+	return nil, rc.park(wakeAt, false)
+}
+
+type timerInput struct {
+	Until int64 `json:"until"`
+}
+
+// SleepUntil waits until the engine clock reaches until. A run that calls it
+// again after a resume keeps the time recorded the first time.
+func (rc *RunContext) SleepUntil(until time.Time) error {
+	in, _ := json.Marshal(timerInput{Until: until.UnixMilli()}) // a struct of ints always marshals
+	started := store.Event{Kind: EventTimerStarted, Detail: "until " + until.UTC().Format(time.RFC3339Nano)}
+	_, err := rc.wait("flow.sleep", in, started, func(_ context.Context, _ store.Tx, now int64, _ store.StepKey, input []byte) ([]byte, bool, int64, store.Event, error) {
+		var t timerInput
+		if err := json.Unmarshal(input, &t); err != nil {
+			return nil, false, 0, store.Event{}, &DecodeError{RunID: rc.RunID(), Step: "flow.sleep", What: "input", Type: "timer", Err: err}
+		}
+		if now < t.Until {
+			return nil, false, t.Until, store.Event{}, nil
+		}
+		return []byte("null"), true, 0, store.Event{Kind: EventTimerFired}, nil
+	})
+	return err
+}
+
+// Sleep waits for d on the engine clock; see SleepUntil.
+func (rc *RunContext) Sleep(d time.Duration) error {
+	return rc.SleepUntil(rc.Now().Add(d))
+}
+
+type receiveInput struct {
+	Signal   string `json:"signal"`
+	Deadline int64  `json:"deadline,omitempty"` // Unix ms; zero: none
+}
+
+// Received is the recorded outcome of a signal receive.
+type Received struct {
+	Payload  json.RawMessage `json:"payload,omitempty"`
+	TimedOut bool            `json:"timed_out,omitempty"`
+}
+
+// Receive waits for the next signal of that name sent to the run, at most
+// timeout (zero: no limit). Signals sent before the run waits are kept and
+// received in the order they were sent; each is received once.
+func (rc *RunContext) Receive(name string, timeout time.Duration) (Received, error) {
+	in := receiveInput{Signal: name}
+	detail := "signal " + name
+	if timeout > 0 {
+		in.Deadline = rc.Now().Add(timeout).UnixMilli()
+		detail += ", timeout " + timeout.String()
+	}
+	inJSON, _ := json.Marshal(in) // strings and ints always marshal
+	started := store.Event{Kind: EventSignalWaiting, Detail: detail}
+	out, err := rc.wait("flow.receive:"+name, inJSON, started, func(ctx context.Context, tx store.Tx, now int64, key store.StepKey, input []byte) ([]byte, bool, int64, store.Event, error) {
+		var w receiveInput
+		if err := json.Unmarshal(input, &w); err != nil {
+			return nil, false, 0, store.Event{}, &DecodeError{RunID: rc.RunID(), Step: key.Name, What: "input", Type: "signal wait", Err: err}
+		}
+		sig, err := tx.SignalNext(ctx, rc.RunID(), w.Signal)
+		switch {
+		case err == nil:
+			if err := tx.SignalConsume(ctx, sig.ID, key.String()); err != nil {
+				return nil, false, 0, store.Event{}, err
+			}
+			out, err := json.Marshal(Received{Payload: sig.Payload})
+			return out, err == nil, 0, store.Event{Kind: EventSignalReceived, Detail: fmt.Sprintf("signal %s #%d", sig.Name, sig.ID)}, err
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, false, 0, store.Event{}, err
+		case w.Deadline > 0 && now >= w.Deadline:
+			out, _ := json.Marshal(Received{TimedOut: true})
+			return out, true, 0, store.Event{Kind: EventSignalTimedOut, Detail: "signal " + w.Signal}, nil
+		case w.Deadline > 0:
+			return nil, false, w.Deadline, store.Event{}, nil
+		default:
+			return nil, false, never, store.Event{}, nil
+		}
+	})
+	if err != nil {
+		return Received{}, err
+	}
+	var r Received
+	if err := json.Unmarshal(out, &r); err != nil {
+		return Received{}, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "flow.receive:" + name, What: "output", Type: "signal", Err: err})
+	}
+	return r, nil
+}
+
+// ChildOutcome is the recorded outcome of a child run.
+type ChildOutcome struct {
+	Status store.RunStatus `json:"status"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// StartChild starts a child run and records its ID, so a resumed parent
+// does not start it twice. The child's ID defaults to the parent's ID plus
+// the call's key; its queue to the parent's.
+func (rc *RunContext) StartChild(p StartParams) (string, error) {
+	name := "flow.child:" + p.Workflow.Name
+	key, rec, err := rc.lookup(name, nil)
+	if err != nil {
+		return "", err
+	}
+	if rec != nil {
+		var id string
+		if err := json.Unmarshal(rec.Output, &id); err != nil {
+			return "", rc.Abort(&DecodeError{RunID: key.RunID, Step: key.Name, What: "output", Type: "child run ID", Err: err})
+		}
+		return id, nil
+	}
+	if cause := rc.cause(); cause != nil {
+		return "", rc.Abort(cause)
+	}
+	x := rc.st.x
+	if p.ID == "" {
+		p.ID = fmt.Sprintf("%s/%s#%d", key.RunID, key.Name, key.Occurrence)
+	}
+	if p.Queue == "" {
+		p.Queue = x.run.Queue
+	}
+	if p.Deadline.IsZero() && x.run.Deadline > 0 {
+		p.Deadline = time.UnixMilli(x.run.Deadline)
+	}
+	p.ParentID = key.RunID
+	var queue string
+	err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		if _, err := tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: p.Input, Now: now}); err != nil {
+			return err
+		}
+		st, err := x.e.insertRun(ctx, tx, &p)
+		if errors.Is(err, ErrUnknownWorkflow) {
+			return &DefinitionError{RunID: key.RunID, Problem: err.Error()}
+		}
+		if err != nil {
+			return err
+		}
+		if st.Existing && st.Run.ParentID != key.RunID {
+			return &DefinitionError{RunID: key.RunID, Problem: fmt.Sprintf("child run ID %s is taken by another run", p.ID)}
+		}
+		queue = st.Run.Queue
+		out, _ := json.Marshal(p.ID) // a string always marshals
+		if err := tx.StepComplete(ctx, store.StepCompleteParams{Key: key, Output: out, Now: now}); err != nil {
+			return err
+		}
+		return x.event(ctx, tx, now, store.Event{Kind: EventChildStarted, Step: key.Name, Occurrence: key.Occurrence, Detail: p.ID})
+	})
+	if err != nil {
+		return "", rc.Abort(err)
+	}
+	x.e.Wake(queue)
+	return p.ID, nil
+}
+
+// AwaitChild waits until the child run finishes (completed, failed or
+// cancelled) and returns its outcome. A suspended child keeps its parent
+// waiting until an operator settles it.
+func (rc *RunContext) AwaitChild(childID string) (ChildOutcome, error) {
+	in, _ := json.Marshal(map[string]string{"child": childID})
+	started := store.Event{Kind: EventRunWaiting, Detail: "child " + childID}
+	out, err := rc.wait("flow.await:"+childID, in, started, func(ctx context.Context, tx store.Tx, _ int64, _ store.StepKey, _ []byte) ([]byte, bool, int64, store.Event, error) {
+		child, err := tx.RunGet(ctx, childID)
+		if err != nil {
+			return nil, false, 0, store.Event{}, err
+		}
+		if !child.Status.Finished() {
+			return nil, false, never, store.Event{}, nil
+		}
+		out, err := json.Marshal(ChildOutcome{Status: child.Status, Output: child.Output, Error: child.Error})
+		return out, err == nil, 0, store.Event{Kind: EventChildFinished, Detail: fmt.Sprintf("child %s %s", childID, child.Status)}, err
+	})
+	if err != nil {
+		return ChildOutcome{}, err
+	}
+	var o ChildOutcome
+	if err := json.Unmarshal(out, &o); err != nil {
+		return ChildOutcome{}, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "flow.await:" + childID, What: "output", Type: "child outcome", Err: err})
+	}
+	return o, nil
+}
