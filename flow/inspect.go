@@ -17,6 +17,7 @@ type RunStatus = store.RunStatus
 const (
 	StatusPending      = store.RunPending
 	StatusRunning      = store.RunRunning
+	StatusWaiting      = store.RunWaiting
 	StatusCompensating = store.RunCompensating
 	StatusCompleted    = store.RunCompleted
 	StatusFailed       = store.RunFailed
@@ -38,6 +39,8 @@ type RunInfo struct {
 	Reason          string // why the run is suspended
 	CancelRequested bool
 	RunAt           time.Time // when the run is (next) due
+	Deadline        time.Time // zero: none
+	ParentID        string    // the run that started this one as a child
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	FinishedAt      time.Time // zero until finished
@@ -48,7 +51,7 @@ type RunInfo struct {
 type StepRecord struct {
 	Name                 string
 	Occurrence           int
-	Status               string // running, retrying, completed, failed
+	Status               string // running, retrying, waiting, completed, failed
 	Attempts             int
 	Input                json.RawMessage
 	Output               json.RawMessage
@@ -65,6 +68,16 @@ const (
 	EventRunStarted            = engine.EventRunStarted
 	EventRunClaimed            = engine.EventRunClaimed
 	EventRunReleased           = engine.EventRunReleased
+	EventRunWaiting            = engine.EventRunWaiting
+	EventTimerStarted          = engine.EventTimerStarted
+	EventTimerFired            = engine.EventTimerFired
+	EventSignalSent            = engine.EventSignalSent
+	EventSignalWaiting         = engine.EventSignalWaiting
+	EventSignalReceived        = engine.EventSignalReceived
+	EventSignalTimedOut        = engine.EventSignalTimedOut
+	EventChildStarted          = engine.EventChildStarted
+	EventChildWaiting          = engine.EventChildWaiting
+	EventChildFinished         = engine.EventChildFinished
 	EventRunRescued            = engine.EventRunRescued
 	EventStepStarted           = engine.EventStepStarted
 	EventStepCompleted         = engine.EventStepCompleted
@@ -189,7 +202,8 @@ func runInfo(r store.Run) RunInfo {
 	return RunInfo{
 		ID: r.ID, Workflow: r.Workflow, Version: r.Version, Queue: r.Queue, Priority: r.Priority,
 		Status: r.Status, Input: raw(r.Input), Output: raw(r.Output), Error: r.Error, Reason: r.Reason,
-		CancelRequested: r.CancelRequested, RunAt: millis(r.RunAt), CreatedAt: millis(r.CreatedAt),
+		CancelRequested: r.CancelRequested, RunAt: millis(r.RunAt), Deadline: millis(r.Deadline),
+		ParentID: r.ParentID, CreatedAt: millis(r.CreatedAt),
 		UpdatedAt: millis(r.UpdatedAt), FinishedAt: millis(r.FinishedAt),
 	}
 }

@@ -26,6 +26,10 @@ type StartOptions struct {
 	Delay time.Duration
 	// RunAt sets the run's first execution time; it excludes Delay.
 	RunAt time.Time
+	// Deadline, when set, cancels the run once the engine clock passes it:
+	// running steps see ErrDeadlineExceeded through their context, completed
+	// steps are compensated, and the run ends cancelled.
+	Deadline time.Time
 }
 
 // Run is a handle on a run of a workflow whose output type is Out.
@@ -122,6 +126,7 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 	}
 	return engine.StartParams{
 		ID: opts.RunID, Workflow: key, Queue: opts.Queue, Priority: opts.Priority, Input: input, RunAt: runAt,
+		Deadline: opts.Deadline,
 	}, nil
 }
 

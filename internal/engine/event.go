@@ -25,6 +25,7 @@ const (
 	EventSignalReceived        = "signal_received"
 	EventSignalTimedOut        = "signal_timed_out"
 	EventChildStarted          = "child_started"
+	EventChildWaiting          = "child_waiting"
 	EventChildFinished         = "child_finished"
 	EventRunResumed            = "run_resumed"
 	EventRunCompleted          = "run_completed"

@@ -323,3 +323,11 @@ func StepInfoFrom(ctx context.Context) (StepInfo, bool) {
 	info, ok := ctx.Value(stepInfoKey{}).(StepInfo)
 	return info, ok
 }
+
+// Cause returns why the execution of the run must stop, or nil. Parallel
+// helpers check it after their branches return, because a branch's stop
+// reason outranks the errors of the others.
+func (rc *RunContext) Cause() error { return rc.cause() }
+
+// Engine returns the engine executing the run.
+func (rc *RunContext) Engine() *Engine { return rc.st.x.e }

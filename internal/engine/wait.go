@@ -231,7 +231,7 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 // waiting until an operator settles it.
 func (rc *RunContext) AwaitChild(childID string) (ChildOutcome, error) {
 	in, _ := json.Marshal(map[string]string{"child": childID})
-	started := store.Event{Kind: EventRunWaiting, Detail: "child " + childID}
+	started := store.Event{Kind: EventChildWaiting, Detail: "child " + childID}
 	out, err := rc.wait("flow.await:"+childID, in, started, func(ctx context.Context, tx store.Tx, _ int64, _ store.StepKey, _ []byte) ([]byte, bool, int64, store.Event, error) {
 		child, err := tx.RunGet(ctx, childID)
 		if err != nil {

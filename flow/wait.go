@@ -1,0 +1,233 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flowlite/flowlite/internal/codec"
+	"github.com/flowlite/flowlite/internal/engine"
+)
+
+// ErrTimedOut is returned by Receive when no signal arrived in time.
+var ErrTimedOut = errors.New("timed out waiting for signal")
+
+// ErrDeadlineExceeded is the cause of a run's context once the run passed
+// its deadline (StartOptions.Deadline). It matches ErrCancelled: the run is
+// cancelled and compensated.
+var ErrDeadlineExceeded = engine.ErrDeadlineExceeded
+
+// Sleep pauses the run for d on the engine clock. The run holds no worker
+// slot and no goroutine while it sleeps, survives restarts, and resumes
+// within the poll interval of its due time. On replay the due time recorded
+// the first time is kept.
+func Sleep(wc Context, d time.Duration) error {
+	return wc.runContext().Sleep(d)
+}
+
+// SleepUntil pauses the run until t on the engine clock; see Sleep.
+func SleepUntil(wc Context, t time.Time) error {
+	return wc.runContext().SleepUntil(t)
+}
+
+// Receive waits for the next signal called name sent to the run and returns
+// its payload. timeout bounds the wait (zero: no bound); when it passes
+// first, Receive returns ErrTimedOut. A signal sent before the run waits is
+// kept until received; signals of one name are received in the order they
+// were sent, each once. The run holds no worker slot while it waits.
+func Receive[T any](wc Context, name string, timeout time.Duration) (T, error) {
+	var zero T
+	rc := wc.runContext()
+	r, err := rc.Receive(name, timeout)
+	if err != nil {
+		return zero, err
+	}
+	if r.TimedOut {
+		return zero, fmt.Errorf("signal %s: %w after %s", name, ErrTimedOut, timeout)
+	}
+	v, err := codec.Decode[T](r.Payload)
+	if err != nil {
+		return zero, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "signal " + name, What: "payload", Type: codec.TypeName[T](), Err: err})
+	}
+	return v, nil
+}
+
+// SignalOptions tune one signal. A nil *SignalOptions means the defaults.
+type SignalOptions struct {
+	// Key makes the send idempotent: a second signal with the same key to
+	// the same run is dropped.
+	Key string
+}
+
+// Signal sends a signal called name with payload to the run runID. It is
+// an error to signal an unknown run (ErrRunNotFound) or a finished one
+// (ErrRunFinished).
+func Signal[T any](ctx context.Context, e *Engine, runID, name string, payload T, opts *SignalOptions) error {
+	b, err := codec.Encode(payload)
+	if err != nil {
+		return fmt.Errorf("signal %s to run %s: %w", name, runID, err)
+	}
+	var key string
+	if opts != nil {
+		key = opts.Key
+	}
+	_, err = e.core.Signal(ctx, runID, name, b, key)
+	return err
+}
+
+// SignalRun sends a signal from inside a workflow to another run. It is a
+// recorded step keyed by its idempotency key, so a replay never sends it
+// twice.
+func SignalRun[T any](wc Context, runID, name string, payload T) error {
+	rc := wc.runContext()
+	e := rc.Engine()
+	step := Step[T, struct{}]{
+		Name: "flow.signal:" + name,
+		Run: func(ctx context.Context, p T) (struct{}, error) {
+			b, err := codec.Encode(p)
+			if err != nil {
+				return struct{}{}, Permanent(err)
+			}
+			_, err = e.Signal(ctx, runID, name, b, IdempotencyKey(ctx))
+			if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, ErrRunNotFound) {
+				return struct{}{}, Permanent(err)
+			}
+			return struct{}{}, err
+		},
+	}
+	_, err := Do(wc, step, payload)
+	return err
+}
+
+// ChildOptions tune a child run. A nil *ChildOptions means the defaults.
+type ChildOptions struct {
+	// RunID of the child; default: the parent's ID plus the call's key,
+	// which is stable across replays.
+	RunID string
+	// Queue of the child; default: the parent's.
+	Queue    string
+	Priority int
+	// Deadline of the child; default: the parent's.
+	Deadline time.Time
+}
+
+// Child is a handle on a child run, inside its parent's workflow body.
+type Child[Out any] struct {
+	id string
+}
+
+// ID returns the child's run ID.
+func (c *Child[Out]) ID() string { return c.id }
+
+// ChildError is returned by Child.Result when the child did not complete.
+// It matches ErrRolledBack when the child failed and was compensated, and
+// ErrCancelled when it was cancelled.
+type ChildError struct {
+	RunID  string
+	Status RunStatus
+	Cause  string
+}
+
+func (e *ChildError) Error() string {
+	return fmt.Sprintf("child run %s %s: %s", e.RunID, e.Status, e.Cause)
+}
+
+func (e *ChildError) Is(target error) bool {
+	return (target == ErrRolledBack && e.Status == StatusFailed) ||
+		(target == ErrCancelled && e.Status == StatusCancelled)
+}
+
+// StartChild starts a run of wf as a child of the current run and returns
+// a handle to await it. The start is recorded: a resumed parent gets the
+// same child back. When the parent unwinds (its workflow failed, or it was
+// cancelled or passed its deadline), its unfinished children are cancelled
+// and unwind in turn; children that already completed are not undone (give
+// the parent a compensable step for that). wf must be registered with the
+// engine.
+func StartChild[In, Out any](wc Context, wf Workflow[In, Out], in In, opts *ChildOptions) (*Child[Out], error) {
+	if opts == nil {
+		opts = &ChildOptions{}
+	}
+	rc := wc.runContext()
+	input, err := codec.Encode(in)
+	if err != nil {
+		return nil, rc.Abort(&engine.DefinitionError{RunID: rc.RunID(), Problem: fmt.Sprintf("child %s: %v", wf.Name, err)})
+	}
+	id, err := rc.StartChild(engine.StartParams{
+		ID: opts.RunID, Workflow: workflowKey(wf.Name, wf.version()), Queue: opts.Queue,
+		Priority: opts.Priority, Input: input, Deadline: opts.Deadline,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Child[Out]{id: id}, nil
+}
+
+// Result waits, durably, until the child finishes and returns its output;
+// a child that did not complete gives a *ChildError.
+func (c *Child[Out]) Result(wc Context) (Out, error) {
+	var zero Out
+	rc := wc.runContext()
+	o, err := rc.AwaitChild(c.id)
+	if err != nil {
+		return zero, err
+	}
+	if o.Status != StatusCompleted {
+		return zero, &ChildError{RunID: c.id, Status: o.Status, Cause: o.Error}
+	}
+	out, err := codec.Decode[Out](o.Output)
+	if err != nil {
+		return zero, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "child " + c.id, What: "output", Type: codec.TypeName[Out](), Err: err})
+	}
+	return out, nil
+}
+
+// Call starts a child run of wf and waits for its result.
+func Call[In, Out any](wc Context, wf Workflow[In, Out], in In, opts *ChildOptions) (Out, error) {
+	child, err := StartChild(wc, wf, in, opts)
+	if err != nil {
+		var zero Out
+		return zero, err
+	}
+	return child.Result(wc)
+}
+
+// All runs branches concurrently and returns their results in order once
+// every branch returned. Each branch gets its own Context whose step keys
+// are scoped to the branch, so a replay matches every branch's records
+// whatever order the branches ran in. The error is the first branch error
+// in branch order; when the run must stop (cancelled, waiting, lease lost),
+// that reason is returned instead. If the workflow then fails, the
+// compensations of the steps that completed, in any branch, run in reverse
+// completion order.
+func All[T any](wc Context, branches ...func(Context) (T, error)) ([]T, error) {
+	rc := wc.runContext()
+	call := rc.NextOccurrence("flow.all")
+	results := make([]T, len(branches))
+	errs := make([]error, len(branches))
+	var g errgroup.Group
+	for i, branch := range branches {
+		g.Go(func() error {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("branch %d panicked: %v", i, p)
+				}
+			}()
+			results[i], errs[i] = branch(workflowContext{rc.Branch(call, i)})
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if cause := rc.Cause(); cause != nil {
+		return nil, cause
+	}
+	for i, err := range errs {
+		if err != nil {
+			return results, fmt.Errorf("branch %d: %w", i, err)
+		}
+	}
+	return results, nil
+}
