@@ -77,7 +77,7 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 		for _, r := range runs {
 			err := tx.EventAppend(ctx, store.Event{
 				RunID: r.ID, At: now, Kind: EventRunClaimed,
-				Detail: fmt.Sprintf("worker %s, fence %d, status %s", r.LeaseOwner, r.Fence, r.Status),
+				Detail: fmt.Sprintf("fence %d, %s", r.Fence, r.LeaseOwner),
 			})
 			if err != nil {
 				return err

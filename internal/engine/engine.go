@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base32"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -235,6 +236,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.loops.Go(func() error { e.runRescuer(loopCtx); return nil })
 	e.loops.Go(func() error { e.runUnrunnableReporter(loopCtx); return nil })
+	e.loops.Go(func() error { e.runScheduler(loopCtx); return nil })
 	return nil
 }
 
@@ -337,5 +339,19 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// NewRunID returns a random run ID.
-func NewRunID() string { return randomHex(16) }
+// runIDEncoding spells run IDs in lowercase base32, without padding.
+var runIDEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// NewRunID returns a new run ID: 48 bits of milliseconds then 64 random
+// bits, 23 characters. IDs sort by creation time, which keeps inserts at the
+// end of the primary key index, and they are short because every event and
+// step row repeats its run's ID.
+func NewRunID() string {
+	var b [14]byte
+	ms := uint64(time.Now().UnixMilli())
+	for i := range 6 {
+		b[i] = byte(ms >> (40 - 8*i))
+	}
+	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails
+	return runIDEncoding.EncodeToString(b[:])
+}

@@ -232,19 +232,17 @@ func (x *execution) abort(rc *RunContext, cause error) {
 	var replayErr *ReplayError
 	var defErr *DefinitionError
 	switch {
-	case errors.Is(cause, errLeaseLost):
-		// No longer ours to write.
+	case errors.Is(cause, errLeaseLost), errors.Is(cause, store.ErrLeaseLost):
+		// No longer ours to write. (A fenced write that failed leaves the
+		// store's error as the cause, not errLeaseLost.)
 	case errors.Is(cause, errParked):
 		st := rc.st
 		st.mu.Lock()
 		at, waiting := st.parkAt, !st.parkRetry
 		st.mu.Unlock()
-		why := "next attempt due"
-		if waiting {
-			why = "waiting until " + time.UnixMilli(at).UTC().Format(time.RFC3339Nano)
-			if at >= never {
-				why = "waiting for a signal or a child"
-			}
+		why := "until " + time.UnixMilli(at).UTC().Format(time.RFC3339Nano)
+		if at >= never {
+			why = "until woken"
 		}
 		x.releaseUntil(at, waiting, why)
 	case errors.Is(cause, ErrCancelled):
@@ -261,6 +259,7 @@ func (x *execution) abort(rc *RunContext, cause error) {
 
 // startUnwind moves the run to compensating and unwinds it.
 func (x *execution) startUnwind(rc *RunContext, errMsg string) {
+	var children []string
 	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
 		if err := tx.RunStartCompensating(ctx, x.lease, errMsg, now); err != nil {
 			return err
@@ -269,7 +268,8 @@ func (x *execution) startUnwind(rc *RunContext, errMsg string) {
 			return err
 		}
 		// Unfinished children are cancelled, which unwinds them in turn.
-		children, err := tx.RunCancelChildren(ctx, x.run.ID, now)
+		var err error
+		children, err = tx.RunCancelChildren(ctx, x.run.ID, now)
 		if err != nil {
 			return err
 		}
@@ -286,8 +286,25 @@ func (x *execution) startUnwind(rc *RunContext, errMsg string) {
 		return
 	}
 	x.run.Status, x.run.Error = store.RunCompensating, errMsg
-	x.e.WakeAll() // cancelled children, if any, unwind now
+	x.e.cancelActive(children) // children executing here see it now, not at their next heartbeat
+	x.e.WakeAll()              // cancelled children, if any, unwind now
 	x.unwind(rc, true)
+}
+
+// cancelActive cancels the contexts of the runs of ids that this engine is
+// executing, as Cancel does for one run.
+func (e *Engine) cancelActive(ids []string) {
+	var xs []*execution
+	e.mu.Lock()
+	for _, id := range ids {
+		if x := e.active[id]; x != nil {
+			xs = append(xs, x)
+		}
+	}
+	e.mu.Unlock()
+	for _, x := range xs {
+		x.cancelRun(ErrCancelled)
+	}
 }
 
 func firstNonEmpty(a, b string) string {

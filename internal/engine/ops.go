@@ -100,7 +100,7 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	}
 	err = tx.EventAppend(ctx, store.Event{
 		RunID: p.ID, At: now, Kind: EventRunStarted,
-		Detail: fmt.Sprintf("workflow %s, queue %s, priority %d", p.Workflow, p.Queue, p.Priority),
+		Detail: fmt.Sprintf("%s on %s", p.Workflow, p.Queue),
 	})
 	if err != nil {
 		return Started{}, err

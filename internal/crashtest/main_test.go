@@ -1,0 +1,297 @@
+package crashtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/flowlite/flowlite/flow"
+)
+
+// Environment of a child process. The test binary re-executes itself with
+// envChild=1; TestMain then runs a worker instead of the tests.
+const (
+	envChild  = "FLOWLITE_CRASH_CHILD"  // "1": run as a worker
+	envDB     = "FLOWLITE_CRASH_DB"     // database file
+	envLedger = "FLOWLITE_CRASH_LEDGER" // ledger file
+	envInc    = "FLOWLITE_CRASH_INC"    // incarnation number, 1-based
+	envDrain  = "FLOWLITE_CRASH_DRAIN"  // "1": exit once every run settled
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) == "1" {
+		os.Exit(childMain())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// The saga workflow of the crash test: three steps, s1 and s2 with
+// compensations; s3 fails for good when the input says so (a third of the
+// runs), which rolls the run back.
+
+type sagaIn struct {
+	N    int  `json:"n"`
+	Fail bool `json:"fail"`
+}
+
+type sagaOut struct {
+	S1 int `json:"s1"`
+	S2 int `json:"s2"`
+	S3 int `json:"s3"`
+}
+
+type stepIn struct {
+	N    int  `json:"n"`
+	V    int  `json:"v"`
+	Fail bool `json:"fail"`
+}
+
+// Expected outputs of the steps for input n.
+func wantS1(n int) int { return n*10 + 1 }
+func wantS2(n int) int { return wantS1(n) * 3 }
+func wantS3(n int) int { return wantS2(n) + 7 }
+
+// sagaFails says whether run n's s3 fails for good.
+func sagaFails(n int) bool { return n%3 == 2 }
+
+// Transient failures injected by the child's interceptor on attempt 1, so
+// that retries (and compensation retries) happen under kills too.
+func transientS2(n int) bool     { return n%4 == 1 }
+func transientCompS1(n int) bool { return n%5 == 0 }
+
+const errS3 = "s3 refused"
+
+// work sleeps a little, like a step talking to the outside world.
+func work(ctx context.Context) error {
+	t := time.NewTimer(time.Duration(5+rand.IntN(35)) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+func undo(ctx context.Context, _ stepIn, _ int) error { return work(ctx) }
+
+var fastRetry = &flow.RetryPolicy{
+	MaxAttempts: 5, InitialInterval: 10 * time.Millisecond, Coefficient: 2,
+	MaxInterval: 50 * time.Millisecond, Jitter: 0.2,
+}
+
+var (
+	stepS1 = flow.Step[stepIn, int]{
+		Name: "s1", Retry: fastRetry, Compensate: undo,
+		Run: func(ctx context.Context, in stepIn) (int, error) {
+			if err := work(ctx); err != nil {
+				return 0, err
+			}
+			return in.N*10 + 1, nil
+		},
+	}
+	stepS2 = flow.Step[stepIn, int]{
+		Name: "s2", Retry: fastRetry, Compensate: undo,
+		Run: func(ctx context.Context, in stepIn) (int, error) {
+			if err := work(ctx); err != nil {
+				return 0, err
+			}
+			return in.V * 3, nil
+		},
+	}
+	stepS3 = flow.Step[stepIn, int]{
+		Name: "s3", Retry: fastRetry,
+		Run: func(ctx context.Context, in stepIn) (int, error) {
+			if err := work(ctx); err != nil {
+				return 0, err
+			}
+			if in.Fail {
+				return 0, flow.Permanent(errors.New(errS3))
+			}
+			return in.V + 7, nil
+		},
+	}
+	sagaWorkflow = flow.Workflow[sagaIn, sagaOut]{
+		Name: "crash_saga",
+		Run: func(wc flow.Context, in sagaIn) (sagaOut, error) {
+			v1, err := flow.Do(wc, stepS1, stepIn{N: in.N})
+			if err != nil {
+				return sagaOut{}, err
+			}
+			v2, err := flow.Do(wc, stepS2, stepIn{N: in.N, V: v1})
+			if err != nil {
+				return sagaOut{}, err
+			}
+			v3, err := flow.Do(wc, stepS3, stepIn{N: in.N, V: v2, Fail: in.Fail})
+			if err != nil {
+				return sagaOut{}, err
+			}
+			return sagaOut{S1: v1, S2: v2, S3: v3}, nil
+		},
+	}
+)
+
+// runID names run n of the crash test; runNumber inverts it.
+func runID(n int) string { return fmt.Sprintf("run-%04d", n) }
+
+func runNumber(id string) (int, error) {
+	var n int
+	_, err := fmt.Sscanf(id, "run-%d", &n)
+	return n, err
+}
+
+// childConfig is the engine configuration of every child: short leases so
+// that the runs of a killed child are taken over quickly.
+func childConfig(inc int, ledger *ledgerWriter, log *slog.Logger) *flow.Config {
+	return &flow.Config{
+		Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 8}},
+		LeaseTimeout:      time.Second,
+		HeartbeatInterval: 200 * time.Millisecond,
+		RescueInterval:    200 * time.Millisecond,
+		PollInterval:      20 * time.Millisecond,
+		DefaultRetry:      *fastRetry,
+		Logger:            log,
+		WorkerID:          "child-" + strconv.Itoa(inc),
+		Intercept:         ledger.intercept,
+	}
+}
+
+// childMain is a worker process: it works the shared database until it is
+// killed, or in drain mode until no run is left to do.
+func childMain() int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "crash child: "+format+"\n", args...)
+		return 2
+	}
+	inc, err := strconv.Atoi(os.Getenv(envInc))
+	if err != nil {
+		return fail("bad %s: %v", envInc, err)
+	}
+	lw, err := openLedger(os.Getenv(envLedger), inc)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer lw.f.Close()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	e, err := flow.Open(ctx, os.Getenv(envDB), childConfig(inc, lw, log))
+	if err != nil {
+		return fail("open: %v", err)
+	}
+	defer e.Close()
+	if err := flow.RegisterSafely(e, sagaWorkflow); err != nil {
+		return fail("register: %v", err)
+	}
+	if err := e.Start(ctx); err != nil {
+		return fail("start: %v", err)
+	}
+	fmt.Println("ready")
+
+	drain := os.Getenv(envDrain) == "1"
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return stopEngine(e)
+		case <-tick.C:
+		}
+		if !drain {
+			continue
+		}
+		counts, err := e.CountRuns(ctx)
+		if err != nil {
+			return fail("count runs: %v", err)
+		}
+		if counts[flow.StatusPending]+counts[flow.StatusRunning]+counts[flow.RunStatus("waiting")]+counts[flow.StatusCompensating] == 0 {
+			return stopEngine(e)
+		}
+	}
+}
+
+func stopEngine(e *flow.Engine) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.Stop(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "crash child: stop: %v\n", err)
+		return 3
+	}
+	return 0
+}
+
+// ledgerWriter appends one fsynced line per event of a step or compensation
+// attempt to a file the engine does not own:
+//
+//	<incarnation> <kind> <run> <step> <attempt>
+//
+// kind is start, done or fail for a step attempt, comp-start, comp-done or
+// comp-fail for a compensation attempt. "start" is written after the
+// engine recorded the attempt's begin and before the body runs; "done"
+// after the body returned and before the engine commits its checkpoint.
+type ledgerWriter struct {
+	mu  sync.Mutex
+	f   *os.File
+	inc int
+}
+
+func openLedger(path string, inc int) (*ledgerWriter, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	return &ledgerWriter{f: f, inc: inc}, nil
+}
+
+func (l *ledgerWriter) record(kind string, info flow.AttemptInfo) error {
+	line := fmt.Sprintf("%d %s %s %s %d\n", l.inc, kind, info.RunID, info.Step, info.Attempt)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.WriteString(line); err != nil {
+		return err
+	}
+	return l.f.Sync()
+}
+
+// intercept writes the ledger around every attempt and injects the
+// transient failures.
+func (l *ledgerWriter) intercept(ctx context.Context, info flow.AttemptInfo, call func(context.Context) error) error {
+	prefix := ""
+	if info.Compensation {
+		prefix = "comp-"
+	}
+	if err := l.record(prefix+"start", info); err != nil {
+		// Not recorded means not run: the oracle must see every execution.
+		return fmt.Errorf("ledger: %w", err)
+	}
+	n, _ := runNumber(info.RunID)
+	var err error
+	switch {
+	case info.Attempt == 1 && !info.Compensation && info.Step == "s2" && transientS2(n):
+		err = errors.New("injected transient failure")
+	case info.Attempt == 1 && info.Compensation && info.Step == "s1" && transientCompS1(n):
+		err = errors.New("injected transient compensation failure")
+	default:
+		err = call(ctx)
+	}
+	kind := "done"
+	if err != nil {
+		kind = "fail"
+	}
+	if lerr := l.record(prefix+kind, info); lerr != nil && err == nil {
+		return fmt.Errorf("ledger: %w", lerr)
+	}
+	return err
+}
