@@ -200,28 +200,33 @@ func Call[In, Out any](wc Context, wf Workflow[In, Out], in In, opts *ChildOptio
 // are scoped to the branch, so a replay matches every branch's records
 // whatever order the branches ran in. The error is the first branch error
 // in branch order; when the run must stop (cancelled, waiting, lease lost),
-// that reason is returned instead. If the workflow then fails, the
-// compensations of the steps that completed, in any branch, run in reverse
-// completion order.
+// that reason is returned instead. A branch that waits (a timer, a signal, a
+// child, a step's retry backoff) stops alone: the other branches go on until
+// they finish or wait in turn, so each execution takes every branch as far
+// as it can go, and the run is released until the earliest wait is due. If
+// the workflow then fails, the compensations of the steps that completed, in
+// any branch, run in reverse completion order.
 func All[T any](wc Context, branches ...func(Context) (T, error)) ([]T, error) {
 	rc := wc.runContext()
 	call := rc.NextOccurrence("flow.all")
 	results := make([]T, len(branches))
 	errs := make([]error, len(branches))
+	ctxs := make([]*engine.RunContext, len(branches))
 	var g errgroup.Group
 	for i, branch := range branches {
+		ctxs[i] = rc.Branch(call, i)
 		g.Go(func() error {
 			defer func() {
 				if p := recover(); p != nil {
 					errs[i] = fmt.Errorf("branch %d panicked: %v", i, p)
 				}
 			}()
-			results[i], errs[i] = branch(workflowContext{rc.Branch(call, i)})
+			results[i], errs[i] = branch(workflowContext{ctxs[i]})
 			return nil
 		})
 	}
 	_ = g.Wait()
-	if cause := rc.Cause(); cause != nil {
+	if cause := rc.Join(ctxs); cause != nil {
 		return nil, cause
 	}
 	for i, err := range errs {

@@ -160,7 +160,6 @@ func TestZombieCannotOverwrite(t *testing.T) {
 				}
 				before = snapshot(t, raw, "r")
 			}
-			lostBefore := logsA.count("lease lost")
 
 			release()
 			stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -185,8 +184,11 @@ func TestZombieCannotOverwrite(t *testing.T) {
 					t.Errorf("A's late return changed what B recorded:\n%s", d)
 				}
 			}
-			if _, zerr := tc.zombie(); zerr == nil && logsA.count("lease lost") == lostBefore {
-				t.Errorf("A's late completion was not rejected as a lost lease:\n%s", logsA)
+			// A's late output is never recorded (the snapshot diff above):
+			// either its write was rejected by the fence, or A knew its lease
+			// was lost and did not try. Either way A must have noticed.
+			if logsA.count("lease lost") == 0 {
+				t.Errorf("A never noticed it lost the lease:\n%s", logsA)
 			}
 
 			info, err := b.Inspect(ctx, "r")

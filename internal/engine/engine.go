@@ -290,8 +290,9 @@ func (e *Engine) Wake(queue string) {
 }
 
 // WakeAll makes every claimer look for work now, e.g. after a test clock
-// moved.
+// moved; runs in flight whose deadline the clock passed are cancelled.
 func (e *Engine) WakeAll() {
+	e.expireDeadlines()
 	for q := range e.cfg.Queues {
 		e.Wake(q)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
@@ -24,6 +25,14 @@ type execution struct {
 	cancelLease context.CancelCauseFunc
 	runCtx      context.Context
 	cancelRun   context.CancelCauseFunc
+
+	// deferred holds writes that commit with the execution's next
+	// transaction: a step's checkpoint rides along with the start of the
+	// next step (or the run's outcome), halving the transactions per step.
+	// This is safe because nothing outside the body observes a step's
+	// output before that next transaction commits.
+	deferredMu sync.Mutex
+	deferred   []func(ctx context.Context, tx store.Tx) error
 }
 
 // execute drives one claimed run until it settles, waits for its next
@@ -110,13 +119,25 @@ func (x *execution) startHeartbeat() (stop func()) {
 	return func() { close(done); <-finished }
 }
 
+// later queues w to commit with the execution's next write transaction.
+func (x *execution) later(w func(ctx context.Context, tx store.Tx) error) {
+	x.deferredMu.Lock()
+	x.deferred = append(x.deferred, w)
+	x.deferredMu.Unlock()
+}
+
 // write runs fn in a write transaction fenced by the execution's lease: the
 // transaction first renews the lease and fails with store.ErrLeaseLost if
-// another worker took the run over. It also observes cancellation requests.
+// another worker took the run over. It also observes cancellation requests,
+// and commits the deferred writes first.
 func (x *execution) write(fn func(ctx context.Context, tx store.Tx, now int64) error) error {
 	// Writes must land even after the run was cancelled (to record what
 	// happened); the fence, not the context, stops a stale writer.
 	ctx := context.WithoutCancel(x.leaseCtx)
+	x.deferredMu.Lock()
+	deferred := x.deferred
+	x.deferred = nil
+	x.deferredMu.Unlock()
 	err := x.e.store.Write(ctx, func(tx store.Tx) error {
 		now := x.e.nowMs()
 		cancelRequested, err := tx.RunHeartbeat(ctx, x.lease, now+x.e.cfg.LeaseTimeout.Milliseconds(), now)
@@ -126,8 +147,19 @@ func (x *execution) write(fn func(ctx context.Context, tx store.Tx, now int64) e
 		if cancelRequested {
 			x.cancelRun(ErrCancelled)
 		}
+		for _, w := range deferred {
+			if err := w(ctx, tx); err != nil {
+				return err
+			}
+		}
 		return fn(ctx, tx, now)
 	})
+	if err != nil && len(deferred) > 0 {
+		// Rolled back with the transaction: keep them for the next one.
+		x.deferredMu.Lock()
+		x.deferred = append(deferred, x.deferred...)
+		x.deferredMu.Unlock()
+	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		x.e.log.Warn("lease lost; another worker owns the run now", "run", x.run.ID, "fence", x.lease.Fence)
 		x.cancelLease(errLeaseLost)
@@ -304,6 +336,24 @@ func (e *Engine) cancelActive(ids []string) {
 	e.mu.Unlock()
 	for _, x := range xs {
 		x.cancelRun(ErrCancelled)
+	}
+}
+
+// expireDeadlines cancels the runs executing here whose deadline the engine
+// clock has passed. Their deadline timers count real time, so this is what
+// cancels them when the clock jumps, as a test's manual clock does.
+func (e *Engine) expireDeadlines() {
+	now := e.nowMs()
+	var xs []*execution
+	e.mu.Lock()
+	for _, x := range e.active {
+		if x.run.Deadline > 0 && now >= x.run.Deadline {
+			xs = append(xs, x)
+		}
+	}
+	e.mu.Unlock()
+	for _, x := range xs {
+		x.cancelRun(ErrDeadlineExceeded)
 	}
 }
 

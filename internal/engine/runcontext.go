@@ -24,6 +24,7 @@ type RunContext struct {
 	st          *runState
 	scope       string // key prefix of the branch; empty at the top level
 	occurrences map[string]int
+	parked      bool // this branch parked; only it stops (see park)
 }
 
 // runState is the state of one execution of a run, shared by its branches.
@@ -100,8 +101,12 @@ func (st *runState) abortLocked(cause error) error {
 	return st.aborted
 }
 
-// park asks for the run to be released until at (Unix ms) and aborts the
-// execution. retry says a step retry asked, rather than a wait.
+// park asks for the run to be released until at (Unix ms). At the top level
+// it aborts the execution. In a parallel branch it stops only that branch:
+// its siblings go on until they finish or park in turn, so that every branch
+// gets as far as it can in each execution, whatever order the branches run
+// in, and no branch waits for a sibling's backoff or timer. Join then parks
+// the caller. retry says a step retry asked, rather than a wait.
 func (rc *RunContext) park(at int64, retry bool) error {
 	st := rc.st
 	st.mu.Lock()
@@ -111,7 +116,33 @@ func (rc *RunContext) park(at int64, retry bool) error {
 	}
 	st.parked = true
 	st.parkRetry = st.parkRetry || retry
+	if rc.scope != "" {
+		rc.parked = true
+		return errParked
+	}
 	return st.abortLocked(errParked)
+}
+
+// Join ends a parallel call once its branches returned. It returns why the
+// execution must stop, or nil; when a branch parked, the caller parks too
+// (which at the top level stops the execution).
+func (rc *RunContext) Join(branches []*RunContext) error {
+	if cause := rc.cause(); cause != nil {
+		return cause
+	}
+	for _, b := range branches {
+		if b.parked {
+			st := rc.st
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if rc.scope != "" {
+				rc.parked = true
+				return errParked
+			}
+			return st.abortLocked(errParked)
+		}
+	}
+	return nil
 }
 
 // cause returns why the execution must stop, or nil.
@@ -147,14 +178,20 @@ func (rc *RunContext) lookup(name string, def *Step) (store.StepKey, *store.Step
 	st := rc.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.aborted != nil {
-		return key, nil, st.aborted
-	}
+	// Recorded calls replay even once the execution must stop, so that every
+	// branch registers the steps it completed, which an unwind compensates,
+	// however early a sibling stopped the execution.
 	if def != nil {
 		st.defs[key] = *def
 	}
 	if rec, ok := st.records[key]; ok && (rec.Status == store.StepCompleted || rec.Status == store.StepFailed) {
 		return key, &rec, nil
+	}
+	if st.aborted != nil {
+		return key, nil, st.aborted
+	}
+	if rc.parked {
+		return key, nil, errParked
 	}
 	if st.replayOnly {
 		return key, nil, st.abortLocked(&ReplayError{RunID: key.RunID, Step: key.String()})
@@ -218,12 +255,11 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 			}
 			return complete(ctx, tx, x.e.nowMs(), output)
 		})
-	} else {
-		if output, bodyErr = x.callStep(key, def, attempt, nil); bodyErr == nil {
-			err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
-				return complete(ctx, tx, now, output)
-			})
-		}
+	} else if output, bodyErr = x.callStep(key, def, attempt, nil); bodyErr == nil {
+		// The checkpoint commits with the run's next transaction, which
+		// comes before anything can depend on it.
+		completedAt := x.e.nowMs()
+		x.later(func(ctx context.Context, tx store.Tx) error { return complete(ctx, tx, completedAt, output) })
 	}
 	if bodyErr == nil {
 		if err != nil {

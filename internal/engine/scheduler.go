@@ -47,8 +47,8 @@ const MaxScheduleSlotsPerTick = 1000
 // scheduleBatch bounds how many due schedules one transaction handles.
 const scheduleBatch = 100
 
-// neverMs is the next slot of a schedule whose spec has no further slot.
-const neverMs = int64(math.MaxInt64)
+// NeverMs is the next slot of a schedule whose spec has no further time.
+const NeverMs = int64(math.MaxInt64)
 
 // Schedule errors. The flow package re-exports them.
 var (
@@ -117,7 +117,7 @@ func (e *Engine) SaveSchedule(ctx context.Context, p ScheduleParams) error {
 	}
 	now := e.nowMs()
 	first := nextSlot(sched, now)
-	if first == neverMs {
+	if first == NeverMs {
 		return fmt.Errorf("schedule %s: %w %q: it has no time in the next five years", p.Name, ErrBadSpec, p.Spec)
 	}
 	err = e.store.Write(ctx, func(tx store.Tx) error {
@@ -159,7 +159,7 @@ func (e *Engine) ResumeSchedule(ctx context.Context, name string) error {
 			return err
 		}
 		s.Paused, queue = false, s.Queue
-		started, err = e.fireSchedule(ctx, tx, s, now, true, MaxScheduleSlotsPerTick)
+		started, _, err = e.fireSchedule(ctx, tx, s, now, true, MaxScheduleSlotsPerTick)
 		return err
 	})
 	if err != nil {
@@ -215,39 +215,38 @@ func (e *Engine) FireSchedules(ctx context.Context) (started int, nextAt int64, 
 		if err != nil || !ok || nextAt > e.nowMs() {
 			return started, nextAt, ok, err
 		}
-		n, more, err := e.fireDue(ctx)
+		n, handled, err := e.fireDue(ctx)
 		started += n
-		if err != nil {
-			return started, 0, false, err
-		}
-		if !more {
-			nextAt, ok, err = e.store.Reader().ScheduleNextDue(ctx)
+		if err != nil || handled == 0 {
+			// handled is 0 only when another engine raced us to every due
+			// schedule; it goes on at the next tick.
 			return started, nextAt, ok, err
 		}
 	}
 }
 
-// fireDue handles due schedules in one write transaction. more reports that
-// it stopped at a limit while more may be due.
-func (e *Engine) fireDue(ctx context.Context) (started int, more bool, err error) {
+// fireDue handles due schedules in one write transaction and returns how
+// many runs it started and how many schedules it moved forward.
+func (e *Engine) fireDue(ctx context.Context) (started, handled int, err error) {
 	var queues map[string]bool
 	err = e.store.Write(ctx, func(tx store.Tx) error {
-		started, more, queues = 0, false, make(map[string]bool)
+		started, handled, queues = 0, 0, make(map[string]bool)
 		now := e.nowMs()
 		due, err := tx.ScheduleListDue(ctx, now, scheduleBatch)
 		if err != nil {
 			return err
 		}
-		more = len(due) == scheduleBatch
 		for _, s := range due {
 			budget := MaxScheduleSlotsPerTick - started
 			if budget <= 0 {
-				more = true
 				break
 			}
-			n, err := e.fireSchedule(ctx, tx, s, now, false, budget)
+			n, advanced, err := e.fireSchedule(ctx, tx, s, now, false, budget)
 			if err != nil {
 				return err
+			}
+			if advanced {
+				handled++
 			}
 			if n > 0 {
 				started += n
@@ -257,28 +256,29 @@ func (e *Engine) fireDue(ctx context.Context) (started int, more bool, err error
 		return nil
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("start scheduled runs: %w", err)
+		return 0, 0, fmt.Errorf("start scheduled runs: %w", err)
 	}
 	for q := range queues {
 		e.Wake(q)
 	}
-	return started, more, nil
+	return started, handled, nil
 }
 
 // fireSchedule starts the runs of the due slots of s that its catch-up
 // policy keeps, at most max, and moves its next slot past them. resumed
-// treats every due slot as missed. A schedule another engine advanced in
-// the meantime is left alone.
-func (e *Engine) fireSchedule(ctx context.Context, tx store.Tx, s store.Schedule, now int64, resumed bool, max int) (int, error) {
+// treats every due slot as missed. advanced is false when nothing was due,
+// or another engine advanced the schedule in the meantime (it is then left
+// alone).
+func (e *Engine) fireSchedule(ctx context.Context, tx store.Tx, s store.Schedule, now int64, resumed bool, max int) (started int, advanced bool, err error) {
 	if s.NextAt > now {
-		return 0, nil
+		return 0, false, nil
 	}
 	sched, err := ParseSpec(s.Spec)
 	if err != nil {
 		// Only a database edited by hand gets here: pause the schedule
 		// rather than retry it on every tick.
 		e.log.Error("schedule paused: its spec does not parse", "schedule", s.Name, "err", err)
-		return 0, tx.ScheduleSetPaused(ctx, s.Name, true, now)
+		return 0, true, tx.ScheduleSetPaused(ctx, s.Name, true, now)
 	}
 	slots, next := planSlots(sched, s.NextAt, now, s.CatchUp, resumed, max)
 	last := s.LastSlot
@@ -289,26 +289,25 @@ func (e *Engine) fireSchedule(ctx context.Context, tx store.Tx, s store.Schedule
 		Name: s.Name, ExpectedNextAt: s.NextAt, NextAt: next, LastSlot: last, Now: now,
 	})
 	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-		return 0, nil // another engine handled these slots, or the schedule went
+		return 0, false, nil // another engine handled these slots, or the schedule went
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if skipped := len(slots) == 0 || slots[0] != s.NextAt; skipped {
+	if len(slots) == 0 || slots[0] != s.NextAt {
 		e.log.Info("schedule skipped missed slots per its catch-up policy", "schedule", s.Name,
 			"catch_up", s.CatchUp, "from", time.UnixMilli(s.NextAt).UTC(), "started", len(slots))
 	}
-	started := 0
 	for _, slot := range slots {
 		ok, err := e.startScheduled(ctx, tx, s, slot, now)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if ok {
 			started++
 		}
 	}
-	return started, nil
+	return started, true, nil
 }
 
 // startScheduled inserts the run of one slot, and reports false when a run
@@ -349,8 +348,8 @@ func (e *Engine) runScheduler(ctx context.Context) {
 		case n > 0:
 			e.log.Debug("started scheduled runs", "runs", n)
 		}
-		if err == nil && ok {
-			wait = max(min(wait, time.Duration(nextAt-e.nowMs())*time.Millisecond), time.Millisecond)
+		if until := nextAt - e.nowMs(); err == nil && ok && until > 0 && until < wait.Milliseconds() {
+			wait = time.Duration(until) * time.Millisecond
 		}
 		timer.Reset(wait)
 		select {
@@ -378,18 +377,18 @@ func planSlots(sched cron.Schedule, nextAt, now int64, policy store.CatchUp, res
 		}
 		return slots, t
 	case policy == store.CatchUpNone:
-		return nil, nextSlot(sched, now)
+		return nil, nextSlot(sched, latestSlot(sched, nextAt, now))
 	default: // store.CatchUpOne
 		last := latestSlot(sched, nextAt, now)
 		return []int64{last}, nextSlot(sched, last)
 	}
 }
 
-// nextSlot returns the first slot of sched after ms, or neverMs.
+// nextSlot returns the first slot of sched after ms, or NeverMs.
 func nextSlot(sched cron.Schedule, ms int64) int64 {
 	t := sched.Next(time.UnixMilli(ms).UTC())
 	if t.IsZero() {
-		return neverMs
+		return NeverMs
 	}
 	return t.UnixMilli()
 }
@@ -399,6 +398,11 @@ func nextSlot(sched cron.Schedule, ms int64) int64 {
 // long downtime of a frequent schedule costs a few dozen parser calls
 // rather than one per missed slot.
 func latestSlot(sched cron.Schedule, from, now int64) int64 {
+	if every, ok := sched.(cron.ConstantDelaySchedule); ok {
+		// Its slots are from plus multiples of the delay.
+		d := every.Delay.Milliseconds()
+		return from + (now-from)/d*d
+	}
 	start := from
 	for d := int64(1000); now-d > from; d *= 2 {
 		if s := nextSlot(sched, now-d); s <= now {

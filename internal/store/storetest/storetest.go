@@ -69,6 +69,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"WriteCancelledContext", testWriteCancelledContext},
 		{"WritesConcurrentIsolated", testWritesConcurrentIsolated},
 	}
+	tests = append(tests, scheduleTests()...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
