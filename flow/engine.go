@@ -205,6 +205,6 @@ func (e *Engine) Skip(ctx context.Context, runID string) error { return e.core.S
 // rescue tick, and returns how many.
 func (e *Engine) Rescue(ctx context.Context) (int, error) { return e.core.Rescue(ctx) }
 
-// WakeAll makes the engine look for due runs now, e.g. after a test clock
-// moved.
+// WakeAll makes the engine look for due runs now and cancels runs in flight
+// whose deadline the clock passed, e.g. after a test clock moved.
 func (e *Engine) WakeAll() { e.core.WakeAll() }

@@ -3,7 +3,6 @@ package flow
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -131,14 +130,16 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 }
 
 // Lookup returns a handle on the existing run runID of wf, or
-// ErrRunNotFound, or an error when the run belongs to another workflow.
+// ErrRunNotFound, or an error when the run belongs to another workflow or
+// another version of it (whose output type may differ).
 func Lookup[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], runID string) (*Run[Out], error) {
 	run, err := e.store.Reader().RunGet(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	if run.Workflow != wf.Name {
-		return nil, errors.New("run " + runID + " belongs to workflow " + run.Workflow + ", not " + wf.Name)
+	if run.Workflow != wf.Name || run.Version != wf.version() {
+		return nil, fmt.Errorf("run %s is a run of %s version %d, not of %s version %d",
+			runID, run.Workflow, run.Version, wf.Name, wf.version())
 	}
 	return &Run[Out]{e: e, id: runID, existing: true}, nil
 }

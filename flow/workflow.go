@@ -31,7 +31,9 @@ func (w workflowContext) runContext() *engine.RunContext { return w.rc }
 // Name and Version are persisted with every run. A run finishes on the
 // version it started with, so change a workflow's steps (their order,
 // names or types) only under a new Version, and keep registering the old
-// one until its runs finish.
+// one until its runs finish. A new run takes the version of the value it is
+// started with: keep one value per version and start new runs with the
+// newest (see the README's "Upgrading workflows").
 type Workflow[In, Out any] struct {
 	// Name identifies the workflow, persisted.
 	Name string
