@@ -124,3 +124,55 @@ func TestAllWaitingBranchDoesNotStopSiblings(t *testing.T) {
 		t.Fatalf("result %v, want cancelled", err)
 	}
 }
+
+// Cancelling a run that waits after two flow.All calls compensates the steps
+// of both: on the execution that unwinds, the first All returns its
+// branches' recorded results rather than the cancellation, so the body
+// replays on into the second, and the unwind learns every completed step.
+func TestAllCancelAfterFanOutsCompensatesEveryBranch(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	e := openEngine(t, dbPath(t), nil)
+	var undone atomic.Int32
+	step := flow.Step[int, int]{
+		Name:       "flash",
+		Run:        func(_ context.Context, n int) (int, error) { return n, nil },
+		Compensate: func(context.Context, int, int) error { undone.Add(1); return nil },
+	}
+	fanOut := func(wc flow.Context) error {
+		branches := make([]func(flow.Context) (int, error), 4)
+		for i := range branches {
+			branches[i] = func(wc flow.Context) (int, error) { return flow.Do(wc, step, i) }
+		}
+		_, err := flow.All(wc, branches...)
+		return err
+	}
+	wf := flow.Workflow[int, int]{Name: "fan-outs-then-wait", Run: func(wc flow.Context, _ int) (int, error) {
+		for range 2 {
+			if err := fanOut(wc); err != nil {
+				return 0, err
+			}
+		}
+		return 0, flow.Sleep(wc, time.Hour)
+	}}
+	flow.Register(e, wf)
+	startEngine(t, e)
+	run, err := flow.Start(ctx, e, wf, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run waits", func() bool {
+		info, err := e.Inspect(ctx, run.ID())
+		return err == nil && info.Status == flow.StatusWaiting
+	})
+	if err := run.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); !errors.Is(err, flow.ErrCancelled) {
+		info, _ := e.Inspect(ctx, run.ID())
+		t.Fatalf("result %v, want cancelled; reason %q", err, info.Reason)
+	}
+	if n := undone.Load(); n != 8 {
+		t.Errorf("%d of 8 compensations ran", n)
+	}
+}

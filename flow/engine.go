@@ -76,6 +76,21 @@ type Config struct {
 	// Intercept, when set, wraps every step and compensation attempt, e.g.
 	// for tracing or to inject failures in tests.
 	Intercept Interceptor
+	// Retention is how long finished runs are kept, per state; see
+	// Retention for the defaults.
+	Retention Retention
+	// CleanInterval is how often finished runs past their retention are
+	// deleted. Default 1m; negative: never automatically (call Clean).
+	CleanInterval time.Duration
+	// CheckpointInterval is how often the WAL is checkpointed routinely
+	// (truncated when no run is in flight). Its size is checked several
+	// times a second regardless. Default 1s; negative: no automatic
+	// checkpoints beyond SQLite's own.
+	CheckpointInterval time.Duration
+	// WALLimit is the size in bytes the WAL file should stay under; past
+	// half of it the engine truncates the WAL, briefly holding writes back
+	// until readers move on. Default 64 MiB.
+	WALLimit int64
 }
 
 // Engine runs workflows stored in one database.
@@ -140,6 +155,11 @@ func newEngine(s store.Store, cfg *Config) (*Engine, error) {
 		Clock:             cfg.Clock,
 		WorkerID:          cfg.WorkerID,
 		Intercept:         cfg.Intercept,
+
+		Retention:          cfg.Retention,
+		CleanInterval:      cfg.CleanInterval,
+		CheckpointInterval: cfg.CheckpointInterval,
+		WALLimit:           cfg.WALLimit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)

@@ -44,6 +44,10 @@ type RunInfo struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	FinishedAt      time.Time // zero until finished
+	StartedAt       time.Time // first claimed; zero until then
+	UniqueKey       string    // see EnqueueOptions
+	RequeuedFrom    string    // the dead letter this run requeues
+	RequeuedAs      string    // the run that requeued this dead letter
 	Steps           []StepRecord
 }
 
@@ -205,6 +209,7 @@ func runInfo(r store.Run) RunInfo {
 		CancelRequested: r.CancelRequested, RunAt: millis(r.RunAt), Deadline: millis(r.Deadline),
 		ParentID: r.ParentID, CreatedAt: millis(r.CreatedAt),
 		UpdatedAt: millis(r.UpdatedAt), FinishedAt: millis(r.FinishedAt),
+		StartedAt: millis(r.StartedAt), UniqueKey: r.UniqueKey, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
 	}
 }
 

@@ -199,13 +199,14 @@ func Call[In, Out any](wc Context, wf Workflow[In, Out], in In, opts *ChildOptio
 // every branch returned. Each branch gets its own Context whose step keys
 // are scoped to the branch, so a replay matches every branch's records
 // whatever order the branches ran in. The error is the first branch error
-// in branch order; when the run must stop (cancelled, waiting, lease lost),
-// that reason is returned instead. A branch that waits (a timer, a signal, a
-// child, a step's retry backoff) stops alone: the other branches go on until
-// they finish or wait in turn, so each execution takes every branch as far
-// as it can go, and the run is released until the earliest wait is due. If
-// the workflow then fails, the compensations of the steps that completed, in
-// any branch, run in reverse completion order.
+// in branch order, or, when a branch stopped because the run must stop
+// (cancelled, lease lost), that reason. A branch that waits (a timer, a
+// signal, a child, a step's retry backoff) stops alone: the other branches
+// go on until they finish or wait in turn, so each execution takes every
+// branch as far as it can go, and then All returns the reason to stop and
+// the run waits until the earliest wait is due. If the workflow then fails,
+// the compensations of the steps that completed, in any branch, run in
+// reverse completion order.
 func All[T any](wc Context, branches ...func(Context) (T, error)) ([]T, error) {
 	rc := wc.runContext()
 	call := rc.NextOccurrence("flow.all")
@@ -226,8 +227,19 @@ func All[T any](wc Context, branches ...func(Context) (T, error)) ([]T, error) {
 		})
 	}
 	_ = g.Wait()
-	if cause := rc.Join(ctxs); cause != nil {
-		return nil, cause
+	if err := rc.Join(ctxs); err != nil {
+		return nil, err // a branch waits
+	}
+	// Branches that replayed their records return them even when the run
+	// must stop (e.g. it was cancelled), so that the body goes on replaying
+	// and the unwind learns every step it completed; only a branch that
+	// stopped for that reason makes All return it.
+	if cause := rc.Cause(); cause != nil {
+		for _, err := range errs {
+			if errors.Is(err, cause) {
+				return nil, cause
+			}
+		}
 	}
 	for i, err := range errs {
 		if err != nil {

@@ -4,19 +4,30 @@
 //	flowlite --db app.db show RUN
 //	flowlite --db app.db history RUN
 //	flowlite --db app.db stats
-//	flowlite --db app.db cancel|resume|skip RUN
+//	flowlite --db app.db cancel|resume|skip|retry RUN
+//	flowlite --db app.db signal RUN NAME '{"ok":true}'
+//	flowlite --db app.db dead list|requeue|purge
+//	flowlite --db app.db queues; flowlite --db app.db queues pause|resume QUEUE
+//	flowlite --db app.db migrate status|up
+//	flowlite --db app.db backup DST; check; checkpoint
+//	flowlite --db app.db serve --addr localhost:8080 [--read-only]
 //
 // The database is named by --db or the FLOWLITE_DB environment variable and
-// must exist: the CLI never creates one. It never starts an engine either: it
-// reads runs and records operator actions, which the engines working the
-// database pick up on their own. Every read command prints a table, or JSON
-// with --json.
+// must exist and be a flowlite database at this binary's schema version
+// (migrate up upgrades an older one): the CLI never creates a database and
+// never writes flowlite's schema into another program's. It never starts an
+// engine either: it reads runs and records operator actions, which the
+// engines working the database pick up on their own. serve does the same
+// behind an HTML dashboard. Every read command prints a table, or JSON with
+// --json. Logs go to stderr through log/slog (--log-level).
 //
 // Exit codes: 0 success, 1 operational error (unknown run, a run in the
 // wrong state, a file that is not a database…), 2 usage error (bad flags or
 // arguments). Errors go to stderr as "flowlite: <message>".
 //
-// It imports flow (the public API) and cobra only; never internal/*.
+// It imports flow (the public API), cobra, internal/migrate (migrate only
+// inspects and applies the schema, which flow does not expose) and
+// internal/dashboard (serve).
 package main
 
 import (
@@ -24,9 +35,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -38,8 +52,12 @@ const (
 	exitUsage = 2 // bad flags or arguments
 )
 
-// envDB names the environment variable that supplies --db.
-const envDB = "FLOWLITE_DB"
+// Environment variables that supply flags.
+const (
+	envDB          = "FLOWLITE_DB"           // --db
+	envBusyTimeout = "FLOWLITE_BUSY_TIMEOUT" // --busy-timeout
+	envLogLevel    = "FLOWLITE_LOG_LEVEL"    // --log-level
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -51,7 +69,7 @@ func main() {
 // run executes the command line args and returns the process exit code.
 // Output goes to stdout, errors to stderr; getenv reads the environment.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{stdout: stdout, getenv: getenv}
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -74,11 +92,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 // app is the state one invocation shares between its commands.
 type app struct {
 	stdout io.Writer
+	stderr io.Writer
 	getenv func(string) string
 
-	dbPath  string // --db
-	json    bool   // --json
-	started bool   // a command's action began: its errors are operational
+	dbPath      string        // --db
+	json        bool          // --json
+	logLevel    string        // --log-level
+	busyTimeout time.Duration // --busy-timeout
+	started     bool          // a command's action began: its errors are operational
+
+	logger *slog.Logger // set by setup from --log-level
 }
 
 // usageError is a bad flag value or argument found by a command's action;
@@ -98,9 +121,13 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `flowlite inspects and operates a flowlite database file.
 
 The database is named by --db or the ` + envDB + ` environment variable and must
-exist: flowlite never creates one. The CLI never runs workflows: it reads runs
-and records operator actions (cancel, resume, skip), which the engines working
-the database pick up on their own.
+exist: flowlite never creates one, and refuses a SQLite file that is not a
+flowlite database. The CLI never runs workflows: it reads runs and records
+operator actions (cancel, resume, skip, retry, signal…), which the engines
+working the database pick up on their own. serve shows the same in a browser.
+
+A write waits up to --busy-timeout for a lock another process holds, then
+fails with "database is locked" and changes nothing.
 
 Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		SilenceErrors: true,
@@ -114,6 +141,8 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbPath, "db", "", "path of the database file (default $"+envDB+")")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
+	pf.StringVar(&a.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default $"+envLogLevel+", else warn)")
+	pf.DurationVar(&a.busyTimeout, "busy-timeout", 0, "how long a write waits for a lock held by another process (default $"+envBusyTimeout+", else 5s)")
 
 	root.AddCommand(
 		a.runsCommand(),
@@ -123,14 +152,64 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.cancelCommand(),
 		a.resumeCommand(),
 		a.skipCommand(),
+		a.retryCommand(),
+		a.signalCommand(),
+		a.deadCommand(),
+		a.queuesCommand(),
+		a.migrateCommand(),
+		a.backupCommand(),
+		a.checkCommand(),
+		a.checkpointCommand(),
+		a.serveCommand(),
 	)
 	return root
+}
+
+// setup checks the global flags (falling back on the environment) and
+// builds the logger. Its errors are usage errors.
+func (a *app) setup() error {
+	level := a.logLevel
+	if level == "" {
+		level = a.getenv(envLogLevel)
+	}
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "", "warn", "warning":
+		l = slog.LevelWarn
+	case "debug":
+		l = slog.LevelDebug
+	case "info":
+		l = slog.LevelInfo
+	case "error":
+		l = slog.LevelError
+	default:
+		return usageErrorf("invalid --log-level %q: must be debug, info, warn or error", level)
+	}
+	a.logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: l}))
+
+	if a.busyTimeout == 0 {
+		a.busyTimeout = defaultBusyTimeout
+		if v := a.getenv(envBusyTimeout); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return usageErrorf("invalid %s %q: want a positive duration such as 500ms or 10s", envBusyTimeout, v)
+			}
+			a.busyTimeout = d
+		}
+	}
+	if a.busyTimeout < time.Millisecond {
+		return usageErrorf("invalid --busy-timeout %s: must be at least 1ms", a.busyTimeout)
+	}
+	return nil
 }
 
 // action adapts a command body to cobra, marking the point from which
 // errors are operational rather than usage errors.
 func (a *app) action(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		if err := a.setup(); err != nil {
+			return err
+		}
 		a.started = true
 		return fn(cmd, args)
 	}

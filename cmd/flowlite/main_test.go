@@ -392,7 +392,7 @@ func TestStats(t *testing.T) {
 	path := fixture(t)
 
 	out := ok(t, path, "stats")
-	for status, n := range map[string]string{"pending": "1", "running": "0", "compensating": "0", "completed": "1",
+	for status, n := range map[string]string{"pending": "1", "running": "0", "waiting": "0", "compensating": "0", "completed": "1",
 		"failed": "1", "suspended": "1", "cancelled": "0", "total": "4"} {
 		if got := rowOf(t, out, status); got[1] != n {
 			t.Errorf("stats %s: %q, want %s", status, got, n)
@@ -536,7 +536,7 @@ func TestUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--db", path, "runs", "--status", "bogus"}, `invalid --status "bogus": must be one of pending, running, compensating, completed, failed, suspended, cancelled`},
+		{[]string{"--db", path, "runs", "--status", "bogus"}, `invalid --status "bogus": must be one of pending, running, waiting, compensating, completed, failed, suspended, cancelled`},
 		{[]string{"--db", path, "runs", "--limit", "0"}, "invalid --limit 0"},
 		{[]string{"--db", path, "runs", "--limit", "many"}, "invalid argument"},
 		{[]string{"--db", path, "runs", "extra"}, "unknown command"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 // statuses are the run states, in lifecycle order.
 var statuses = []flow.RunStatus{
-	flow.StatusPending, flow.StatusRunning, flow.StatusCompensating,
+	flow.StatusPending, flow.StatusRunning, flow.StatusWaiting, flow.StatusCompensating,
 	flow.StatusCompleted, flow.StatusFailed, flow.StatusSuspended, flow.StatusCancelled,
 }
 
@@ -84,14 +85,22 @@ func problem(r flow.RunInfo) string {
 }
 
 func (a *app) runsCommand() *cobra.Command {
-	var status, workflow, queue string
+	var status, workflow, queue, since, until string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List runs, newest first",
-		Long: `List runs, newest first, optionally filtered by status, workflow and queue.
+		Long: `List runs, newest first, optionally filtered by status, workflow, queue
+and creation time.
 
-Statuses: ` + statusNames() + `.`,
+Statuses: ` + statusNames() + `.
+
+--since and --until take a time (2006-01-02, 2006-01-02T15:04,
+2006-01-02T15:04:05, RFC 3339; local time unless it carries a zone) or a
+duration before now (90s, 15m, 2h, 3d, 1w). --since is inclusive, --until
+exclusive. With a time filter flowlite examines the newest ` + strconv.Itoa(scanCap) + ` runs
+that match the other filters and says so on stderr when older ones may match
+too.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			st, err := parseStatus(status)
@@ -101,10 +110,19 @@ Statuses: ` + statusNames() + `.`,
 			if limit < 1 {
 				return usageErrorf("invalid --limit %d: must be at least 1", limit)
 			}
+			window, err := parseWindow(since, until, time.Now())
+			if err != nil {
+				return err
+			}
 			return a.withEngine(cmd.Context(), func(e *flow.Engine) error {
-				runs, err := e.ListRuns(cmd.Context(), flow.RunFilter{Status: st, Workflow: workflow, Queue: queue, Limit: limit})
+				f := flow.RunFilter{Status: st, Workflow: workflow, Queue: queue, Limit: limit}
+				runs, complete, err := listRunsIn(cmd.Context(), e, f, window)
 				if err != nil {
 					return err
+				}
+				if !complete {
+					a.logger.Warn("runs: only the newest runs were examined for the time filter; older runs may match too: narrow the search with --status, --workflow or --queue",
+						"examined", scanCap)
 				}
 				if a.json {
 					out := make([]runJSON, len(runs))
@@ -127,5 +145,7 @@ Statuses: ` + statusNames() + `.`,
 	f.StringVar(&workflow, "workflow", "", "only runs of this workflow (name, any version)")
 	f.StringVar(&queue, "queue", "", "only runs of this queue")
 	f.IntVar(&limit, "limit", 100, "list at most this many runs")
+	f.StringVar(&since, "since", "", "only runs created at or after this time or this long ago (2h, 3d, 2006-01-02…)")
+	f.StringVar(&until, "until", "", "only runs created before this time or this long ago")
 	return cmd
 }

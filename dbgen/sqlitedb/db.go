@@ -30,6 +30,21 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
 		return nil, fmt.Errorf("error preparing query EventList: %w", err)
 	}
+	if q.queueCountsStmt, err = db.PrepareContext(ctx, queueCounts); err != nil {
+		return nil, fmt.Errorf("error preparing query QueueCounts: %w", err)
+	}
+	if q.queueDurationsStmt, err = db.PrepareContext(ctx, queueDurations); err != nil {
+		return nil, fmt.Errorf("error preparing query QueueDurations: %w", err)
+	}
+	if q.queueListStmt, err = db.PrepareContext(ctx, queueList); err != nil {
+		return nil, fmt.Errorf("error preparing query QueueList: %w", err)
+	}
+	if q.queuePauseStmt, err = db.PrepareContext(ctx, queuePause); err != nil {
+		return nil, fmt.Errorf("error preparing query QueuePause: %w", err)
+	}
+	if q.queueResumeStmt, err = db.PrepareContext(ctx, queueResume); err != nil {
+		return nil, fmt.Errorf("error preparing query QueueResume: %w", err)
+	}
 	if q.runCancelChildrenStmt, err = db.PrepareContext(ctx, runCancelChildren); err != nil {
 		return nil, fmt.Errorf("error preparing query RunCancelChildren: %w", err)
 	}
@@ -42,11 +57,26 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runCountUnrunnableStmt, err = db.PrepareContext(ctx, runCountUnrunnable); err != nil {
 		return nil, fmt.Errorf("error preparing query RunCountUnrunnable: %w", err)
 	}
+	if q.runDeadBatchStmt, err = db.PrepareContext(ctx, runDeadBatch); err != nil {
+		return nil, fmt.Errorf("error preparing query RunDeadBatch: %w", err)
+	}
+	if q.runDeadDeleteStmt, err = db.PrepareContext(ctx, runDeadDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query RunDeadDelete: %w", err)
+	}
+	if q.runDeadListStmt, err = db.PrepareContext(ctx, runDeadList); err != nil {
+		return nil, fmt.Errorf("error preparing query RunDeadList: %w", err)
+	}
+	if q.runDeleteFinishedStmt, err = db.PrepareContext(ctx, runDeleteFinished); err != nil {
+		return nil, fmt.Errorf("error preparing query RunDeleteFinished: %w", err)
+	}
 	if q.runFinishStmt, err = db.PrepareContext(ctx, runFinish); err != nil {
 		return nil, fmt.Errorf("error preparing query RunFinish: %w", err)
 	}
 	if q.runGetStmt, err = db.PrepareContext(ctx, runGet); err != nil {
 		return nil, fmt.Errorf("error preparing query RunGet: %w", err)
+	}
+	if q.runGetUnfinishedByKeyStmt, err = db.PrepareContext(ctx, runGetUnfinishedByKey); err != nil {
+		return nil, fmt.Errorf("error preparing query RunGetUnfinishedByKey: %w", err)
 	}
 	if q.runHeartbeatStmt, err = db.PrepareContext(ctx, runHeartbeat); err != nil {
 		return nil, fmt.Errorf("error preparing query RunHeartbeat: %w", err)
@@ -60,14 +90,23 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runListExpiredLeasesStmt, err = db.PrepareContext(ctx, runListExpiredLeases); err != nil {
 		return nil, fmt.Errorf("error preparing query RunListExpiredLeases: %w", err)
 	}
+	if q.runMarkRequeuedStmt, err = db.PrepareContext(ctx, runMarkRequeued); err != nil {
+		return nil, fmt.Errorf("error preparing query RunMarkRequeued: %w", err)
+	}
 	if q.runReleaseStmt, err = db.PrepareContext(ctx, runRelease); err != nil {
 		return nil, fmt.Errorf("error preparing query RunRelease: %w", err)
 	}
 	if q.runRequestCancelStmt, err = db.PrepareContext(ctx, runRequestCancel); err != nil {
 		return nil, fmt.Errorf("error preparing query RunRequestCancel: %w", err)
 	}
+	if q.runRequeueInsertStmt, err = db.PrepareContext(ctx, runRequeueInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query RunRequeueInsert: %w", err)
+	}
 	if q.runRescueStmt, err = db.PrepareContext(ctx, runRescue); err != nil {
 		return nil, fmt.Errorf("error preparing query RunRescue: %w", err)
+	}
+	if q.runSeqMaxStmt, err = db.PrepareContext(ctx, runSeqMax); err != nil {
+		return nil, fmt.Errorf("error preparing query RunSeqMax: %w", err)
 	}
 	if q.runSetStatusStmt, err = db.PrepareContext(ctx, runSetStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query RunSetStatus: %w", err)
@@ -144,6 +183,15 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.stepWaitStmt, err = db.PrepareContext(ctx, stepWait); err != nil {
 		return nil, fmt.Errorf("error preparing query StepWait: %w", err)
 	}
+	if q.uniqueHoldGetStmt, err = db.PrepareContext(ctx, uniqueHoldGet); err != nil {
+		return nil, fmt.Errorf("error preparing query UniqueHoldGet: %w", err)
+	}
+	if q.uniqueHoldMoveStmt, err = db.PrepareContext(ctx, uniqueHoldMove); err != nil {
+		return nil, fmt.Errorf("error preparing query UniqueHoldMove: %w", err)
+	}
+	if q.uniqueHoldTakeStmt, err = db.PrepareContext(ctx, uniqueHoldTake); err != nil {
+		return nil, fmt.Errorf("error preparing query UniqueHoldTake: %w", err)
+	}
 	if q.workflowListStmt, err = db.PrepareContext(ctx, workflowList); err != nil {
 		return nil, fmt.Errorf("error preparing query WorkflowList: %w", err)
 	}
@@ -163,6 +211,31 @@ func (q *Queries) Close() error {
 	if q.eventListStmt != nil {
 		if cerr := q.eventListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
+		}
+	}
+	if q.queueCountsStmt != nil {
+		if cerr := q.queueCountsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queueCountsStmt: %w", cerr)
+		}
+	}
+	if q.queueDurationsStmt != nil {
+		if cerr := q.queueDurationsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queueDurationsStmt: %w", cerr)
+		}
+	}
+	if q.queueListStmt != nil {
+		if cerr := q.queueListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queueListStmt: %w", cerr)
+		}
+	}
+	if q.queuePauseStmt != nil {
+		if cerr := q.queuePauseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queuePauseStmt: %w", cerr)
+		}
+	}
+	if q.queueResumeStmt != nil {
+		if cerr := q.queueResumeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queueResumeStmt: %w", cerr)
 		}
 	}
 	if q.runCancelChildrenStmt != nil {
@@ -185,6 +258,26 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runCountUnrunnableStmt: %w", cerr)
 		}
 	}
+	if q.runDeadBatchStmt != nil {
+		if cerr := q.runDeadBatchStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runDeadBatchStmt: %w", cerr)
+		}
+	}
+	if q.runDeadDeleteStmt != nil {
+		if cerr := q.runDeadDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runDeadDeleteStmt: %w", cerr)
+		}
+	}
+	if q.runDeadListStmt != nil {
+		if cerr := q.runDeadListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runDeadListStmt: %w", cerr)
+		}
+	}
+	if q.runDeleteFinishedStmt != nil {
+		if cerr := q.runDeleteFinishedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runDeleteFinishedStmt: %w", cerr)
+		}
+	}
 	if q.runFinishStmt != nil {
 		if cerr := q.runFinishStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runFinishStmt: %w", cerr)
@@ -193,6 +286,11 @@ func (q *Queries) Close() error {
 	if q.runGetStmt != nil {
 		if cerr := q.runGetStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runGetStmt: %w", cerr)
+		}
+	}
+	if q.runGetUnfinishedByKeyStmt != nil {
+		if cerr := q.runGetUnfinishedByKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runGetUnfinishedByKeyStmt: %w", cerr)
 		}
 	}
 	if q.runHeartbeatStmt != nil {
@@ -215,6 +313,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runListExpiredLeasesStmt: %w", cerr)
 		}
 	}
+	if q.runMarkRequeuedStmt != nil {
+		if cerr := q.runMarkRequeuedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runMarkRequeuedStmt: %w", cerr)
+		}
+	}
 	if q.runReleaseStmt != nil {
 		if cerr := q.runReleaseStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runReleaseStmt: %w", cerr)
@@ -225,9 +328,19 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runRequestCancelStmt: %w", cerr)
 		}
 	}
+	if q.runRequeueInsertStmt != nil {
+		if cerr := q.runRequeueInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runRequeueInsertStmt: %w", cerr)
+		}
+	}
 	if q.runRescueStmt != nil {
 		if cerr := q.runRescueStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runRescueStmt: %w", cerr)
+		}
+	}
+	if q.runSeqMaxStmt != nil {
+		if cerr := q.runSeqMaxStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runSeqMaxStmt: %w", cerr)
 		}
 	}
 	if q.runSetStatusStmt != nil {
@@ -355,6 +468,21 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing stepWaitStmt: %w", cerr)
 		}
 	}
+	if q.uniqueHoldGetStmt != nil {
+		if cerr := q.uniqueHoldGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing uniqueHoldGetStmt: %w", cerr)
+		}
+	}
+	if q.uniqueHoldMoveStmt != nil {
+		if cerr := q.uniqueHoldMoveStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing uniqueHoldMoveStmt: %w", cerr)
+		}
+	}
+	if q.uniqueHoldTakeStmt != nil {
+		if cerr := q.uniqueHoldTakeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing uniqueHoldTakeStmt: %w", cerr)
+		}
+	}
 	if q.workflowListStmt != nil {
 		if cerr := q.workflowListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing workflowListStmt: %w", cerr)
@@ -406,19 +534,32 @@ type Queries struct {
 	tx                              *sql.Tx
 	eventAppendStmt                 *sql.Stmt
 	eventListStmt                   *sql.Stmt
+	queueCountsStmt                 *sql.Stmt
+	queueDurationsStmt              *sql.Stmt
+	queueListStmt                   *sql.Stmt
+	queuePauseStmt                  *sql.Stmt
+	queueResumeStmt                 *sql.Stmt
 	runCancelChildrenStmt           *sql.Stmt
 	runClaimStmt                    *sql.Stmt
 	runCountByStatusStmt            *sql.Stmt
 	runCountUnrunnableStmt          *sql.Stmt
+	runDeadBatchStmt                *sql.Stmt
+	runDeadDeleteStmt               *sql.Stmt
+	runDeadListStmt                 *sql.Stmt
+	runDeleteFinishedStmt           *sql.Stmt
 	runFinishStmt                   *sql.Stmt
 	runGetStmt                      *sql.Stmt
+	runGetUnfinishedByKeyStmt       *sql.Stmt
 	runHeartbeatStmt                *sql.Stmt
 	runInsertStmt                   *sql.Stmt
 	runListStmt                     *sql.Stmt
 	runListExpiredLeasesStmt        *sql.Stmt
+	runMarkRequeuedStmt             *sql.Stmt
 	runReleaseStmt                  *sql.Stmt
 	runRequestCancelStmt            *sql.Stmt
+	runRequeueInsertStmt            *sql.Stmt
 	runRescueStmt                   *sql.Stmt
+	runSeqMaxStmt                   *sql.Stmt
 	runSetStatusStmt                *sql.Stmt
 	runStartCompensatingStmt        *sql.Stmt
 	runWakeStmt                     *sql.Stmt
@@ -444,6 +585,9 @@ type Queries struct {
 	stepFailStmt                    *sql.Stmt
 	stepListStmt                    *sql.Stmt
 	stepWaitStmt                    *sql.Stmt
+	uniqueHoldGetStmt               *sql.Stmt
+	uniqueHoldMoveStmt              *sql.Stmt
+	uniqueHoldTakeStmt              *sql.Stmt
 	workflowListStmt                *sql.Stmt
 	workflowRegisterStmt            *sql.Stmt
 }
@@ -454,19 +598,32 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		tx:                              tx,
 		eventAppendStmt:                 q.eventAppendStmt,
 		eventListStmt:                   q.eventListStmt,
+		queueCountsStmt:                 q.queueCountsStmt,
+		queueDurationsStmt:              q.queueDurationsStmt,
+		queueListStmt:                   q.queueListStmt,
+		queuePauseStmt:                  q.queuePauseStmt,
+		queueResumeStmt:                 q.queueResumeStmt,
 		runCancelChildrenStmt:           q.runCancelChildrenStmt,
 		runClaimStmt:                    q.runClaimStmt,
 		runCountByStatusStmt:            q.runCountByStatusStmt,
 		runCountUnrunnableStmt:          q.runCountUnrunnableStmt,
+		runDeadBatchStmt:                q.runDeadBatchStmt,
+		runDeadDeleteStmt:               q.runDeadDeleteStmt,
+		runDeadListStmt:                 q.runDeadListStmt,
+		runDeleteFinishedStmt:           q.runDeleteFinishedStmt,
 		runFinishStmt:                   q.runFinishStmt,
 		runGetStmt:                      q.runGetStmt,
+		runGetUnfinishedByKeyStmt:       q.runGetUnfinishedByKeyStmt,
 		runHeartbeatStmt:                q.runHeartbeatStmt,
 		runInsertStmt:                   q.runInsertStmt,
 		runListStmt:                     q.runListStmt,
 		runListExpiredLeasesStmt:        q.runListExpiredLeasesStmt,
+		runMarkRequeuedStmt:             q.runMarkRequeuedStmt,
 		runReleaseStmt:                  q.runReleaseStmt,
 		runRequestCancelStmt:            q.runRequestCancelStmt,
+		runRequeueInsertStmt:            q.runRequeueInsertStmt,
 		runRescueStmt:                   q.runRescueStmt,
+		runSeqMaxStmt:                   q.runSeqMaxStmt,
 		runSetStatusStmt:                q.runSetStatusStmt,
 		runStartCompensatingStmt:        q.runStartCompensatingStmt,
 		runWakeStmt:                     q.runWakeStmt,
@@ -492,6 +649,9 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		stepFailStmt:                    q.stepFailStmt,
 		stepListStmt:                    q.stepListStmt,
 		stepWaitStmt:                    q.stepWaitStmt,
+		uniqueHoldGetStmt:               q.uniqueHoldGetStmt,
+		uniqueHoldMoveStmt:              q.uniqueHoldMoveStmt,
+		uniqueHoldTakeStmt:              q.uniqueHoldTakeStmt,
 		workflowListStmt:                q.workflowListStmt,
 		workflowRegisterStmt:            q.workflowRegisterStmt,
 	}

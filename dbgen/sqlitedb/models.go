@@ -15,6 +15,13 @@ type Event struct {
 	Detail     string
 }
 
+type Queue struct {
+	Name      string
+	Paused    int64
+	CreatedAt int64
+	UpdatedAt int64
+}
+
 type Run struct {
 	ID              string
 	Workflow        string
@@ -37,6 +44,10 @@ type Run struct {
 	CreatedAt       int64
 	UpdatedAt       int64
 	FinishedAt      *int64
+	UniqueKey       *string
+	StartedAt       *int64
+	RequeuedFrom    *string
+	RequeuedAs      *string
 }
 
 type Schedule struct {
@@ -81,6 +92,14 @@ type Step struct {
 	CompensationError    string
 	StartedAt            int64
 	FinishedAt           *int64
+}
+
+type UniqueHold struct {
+	Workflow  string
+	Key       string
+	RunID     string
+	TakenAt   int64
+	HeldUntil int64
 }
 
 type Workflow struct {

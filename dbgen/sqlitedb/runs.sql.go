@@ -55,9 +55,10 @@ SET lease_owner      = ?1,
     lease_expires_at = ?2,
     fence            = fence + 1,
     status           = CASE status WHEN 'compensating' THEN status ELSE 'running' END,
+    started_at       = COALESCE(started_at, ?3),
     updated_at       = ?3
 WHERE lease_owner IS NULL
-  AND status IN ('pending', 'waiting', 'compensating')
+  AND +status IN ('pending', 'waiting', 'compensating')
   AND id IN (
     SELECT r.id FROM runs AS r
     WHERE r.queue = ?4
@@ -65,10 +66,11 @@ WHERE lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= ?3
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(?5))
+      AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = ?4 AND q.paused = 1)
     ORDER BY r.priority DESC, r.run_at, r.id
     LIMIT ?6
   )
-RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at
+RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as
 `
 
 type RunClaimParams struct {
@@ -81,8 +83,11 @@ type RunClaimParams struct {
 }
 
 // RunClaim leases up to @max_runs ready runs of one queue whose workflow
-// version is in @known (a JSON array of "name:version" strings). The outer
-// WHERE repeats the readiness test so the statement stays a compare-and-set.
+// version is in @known (a JSON array of "name:version" strings), unless the
+// queue is paused. The outer WHERE repeats the readiness test so the
+// statement stays a compare-and-set; its unary + keeps the planner on the
+// primary key for the selected IDs, instead of scanning every unfinished
+// run through runs_status. started_at keeps the first claim.
 func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, error) {
 	rows, err := q.query(ctx, q.runClaimStmt, runClaim,
 		arg.Owner,
@@ -121,6 +126,10 @@ func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, erro
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.FinishedAt,
+			&i.UniqueKey,
+			&i.StartedAt,
+			&i.RequeuedFrom,
+			&i.RequeuedAs,
 		); err != nil {
 			return nil, err
 		}
@@ -248,7 +257,7 @@ func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, er
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at FROM runs WHERE id = ?1
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as FROM runs WHERE id = ?1
 `
 
 func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
@@ -276,6 +285,10 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.FinishedAt,
+		&i.UniqueKey,
+		&i.StartedAt,
+		&i.RequeuedFrom,
+		&i.RequeuedAs,
 	)
 	return i, err
 }
@@ -311,9 +324,13 @@ func (q *Queries) RunHeartbeat(ctx context.Context, arg RunHeartbeatParams) (int
 }
 
 const runInsert = `-- name: RunInsert :execrows
-INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10, ?10)
-ON CONFLICT (id) DO NOTHING
+INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, created_at, updated_at)
+SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10, ?11, ?11
+WHERE NOT EXISTS (
+    SELECT 1 FROM unique_holds AS h
+    WHERE h.workflow = ?2 AND h.key = ?10 AND h.held_until > ?11
+)
+ON CONFLICT DO NOTHING
 `
 
 type RunInsertParams struct {
@@ -326,9 +343,16 @@ type RunInsertParams struct {
 	RunAt     int64
 	Deadline  *int64
 	ParentID  *string
+	UniqueKey *string
 	CreatedAt int64
 }
 
+// RunInsert inserts a pending run. It inserts nothing when the ID is taken,
+// when an unfinished run of the workflow has the same non-null @unique_key
+// (runs_unique), or when a current hold of that key exists (unique_holds).
+// A null @unique_key matches no hold. The SELECT form carries the hold test
+// into the same statement; its WHERE clause also resolves SQLite's parsing
+// ambiguity between a SELECT's join constraint and ON CONFLICT.
 func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, error) {
 	result, err := q.exec(ctx, q.runInsertStmt, runInsert,
 		arg.ID,
@@ -340,6 +364,7 @@ func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, er
 		arg.RunAt,
 		arg.Deadline,
 		arg.ParentID,
+		arg.UniqueKey,
 		arg.CreatedAt,
 	)
 	if err != nil {
@@ -349,7 +374,7 @@ func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, er
 }
 
 const runList = `-- name: RunList :many
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at FROM runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as FROM runs
 WHERE (?1 = '' OR status = ?1)
   AND (?2 = '' OR workflow = ?2)
   AND (?3 = '' OR queue = ?3)
@@ -400,6 +425,10 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.FinishedAt,
+			&i.UniqueKey,
+			&i.StartedAt,
+			&i.RequeuedFrom,
+			&i.RequeuedAs,
 		); err != nil {
 			return nil, err
 		}

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == "1" {
 		os.Exit(childMain())
 	}
+	if os.Getenv(envChild) == childWaits {
+		os.Exit(waitsChildMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -92,6 +92,7 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 	slices.SortFunc(runs, func(a, b store.Run) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.RunAt, b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
+	e.metrics.observeClaims(queue, runs, e.nowMs())
 	return runs, nil
 }
 

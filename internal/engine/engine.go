@@ -48,6 +48,22 @@ type Config struct {
 	WorkerID string
 	// Intercept, when set, wraps every step and compensation attempt.
 	Intercept Interceptor
+
+	// Retention is how long finished runs are kept, per state (cleaner.go).
+	Retention Retention
+	// CleanInterval is how often the cleaner runs. Default 1m; negative:
+	// never (call Clean).
+	CleanInterval time.Duration
+	// CleanBatch caps how many runs one cleaner transaction deletes.
+	// Default 500.
+	CleanBatch int
+	// CheckpointInterval is how often the WAL watch checkpoints routinely
+	// (walwatch.go); it looks at the WAL's size more often. Default 1s;
+	// negative: no WAL watch.
+	CheckpointInterval time.Duration
+	// WALLimit is the size in bytes the WAL file should stay under. Default
+	// 64 MiB.
+	WALLimit int64
 }
 
 func (c Config) withDefaults() Config {
@@ -70,6 +86,7 @@ func (c Config) withDefaults() Config {
 		c.ClaimBatch = 32
 	}
 	c.DefaultRetry = c.DefaultRetry.WithDefaults(DefaultRetryPolicy)
+	c = c.withMaintenanceDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -110,6 +127,8 @@ type Engine struct {
 	wake      map[string]chan struct{}
 	active    map[string]*execution
 	settledCh chan struct{} // closed and replaced whenever a run settles here
+	metrics   metrics       // instrumentation read by Metrics (metrics.go)
+	wal       walState      // what the WAL watch saw and did
 	running   bool
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
@@ -237,6 +256,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.loops.Go(func() error { e.runRescuer(loopCtx); return nil })
 	e.loops.Go(func() error { e.runUnrunnableReporter(loopCtx); return nil })
 	e.loops.Go(func() error { e.runScheduler(loopCtx); return nil })
+	e.loops.Go(func() error { e.runCleaner(loopCtx); return nil })
+	e.loops.Go(func() error { e.runWALWatch(loopCtx); return nil })
 	return nil
 }
 

@@ -235,6 +235,7 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 		return
 	}
 	x.e.log.Debug("run settled", "run", x.run.ID, "workflow", x.run.Workflow, "status", status)
+	x.e.metrics.runFinished(status)
 	x.e.settled()
 }
 

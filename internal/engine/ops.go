@@ -22,6 +22,11 @@ type StartParams struct {
 	// once the engine clock passes it.
 	Deadline time.Time
 	ParentID string // set by StartChild
+	// UniqueKey, when set, makes the run unique among the unfinished runs of
+	// its workflow, and UniquePeriod among all of them started within that
+	// period (see queue.go).
+	UniqueKey    string
+	UniquePeriod time.Duration
 }
 
 // Started is the outcome of a start: the run, and whether it already
@@ -45,6 +50,7 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 		return Started{}, err
 	}
 	if !st.Existing {
+		e.metrics.runStarted()
 		e.wakeAfter(st.Run.Queue, time.Duration(st.Run.RunAt-e.nowMs())*time.Millisecond)
 	}
 	return st, nil
@@ -59,6 +65,9 @@ func (e *Engine) StartRunTx(ctx context.Context, sqlTx *sql.Tx, p StartParams) (
 		st, err = e.insertRun(ctx, tx, &p)
 		return err
 	})
+	if err == nil && !st.Existing {
+		e.metrics.runStarted()
+	}
 	return st, err
 }
 
@@ -72,6 +81,9 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	if p.Queue == "" {
 		p.Queue = "default"
 	}
+	if err := validUnique(p); err != nil {
+		return Started{}, err
+	}
 	now := e.nowMs()
 	runAt := now
 	if !p.RunAt.IsZero() {
@@ -83,13 +95,16 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	}
 	inserted, err := tx.RunInsert(ctx, store.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
-		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, Now: now,
+		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey, Now: now,
 	})
 	if err != nil {
 		return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
 	}
 	if !inserted {
 		run, err := tx.RunGet(ctx, p.ID)
+		if errors.Is(err, store.ErrNotFound) && p.UniqueKey != "" {
+			run, err = uniqueHolder(ctx, tx, p.Workflow.Name, p.UniqueKey, now)
+		}
 		if err != nil {
 			return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
 		}
@@ -98,9 +113,12 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 		}
 		return Started{Run: run, Existing: true}, nil
 	}
+	if err := holdUniqueKey(ctx, tx, p, now); err != nil {
+		return Started{}, err
+	}
 	err = tx.EventAppend(ctx, store.Event{
 		RunID: p.ID, At: now, Kind: EventRunStarted,
-		Detail: fmt.Sprintf("%s on %s", p.Workflow, p.Queue),
+		Detail: startedDetail(p),
 	})
 	if err != nil {
 		return Started{}, err

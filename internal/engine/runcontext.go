@@ -123,13 +123,12 @@ func (rc *RunContext) park(at int64, retry bool) error {
 	return st.abortLocked(errParked)
 }
 
-// Join ends a parallel call once its branches returned. It returns why the
-// execution must stop, or nil; when a branch parked, the caller parks too
-// (which at the top level stops the execution).
+// Join ends a parallel call once its branches returned: when one of them
+// parked, the caller parks too (which at the top level stops the execution)
+// and Join returns errParked; otherwise it returns nil. Why the execution
+// must stop otherwise is for the caller to tell from the branches' errors
+// (see Cause).
 func (rc *RunContext) Join(branches []*RunContext) error {
-	if cause := rc.cause(); cause != nil {
-		return cause
-	}
 	for _, b := range branches {
 		if b.parked {
 			st := rc.st
@@ -329,6 +328,7 @@ func (x *execution) callStep(key store.StepKey, def Step, attempt int, tx *sql.T
 // callAttempt runs body with a per-attempt timeout, through the interceptor,
 // with panics turned into errors.
 func (x *execution) callAttempt(parent context.Context, info StepInfo, timeout time.Duration, body func(context.Context) error) error {
+	defer x.e.metrics.observeAttempt(info, time.Now())
 	ctx := context.WithValue(parent, stepInfoKey{}, info)
 	if timeout > 0 {
 		var cancel context.CancelFunc

@@ -223,6 +223,7 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 		return "", rc.Abort(err)
 	}
 	x.e.Wake(queue)
+	x.e.metrics.runStarted()
 	return p.ID, nil
 }
 

@@ -85,6 +85,10 @@ type Run struct {
 	CreatedAt       int64
 	UpdatedAt       int64
 	FinishedAt      int64
+	UniqueKey       string // empty: none
+	StartedAt       int64  // first claim; zero until then
+	RequeuedFrom    string // the dead letter this run requeues
+	RequeuedAs      string // the run that requeued this dead letter
 }
 
 // Lease returns the lease the run was claimed with.
@@ -163,7 +167,10 @@ type RunInsertParams struct {
 	RunAt    int64
 	Deadline int64  // zero: none
 	ParentID string // empty: not a child
-	Now      int64
+	// UniqueKey, when set, makes the insert do nothing while an unfinished
+	// run of the workflow has the same key, or a hold of it is current.
+	UniqueKey string
+	Now       int64
 }
 
 // RunReleaseParams says when a released run is due again.

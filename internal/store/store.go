@@ -60,6 +60,7 @@ type Reader interface {
 	SignalList(ctx context.Context, runID string) ([]Signal, error)
 	WorkflowList(ctx context.Context) ([]WorkflowKey, error)
 	ScheduleReader
+	QueueReader
 }
 
 // Tx is a write transaction. Methods that take a Lease are fenced: they
@@ -71,8 +72,9 @@ type Tx interface {
 	// commit together with their checkpoint.
 	SQL() *sql.Tx
 
-	// RunInsert inserts a pending run; it reports false when a run with that
-	// ID already exists (and changes nothing).
+	// RunInsert inserts a pending run; it reports false (changing nothing)
+	// when a run with that ID already exists, or when p.UniqueKey is taken
+	// (see QueueReader).
 	RunInsert(ctx context.Context, p RunInsertParams) (bool, error)
 	RunClaim(ctx context.Context, p RunClaimParams) ([]Run, error)
 	// RunHeartbeat extends a lease and reports whether cancellation of the
@@ -124,4 +126,6 @@ type Tx interface {
 	EventAppend(ctx context.Context, e Event) error
 	WorkflowRegister(ctx context.Context, k WorkflowKey, now int64) error
 	ScheduleTx
+	QueueTx
+	MaintenanceTx
 }

@@ -1,23 +1,37 @@
 -- name: RunInsert :execrows
-INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, created_at, updated_at)
-VALUES (@id, @workflow, @version, @queue, @priority, 'pending', @input, @run_at, @deadline, @parent_id, @created_at, @created_at)
-ON CONFLICT (id) DO NOTHING;
+-- RunInsert inserts a pending run. It inserts nothing when the ID is taken,
+-- when an unfinished run of the workflow has the same non-null @unique_key
+-- (runs_unique), or when a current hold of that key exists (unique_holds).
+-- A null @unique_key matches no hold. The SELECT form carries the hold test
+-- into the same statement; its WHERE clause also resolves SQLite's parsing
+-- ambiguity between a SELECT's join constraint and ON CONFLICT.
+INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, created_at, updated_at)
+SELECT @id, @workflow, @version, @queue, @priority, 'pending', @input, @run_at, @deadline, @parent_id, @unique_key, @created_at, @created_at
+WHERE NOT EXISTS (
+    SELECT 1 FROM unique_holds AS h
+    WHERE h.workflow = @workflow AND h.key = @unique_key AND h.held_until > @created_at
+)
+ON CONFLICT DO NOTHING;
 
 -- name: RunGet :one
 SELECT * FROM runs WHERE id = @id;
 
 -- name: RunClaim :many
 -- RunClaim leases up to @max_runs ready runs of one queue whose workflow
--- version is in @known (a JSON array of "name:version" strings). The outer
--- WHERE repeats the readiness test so the statement stays a compare-and-set.
+-- version is in @known (a JSON array of "name:version" strings), unless the
+-- queue is paused. The outer WHERE repeats the readiness test so the
+-- statement stays a compare-and-set; its unary + keeps the planner on the
+-- primary key for the selected IDs, instead of scanning every unfinished
+-- run through runs_status. started_at keeps the first claim.
 UPDATE runs
 SET lease_owner      = @owner,
     lease_expires_at = @lease_expires_at,
     fence            = fence + 1,
     status           = CASE status WHEN 'compensating' THEN status ELSE 'running' END,
+    started_at       = COALESCE(started_at, @now),
     updated_at       = @now
 WHERE lease_owner IS NULL
-  AND status IN ('pending', 'waiting', 'compensating')
+  AND +status IN ('pending', 'waiting', 'compensating')
   AND id IN (
     SELECT r.id FROM runs AS r
     WHERE r.queue = @queue
@@ -25,6 +39,7 @@ WHERE lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= @now
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(@known))
+      AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = @queue AND q.paused = 1)
     ORDER BY r.priority DESC, r.run_at, r.id
     LIMIT @max_runs
   )

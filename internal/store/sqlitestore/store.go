@@ -156,7 +156,7 @@ func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, erro
 	n, err := t.q.RunInsert(ctx, sqlitedb.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow.Name, Version: int64(p.Workflow.Version), Queue: p.Queue,
 		Priority: int64(p.Priority), Input: p.Input, RunAt: p.RunAt, Deadline: optional(p.Deadline),
-		ParentID: optionalString(p.ParentID), CreatedAt: p.Now,
+		ParentID: optionalString(p.ParentID), UniqueKey: optionalString(p.UniqueKey), CreatedAt: p.Now,
 	})
 	if err != nil {
 		return false, fmt.Errorf("insert run %s: %w", p.ID, interpretError(err))
@@ -463,6 +463,8 @@ func runFromRow(r sqlitedb.Run) store.Run {
 		ParentID: deref(r.ParentID), WakeSeq: r.WakeSeq, Fence: r.Fence,
 		LeaseOwner: deref(r.LeaseOwner), LeaseExpiresAt: deref(r.LeaseExpiresAt),
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
+		UniqueKey: deref(r.UniqueKey), StartedAt: deref(r.StartedAt),
+		RequeuedFrom: deref(r.RequeuedFrom), RequeuedAs: deref(r.RequeuedAs),
 	}
 }
 

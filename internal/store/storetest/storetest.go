@@ -70,6 +70,8 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"WritesConcurrentIsolated", testWritesConcurrentIsolated},
 	}
 	tests = append(tests, scheduleTests()...)
+	tests = append(tests, queueTests()...)
+	tests = append(tests, maintenanceTests()...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -428,6 +430,9 @@ func testRunClaimSelectsReadyRuns(t *testing.T, s store.Store) {
 		for _, r := range got {
 			w := before[r.ID]
 			w.Status, w.LeaseOwner, w.LeaseExpiresAt, w.Fence, w.UpdatedAt = store.RunRunning, owner, now+30_000, w.Fence+1, now
+			if w.StartedAt == 0 { // the first claim
+				w.StartedAt = now
+			}
 			if d := diff(w, r); d != "" {
 				t.Errorf("claimed run %s as returned: %s", r.ID, d)
 			}

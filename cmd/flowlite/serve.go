@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/internal/dashboard"
+)
+
+// shutdownTimeout bounds how long serve waits for requests in flight once
+// it is asked to stop.
+const shutdownTimeout = 5 * time.Second
+
+func (a *app) serveCommand() *cobra.Command {
+	var addr string
+	var readOnly bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve a web dashboard of the database",
+		Long: `Serve an HTML dashboard of the database: queues, runs with filters, each
+run's step timeline and history, suspended runs and dead letters, with
+buttons for the operator actions (resume, skip, cancel, retry, requeue),
+each behind a confirmation page. --read-only hides the buttons and refuses
+actions with 403. Actions must come from the dashboard's own pages:
+cross-origin browser requests are refused.
+
+It also serves /metrics (Prometheus text format: runs by state, queue depth,
+ready runs and lag, dead letters, database and WAL size, read from the
+database at each scrape; and the flowlite_engine_* counters of this process,
+which stay at zero here because serve runs no workflows) and /healthz (200
+when the database can be read, 503 otherwise).
+
+The dashboard has no login: bind it to localhost (the default) or put it
+behind an authenticating proxy. Like the other commands it never runs
+workflows: the engines of the application do, and pick up the actions
+within their poll interval. It stops on SIGINT or SIGTERM.`,
+		Args: cobra.NoArgs,
+		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
+			if addr == "" {
+				return usageErrorf("empty --addr")
+			}
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return usageErrorf("invalid --addr %q: want host:port or :port (%v)", addr, err)
+			}
+			ctx := cmd.Context()
+			return a.withEngine(ctx, func(e *flow.Engine) error {
+				d, err := dashboard.New(e, &dashboard.Options{ReadOnly: readOnly, Logger: a.logger})
+				if err != nil {
+					return err
+				}
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					return fmt.Errorf("serve: %w", err)
+				}
+				srv := &http.Server{
+					Handler:           d,
+					ReadHeaderTimeout: 10 * time.Second,
+					ReadTimeout:       30 * time.Second,
+					WriteTimeout:      60 * time.Second,
+					IdleTimeout:       2 * time.Minute,
+				}
+				mode := "read-write"
+				if readOnly {
+					mode = "read-only"
+				}
+				fmt.Fprintf(a.stdout, "flowlite dashboard (%s) on http://%s/\n", mode, ln.Addr())
+				a.logger.Info("serving dashboard", "addr", ln.Addr().String(), "read_only", readOnly)
+
+				served := make(chan error, 1)
+				go func() { served <- srv.Serve(ln) }()
+				select {
+				case err := <-served:
+					return fmt.Errorf("serve: %w", err)
+				case <-ctx.Done():
+				}
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+				defer cancel()
+				err = srv.Shutdown(sctx)
+				if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+					err = serr
+				}
+				if err != nil {
+					return fmt.Errorf("serve: shut down: %w", err)
+				}
+				a.logger.Info("dashboard stopped")
+				return nil
+			})
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", "localhost:8080", "address to listen on (host:port; :8080 listens on every interface)")
+	f.BoolVar(&readOnly, "read-only", false, "hide the action buttons and refuse actions (403)")
+	return cmd
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowlite/flowlite/flow"
+)
+
+// signalJSON is the --json output of signal.
+type signalJSON struct {
+	Run     string          `json:"run"`
+	Signal  string          `json:"signal"`
+	Key     string          `json:"key,omitempty"`
+	Payload json.RawMessage `json:"payload"`
+	Status  flow.RunStatus  `json:"status"`
+	Message string          `json:"message"`
+}
+
+func (a *app) signalCommand() *cobra.Command {
+	var key string
+	cmd := &cobra.Command{
+		Use:   "signal RUN NAME [JSON]",
+		Short: "Send a signal to a run",
+		Long: `Send the signal NAME with a JSON payload (default null) to a run. The run
+receives it the next time its workflow waits for NAME (flow.Receive), or at
+once if it waits already; a signal sent earlier is kept until received.
+
+--key makes the send idempotent: a second signal with the same key to the
+same run is dropped. A payload that is not valid JSON is a usage error (exit
+code 2); an unknown or finished run is exit code 1.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) < 2:
+				return usageErrorf("expected a run ID and a signal name")
+			case len(args) > 3:
+				return usageErrorf("expected a run ID, a signal name and at most one JSON payload, got %d arguments", len(args))
+			case args[0] == "":
+				return usageErrorf("empty run ID")
+			case args[1] == "":
+				return usageErrorf("empty signal name")
+			}
+			return nil
+		},
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			id, name := args[0], args[1]
+			payload := json.RawMessage("null")
+			if len(args) == 3 {
+				var v any
+				if err := json.Unmarshal([]byte(args[2]), &v); err != nil {
+					return usageErrorf("invalid JSON payload %s: %v", cell(args[2], 60), err)
+				}
+				payload = json.RawMessage(args[2])
+			}
+			ctx := cmd.Context()
+			return a.withEngine(ctx, func(e *flow.Engine) error {
+				var opts *flow.SignalOptions
+				if key != "" {
+					opts = &flow.SignalOptions{Key: key}
+				}
+				if err := flow.Signal(ctx, e, id, name, payload, opts); err != nil {
+					return runError(id, err)
+				}
+				after, err := e.Inspect(ctx, id)
+				if err != nil {
+					return runError(id, err)
+				}
+				msg := fmt.Sprintf("signal %s sent to run %s (it is %s)", name, id, after.Status)
+				if key != "" {
+					msg = fmt.Sprintf("signal %s with key %s sent to run %s (it is %s; an earlier send with this key, if any, stands and this one was dropped)",
+						name, key, id, after.Status)
+				}
+				if a.json {
+					var compact bytes.Buffer
+					if err := json.Compact(&compact, payload); err != nil {
+						return err
+					}
+					return writeJSON(a.stdout, signalJSON{Run: id, Signal: name, Key: key, Payload: compact.Bytes(), Status: after.Status, Message: msg})
+				}
+				_, err = fmt.Fprintln(a.stdout, msg)
+				return err
+			})
+		}),
+	}
+	cmd.Flags().StringVar(&key, "key", "", "idempotency key: a repeat with the same key is dropped")
+	return cmd
+}

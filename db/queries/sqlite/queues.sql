@@ -1,0 +1,154 @@
+-- name: QueuePause :execrows
+-- QueuePause pauses a queue; it changes no row when the queue is paused
+-- already.
+INSERT INTO queues (name, paused, created_at, updated_at)
+VALUES (@name, 1, @now, @now)
+ON CONFLICT (name) DO UPDATE
+SET paused = 1, updated_at = excluded.updated_at
+WHERE queues.paused = 0;
+
+-- name: QueueResume :execrows
+-- QueueResume resumes a paused queue; it changes no row when the queue is
+-- not paused.
+UPDATE queues SET paused = 0, updated_at = @now
+WHERE name = @name AND paused = 1;
+
+-- name: QueueList :many
+SELECT * FROM queues ORDER BY name;
+
+-- name: QueueCounts :many
+-- QueueCounts counts the runs of every queue by state, in one pass over
+-- runs: how many are ready to be claimed at @now and the due time of the
+-- oldest of them (0: none), how many finished since @minute_ago and
+-- @hour_ago, and how many are dead letters.
+SELECT queue, status, count(*) AS runs,
+       CAST(total(lease_owner IS NULL AND run_at <= @now
+                  AND status IN ('pending', 'waiting', 'compensating')) AS INTEGER) AS ready,
+       CAST(coalesce(min(CASE WHEN lease_owner IS NULL AND run_at <= @now
+                                   AND status IN ('pending', 'waiting', 'compensating')
+                              THEN run_at END), 0) AS INTEGER) AS oldest_ready_at,
+       CAST(total(finished_at >= @minute_ago) AS INTEGER) AS finished_last_minute,
+       CAST(total(finished_at >= @hour_ago) AS INTEGER) AS finished_last_hour,
+       CAST(total(status = 'failed' AND requeued_as IS NULL) AS INTEGER) AS dead
+FROM runs
+GROUP BY queue, status
+ORDER BY queue, status;
+
+-- name: QueueDurations :many
+-- QueueDurations returns, in milliseconds from first claim to finish, the
+-- durations of the up to @max_runs runs of a queue that completed most
+-- recently, since @since. The IN test lets the planner use runs_finished,
+-- which holds finished runs only, in the order they finished.
+SELECT CAST(finished_at - started_at AS INTEGER) AS duration
+FROM runs
+WHERE status IN ('completed', 'failed', 'cancelled') AND status = 'completed'
+  AND finished_at >= @since AND queue = @queue AND started_at IS NOT NULL
+ORDER BY finished_at DESC
+LIMIT @max_runs;
+
+-- name: RunGetUnfinishedByKey :one
+-- RunGetUnfinishedByKey returns the unfinished run of a workflow holding a
+-- unique key (runs_unique serves it: the IN list repeats the index's).
+SELECT * FROM runs
+WHERE workflow = @workflow AND unique_key = @unique_key
+  AND status IN ('pending', 'running', 'waiting', 'compensating', 'suspended');
+
+-- name: UniqueHoldGet :one
+-- UniqueHoldGet returns the run holding a unique key of a workflow at @now.
+SELECT run_id FROM unique_holds
+WHERE workflow = @workflow AND key = @key AND held_until > @now;
+
+-- name: UniqueHoldTake :execrows
+-- UniqueHoldTake makes @run_id hold a unique key from @now until
+-- @held_until: it creates the hold, or takes over one whose time is up. It
+-- changes nothing (no row) while another run's hold is current. (The
+-- upsert's WHERE reads @now through excluded.taken_at: sqlc leaves
+-- parameters in that clause unbound.)
+INSERT INTO unique_holds (workflow, key, run_id, taken_at, held_until)
+VALUES (@workflow, @key, @run_id, @now, @held_until)
+ON CONFLICT (workflow, key) DO UPDATE
+SET run_id = excluded.run_id, taken_at = excluded.taken_at, held_until = excluded.held_until
+WHERE unique_holds.held_until <= excluded.taken_at;
+
+-- name: UniqueHoldMove :exec
+-- UniqueHoldMove hands the holds of a run over to another, the run that
+-- requeues it.
+UPDATE unique_holds SET run_id = @to_run_id WHERE run_id = @from_run_id;
+
+-- name: RunRequeueInsert :execrows
+-- RunRequeueInsert inserts run @id as a fresh, pending copy of the dead
+-- letter @from_id: same workflow version, queue, priority, input and unique
+-- key, due at @now, with the deadline it had moved by the time elapsed
+-- since it was created. It inserts nothing when @from_id is not a dead
+-- letter, @id is taken, or an unfinished run holds the unique key.
+INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
+                  unique_key, requeued_from, created_at, updated_at)
+SELECT @id, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, @now,
+       CASE WHEN f.deadline IS NULL THEN NULL ELSE f.deadline - f.created_at + @now END,
+       f.unique_key, f.id, @now, @now
+FROM runs AS f
+WHERE f.id = @from_id AND f.status = 'failed' AND f.requeued_as IS NULL
+ON CONFLICT DO NOTHING;
+
+-- name: RunMarkRequeued :execrows
+-- RunMarkRequeued links a dead letter to the run that requeues it, which
+-- takes it out of the dead letters.
+UPDATE runs SET requeued_as = @requeued_as, updated_at = @now
+WHERE id = @id AND status = 'failed' AND requeued_as IS NULL;
+
+-- name: RunDeadList :many
+-- RunDeadList lists dead letters (failed runs not requeued), the most
+-- recently failed first, along runs_dead. Empty @workflow and @queue match
+-- all.
+SELECT * FROM runs
+WHERE status = 'failed' AND requeued_as IS NULL
+  AND finished_at >= @finished_after AND finished_at < @finished_before
+  AND (@workflow = '' OR workflow = @workflow)
+  AND (@queue = '' OR queue = @queue)
+ORDER BY finished_at DESC, rowid DESC
+LIMIT @max_runs;
+
+-- name: RunSeqMax :one
+-- RunSeqMax returns the highest rowid of runs: bulk operations on dead
+-- letters handle the rows up to it, not the runs inserted after they
+-- started (such as the runs they requeue).
+SELECT CAST(coalesce(max(rowid), 0) AS INTEGER) AS seq FROM runs;
+
+-- name: RunDeadBatch :many
+-- RunDeadBatch returns the next up to @max_runs dead letters matching the
+-- filter, in the order they failed (along runs_dead), after the cursor
+-- (@after_finished, @after_seq) and with a rowid up to @until_seq.
+-- @from_finished is the larger of @finished_after and @after_finished.
+SELECT CAST(rowid AS INTEGER) AS seq, r.id, r.finished_at FROM runs AS r
+WHERE r.status = 'failed' AND r.requeued_as IS NULL
+  AND r.finished_at >= @from_finished AND r.finished_at < @finished_before
+  AND NOT (r.finished_at = @after_finished AND +rowid <= CAST(@after_seq AS INTEGER))
+  AND +rowid <= CAST(@until_seq AS INTEGER)
+  AND (@workflow = '' OR r.workflow = @workflow)
+  AND (@queue = '' OR r.queue = @queue)
+ORDER BY r.finished_at, rowid
+LIMIT @max_runs;
+
+-- name: RunDeadDelete :execrows
+-- RunDeadDelete deletes up to @max_runs dead letters matching the filter
+-- with a rowid up to @until_seq, oldest first, with their steps, events,
+-- signals and holds. Like the cleaner, it keeps a failed child of an
+-- unfinished parent, which may still read its outcome. The outer WHERE
+-- repeats the dead-letter test (its unary + keeps the planner on the
+-- primary key).
+DELETE FROM runs
+WHERE +runs.status = 'failed' AND runs.requeued_as IS NULL
+  AND runs.id IN (
+    SELECT r.id FROM runs AS r
+    WHERE r.status = 'failed' AND r.requeued_as IS NULL
+      AND r.finished_at >= @finished_after AND r.finished_at < @finished_before
+      AND +rowid <= CAST(@until_seq AS INTEGER)
+      AND (@workflow = '' OR r.workflow = @workflow)
+      AND (@queue = '' OR r.queue = @queue)
+      AND (r.parent_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM runs AS p
+        WHERE p.id = r.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+      ))
+    ORDER BY r.finished_at, rowid
+    LIMIT @max_runs
+  );

@@ -1,0 +1,109 @@
+package flow
+
+import (
+	"context"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/engine"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// Dead letters.
+//
+// A dead letter is a run that failed for good: status StatusFailed, i.e.
+// its workflow returned an error (for a Job, its handler exhausted its
+// attempts or returned a permanent error) and the completed steps were
+// compensated. It stays a dead letter until it is requeued, purged, or
+// deleted by retention (Config.Retention). Cancelled runs are not dead
+// letters: someone, or a deadline, stopped them on purpose. Suspended runs
+// are not either: they wait for an operator (Resume, Skip, Cancel).
+//
+// Inspect and History show a dead letter's steps, errors and history.
+// Requeue starts it again from scratch as a new run, linked both ways
+// (RunInfo.RequeuedAs, RunInfo.RequeuedFrom, and events): the failed run
+// keeps its steps and history as they were, so what happened stays
+// auditable, and the new run gets a fresh ID, so the IDs derived from it
+// (its children's, its steps' idempotency keys) do not collide with those
+// of the failed attempt, whose effects were compensated.
+
+// EventRunRequeued is recorded on a dead letter when it is requeued; its
+// detail names the new run, whose run_started event names the dead letter.
+const EventRunRequeued = engine.EventRunRequeued
+
+// DeadLetterFilter selects dead letters; zero fields match all.
+type DeadLetterFilter struct {
+	// Workflow is a workflow or job name.
+	Workflow string
+	Queue    string
+	// FailedAfter and FailedBefore bound when the runs failed: at or after
+	// FailedAfter, and before FailedBefore.
+	FailedAfter  time.Time
+	FailedBefore time.Time
+	// Limit caps how many DeadLetters returns; default 100. Bulk operations
+	// ignore it.
+	Limit int
+}
+
+func (f DeadLetterFilter) store() store.DeadFilter {
+	d := store.DeadFilter{Workflow: f.Workflow, Queue: f.Queue}
+	if !f.FailedAfter.IsZero() {
+		d.FinishedAfter = f.FailedAfter.UnixMilli()
+	}
+	if !f.FailedBefore.IsZero() {
+		d.FinishedBefore = f.FailedBefore.UnixMilli()
+	}
+	return d
+}
+
+// DeadLetters lists the dead letters f matches, the most recently failed
+// first, without their steps (see Inspect). RunInfo.Error says why each
+// failed.
+func (e *Engine) DeadLetters(ctx context.Context, f DeadLetterFilter) ([]RunInfo, error) {
+	runs, err := e.core.DeadLetters(ctx, f.store(), f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunInfo, len(runs))
+	for i, r := range runs {
+		out[i] = runInfo(r)
+	}
+	return out, nil
+}
+
+// Requeue starts the dead letter runID again from scratch and returns the
+// ID of the new run: runID + "/requeue-1" (a requeue of that run gets
+// "/requeue-2", and so on). The new run has the dead letter's workflow
+// version, queue, priority, input and unique key, no parent, and its
+// deadline, if any, as far from now as it was from the dead letter's start;
+// an engine working its queue takes it at once. The dead letter is kept as
+// it is, linked to the new run (see Dead letters above), and is no longer a
+// dead letter.
+//
+// Requeueing a run that is not a dead letter (not failed, or already
+// requeued) is an error wrapping ErrConflict, and so is requeueing one
+// whose unique key an unfinished run holds; nothing changes then. An
+// unknown run is ErrRunNotFound.
+func (e *Engine) Requeue(ctx context.Context, runID string) (string, error) {
+	return e.core.Requeue(ctx, runID)
+}
+
+// RequeueDead requeues every dead letter f matches, as Requeue does, in
+// transactions of up to 100 runs, and returns how many it requeued. It
+// handles the dead letters that exist when it starts: runs failing while
+// it works, the ones it requeued included, are left for a later call. A
+// dead letter whose unique key an unfinished run holds is left as it is,
+// logged, and not counted. On error, the runs requeued before it stay
+// requeued, and the count says how many.
+func (e *Engine) RequeueDead(ctx context.Context, f DeadLetterFilter) (int, error) {
+	return e.core.RequeueDead(ctx, f.store())
+}
+
+// PurgeDead deletes every dead letter f matches, with its steps, events and
+// signals, in transactions of up to 100 runs, and returns how many it
+// deleted. It handles the dead letters that exist when it starts, and, like
+// retention, keeps a failed child of an unfinished parent, which may still
+// read the child's outcome. Requeued runs are no longer dead letters:
+// retention deletes them.
+func (e *Engine) PurgeDead(ctx context.Context, f DeadLetterFilter) (int, error) {
+	return e.core.PurgeDead(ctx, f.store())
+}

@@ -1,0 +1,248 @@
+package flow
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/engine"
+)
+
+// Job is a one-step workflow for code that only needs a queue: Enqueue
+// records a run of it, and an engine working its queue calls Handler with
+// the arguments, retrying per the policy until it succeeds or the attempts
+// are exhausted. A job that failed for good is a dead letter (see
+// DeadLetters and Requeue).
+//
+// A job is a Workflow[Args, struct{}] named Name (see Workflow) whose body
+// calls one step, also named Name, that runs Handler; so it is durable,
+// retried, cancellable and inspectable like any run, and Workflow returns
+// it for the functions that take a workflow (Lookup, Schedule,
+// StartChild…). Its version is always 1: keep Args backward compatible
+// (they are stored as JSON), or use a new Name for incompatible ones.
+type Job[Args any] struct {
+	// Name identifies the job, persisted: never derive it from a Go type
+	// name.
+	Name string
+	// Queue is the queue its runs wait in unless EnqueueOptions says
+	// otherwise; default DefaultQueue.
+	Queue string
+	// Priority orders ready runs of a queue, higher first, unless
+	// EnqueueOptions says otherwise; default 0.
+	Priority int
+	// MaxAttempts is how many times Handler is called at most, the first
+	// included; zero takes Retry's, or Config.DefaultRetry's.
+	MaxAttempts int
+	// Retry is the retry policy; nil takes Config.DefaultRetry. MaxAttempts,
+	// when set, overrides its MaxAttempts.
+	Retry *RetryPolicy
+	// Timeout bounds each attempt through its context; zero means no bound.
+	Timeout time.Duration
+	// Handler does the work. It may run more than once (a retry, or a crash
+	// after it returned but before its success was recorded), so make its
+	// side effects idempotent: IdempotencyKey(ctx) and Attempt(ctx) work in
+	// it. Returning Permanent(err) stops the retries.
+	Handler func(ctx context.Context, args Args) error
+}
+
+// jobVersion is the version of every job's workflow.
+const jobVersion = 1
+
+func (j Job[Args]) validate() error {
+	switch {
+	case j.Name == "":
+		return errors.New("job: name is empty")
+	case j.Handler == nil:
+		return fmt.Errorf("job %s: Handler is nil", j.Name)
+	case j.MaxAttempts < 0:
+		return fmt.Errorf("job %s: negative MaxAttempts %d", j.Name, j.MaxAttempts)
+	case j.Timeout < 0:
+		return fmt.Errorf("job %s: negative Timeout %s", j.Name, j.Timeout)
+	}
+	return nil
+}
+
+// Workflow returns the one-step workflow that runs the job.
+func (j Job[Args]) Workflow() Workflow[Args, struct{}] {
+	var retry *RetryPolicy
+	if j.Retry != nil || j.MaxAttempts > 0 {
+		r := RetryPolicy{}
+		if j.Retry != nil {
+			r = *j.Retry
+		}
+		if j.MaxAttempts > 0 {
+			r.MaxAttempts = j.MaxAttempts
+		}
+		retry = &r
+	}
+	return Workflow[Args, struct{}]{
+		Name:    j.Name,
+		Version: jobVersion,
+		Run: func(wc Context, args Args) (struct{}, error) {
+			// The step's recorded input is empty: the arguments are the
+			// run's input already, and the body hands them to the step.
+			step := Step[struct{}, struct{}]{
+				Name:    j.Name,
+				Retry:   retry,
+				Timeout: j.Timeout,
+				Run: func(ctx context.Context, _ struct{}) (struct{}, error) {
+					return struct{}{}, j.Handler(ctx, args)
+				},
+			}
+			_, err := Do(wc, step, struct{}{})
+			return struct{}{}, err
+		},
+	}
+}
+
+// RegisterJob adds a job to the engine, or panics if it is invalid or
+// already registered. See RegisterJobSafely for an error instead.
+func RegisterJob[Args any](e *Engine, job Job[Args]) {
+	if err := RegisterJobSafely(e, job); err != nil {
+		panic(err)
+	}
+}
+
+// RegisterJobSafely is RegisterJob returning an error instead of panicking.
+func RegisterJobSafely[Args any](e *Engine, job Job[Args]) error {
+	if err := job.validate(); err != nil {
+		return fmt.Errorf("register %w", err)
+	}
+	return RegisterSafely(e, job.Workflow())
+}
+
+// EnqueueOptions tune one run of a job. A nil *EnqueueOptions means the
+// defaults.
+//
+// # Unique jobs
+//
+// UniqueKey and UniqueByArgs make a job run unique, on the model of River's
+// UniqueOpts. They form the run's unique key: UniqueKey, or with
+// UniqueByArgs the SHA-256 of the arguments' JSON encoding ("args:<hex>"),
+// or both joined ("<UniqueKey>#args:<hex>"). Keys are compared within the
+// job (its Name), whatever the queue.
+//
+//   - While an unfinished (pending, running, waiting, compensating or
+//     suspended) run of the job has the key, enqueueing it again returns
+//     that run (Existing reports true) and records nothing. Once the run is
+//     finished (completed, failed or cancelled), the next enqueue starts a
+//     new run.
+//   - With UniquePeriod, a new run also holds its key for that long after
+//     it was enqueued, finished or not: until then, enqueueing the job with
+//     the same key returns that run, even if it completed or failed. The
+//     period is a property of the run that takes the key, not of later
+//     enqueues: they are returned the holder whatever period they ask for.
+//     (River counts periods from fixed boundaries, e.g. whole hours; here
+//     they count from the enqueue that took the key.)
+//
+// The database enforces both, inside the insert, so two processes
+// enqueueing the same key at once start one run. A RunID that exists wins
+// over the key: its run is returned whatever its key. A requeued dead
+// letter keeps its key (see Requeue).
+type EnqueueOptions struct {
+	// RunID identifies the run and is its idempotency key: enqueueing an
+	// ID that exists returns the existing run. Default: a random ID.
+	RunID string
+	// Queue overrides Job.Queue.
+	Queue string
+	// Priority, when not zero, overrides Job.Priority.
+	Priority int
+	// Delay postpones the run's first attempt.
+	Delay time.Duration
+	// RunAt sets the run's first attempt time; it excludes Delay.
+	RunAt time.Time
+	// Deadline, when set, cancels the run once the engine clock passes it.
+	Deadline time.Time
+	// UniqueKey makes the run unique among the job's runs with the same key.
+	UniqueKey string
+	// UniqueByArgs makes the run unique among the job's runs with equal
+	// arguments (and the same UniqueKey, if any).
+	UniqueByArgs bool
+	// UniquePeriod keeps the unique key taken for that long after the
+	// enqueue, even once the run finished. It needs UniqueKey or
+	// UniqueByArgs.
+	UniquePeriod time.Duration
+}
+
+// Enqueue records a run of job with args and returns a handle on it; see
+// EnqueueOptions for unique jobs. The run is durable when Enqueue returns.
+// Result on the handle returns a nil error once the job succeeded, and a
+// *RolledBackError, whose Cause says how the last attempt failed, once it
+// failed for good (it is then a dead letter).
+func Enqueue[Args any](ctx context.Context, e *Engine, job Job[Args], args Args, opts *EnqueueOptions) (*Run[struct{}], error) {
+	p, err := enqueueParams(e, job, args, opts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := e.core.StartRun(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[struct{}]{e: e, id: st.Run.ID, existing: st.Existing}, nil
+}
+
+// EnqueueTx records a run of job inside the caller's transaction on the
+// engine's database: the run exists only if tx commits. Unique keys are
+// checked within tx. Workers see the run at their next poll after the
+// commit.
+func EnqueueTx[Args any](ctx context.Context, e *Engine, tx *sql.Tx, job Job[Args], args Args, opts *EnqueueOptions) (*Run[struct{}], error) {
+	p, err := enqueueParams(e, job, args, opts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := e.core.StartRunTx(ctx, tx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[struct{}]{e: e, id: st.Run.ID, existing: st.Existing}, nil
+}
+
+func enqueueParams[Args any](e *Engine, job Job[Args], args Args, opts *EnqueueOptions) (engine.StartParams, error) {
+	if opts == nil {
+		opts = &EnqueueOptions{}
+	}
+	if err := job.validate(); err != nil {
+		return engine.StartParams{}, fmt.Errorf("enqueue %w", err)
+	}
+	switch {
+	case opts.UniquePeriod < 0:
+		return engine.StartParams{}, fmt.Errorf("enqueue job %s: negative UniquePeriod %s", job.Name, opts.UniquePeriod)
+	case opts.UniquePeriod > 0 && opts.UniqueKey == "" && !opts.UniqueByArgs:
+		return engine.StartParams{}, fmt.Errorf("enqueue job %s: UniquePeriod needs UniqueKey or UniqueByArgs", job.Name)
+	}
+	queue := job.Queue
+	if opts.Queue != "" {
+		queue = opts.Queue
+	}
+	priority := job.Priority
+	if opts.Priority != 0 {
+		priority = opts.Priority
+	}
+	p, err := startParams(e, job.Workflow(), args, &StartOptions{
+		RunID: opts.RunID, Queue: queue, Priority: priority, Delay: opts.Delay, RunAt: opts.RunAt, Deadline: opts.Deadline,
+	})
+	if err != nil {
+		return engine.StartParams{}, err
+	}
+	p.UniqueKey = uniqueKey(opts.UniqueKey, opts.UniqueByArgs, p.Input)
+	p.UniquePeriod = opts.UniquePeriod
+	return p, nil
+}
+
+// uniqueKey returns the unique key of a run: key, or with byArgs the hash
+// of the encoded arguments, or both.
+func uniqueKey(key string, byArgs bool, input []byte) string {
+	if !byArgs {
+		return key
+	}
+	sum := sha256.Sum256(input)
+	h := "args:" + hex.EncodeToString(sum[:])
+	if key == "" {
+		return h
+	}
+	return key + "#" + h
+}

@@ -1,0 +1,146 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/internal/metrics"
+)
+
+// healthTimeout bounds the database reads of /healthz and /metrics.
+const healthTimeout = 5 * time.Second
+
+// metrics serves /metrics in the Prometheus text format. Gauges read the
+// database (every engine's work shows); the flowlite_engine_* families are
+// the in-process counters of the engine this dashboard holds, which does
+// not run workflows, so they stay at zero in flowlite serve and count for
+// real when the handler is mounted in a worker process.
+func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	start := time.Now()
+	var buf bufferWriter
+	mw := metrics.NewWriter(&buf)
+
+	up := 1.0
+	counts, err := d.e.CountRuns(ctx)
+	if err != nil {
+		d.log.Warn("metrics: count runs", "err", err)
+		up = 0
+	}
+	mw.Family("flowlite_up", metrics.Gauge, "Whether the database could be read (1) or not (0).")
+	mw.Sample("flowlite_up", nil, up)
+	if err == nil {
+		mw.Family("flowlite_runs", metrics.Gauge, "Runs in the database by state.")
+		for _, st := range statuses() {
+			mw.Sample("flowlite_runs", metrics.L("status", string(st)), float64(counts[st]))
+		}
+		for _, st := range sortedExtra(counts) {
+			mw.Sample("flowlite_runs", metrics.L("status", string(st)), float64(counts[st]))
+		}
+	}
+	d.queueMetrics(ctx, mw)
+
+	if h, err := d.e.FileHealth(ctx); err == nil {
+		mw.Family("flowlite_database_bytes", metrics.Gauge, "Size of the database file.")
+		mw.Sample("flowlite_database_bytes", nil, float64(h.DBBytes))
+		mw.Family("flowlite_wal_bytes", metrics.Gauge, "Size of the write-ahead log file.")
+		mw.Sample("flowlite_wal_bytes", nil, float64(h.WALBytes))
+		if h.WALLimit > 0 {
+			mw.Family("flowlite_wal_limit_bytes", metrics.Gauge, "Size the WAL file should stay under (Config.WALLimit).")
+			mw.Sample("flowlite_wal_limit_bytes", nil, float64(h.WALLimit))
+		}
+	} else {
+		d.log.Warn("metrics: file health", "err", err)
+	}
+
+	em := d.e.Metrics()
+	mw.Family("flowlite_engine_runs_started_total", metrics.Counter, "Runs this process's engine started.")
+	mw.Sample("flowlite_engine_runs_started_total", nil, float64(em.RunsStarted))
+	mw.Family("flowlite_engine_runs_finished_total", metrics.Counter, "Run outcomes this process's engine recorded, by state.")
+	for _, st := range []flow.RunStatus{flow.StatusCompleted, flow.StatusFailed, flow.StatusCancelled, flow.StatusSuspended} {
+		mw.Sample("flowlite_engine_runs_finished_total", metrics.L("status", string(st)), float64(em.RunsFinished[st]))
+	}
+	mw.Family("flowlite_engine_attempt_duration_seconds", metrics.Histogram, "Duration of the step and compensation attempts this process ran.")
+	for _, kind := range []string{"step", "compensation"} {
+		h, ok := em.AttemptSeconds[kind]
+		if !ok {
+			h = emptyHistogram(stepBounds())
+		}
+		mw.HistogramSample(metrics.L("kind", kind), h.Bounds, h.Counts, h.Sum, h.Count)
+	}
+	mw.Family("flowlite_engine_claim_latency_seconds", metrics.Histogram, "How long after becoming due runs were claimed by this process, by queue.")
+	for _, q := range sortedKeys(em.ClaimSeconds) {
+		h := em.ClaimSeconds[q]
+		mw.HistogramSample(metrics.L("queue", q), h.Bounds, h.Counts, h.Sum, h.Count)
+	}
+	mw.Family("flowlite_scrape_duration_seconds", metrics.Gauge, "How long this scrape's database reads took.")
+	mw.Sample("flowlite_scrape_duration_seconds", nil, time.Since(start).Seconds())
+	if err := mw.Flush(); err != nil {
+		d.log.Error("metrics: write", "err", err)
+	}
+	w.Header().Set("Content-Type", metrics.ContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.b)
+}
+
+// healthz answers 200 when the database can be read, 503 otherwise.
+func (d *Dashboard) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if _, err := d.e.CountRuns(ctx); err != nil {
+		d.log.Warn("health check failed", "err", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "unhealthy: database not readable: %v\n", err)
+		return
+	}
+	if _, err := d.e.FileHealth(ctx); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "unhealthy: database file: %v\n", err)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+type bufferWriter struct{ b []byte }
+
+func (b *bufferWriter) Write(p []byte) (int, error) {
+	b.b = append(b.b, p...)
+	return len(p), nil
+}
+
+func stepBounds() []float64 {
+	return []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+}
+
+func emptyHistogram(bounds []float64) flow.Histogram {
+	return flow.Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// sortedExtra lists states written by a newer flowlite, which statuses
+// does not know.
+func sortedExtra(counts map[flow.RunStatus]int64) []flow.RunStatus {
+	var out []flow.RunStatus
+	for st := range counts {
+		if !slices.Contains(statuses(), st) {
+			out = append(out, st)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

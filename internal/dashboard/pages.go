@@ -1,0 +1,416 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/flowlite/flowlite/flow"
+)
+
+// statuses are the run states in lifecycle order.
+func statuses() []flow.RunStatus {
+	return []flow.RunStatus{
+		flow.StatusPending, flow.StatusRunning, flow.StatusWaiting, flow.StatusCompensating,
+		flow.StatusCompleted, flow.StatusFailed, flow.StatusSuspended, flow.StatusCancelled,
+	}
+}
+
+func (d *Dashboard) funcs() template.FuncMap {
+	return template.FuncMap{
+		"time":     fmtTime,
+		"ago":      d.ago,
+		"dur":      fmtDur,
+		"trunc":    trunc,
+		"pretty":   prettyJSON,
+		"statuses": statuses,
+		"step": func(name string, occ int) string {
+			return fmt.Sprintf("%s#%d", name, occ)
+		},
+		"query": func(pairs ...string) template.URL {
+			q := url.Values{}
+			for i := 0; i+1 < len(pairs); i += 2 {
+				if pairs[i+1] != "" {
+					q.Set(pairs[i], pairs[i+1])
+				}
+			}
+			return template.URL(q.Encode())
+		},
+		"runURL": func(id string) string { return "/runs/" + url.PathEscape(id) },
+		"queueURL": func(q, op string) string {
+			return "/queues/" + url.PathEscape(q) + "/" + op
+		},
+		"bytes": byteSize,
+		"secs": func(d time.Duration) string {
+			if d <= 0 {
+				return "–"
+			}
+			return fmtDur(d)
+		},
+		"actionURL": func(id, action string) string {
+			return "/runs/" + url.PathEscape(id) + "/" + action
+		},
+	}
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+func (d *Dashboard) ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	dd := d.now().Sub(t)
+	switch {
+	case dd < 0:
+		return "in " + roundDur(-dd)
+	case dd < time.Second:
+		return "just now"
+	}
+	return roundDur(dd) + " ago"
+}
+
+func roundDur(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return d.Round(time.Minute).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// byteSize prints n bytes for people: 512 B, 128.0 KiB, 64.0 MiB.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// fmtDur prints a duration compactly: 850µs, 12ms, 1.24s, 3m5s.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "–"
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func trunc(n int, s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+func prettyJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// overviewData is the overview page.
+type overviewData struct {
+	Counts []statusCount
+	Total  int64
+	Queues []queueRow
+	Health *flow.FileHealth
+}
+
+type statusCount struct {
+	Status flow.RunStatus
+	Runs   int64
+}
+
+func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	counts, err := d.e.CountRuns(ctx)
+	if err != nil {
+		d.failErr(w, r, "count runs", err)
+		return
+	}
+	data := overviewData{}
+	for _, st := range statuses() {
+		data.Counts = append(data.Counts, statusCount{st, counts[st]})
+		data.Total += counts[st]
+	}
+	if data.Queues, err = d.queueRows(ctx); err != nil {
+		d.failErr(w, r, "queue statistics", err)
+		return
+	}
+	if h, err := d.e.FileHealth(ctx); err == nil {
+		data.Health = &h
+	}
+	p := page{Title: "Overview", Nav: "overview", Data: data}
+	switch r.URL.Query().Get("done") {
+	case "pause":
+		p.Flash = "Queue paused: engines stop claiming its runs at their next poll."
+	case "resume":
+		p.Flash = "Queue resumed: engines claim its runs again within their poll interval."
+	}
+	d.render(w, r, http.StatusOK, "overview", p)
+}
+
+// runsData is the runs page.
+type runsData struct {
+	Status, Workflow, Queue string
+	Limit                   int
+	Runs                    []flow.RunInfo
+	More                    bool // the limit cut the list
+}
+
+func (d *Dashboard) runs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	data := runsData{Status: q.Get("status"), Workflow: strings.TrimSpace(q.Get("workflow")), Queue: strings.TrimSpace(q.Get("queue")), Limit: 50}
+	var status flow.RunStatus
+	if data.Status != "" {
+		for _, st := range statuses() {
+			if strings.EqualFold(data.Status, string(st)) {
+				status = st
+			}
+		}
+		if status == "" {
+			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown status %q.", data.Status))
+			return
+		}
+		data.Status = string(status)
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1000 {
+			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Invalid limit %q: a number from 1 to 1000.", s))
+			return
+		}
+		data.Limit = n
+	}
+	runs, err := d.e.ListRuns(r.Context(), flow.RunFilter{Status: status, Workflow: data.Workflow, Queue: data.Queue, Limit: data.Limit + 1})
+	if err != nil {
+		d.failErr(w, r, "list runs", err)
+		return
+	}
+	if len(runs) > data.Limit {
+		runs, data.More = runs[:data.Limit], true
+	}
+	data.Runs = runs
+	d.render(w, r, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: data})
+}
+
+// runData is the run page.
+type runData struct {
+	Run      flow.RunInfo
+	Events   []flow.Event
+	Timeline timeline
+	Actions  []action
+}
+
+func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	info, err := d.e.Inspect(ctx, id)
+	if err != nil {
+		d.failErr(w, r, "run "+id, err)
+		return
+	}
+	events, err := d.e.History(ctx, id)
+	if err != nil {
+		d.failErr(w, r, "history of run "+id, err)
+		return
+	}
+	data := runData{Run: info, Events: events, Timeline: buildTimeline(info, events, d.now())}
+	if !d.readOnly {
+		data.Actions = d.actionsFor(info)
+	}
+	p := page{Title: "Run " + id, Nav: "runs", Data: data}
+	if a, ok := d.action(r.URL.Query().Get("done")); ok {
+		p.Flash = a.Done
+	}
+	d.render(w, r, http.StatusOK, "run", p)
+}
+
+func (d *Dashboard) suspended(w http.ResponseWriter, r *http.Request) {
+	runs, err := d.e.ListRuns(r.Context(), flow.RunFilter{Status: flow.StatusSuspended, Limit: 500})
+	if err != nil {
+		d.failErr(w, r, "list suspended runs", err)
+		return
+	}
+	type row struct {
+		Run     flow.RunInfo
+		Actions []action
+	}
+	rows := make([]row, len(runs))
+	for i, run := range runs {
+		rows[i].Run = run
+		if !d.readOnly {
+			rows[i].Actions = d.actionsFor(run)
+		}
+	}
+	d.render(w, r, http.StatusOK, "suspended", page{Title: "Suspended runs", Nav: "suspended", Data: rows})
+}
+
+// action is an operator action on one run.
+type action struct {
+	Name    string // in the URL
+	Label   string // on the button
+	Confirm string // the question of the confirmation page
+	Explain string // what happens
+	Done    string // the message after it happened
+	Danger  bool
+	applies func(flow.RunInfo) bool
+	// do applies the action and returns the run to show next.
+	do func(ctx context.Context, e *flow.Engine, id string) (string, error)
+}
+
+// same adapts an action that leaves the operator on the same run.
+func same(f func(ctx context.Context, id string) error) func(context.Context, *flow.Engine, string) (string, error) {
+	return func(ctx context.Context, _ *flow.Engine, id string) (string, error) { return id, f(ctx, id) }
+}
+
+func (d *Dashboard) actions() []action {
+	as := []action{
+		{
+			Name: "resume", Label: "Resume", Confirm: "Resume this suspended run?",
+			Explain: "Its failed compensations get a fresh set of attempts; a run suspended before its workflow failed runs its workflow again. An engine working its queue picks it up within its poll interval.",
+			Done:    "Run resumed: an engine working its queue picks it up within its poll interval.",
+			applies: func(r flow.RunInfo) bool { return r.Status == flow.StatusSuspended },
+			do:      same(d.e.Resume),
+		},
+		{
+			Name: "skip", Label: "Skip failed compensations", Confirm: "Skip the failed compensations of this run?",
+			Explain: "They are marked skipped without running (their effects need no undo, or were undone by hand) and the unwind continues with the remaining compensations.",
+			Done:    "Failed compensations skipped: the unwind continues.",
+			applies: func(r flow.RunInfo) bool {
+				if r.Status != flow.StatusSuspended {
+					return false
+				}
+				for _, s := range r.Steps {
+					if s.Compensation == "failed" {
+						return true
+					}
+				}
+				return len(r.Steps) == 0 && strings.Contains(r.Reason, "compensation")
+			},
+			do: same(d.e.Skip),
+		},
+		{
+			Name: "cancel", Label: "Cancel", Confirm: "Cancel this run?", Danger: true,
+			Explain: "A suspended run is cancelled at once. Any other unfinished run is cancelled by the engine working it: its running step sees the cancellation through its context, its completed steps are compensated, and it ends cancelled.",
+			Done:    "Cancellation recorded.",
+			applies: func(r flow.RunInfo) bool { return !r.Status.Finished() && !r.CancelRequested },
+			do:      same(d.e.Cancel),
+		},
+	}
+	return append(as, d.jobActions()...)
+}
+
+func (d *Dashboard) action(name string) (action, bool) {
+	for _, a := range d.actions() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return action{}, false
+}
+
+// actionsFor lists the actions that apply to run.
+func (d *Dashboard) actionsFor(run flow.RunInfo) []action {
+	var out []action
+	for _, a := range d.actions() {
+		if a.applies(run) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// confirmData is a confirmation page: of an action on a run (Kind "run"),
+// of a bulk operation on dead letters ("dead"), or of a queue pause or
+// resume ("queue").
+type confirmData struct {
+	Kind string
+	Post string // where the form posts
+	Back string
+
+	Run    flow.RunInfo // run
+	Action action
+
+	Op       bulkOp // dead
+	Matched  int
+	Workflow string
+
+	Queue          string // dead (the filter) and queue
+	Label, Explain string // queue
+}
+
+func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("action")
+	a, ok := d.action(name)
+	if !ok {
+		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("No action %q.", name))
+		return
+	}
+	if d.readOnly {
+		d.fail(w, r, http.StatusForbidden, "The dashboard is read-only: actions are disabled.")
+		return
+	}
+	info, err := d.e.Inspect(r.Context(), id)
+	if err != nil {
+		d.failErr(w, r, "run "+id, err)
+		return
+	}
+	data := confirmData{Kind: "run", Run: info, Action: a, Post: "/runs/" + url.PathEscape(id) + "/" + a.Name, Back: "/runs/" + url.PathEscape(id)}
+	d.render(w, r, http.StatusOK, "confirm", page{Title: a.Confirm, Nav: "runs", Data: data})
+}
+
+// act performs an action (POST; the cross-origin check ran already).
+func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
+	id, name := r.PathValue("id"), r.PathValue("action")
+	if d.readOnly {
+		d.fail(w, r, http.StatusForbidden, "The dashboard is read-only: actions are disabled.")
+		return
+	}
+	a, ok := d.action(name)
+	if !ok {
+		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("No action %q.", name))
+		return
+	}
+	next, err := a.do(r.Context(), d.e, id)
+	if err != nil {
+		d.failErr(w, r, a.Label+" run "+id, err)
+		return
+	}
+	d.log.Info("operator action", "action", a.Name, "run", id, "next", next, "remote", r.RemoteAddr)
+	http.Redirect(w, r, "/runs/"+url.PathEscape(next)+"?done="+a.Name, http.StatusSeeOther)
+}

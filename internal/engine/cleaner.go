@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// Retention says how long finished runs are kept, per final state, counted
+// from when they finished. Zero fields take the defaults; a negative field
+// keeps runs of that state forever.
+type Retention struct {
+	Completed time.Duration // default 24h
+	Failed    time.Duration // default 7 days
+	Cancelled time.Duration // default 7 days
+}
+
+// Retention defaults.
+const (
+	DefaultRetainCompleted = 24 * time.Hour
+	DefaultRetainFailed    = 7 * 24 * time.Hour
+	DefaultRetainCancelled = 7 * 24 * time.Hour
+)
+
+// Maintenance defaults.
+const (
+	DefaultCleanInterval      = time.Minute
+	DefaultCleanBatch         = 500
+	DefaultCheckpointInterval = time.Second
+	DefaultWALLimit           = 64 << 20
+)
+
+func (r Retention) withDefaults() Retention {
+	if r.Completed == 0 {
+		r.Completed = DefaultRetainCompleted
+	}
+	if r.Failed == 0 {
+		r.Failed = DefaultRetainFailed
+	}
+	if r.Cancelled == 0 {
+		r.Cancelled = DefaultRetainCancelled
+	}
+	return r
+}
+
+// withMaintenanceDefaults fills the zero fields of the cleaner's and the WAL
+// watch's settings. Negative intervals stay negative: that loop is off.
+func (c Config) withMaintenanceDefaults() Config {
+	c.Retention = c.Retention.withDefaults()
+	if c.CleanInterval == 0 {
+		c.CleanInterval = DefaultCleanInterval
+	}
+	if c.CleanBatch <= 0 {
+		c.CleanBatch = DefaultCleanBatch
+	}
+	if c.CheckpointInterval == 0 {
+		c.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if c.WALLimit <= 0 {
+		c.WALLimit = DefaultWALLimit
+	}
+	return c
+}
+
+// runCleaner deletes, every CleanInterval, the finished runs their retention
+// no longer keeps. The first pass runs one interval after Start.
+func (e *Engine) runCleaner(ctx context.Context) {
+	if e.cfg.CleanInterval < 0 {
+		return
+	}
+	r := e.cfg.Retention
+	if r.Completed < 0 && r.Failed < 0 && r.Cancelled < 0 {
+		return
+	}
+	tick := time.NewTicker(e.cfg.CleanInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		start := time.Now()
+		n, err := e.Clean(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			e.log.Error("delete finished runs past their retention", "deleted", n, "err", err)
+		case n > 0:
+			e.log.Info("deleted finished runs past their retention", "runs", n, "took", time.Since(start))
+		}
+	}
+}
+
+// Clean deletes the finished runs older than their state's retention, with
+// their steps, events and signals, and returns how many runs it deleted.
+// Ages are measured on the engine's clock.
+//
+// It deletes at most CleanBatch runs per write transaction and goes through
+// the store's single writer like every other write, so workers' writes wait
+// at most one batch; it loops until nothing is left. Each delete re-checks
+// the run's state in its WHERE clause, so a run that is pending, running,
+// waiting, compensating or suspended is never deleted, and neither is a
+// finished child whose parent has not finished.
+func (e *Engine) Clean(ctx context.Context) (int, error) {
+	now := e.now()
+	r := e.cfg.Retention
+	total := 0
+	for _, c := range []struct {
+		status store.RunStatus
+		keep   time.Duration
+	}{
+		{store.RunCompleted, r.Completed},
+		{store.RunFailed, r.Failed},
+		{store.RunCancelled, r.Cancelled},
+	} {
+		if c.keep < 0 {
+			continue
+		}
+		p := store.RunDeleteFinishedParams{
+			Status: c.status, FinishedBefore: now.Add(-c.keep).UnixMilli(), Max: e.cfg.CleanBatch,
+		}
+		for {
+			var n int
+			start := time.Now()
+			err := e.store.Write(ctx, func(tx store.Tx) error {
+				var err error
+				n, err = tx.RunDeleteFinished(ctx, p)
+				return err
+			})
+			if err != nil {
+				return total, fmt.Errorf("clean %s runs: %w", c.status, err)
+			}
+			total += n
+			if n > 0 {
+				e.log.Debug("deleted a batch of finished runs", "status", c.status, "runs", n, "took", time.Since(start))
+			}
+			if n < p.Max {
+				break
+			}
+		}
+	}
+	return total, nil
+}

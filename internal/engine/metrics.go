@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// The engine's instrumentation: counters and histograms of what this
+// process did, kept in memory and read with Metrics. They are hooked in with
+// one call each:
+//
+//	engine.go      Engine.metrics (the field)
+//	ops.go         StartRun, StartRunTx: runStarted
+//	wait.go        StartChild: runStarted
+//	execution.go   finish: runFinished
+//	runcontext.go  callAttempt: observeAttempt
+//	claimer.go     claim: observeClaims
+//
+// Their cost is one short critical section per event, which is small next
+// to the database write each event comes with.
+
+// StepSecondsBounds returns the upper bounds, in seconds, of the buckets of
+// the step attempt duration histogram.
+func StepSecondsBounds() []float64 {
+	return []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+}
+
+// ClaimSecondsBounds returns the upper bounds, in seconds, of the buckets
+// of the claim latency histogram.
+func ClaimSecondsBounds() []float64 {
+	return []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+}
+
+// Histogram is a snapshot of a histogram. Counts[i] counts the observations
+// at most Bounds[i] and above Bounds[i-1]; the last count, at index
+// len(Bounds), those above every bound. Counts are not cumulative.
+type Histogram struct {
+	Bounds []float64
+	Counts []uint64
+	Sum    float64 // of the observations, in seconds
+	Count  uint64
+}
+
+func newHistogram(bounds []float64) *Histogram {
+	return &Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *Histogram) observe(v float64) {
+	i := 0
+	for i < len(h.Bounds) && v > h.Bounds[i] {
+		i++
+	}
+	h.Counts[i]++
+	h.Sum += v
+	h.Count++
+}
+
+func (h *Histogram) clone() Histogram {
+	c := *h
+	c.Bounds = append([]float64(nil), h.Bounds...)
+	c.Counts = append([]uint64(nil), h.Counts...)
+	return c
+}
+
+// MetricsSnapshot is what this engine did since it was created.
+type MetricsSnapshot struct {
+	// RunsStarted counts the runs this engine recorded (Start, StartTx,
+	// children), not the runs it found existing under the same ID.
+	RunsStarted int64
+	// RunsFinished counts the outcomes this engine recorded, by state
+	// (completed, failed, cancelled, suspended).
+	RunsFinished map[store.RunStatus]int64
+	// AttemptSeconds is the duration of step and compensation attempts run
+	// here, by kind: "step" or "compensation".
+	AttemptSeconds map[string]Histogram
+	// ClaimSeconds is, by queue, how long after it became due each run was
+	// claimed here, on the engine clock.
+	ClaimSeconds map[string]Histogram
+}
+
+// metrics is the engine's instrumentation. Its zero value is ready.
+type metrics struct {
+	mu       sync.Mutex
+	started  int64
+	finished map[store.RunStatus]int64
+	attempts map[string]*Histogram
+	claims   map[string]*Histogram
+}
+
+func (m *metrics) runStarted() {
+	m.mu.Lock()
+	m.started++
+	m.mu.Unlock()
+}
+
+func (m *metrics) runFinished(status store.RunStatus) {
+	m.mu.Lock()
+	if m.finished == nil {
+		m.finished = make(map[store.RunStatus]int64)
+	}
+	m.finished[status]++
+	m.mu.Unlock()
+}
+
+// observeAttempt records the duration of an attempt that began at start
+// (wall clock: the engine clock may be a test's manual one).
+func (m *metrics) observeAttempt(info StepInfo, start time.Time) {
+	d := time.Since(start).Seconds()
+	kind := "step"
+	if info.Compensation {
+		kind = "compensation"
+	}
+	m.mu.Lock()
+	if m.attempts == nil {
+		m.attempts = make(map[string]*Histogram)
+	}
+	h := m.attempts[kind]
+	if h == nil {
+		h = newHistogram(StepSecondsBounds())
+		m.attempts[kind] = h
+	}
+	h.observe(d)
+	m.mu.Unlock()
+}
+
+// observeClaims records how late after their due time runs were claimed.
+func (m *metrics) observeClaims(queue string, runs []store.Run, nowMs int64) {
+	if len(runs) == 0 {
+		return
+	}
+	m.mu.Lock()
+	if m.claims == nil {
+		m.claims = make(map[string]*Histogram)
+	}
+	h := m.claims[queue]
+	if h == nil {
+		h = newHistogram(ClaimSecondsBounds())
+		m.claims[queue] = h
+	}
+	for _, r := range runs {
+		h.observe(float64(max(nowMs-r.RunAt, 0)) / 1000)
+	}
+	m.mu.Unlock()
+}
+
+// Metrics returns a snapshot of the engine's instrumentation.
+func (e *Engine) Metrics() MetricsSnapshot {
+	m := &e.metrics
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := MetricsSnapshot{
+		RunsStarted:    m.started,
+		RunsFinished:   maps.Clone(m.finished),
+		AttemptSeconds: make(map[string]Histogram, len(m.attempts)),
+		ClaimSeconds:   make(map[string]Histogram, len(m.claims)),
+	}
+	if s.RunsFinished == nil {
+		s.RunsFinished = map[store.RunStatus]int64{}
+	}
+	for k, h := range m.attempts {
+		s.AttemptSeconds[k] = h.clone()
+	}
+	for q, h := range m.claims {
+		s.ClaimSeconds[q] = h.clone()
+	}
+	return s
+}

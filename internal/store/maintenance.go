@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotSupported is returned for an operation the store cannot perform,
+// e.g. a file operation on a store that is not a database file.
+var ErrNotSupported = errors.New("not supported by this store")
+
+// MaintenanceTx holds the writes that keep a database small: deleting the
+// runs retention no longer keeps.
+type MaintenanceTx interface {
+	// RunDeleteFinished deletes up to p.Max runs in state p.Status that
+	// finished before p.FinishedBefore, oldest first, with their steps,
+	// events and signals, and returns how many runs it deleted. It never
+	// deletes an unfinished run (the delete re-checks the state, whatever
+	// p.Status says), nor a finished child of an unfinished parent, which
+	// may still read the child's outcome.
+	RunDeleteFinished(ctx context.Context, p RunDeleteFinishedParams) (int, error)
+}
+
+// RunDeleteFinishedParams selects finished runs to delete.
+type RunDeleteFinishedParams struct {
+	Status         RunStatus // RunCompleted, RunFailed or RunCancelled
+	FinishedBefore int64     // Unix milliseconds, exclusive
+	Max            int       // positive
+}
+
+// FileMaintainer is implemented by stores kept in one database file, which
+// can report the file's size, checkpoint its write-ahead log, copy it
+// consistently and check it. Callers type-assert a Store to it.
+type FileMaintainer interface {
+	// FileStats returns the sizes of the database file and its WAL.
+	FileStats(ctx context.Context) (FileStats, error)
+	// Checkpoint copies the WAL into the database file. It runs on the
+	// writer connection, between write transactions.
+	Checkpoint(ctx context.Context, mode CheckpointMode) (CheckpointResult, error)
+	// Backup writes a consistent copy of the database to dst, a path that
+	// must not exist yet (errors.Is(err, fs.ErrExist) otherwise). The copy
+	// is synced before Backup returns.
+	Backup(ctx context.Context, dst string) error
+	// IntegrityCheck checks the whole file and returns the problems found;
+	// none means the file is sound.
+	IntegrityCheck(ctx context.Context) ([]string, error)
+}
+
+// FileStats describes a database file.
+type FileStats struct {
+	Path     string // the database file
+	DBBytes  int64  // size of the database file
+	WALBytes int64  // size of its -wal file; 0 when there is none
+}
+
+// CheckpointMode is how hard a checkpoint tries (SQLite's wal_checkpoint
+// modes).
+type CheckpointMode string
+
+// Checkpoint modes.
+const (
+	// CheckpointPassive copies what it can without waiting for readers or
+	// writers.
+	CheckpointPassive CheckpointMode = "PASSIVE"
+	// CheckpointFull waits for writers, then copies the whole WAL.
+	CheckpointFull CheckpointMode = "FULL"
+	// CheckpointRestart is Full, then waits for readers to leave the WAL so
+	// the next write starts it over from the beginning.
+	CheckpointRestart CheckpointMode = "RESTART"
+	// CheckpointTruncate is Restart, then truncates the WAL file to zero
+	// bytes.
+	CheckpointTruncate CheckpointMode = "TRUNCATE"
+)
+
+// Valid reports whether m is one of the checkpoint modes.
+func (m CheckpointMode) Valid() bool {
+	switch m {
+	case CheckpointPassive, CheckpointFull, CheckpointRestart, CheckpointTruncate:
+		return true
+	}
+	return false
+}
+
+// CheckpointResult is the outcome of a checkpoint.
+type CheckpointResult struct {
+	Mode CheckpointMode
+	// Busy is true when the checkpoint could not finish because readers or
+	// writers held on to the WAL past the wait.
+	Busy bool
+	// WALFrames is the number of frames in the WAL, and Checkpointed how
+	// many of them are now in the database file. Both are 0 after a
+	// successful Truncate.
+	WALFrames    int
+	Checkpointed int
+}
