@@ -301,9 +301,11 @@ type plannedSend struct {
 //   - late: one signal well after the timeout; the run received it only if
 //     it was not done waiting yet (e.g. its workers kept being killed).
 //
-// Signals other than late ones are sent within 0.5s of Start, and the run
-// reaches its receive after Start with a timeout of at least 1.2s, so they
-// are sent before its deadline.
+// The first signal of every plan but late is sent within 0.4s of Start, and
+// the run reaches its receive after Start with a timeout of at least 1.2s,
+// so it is sent well before the deadline (checkReceive requires a signal
+// stored before the deadline to be received, and only logs a plan whose
+// first signal came too late).
 var waiterPlans = []string{"never", "early", "dup", "two", "late", "early", "dup", "never"}
 
 func planWaits(perKind int, rng *rand.Rand) []waitsPlan {
