@@ -8,24 +8,6 @@ import (
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// Dead letters.
-//
-// A dead letter is a run that failed for good: status StatusFailed, i.e.
-// its workflow returned an error (for a Job, its handler exhausted its
-// attempts or returned a permanent error) and the completed steps were
-// compensated. It stays a dead letter until it is requeued, purged, or
-// deleted by retention (Config.Retention). Cancelled runs are not dead
-// letters: someone, or a deadline, stopped them on purpose. Suspended runs
-// are not either: they wait for an operator (Resume, Skip, Cancel).
-//
-// Inspect and History show a dead letter's steps, errors and history.
-// Requeue starts it again from scratch as a new run, linked both ways
-// (RunInfo.RequeuedAs, RunInfo.RequeuedFrom, and events): the failed run
-// keeps its steps and history as they were, so what happened stays
-// auditable, and the new run gets a fresh ID, so the IDs derived from it
-// (its children's, its steps' idempotency keys) do not collide with those
-// of the failed attempt, whose effects were compensated.
-
 // EventRunRequeued is recorded on a dead letter when it is requeued; its
 // detail names the new run, whose run_started event names the dead letter.
 const EventRunRequeued = engine.EventRunRequeued
@@ -56,8 +38,16 @@ func (f DeadLetterFilter) store() store.DeadFilter {
 }
 
 // DeadLetters lists the dead letters f matches, the most recently failed
-// first, without their steps (see Inspect). RunInfo.Error says why each
-// failed.
+// first, without their steps (Inspect and History show them); RunInfo.Error
+// says why each failed.
+//
+// A dead letter is a run that failed for good: status StatusFailed, i.e.
+// its workflow returned an error (for a Job: its handler exhausted its
+// attempts or returned a permanent error) and the completed steps were
+// compensated. It stays one until Requeue, PurgeDead, or retention
+// (Config.Retention) deletes it. Cancelled runs are not dead letters
+// (someone, or a deadline, stopped them on purpose), nor are suspended runs
+// (they wait for an operator: Resume, Skip, Cancel).
 func (e *Engine) DeadLetters(ctx context.Context, f DeadLetterFilter) ([]RunInfo, error) {
 	runs, err := e.core.DeadLetters(ctx, f.store(), f.Limit)
 	if err != nil {
@@ -70,19 +60,26 @@ func (e *Engine) DeadLetters(ctx context.Context, f DeadLetterFilter) ([]RunInfo
 	return out, nil
 }
 
-// Requeue starts the dead letter runID again from scratch and returns the
-// ID of the new run: runID + "/requeue-1" (a requeue of that run gets
-// "/requeue-2", and so on). The new run has the dead letter's workflow
+// Requeue starts the dead letter runID again from scratch, as a new run,
+// and returns the new run's ID: runID + "/requeue-1" (a requeue of that run
+// gets "/requeue-2", and so on). The new run has the dead letter's workflow
 // version, queue, priority, input and unique key, no parent, and its
 // deadline, if any, as far from now as it was from the dead letter's start;
-// an engine working its queue takes it at once. The dead letter is kept as
-// it is, linked to the new run (see Dead letters above), and is no longer a
-// dead letter.
+// an engine working its queue and registering its version takes it at once.
+//
+// The dead letter is kept as it failed, steps and history included, and is
+// no longer a dead letter. The two are linked both ways: RunInfo.RequeuedAs
+// and an EventRunRequeued event on the dead letter, RunInfo.RequeuedFrom and
+// the detail of the new run's EventRunStarted. So what happened stays
+// auditable, and the new run's ID is fresh: the IDs derived from it (its
+// children's, its steps' IdempotencyKey) do not collide with those of the
+// failed attempt, whose effects were compensated.
 //
 // Requeueing a run that is not a dead letter (not failed, or already
 // requeued) is an error wrapping ErrConflict, and so is requeueing one
 // whose unique key an unfinished run holds; nothing changes then. An
-// unknown run is ErrRunNotFound.
+// unknown run is ErrRunNotFound, and a new run ID taken by another run
+// ErrRunExists.
 func (e *Engine) Requeue(ctx context.Context, runID string) (string, error) {
 	return e.core.Requeue(ctx, runID)
 }

@@ -141,8 +141,9 @@ func RegisterJobSafely[Args any](e *Engine, job Job[Args]) error {
 //
 // The database enforces both, inside the insert, so two processes
 // enqueueing the same key at once start one run. A RunID that exists wins
-// over the key: its run is returned whatever its key. A requeued dead
-// letter keeps its key (see Requeue).
+// over the key: its run is returned whatever its key; otherwise the run
+// returned for a taken key has the holder's ID, not RunID. A requeued dead
+// letter keeps its key (see Engine.Requeue).
 type EnqueueOptions struct {
 	// RunID identifies the run and is its idempotency key: enqueueing an
 	// ID that exists returns the existing run. Default: a random ID.

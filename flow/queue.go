@@ -59,8 +59,8 @@ type QueueStats struct {
 
 // QueueStats describes every queue that has runs, was paused or resumed,
 // or is configured on this engine, by name. It reads every run the
-// database keeps, so its cost grows with them (about 50ms per 100,000
-// runs).
+// database keeps, so its cost grows with them (about 150ms per 100,000
+// runs on a small machine): it is meant for operators, not hot paths.
 func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
 	list, err := e.core.QueueStats(ctx)
 	if err != nil {

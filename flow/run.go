@@ -41,8 +41,8 @@ type Run[Out any] struct {
 // ID returns the run ID.
 func (r *Run[Out]) ID() string { return r.id }
 
-// Existing reports whether Start found the run already recorded under its
-// ID instead of creating it.
+// Existing reports whether Start or Enqueue found the run already recorded,
+// under its ID or (for a unique job) its unique key, instead of creating it.
 func (r *Run[Out]) Existing() bool { return r.existing }
 
 // Result waits until the run settles and returns its output. The error is a

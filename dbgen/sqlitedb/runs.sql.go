@@ -67,7 +67,7 @@ WHERE lease_owner IS NULL
       AND r.run_at <= ?3
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(?5))
       AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = ?4 AND q.paused = 1)
-    ORDER BY r.priority DESC, r.run_at, r.id
+    ORDER BY r.priority DESC, r.run_at, rowid
     LIMIT ?6
   )
 RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as
@@ -87,7 +87,10 @@ type RunClaimParams struct {
 // queue is paused. The outer WHERE repeats the readiness test so the
 // statement stays a compare-and-set; its unary + keeps the planner on the
 // primary key for the selected IDs, instead of scanning every unfinished
-// run through runs_status. started_at keeps the first claim.
+// run through runs_status. Ties go to the run inserted first: rowid ends
+// every entry of runs_ready, so the inner SELECT reads only the runs it
+// returns, however many are due at the same millisecond. started_at keeps
+// the first claim.
 func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, error) {
 	rows, err := q.query(ctx, q.runClaimStmt, runClaim,
 		arg.Owner,

@@ -22,7 +22,10 @@ SELECT * FROM runs WHERE id = @id;
 -- queue is paused. The outer WHERE repeats the readiness test so the
 -- statement stays a compare-and-set; its unary + keeps the planner on the
 -- primary key for the selected IDs, instead of scanning every unfinished
--- run through runs_status. started_at keeps the first claim.
+-- run through runs_status. Ties go to the run inserted first: rowid ends
+-- every entry of runs_ready, so the inner SELECT reads only the runs it
+-- returns, however many are due at the same millisecond. started_at keeps
+-- the first claim.
 UPDATE runs
 SET lease_owner      = @owner,
     lease_expires_at = @lease_expires_at,
@@ -40,7 +43,7 @@ WHERE lease_owner IS NULL
       AND r.run_at <= @now
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(@known))
       AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = @queue AND q.paused = 1)
-    ORDER BY r.priority DESC, r.run_at, r.id
+    ORDER BY r.priority DESC, r.run_at, rowid
     LIMIT @max_runs
   )
 RETURNING *;
