@@ -78,6 +78,9 @@ func openBenchEngineAt(b *testing.B, path string, clk *clock.Manual) *flow.Engin
 		},
 		PollInterval: 50 * time.Millisecond,
 		LeaseTimeout: time.Hour, // the manual clock jumps a day
+		// The day-long jump would make the cleaner delete the runs this
+		// benchmark counts.
+		CleanInterval: -1,
 	})
 	if err != nil {
 		b.Fatal(err)
