@@ -20,6 +20,14 @@ var ErrNotSupported = store.ErrNotSupported
 // and neither is a finished child run whose parent has not finished.
 type Retention = engine.Retention
 
+// Retention defaults: how long finished runs are kept when Config.Retention
+// leaves a state at zero.
+const (
+	DefaultRetainCompleted = engine.DefaultRetainCompleted
+	DefaultRetainFailed    = engine.DefaultRetainFailed
+	DefaultRetainCancelled = engine.DefaultRetainCancelled
+)
+
 // CheckpointMode is how hard a checkpoint of the WAL tries; see the
 // Checkpoint* modes.
 type CheckpointMode = store.CheckpointMode

@@ -462,3 +462,26 @@ func TestLogLevel(t *testing.T) {
 	}
 	decode[statsJSON](t, r.stdout)
 }
+
+func TestClean(t *testing.T) {
+	t.Parallel()
+	path := fixture(t)
+	before := decode[statsJSON](t, ok(t, path, "stats", "--json")).Runs
+
+	// Nothing in the fixture is a day old: the default ages delete nothing.
+	if out := ok(t, path, "clean"); !strings.HasPrefix(out, "deleted 0 finished run(s)") {
+		t.Errorf("clean: %q", out)
+	}
+	// With a tiny age for completed runs only, exactly those go.
+	c := decode[cleanJSON](t, ok(t, path, "clean", "--json", "--completed", "1ns", "--failed", "-1s", "--cancelled", "-1s"))
+	after := decode[statsJSON](t, ok(t, path, "stats", "--json")).Runs
+	if c.Deleted == 0 || int64(c.Deleted) != before["completed"]-after["completed"] || after["completed"] != 0 {
+		t.Errorf("clean --completed 1ns deleted %d; completed runs %d → %d", c.Deleted, before["completed"], after["completed"])
+	}
+	for _, state := range []flow.RunStatus{"failed", "suspended", "pending", "cancelled"} {
+		if after[state] != before[state] {
+			t.Errorf("clean changed the %s runs: %d → %d", state, before[state], after[state])
+		}
+	}
+	fails(t, exitUsage, "invalid argument", "--db", path, "clean", "--completed", "soon")
+}

@@ -73,7 +73,7 @@ func (a *app) withEngine(ctx context.Context, fn func(*flow.Engine) error) error
 // another, flow.New over a pool opened with flow.SQLiteDSN whose busy_timeout
 // is replaced (flow.Config has no busy timeout).
 func (a *app) openEngine(ctx context.Context, path string, fn func(*flow.Engine) error) (err error) {
-	cfg := &flow.Config{Logger: a.logger}
+	cfg := &flow.Config{Logger: a.logger, Retention: a.retention}
 	var e *flow.Engine
 	var db *sql.DB
 	if a.busyTimeout == defaultBusyTimeout {

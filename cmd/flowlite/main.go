@@ -43,6 +43,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flowlite/flowlite/flow"
 )
 
 // Exit codes.
@@ -95,11 +97,12 @@ type app struct {
 	stderr io.Writer
 	getenv func(string) string
 
-	dbPath      string        // --db
-	json        bool          // --json
-	logLevel    string        // --log-level
-	busyTimeout time.Duration // --busy-timeout
-	started     bool          // a command's action began: its errors are operational
+	dbPath      string         // --db
+	json        bool           // --json
+	logLevel    string         // --log-level
+	busyTimeout time.Duration  // --busy-timeout
+	retention   flow.Retention // set by clean's flags
+	started     bool           // a command's action began: its errors are operational
 
 	logger *slog.Logger // set by setup from --log-level
 }
@@ -160,6 +163,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.backupCommand(),
 		a.checkCommand(),
 		a.checkpointCommand(),
+		a.cleanCommand(),
 		a.serveCommand(),
 	)
 	return root
