@@ -82,6 +82,7 @@ const (
 	EventChildStarted          = engine.EventChildStarted
 	EventChildWaiting          = engine.EventChildWaiting
 	EventChildFinished         = engine.EventChildFinished
+	EventRaceWon               = engine.EventRaceWon
 	EventRunRescued            = engine.EventRunRescued
 	EventStepStarted           = engine.EventStepStarted
 	EventStepCompleted         = engine.EventStepCompleted

@@ -248,3 +248,67 @@ func All[T any](wc Context, branches ...func(Context) (T, error)) ([]T, error) {
 	}
 	return results, nil
 }
+
+// ErrLostRace is the cause of a First branch's context once another branch
+// won: its running step sees it through ctx, and its further step calls
+// return it.
+var ErrLostRace = engine.ErrLostRace
+
+// First runs branches concurrently and returns the result and index of the
+// first to succeed; the others are cancelled (their contexts end with
+// ErrLostRace, and their further step calls return it). The winner is
+// recorded, so a replay returns it again without running new steps in any
+// branch. Steps a losing branch completed before it was cancelled stay
+// completed and are compensated if the workflow later fails. If no branch
+// succeeds, the error is the first branch error in branch order (or the
+// reason the run must stop, as for All); a branch that waits (timer,
+// signal, child, retry backoff) keeps the race open until it resumes.
+func First[T any](wc Context, branches ...func(Context) (T, error)) (T, int, error) {
+	var zero T
+	rc := wc.runContext()
+	race, err := rc.NewRace(len(branches))
+	if err != nil {
+		return zero, -1, err
+	}
+	defer race.Close()
+	errs := make([]error, len(branches))
+	var g errgroup.Group
+	for i, branch := range branches {
+		g.Go(func() error {
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("branch %d panicked: %v", i, p)
+				}
+			}()
+			v, err := branch(workflowContext{race.Branches[i]})
+			if err != nil {
+				errs[i] = err
+				return nil
+			}
+			out, err := codec.Encode(v)
+			if err != nil {
+				errs[i] = Permanent(err)
+				return nil
+			}
+			_, errs[i] = race.Claim(i, out)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if winner, out := race.Winner(); winner >= 0 {
+		v, err := codec.Decode[T](out)
+		if err != nil {
+			return zero, -1, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "flow.first", What: "output", Type: codec.TypeName[T](), Err: err})
+		}
+		return v, winner, nil
+	}
+	if cause := rc.Join(race.Branches); cause != nil {
+		return zero, -1, cause
+	}
+	for i, err := range errs {
+		if err != nil {
+			return zero, -1, fmt.Errorf("branch %d: %w", i, err)
+		}
+	}
+	return zero, -1, errors.New("first: no branch")
+}

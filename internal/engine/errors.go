@@ -27,6 +27,9 @@ var (
 	// ErrUnknownWorkflow is returned when a workflow version is not
 	// registered with the engine.
 	ErrUnknownWorkflow = errors.New("unknown workflow")
+	// ErrLostRace is the cause of a race branch's context once another
+	// branch won; the branch's further step calls return it.
+	ErrLostRace = errors.New("another branch finished first")
 	// ErrEngineStopped is returned when the engine is not running.
 	ErrEngineStopped = errors.New("engine stopped")
 

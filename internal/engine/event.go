@@ -27,6 +27,7 @@ const (
 	EventChildStarted          = "child_started"
 	EventChildWaiting          = "child_waiting"
 	EventChildFinished         = "child_finished"
+	EventRaceWon               = "race_won"
 	EventRunResumed            = "run_resumed"
 	EventRunCompleted          = "run_completed"
 	EventRunFailed             = "run_failed"

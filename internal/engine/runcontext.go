@@ -25,6 +25,9 @@ type RunContext struct {
 	scope       string // key prefix of the branch; empty at the top level
 	occurrences map[string]int
 	parked      bool // this branch parked; only it stops (see park)
+	// settled marks a branch of a race whose winner is recorded: it only
+	// replays its recorded calls (see Race).
+	settled bool
 }
 
 // runState is the state of one execution of a run, shared by its branches.
@@ -192,6 +195,9 @@ func (rc *RunContext) lookup(name string, def *Step) (store.StepKey, *store.Step
 	if rc.parked {
 		return key, nil, errParked
 	}
+	if rc.settled || rc.lostRace() {
+		return key, nil, ErrLostRace
+	}
 	if st.replayOnly {
 		return key, nil, st.abortLocked(&ReplayError{RunID: key.RunID, Step: key.String()})
 	}
@@ -249,12 +255,12 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 	var bodyErr error
 	if def.Transactional {
 		err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
-			if output, bodyErr = x.callStep(key, def, attempt, tx.SQL()); bodyErr != nil {
+			if output, bodyErr = x.callStep(rc, key, def, attempt, tx.SQL()); bodyErr != nil {
 				return errBodyFailed
 			}
 			return complete(ctx, tx, x.e.nowMs(), output)
 		})
-	} else if output, bodyErr = x.callStep(key, def, attempt, nil); bodyErr == nil {
+	} else if output, bodyErr = x.callStep(rc, key, def, attempt, nil); bodyErr == nil {
 		// The checkpoint commits with the run's next transaction, which
 		// comes before anything can depend on it.
 		completedAt := x.e.nowMs()
@@ -275,6 +281,10 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 // stepFailed records a failed attempt: the step fails for good, or the run
 // is released until its next attempt is due.
 func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, attempt int, bodyErr error) error {
+	if rc.lostRace() {
+		// Another branch won the race: the attempt is interrupted, not failed.
+		return ErrLostRace
+	}
 	cause := rc.cause()
 	if cause != nil && !errors.Is(cause, ErrCancelled) {
 		// Stopping or lease lost: the attempt is interrupted, not failed.
@@ -314,10 +324,10 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 
 // callStep runs one attempt of a step body under its timeout and the
 // engine's interceptor.
-func (x *execution) callStep(key store.StepKey, def Step, attempt int, tx *sql.Tx) ([]byte, error) {
+func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attempt int, tx *sql.Tx) ([]byte, error) {
 	var output []byte
 	info := StepInfo{RunID: key.RunID, Workflow: x.def.Key, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt}
-	err := x.callAttempt(x.runCtx, info, def.Timeout, func(ctx context.Context) error {
+	err := x.callAttempt(rc.Context, info, def.Timeout, func(ctx context.Context) error {
 		var err error
 		output, err = def.Run(ctx, tx)
 		return err
