@@ -293,3 +293,46 @@ func TestStopDrainsOrReleases(t *testing.T) {
 		t.Fatalf("result = %d, %v; want 7 (completed during the drain)", got, err)
 	}
 }
+
+// ListRuns bounds the creation time in the database.
+func TestListRunsByCreationTime(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewManual(t0)
+	cfg := testConfig()
+	cfg.Clock = clk
+	e := openEngine(t, dbPath(t), cfg)
+	wf := doubler("doubler", 1)
+	flow.Register(e, wf)
+	for i := range 3 {
+		if _, err := flow.Start(ctx, e, wf, i, &flow.StartOptions{RunID: string(rune('a' + i))}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Hour)
+	}
+	ids := func(f flow.RunFilter) []string {
+		runs, err := e.ListRuns(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range runs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		f    flow.RunFilter
+		want []string
+	}{
+		{flow.RunFilter{Since: t0.Add(time.Hour)}, []string{"c", "b"}},
+		{flow.RunFilter{Until: t0.Add(time.Hour)}, []string{"a"}},
+		{flow.RunFilter{Since: t0.Add(time.Hour), Until: t0.Add(2 * time.Hour)}, []string{"b"}},
+		{flow.RunFilter{}, []string{"c", "b", "a"}},
+	} {
+		if got := ids(tc.f); !slices.Equal(got, tc.want) {
+			t.Errorf("ListRuns(%+v) = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+}

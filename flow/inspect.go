@@ -118,7 +118,9 @@ type RunFilter struct {
 	Status   RunStatus
 	Workflow string
 	Queue    string
-	Limit    int // default 100
+	Since    time.Time // created at or after; zero: no bound
+	Until    time.Time // created before; zero: no bound
+	Limit    int       // default 100
 }
 
 // WaitingWorkflow counts ready runs of a workflow version this engine does
@@ -173,6 +175,7 @@ func (e *Engine) History(ctx context.Context, runID string) ([]Event, error) {
 func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 	runs, err := e.store.Reader().RunList(ctx, store.RunListParams{
 		Status: f.Status, Workflow: f.Workflow, Queue: f.Queue, Limit: f.Limit,
+		Since: unixMillis(f.Since), Before: unixMillis(f.Until),
 	})
 	if err != nil {
 		return nil, err
@@ -219,6 +222,13 @@ func raw(b []byte) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(b)
+}
+
+func unixMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func millis(ms int64) time.Time {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 
@@ -98,9 +97,7 @@ Statuses: ` + statusNames() + `.
 --since and --until take a time (2006-01-02, 2006-01-02T15:04,
 2006-01-02T15:04:05, RFC 3339; local time unless it carries a zone) or a
 duration before now (90s, 15m, 2h, 3d, 1w). --since is inclusive, --until
-exclusive. With a time filter flowlite examines the newest ` + strconv.Itoa(scanCap) + ` runs
-that match the other filters and says so on stderr when older ones may match
-too.`,
+exclusive.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			st, err := parseStatus(status)
@@ -116,13 +113,9 @@ too.`,
 			}
 			return a.withEngine(cmd.Context(), func(e *flow.Engine) error {
 				f := flow.RunFilter{Status: st, Workflow: workflow, Queue: queue, Limit: limit}
-				runs, complete, err := listRunsIn(cmd.Context(), e, f, window)
+				runs, err := listRunsIn(cmd.Context(), e, f, window)
 				if err != nil {
 					return err
-				}
-				if !complete {
-					a.logger.Warn("runs: only the newest runs were examined for the time filter; older runs may match too: narrow the search with --status, --workflow or --queue",
-						"examined", scanCap)
 				}
 				if a.json {
 					out := make([]runJSON, len(runs))

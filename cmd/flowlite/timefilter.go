@@ -10,20 +10,9 @@ import (
 	"github.com/flowlite/flowlite/flow"
 )
 
-// scanCap bounds how many runs a time-filtered listing examines: flow's
-// RunFilter has no time bounds, so the filter applies to the newest runs
-// matching the other filters.
-const scanCap = 10000
-
 // window is a creation-time range; a zero bound is open.
 type window struct {
 	since, until time.Time // since inclusive, until exclusive
-}
-
-func (w window) empty() bool { return w.since.IsZero() && w.until.IsZero() }
-
-func (w window) contains(t time.Time) bool {
-	return (w.since.IsZero() || !t.Before(w.since)) && (w.until.IsZero() || t.Before(w.until))
 }
 
 // parseWindow parses --since and --until relative to now.
@@ -94,32 +83,8 @@ func parseAgo(s string) (time.Duration, bool) {
 }
 
 // listRunsIn lists the runs of f created in w, newest first, at most
-// f.Limit of them. complete is false when the scan stopped at scanCap runs
-// before it could rule out older matches.
-func listRunsIn(ctx context.Context, e *flow.Engine, f flow.RunFilter, w window) (runs []flow.RunInfo, complete bool, err error) {
-	if w.empty() {
-		runs, err := e.ListRuns(ctx, f)
-		return runs, true, err
-	}
-	limit := f.Limit
-	f.Limit = scanCap
-	all, err := e.ListRuns(ctx, f)
-	if err != nil {
-		return nil, false, err
-	}
-	for _, r := range all {
-		if w.contains(r.CreatedAt) {
-			runs = append(runs, r)
-			if len(runs) == limit {
-				return runs, true, nil // newest first: these are the newest matches
-			}
-		}
-	}
-	if len(all) < scanCap {
-		return runs, true, nil
-	}
-	// Newest first: once a run older than since was seen, nothing older can
-	// match.
-	last := all[len(all)-1]
-	return runs, !w.since.IsZero() && last.CreatedAt.Before(w.since), nil
+// f.Limit of them; the database applies the time bounds.
+func listRunsIn(ctx context.Context, e *flow.Engine, f flow.RunFilter, w window) ([]flow.RunInfo, error) {
+	f.Since, f.Until = w.since, w.until
+	return e.ListRuns(ctx, f)
 }

@@ -381,15 +381,19 @@ SELECT id, workflow, version, queue, priority, status, input, output, error, rea
 WHERE (?1 = '' OR status = ?1)
   AND (?2 = '' OR workflow = ?2)
   AND (?3 = '' OR queue = ?3)
+  AND (?4 = 0 OR created_at >= ?4)
+  AND (?5 = 0 OR created_at < ?5)
 ORDER BY created_at DESC, id
-LIMIT ?4
+LIMIT ?6
 `
 
 type RunListParams struct {
-	Status   interface{}
-	Workflow interface{}
-	Queue    interface{}
-	MaxRuns  int64
+	Status        interface{}
+	Workflow      interface{}
+	Queue         interface{}
+	CreatedSince  interface{}
+	CreatedBefore interface{}
+	MaxRuns       int64
 }
 
 func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error) {
@@ -397,6 +401,8 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 		arg.Status,
 		arg.Workflow,
 		arg.Queue,
+		arg.CreatedSince,
+		arg.CreatedBefore,
 		arg.MaxRuns,
 	)
 	if err != nil {

@@ -229,6 +229,8 @@ type RunListParams struct {
 	Status   RunStatus
 	Workflow string
 	Queue    string
+	Since    int64 // created at or after, Unix ms; zero: no bound
+	Before   int64 // created before, Unix ms; zero: no bound
 	Limit    int
 }
 

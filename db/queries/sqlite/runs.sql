@@ -156,6 +156,8 @@ SELECT * FROM runs
 WHERE (@status = '' OR status = @status)
   AND (@workflow = '' OR workflow = @workflow)
   AND (@queue = '' OR queue = @queue)
+  AND (@created_since = 0 OR created_at >= @created_since)
+  AND (@created_before = 0 OR created_at < @created_before)
 ORDER BY created_at DESC, id
 LIMIT @max_runs;
 

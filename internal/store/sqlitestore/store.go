@@ -54,7 +54,8 @@ func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		limit = 100
 	}
 	rows, err := r.q.RunList(ctx, sqlitedb.RunListParams{
-		Status: string(p.Status), Workflow: p.Workflow, Queue: p.Queue, MaxRuns: int64(limit),
+		Status: string(p.Status), Workflow: p.Workflow, Queue: p.Queue,
+		CreatedSince: p.Since, CreatedBefore: p.Before, MaxRuns: int64(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", interpretError(err))
