@@ -33,7 +33,9 @@ and suspended runs are never deleted. A negative age keeps that state forever.`,
 			ctx := cmd.Context()
 			return a.withEngine(ctx, func(e *flow.Engine) error {
 				start := time.Now()
+				stop := a.progress("cleaning")
 				n, err := e.Clean(ctx)
+				stop()
 				if err != nil {
 					return fmt.Errorf("clean: %w (%d runs deleted before the error)", err, n)
 				}
