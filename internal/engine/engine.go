@@ -162,9 +162,6 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 // Config returns the effective configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Store returns the store the engine works on.
-func (e *Engine) Store() store.Store { return e.store }
-
 // Register adds a workflow version. Registering the same version twice is
 // an error, because two bodies for one recorded history cannot both be right.
 func (e *Engine) Register(w Workflow) error {
@@ -287,13 +284,6 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	e.hardStop(errStopping)
 	return err
-}
-
-// Running reports whether the engine was started and not stopped.
-func (e *Engine) Running() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.running
 }
 
 // Wake makes the claimers of queue look for work now.

@@ -30,12 +30,7 @@ var (
 	// ErrLostRace is the cause of a race branch's context once another
 	// branch won; the branch's further step calls return it.
 	ErrLostRace = errors.New("another branch finished first")
-	// ErrEngineStopped is returned when the engine is not running.
-	ErrEngineStopped = errors.New("engine stopped")
 
-	// errLeaseLost is the cause of a run's context when another worker took
-	// the run over.
-	errLeaseLost = errors.New("lease lost")
 	// errStopping is the cause of a run's context when the engine stops
 	// before the run could finish.
 	errStopping = errors.New("engine stopping")

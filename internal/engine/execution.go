@@ -162,7 +162,7 @@ func (x *execution) write(fn func(ctx context.Context, tx store.Tx, now int64) e
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		x.e.log.Warn("lease lost; another worker owns the run now", "run", x.run.ID, "fence", x.lease.Fence)
-		x.cancelLease(errLeaseLost)
+		x.cancelLease(store.ErrLeaseLost)
 	}
 	return err
 }
@@ -265,9 +265,9 @@ func (x *execution) abort(rc *RunContext, cause error) {
 	var replayErr *ReplayError
 	var defErr *DefinitionError
 	switch {
-	case errors.Is(cause, errLeaseLost), errors.Is(cause, store.ErrLeaseLost):
-		// No longer ours to write. (A fenced write that failed leaves the
-		// store's error as the cause, not errLeaseLost.)
+	case errors.Is(cause, store.ErrLeaseLost):
+		// No longer ours to write: a fenced write failed, or the heartbeat
+		// found the lease taken.
 	case errors.Is(cause, errParked):
 		st := rc.st
 		st.mu.Lock()

@@ -298,6 +298,3 @@ func (e *Engine) Signal(ctx context.Context, runID, name string, payload []byte,
 	}
 	return sent, nil
 }
-
-// IsNotFound reports whether err says a run does not exist.
-func IsNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
