@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,6 +126,7 @@ type Engine struct {
 
 	mu        sync.Mutex
 	workflows map[store.WorkflowKey]Workflow
+	known     []store.WorkflowKey // sorted keys of workflows; replaced, never mutated
 	wake      map[string]chan struct{}
 	active    map[string]*execution
 	settledCh chan struct{} // closed and replaced whenever a run settles here
@@ -177,6 +180,11 @@ func (e *Engine) Register(w Workflow) error {
 		return fmt.Errorf("register workflow %s: already registered", w.Key)
 	}
 	e.workflows[w.Key] = w
+	known := append(slices.Clone(e.known), w.Key)
+	slices.SortFunc(known, func(a, b store.WorkflowKey) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
+	})
+	e.known = known
 	running := e.running
 	e.mu.Unlock()
 	if running { // Start recorded the others; record this one now
@@ -202,20 +210,7 @@ func (e *Engine) Lookup(k store.WorkflowKey) (Workflow, bool) {
 func (e *Engine) Known() []store.WorkflowKey {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	keys := make([]store.WorkflowKey, 0, len(e.workflows))
-	for k := range e.workflows {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b store.WorkflowKey) int {
-		if a.Name != b.Name {
-			if a.Name < b.Name {
-				return -1
-			}
-			return 1
-		}
-		return a.Version - b.Version
-	})
-	return keys
+	return e.known // the claim reads it on every poll: kept sorted by Register
 }
 
 // Start records the registered workflows and starts claiming, heartbeating
