@@ -218,6 +218,11 @@ func (e *Engine) DeadLetters(ctx context.Context, f store.DeadFilter, limit int)
 // Requeue starts the dead letter id again from scratch, as a new run, and
 // returns the new run's ID (see requeue). A run that is not a dead letter
 // is an error wrapping store.ErrConflict, and nothing changes.
+//
+// The new run counts in MetricsSnapshot.RunsStarted, as a run started with
+// StartRun does: it is a run this engine recorded, which will be claimed
+// and finish like any other, so leaving it out would make RunsStarted fall
+// behind RunsFinished.
 func (e *Engine) Requeue(ctx context.Context, id string) (string, error) {
 	var newID, queue string
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -228,6 +233,7 @@ func (e *Engine) Requeue(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("requeue run %s: %w", id, err)
 	}
+	e.metrics.runStarted() // only now: the new run exists once the write committed
 	e.Wake(queue)
 	return newID, nil
 }
@@ -305,7 +311,8 @@ func requeueID(run store.Run) string {
 // matches that exists when it starts, and returns how many it requeued. A
 // dead letter whose unique key an unfinished run holds is left as it is
 // (it would be a duplicate), logged and not counted. Runs that fail while
-// it works, including the ones it requeued, are not requeued again.
+// it works, including the ones it requeued, are not requeued again. Each
+// run it requeued counts in MetricsSnapshot.RunsStarted, as with Requeue.
 func (e *Engine) RequeueDead(ctx context.Context, f store.DeadFilter) (int, error) {
 	return e.requeueDead(ctx, f, deadBatch)
 }
@@ -352,6 +359,11 @@ func (e *Engine) requeueDead(ctx context.Context, f store.DeadFilter, batchSize 
 			return total, fmt.Errorf("requeue dead letters: %w", err)
 		}
 		total += requeued
+		// Counted only now: the new runs exist once Write returned nil,
+		// and a batch that failed requeued none.
+		for range requeued {
+			e.metrics.runStarted()
+		}
 		for q := range queues {
 			e.Wake(q)
 		}

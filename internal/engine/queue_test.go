@@ -157,6 +157,56 @@ func TestBulkDeadLetterBatches(t *testing.T) {
 	}
 }
 
+// A requeue starts its dead letter again as a new run, so RunsStarted
+// counts each run actually requeued once: not the requeues that failed,
+// nor the dead letters a bulk requeue left as they were.
+func TestRequeueCountsRunsStarted(t *testing.T) {
+	t.Parallel()
+	e, s, _ := newQueueEngine(t)
+	ctx := t.Context()
+	for i := range 5 {
+		key := ""
+		if i == 4 {
+			key = "held"
+		}
+		deadLetter(t, e, s, fmt.Sprintf("d%d", i), "a", key)
+	}
+	// An unfinished run holds the key of d4, which cannot be requeued.
+	if _, err := e.StartRun(ctx, StartParams{ID: "holder", Workflow: jobKey, Queue: "c", Input: []byte(`{}`), UniqueKey: "held"}); err != nil {
+		t.Fatal(err)
+	}
+	started := func() int64 { return e.Metrics().RunsStarted }
+	before := started()
+	if before != 6 {
+		t.Fatalf("RunsStarted after the setup = %d, want 6 (the dead letters and the holder)", before)
+	}
+
+	if _, err := e.Requeue(ctx, "d0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := started() - before; got != 1 {
+		t.Errorf("Requeue of a dead letter: RunsStarted grew by %d, want 1", got)
+	}
+	before = started()
+	for _, id := range []string{"d0", "holder", "d4", "nosuch"} { // requeued already, pending, key held, unknown
+		if _, err := e.Requeue(ctx, id); err == nil {
+			t.Fatalf("Requeue(%s) succeeded", id)
+		}
+	}
+	if got := started() - before; got != 0 {
+		t.Errorf("failed Requeues: RunsStarted grew by %d, want 0", got)
+	}
+
+	before = started()
+	n, err := e.requeueDead(ctx, store.DeadFilter{Queue: "a"}, 2) // d1..d3 in two batches; d4 skipped
+	if err != nil || n != 3 {
+		t.Fatalf("bulk requeue: %d, %v; want 3", n, err)
+	}
+	if got := started() - before; got != int64(n) {
+		t.Errorf("bulk requeue of %d runs: RunsStarted grew by %d", n, got)
+	}
+}
+
 // A unique period needs a key; the key's holder is returned whatever the
 // options of the later start.
 func TestStartUniqueValidation(t *testing.T) {
