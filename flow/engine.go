@@ -91,6 +91,14 @@ type Config struct {
 	// half of it the engine truncates the WAL, briefly holding writes back
 	// until readers move on. Default 64 MiB.
 	WALLimit int64
+	// ReportInterval is how often a started engine writes its metrics
+	// (EngineMetrics) to the database when they changed, so that processes
+	// that run no workflows, like flowlite serve, can show them (see
+	// Reports). Default 10s; negative: never.
+	ReportInterval time.Duration
+	// ReportRetention is how long the reports of engines that stopped
+	// writing them are kept. Default 7 days; negative: forever.
+	ReportRetention time.Duration
 }
 
 // Engine runs workflows stored in one database.
@@ -160,6 +168,8 @@ func newEngine(s store.Store, cfg *Config) (*Engine, error) {
 		CleanInterval:      cfg.CleanInterval,
 		CheckpointInterval: cfg.CheckpointInterval,
 		WALLimit:           cfg.WALLimit,
+		ReportInterval:     cfg.ReportInterval,
+		ReportRetention:    cfg.ReportRetention,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)

@@ -1,12 +1,17 @@
 package flow
 
-import "github.com/flowlite/flowlite/internal/engine"
+import (
+	"context"
+
+	"github.com/flowlite/flowlite/internal/engine"
+)
 
 // EngineMetrics is what one engine did since it was opened: runs it
 // started, outcomes it recorded by state, the duration of the step and
 // compensation attempts it ran, and how late after their due time it
-// claimed runs. It covers this process only; what the database holds (runs
-// by state, queue depth) is read with CountRuns and ListRuns.
+// claimed runs. Metrics returns this process's; Reports returns every
+// engine's, as they wrote them to the database. What the database holds
+// (runs by state, queue depth) is read with CountRuns and QueueStats.
 type EngineMetrics = engine.MetricsSnapshot
 
 // Histogram is a snapshot of a histogram of seconds: Counts[i] counts the
@@ -17,3 +22,22 @@ type Histogram = engine.Histogram
 // Metrics returns a snapshot of the engine's in-process instrumentation.
 // It is cheap (no database access) and safe to call at any time.
 func (e *Engine) Metrics() EngineMetrics { return e.core.Metrics() }
+
+// Report is what one engine wrote to the database about itself: its worker
+// ID, host and process, when it started and last reported (on its clock),
+// and its metrics then.
+type Report = engine.Report
+
+// Reports returns what every engine working on the database reported, the
+// engine started first first, including engines that stopped (until
+// Config.ReportRetention passes). A started engine writes its report at
+// Start, every Config.ReportInterval while its metrics change, and at
+// Stop, so a report is at most one interval behind. Add the metrics up
+// with SumMetrics.
+func (e *Engine) Reports(ctx context.Context) ([]Report, error) { return e.core.Reports(ctx) }
+
+// SumMetrics adds up engine metrics, e.g. those of Reports, into the
+// totals of a database. Counters only grow as long as no report is
+// deleted, so the sums can be exported as Prometheus counters; the
+// deletion of an old report shows as a counter reset.
+func SumMetrics(m ...EngineMetrics) EngineMetrics { return engine.SumMetrics(m...) }

@@ -24,6 +24,21 @@ func New(db DBTX) *Queries {
 func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	q := Queries{db: db}
 	var err error
+	if q.checkpointLastStmt, err = db.PrepareContext(ctx, checkpointLast); err != nil {
+		return nil, fmt.Errorf("error preparing query CheckpointLast: %w", err)
+	}
+	if q.checkpointRecordStmt, err = db.PrepareContext(ctx, checkpointRecord); err != nil {
+		return nil, fmt.Errorf("error preparing query CheckpointRecord: %w", err)
+	}
+	if q.engineReportDeleteBeforeStmt, err = db.PrepareContext(ctx, engineReportDeleteBefore); err != nil {
+		return nil, fmt.Errorf("error preparing query EngineReportDeleteBefore: %w", err)
+	}
+	if q.engineReportListStmt, err = db.PrepareContext(ctx, engineReportList); err != nil {
+		return nil, fmt.Errorf("error preparing query EngineReportList: %w", err)
+	}
+	if q.engineReportUpsertStmt, err = db.PrepareContext(ctx, engineReportUpsert); err != nil {
+		return nil, fmt.Errorf("error preparing query EngineReportUpsert: %w", err)
+	}
 	if q.eventAppendStmt, err = db.PrepareContext(ctx, eventAppend); err != nil {
 		return nil, fmt.Errorf("error preparing query EventAppend: %w", err)
 	}
@@ -203,6 +218,31 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 
 func (q *Queries) Close() error {
 	var err error
+	if q.checkpointLastStmt != nil {
+		if cerr := q.checkpointLastStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing checkpointLastStmt: %w", cerr)
+		}
+	}
+	if q.checkpointRecordStmt != nil {
+		if cerr := q.checkpointRecordStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing checkpointRecordStmt: %w", cerr)
+		}
+	}
+	if q.engineReportDeleteBeforeStmt != nil {
+		if cerr := q.engineReportDeleteBeforeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing engineReportDeleteBeforeStmt: %w", cerr)
+		}
+	}
+	if q.engineReportListStmt != nil {
+		if cerr := q.engineReportListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing engineReportListStmt: %w", cerr)
+		}
+	}
+	if q.engineReportUpsertStmt != nil {
+		if cerr := q.engineReportUpsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing engineReportUpsertStmt: %w", cerr)
+		}
+	}
 	if q.eventAppendStmt != nil {
 		if cerr := q.eventAppendStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventAppendStmt: %w", cerr)
@@ -532,6 +572,11 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 type Queries struct {
 	db                              DBTX
 	tx                              *sql.Tx
+	checkpointLastStmt              *sql.Stmt
+	checkpointRecordStmt            *sql.Stmt
+	engineReportDeleteBeforeStmt    *sql.Stmt
+	engineReportListStmt            *sql.Stmt
+	engineReportUpsertStmt          *sql.Stmt
 	eventAppendStmt                 *sql.Stmt
 	eventListStmt                   *sql.Stmt
 	queueCountsStmt                 *sql.Stmt
@@ -596,6 +641,11 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
 		db:                              tx,
 		tx:                              tx,
+		checkpointLastStmt:              q.checkpointLastStmt,
+		checkpointRecordStmt:            q.checkpointRecordStmt,
+		engineReportDeleteBeforeStmt:    q.engineReportDeleteBeforeStmt,
+		engineReportListStmt:            q.engineReportListStmt,
+		engineReportUpsertStmt:          q.engineReportUpsertStmt,
 		eventAppendStmt:                 q.eventAppendStmt,
 		eventListStmt:                   q.eventListStmt,
 		queueCountsStmt:                 q.queueCountsStmt,

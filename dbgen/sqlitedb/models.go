@@ -4,6 +4,25 @@
 
 package sqlitedb
 
+type Checkpoint struct {
+	ID       int64
+	At       int64
+	Owner    string
+	Mode     string
+	WalBytes int64
+	Busy     int64
+	Error    string
+}
+
+type EngineReport struct {
+	Owner      string
+	Host       string
+	Pid        int64
+	StartedAt  int64
+	ReportedAt int64
+	Metrics    []byte
+}
+
 type Event struct {
 	ID         int64
 	RunID      string

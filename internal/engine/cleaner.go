@@ -30,6 +30,8 @@ const (
 	DefaultCleanBatch         = 500
 	DefaultCheckpointInterval = time.Second
 	DefaultWALLimit           = 64 << 20
+	DefaultReportInterval     = 10 * time.Second
+	DefaultReportRetention    = 7 * 24 * time.Hour
 )
 
 func (r Retention) withDefaults() Retention {
@@ -61,6 +63,12 @@ func (c Config) withMaintenanceDefaults() Config {
 	if c.WALLimit <= 0 {
 		c.WALLimit = DefaultWALLimit
 	}
+	if c.ReportInterval == 0 {
+		c.ReportInterval = DefaultReportInterval
+	}
+	if c.ReportRetention == 0 {
+		c.ReportRetention = DefaultReportRetention
+	}
 	return c
 }
 
@@ -71,7 +79,7 @@ func (e *Engine) runCleaner(ctx context.Context) {
 		return
 	}
 	r := e.cfg.Retention
-	if r.Completed < 0 && r.Failed < 0 && r.Cancelled < 0 {
+	if r.Completed < 0 && r.Failed < 0 && r.Cancelled < 0 && e.cfg.ReportRetention < 0 {
 		return
 	}
 	tick := time.NewTicker(e.cfg.CleanInterval)
@@ -103,6 +111,9 @@ func (e *Engine) runCleaner(ctx context.Context) {
 // the run's state in its WHERE clause, so a run that is pending, running,
 // waiting, compensating or suspended is never deleted, and neither is a
 // finished child whose parent has not finished.
+//
+// It also deletes the reports of engines silent for longer than
+// ReportRetention (report.go); they are not counted in the result.
 func (e *Engine) Clean(ctx context.Context) (int, error) {
 	now := e.now()
 	r := e.cfg.Retention
@@ -140,6 +151,13 @@ func (e *Engine) Clean(ctx context.Context) (int, error) {
 				break
 			}
 		}
+	}
+	n, err := e.cleanReports(ctx)
+	if err != nil {
+		return total, err
+	}
+	if n > 0 {
+		e.log.Info("deleted the reports of engines silent past their retention", "reports", n)
 	}
 	return total, nil
 }

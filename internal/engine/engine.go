@@ -66,6 +66,12 @@ type Config struct {
 	// WALLimit is the size in bytes the WAL file should stay under. Default
 	// 64 MiB.
 	WALLimit int64
+	// ReportInterval is how often the engine writes its metrics to the
+	// database when they changed (report.go). Default 10s; negative: never.
+	ReportInterval time.Duration
+	// ReportRetention is how long the cleaner keeps the reports of engines
+	// that stopped writing them. Default 7 days; negative: forever.
+	ReportRetention time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -133,6 +139,10 @@ type Engine struct {
 	metrics   metrics       // instrumentation read by Metrics (metrics.go)
 	wal       walState      // what the WAL watch saw and did
 	running   bool
+	startedAt time.Time // of the last Start, engine clock
+
+	reportMu       sync.Mutex // serializes reports (report.go)
+	reportedEvents uint64     // metrics events counted at the last report
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc
@@ -234,6 +244,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}
+	e.startedAt = e.now()
+	if e.cfg.ReportInterval >= 0 {
+		if err := e.report(ctx, true); err != nil {
+			return fmt.Errorf("start engine: %w", err)
+		}
+	}
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -250,6 +266,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.loops.Go(func() error { e.runScheduler(loopCtx); return nil })
 	e.loops.Go(func() error { e.runCleaner(loopCtx); return nil })
 	e.loops.Go(func() error { e.runWALWatch(loopCtx); return nil })
+	e.loops.Go(func() error { e.runReporter(loopCtx); return nil })
 	return nil
 }
 
@@ -278,6 +295,7 @@ func (e *Engine) Stop(ctx context.Context) error {
 		err = fmt.Errorf("stop engine: runs interrupted: %w", ctx.Err())
 	}
 	e.hardStop(errStopping)
+	e.lastReport()
 	return err
 }
 

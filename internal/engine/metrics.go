@@ -2,6 +2,8 @@ package engine
 
 import (
 	"maps"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,12 +17,14 @@ import (
 //	engine.go      Engine.metrics (the field)
 //	ops.go         StartRun, StartRunTx: runStarted
 //	wait.go        StartChild: runStarted
+//	queue.go       Requeue, requeueDead: runStarted
 //	execution.go   finish: runFinished
 //	runcontext.go  callAttempt: observeAttempt
 //	claimer.go     claim: observeClaims
 //
 // Their cost is one short critical section per event, which is small next
-// to the database write each event comes with.
+// to the database write each event comes with. The reporter (report.go)
+// writes snapshots to the database, so other processes can read them.
 
 // StepSecondsBounds returns the upper bounds, in seconds, of the buckets of
 // the step attempt duration histogram.
@@ -38,10 +42,10 @@ func ClaimSecondsBounds() []float64 {
 // at most Bounds[i] and above Bounds[i-1]; the last count, at index
 // len(Bounds), those above every bound. Counts are not cumulative.
 type Histogram struct {
-	Bounds []float64
-	Counts []uint64
-	Sum    float64 // of the observations, in seconds
-	Count  uint64
+	Bounds []float64 `json:"bounds"`
+	Counts []uint64  `json:"counts"`
+	Sum    float64   `json:"sum"` // of the observations, in seconds
+	Count  uint64    `json:"count"`
 }
 
 func newHistogram(bounds []float64) *Histogram {
@@ -65,25 +69,28 @@ func (h *Histogram) clone() Histogram {
 	return c
 }
 
-// MetricsSnapshot is what this engine did since it was created.
+// MetricsSnapshot is what this engine did since it was created. Its JSON
+// form is what the reporter stores (report.go).
 type MetricsSnapshot struct {
 	// RunsStarted counts the runs this engine recorded (Start, StartTx,
-	// children), not the runs it found existing under the same ID.
-	RunsStarted int64
+	// children, requeued dead letters), not the runs it found existing
+	// under the same ID.
+	RunsStarted int64 `json:"runs_started"`
 	// RunsFinished counts the outcomes this engine recorded, by state
 	// (completed, failed, cancelled, suspended).
-	RunsFinished map[store.RunStatus]int64
+	RunsFinished map[store.RunStatus]int64 `json:"runs_finished"`
 	// AttemptSeconds is the duration of step and compensation attempts run
 	// here, by kind: "step" or "compensation".
-	AttemptSeconds map[string]Histogram
+	AttemptSeconds map[string]Histogram `json:"attempt_seconds"`
 	// ClaimSeconds is, by queue, how long after it became due each run was
 	// claimed here, on the engine clock.
-	ClaimSeconds map[string]Histogram
+	ClaimSeconds map[string]Histogram `json:"claim_seconds"`
 }
 
 // metrics is the engine's instrumentation. Its zero value is ready.
 type metrics struct {
 	mu       sync.Mutex
+	events   uint64 // counts every change, so the reporter can tell nothing happened
 	started  int64
 	finished map[store.RunStatus]int64
 	attempts map[string]*Histogram
@@ -93,6 +100,7 @@ type metrics struct {
 func (m *metrics) runStarted() {
 	m.mu.Lock()
 	m.started++
+	m.events++
 	m.mu.Unlock()
 }
 
@@ -102,6 +110,7 @@ func (m *metrics) runFinished(status store.RunStatus) {
 		m.finished = make(map[store.RunStatus]int64)
 	}
 	m.finished[status]++
+	m.events++
 	m.mu.Unlock()
 }
 
@@ -123,6 +132,7 @@ func (m *metrics) observeAttempt(info StepInfo, start time.Time) {
 		m.attempts[kind] = h
 	}
 	h.observe(d)
+	m.events++
 	m.mu.Unlock()
 }
 
@@ -143,12 +153,19 @@ func (m *metrics) observeClaims(queue string, runs []store.Run, nowMs int64) {
 	for _, r := range runs {
 		h.observe(float64(max(nowMs-r.RunAt, 0)) / 1000)
 	}
+	m.events++
 	m.mu.Unlock()
 }
 
 // Metrics returns a snapshot of the engine's instrumentation.
 func (e *Engine) Metrics() MetricsSnapshot {
-	m := &e.metrics
+	s, _ := e.metrics.snapshot()
+	return s
+}
+
+// snapshot returns a copy of the instrumentation and the number of changes
+// it counts.
+func (m *metrics) snapshot() (MetricsSnapshot, uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := MetricsSnapshot{
@@ -166,5 +183,57 @@ func (e *Engine) Metrics() MetricsSnapshot {
 	for q, h := range m.claims {
 		s.ClaimSeconds[q] = h.clone()
 	}
-	return s
+	return s, m.events
+}
+
+// SumMetrics adds up snapshots, e.g. the reports of every engine working
+// on a database. Histograms with the same bounds add bucket by bucket; a
+// histogram with other bounds (written by another version) has each bucket
+// counted in the first bucket of the sum whose bound is at least its own.
+func SumMetrics(snapshots ...MetricsSnapshot) MetricsSnapshot {
+	sum := MetricsSnapshot{
+		RunsFinished:   map[store.RunStatus]int64{},
+		AttemptSeconds: map[string]Histogram{},
+		ClaimSeconds:   map[string]Histogram{},
+	}
+	for _, s := range snapshots {
+		sum.RunsStarted += s.RunsStarted
+		for st, n := range s.RunsFinished {
+			sum.RunsFinished[st] += n
+		}
+		addHistograms(sum.AttemptSeconds, s.AttemptSeconds, StepSecondsBounds)
+		addHistograms(sum.ClaimSeconds, s.ClaimSeconds, ClaimSecondsBounds)
+	}
+	return sum
+}
+
+func addHistograms(into, from map[string]Histogram, bounds func() []float64) {
+	for k, h := range from {
+		acc, ok := into[k]
+		if !ok {
+			acc = newHistogram(bounds()).clone()
+		}
+		acc.add(h)
+		into[k] = acc
+	}
+}
+
+// add adds the observations of o to h.
+func (h *Histogram) add(o Histogram) {
+	h.Sum += o.Sum
+	h.Count += o.Count
+	if slices.Equal(h.Bounds, o.Bounds) && len(o.Counts) == len(h.Counts) {
+		for i, c := range o.Counts {
+			h.Counts[i] += c
+		}
+		return
+	}
+	for i, c := range o.Counts {
+		upper := math.Inf(1)
+		if i < len(o.Bounds) {
+			upper = o.Bounds[i]
+		}
+		j, _ := slices.BinarySearch(h.Bounds, upper)
+		h.Counts[j] += c // j == len(h.Bounds) is the overflow bucket
+	}
 }

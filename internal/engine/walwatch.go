@@ -36,8 +36,8 @@ import (
 // Checkpoints go through the store's writer connection, between its
 // transactions.
 
-// FileHealth describes the database file and the checkpoints this engine ran
-// on it.
+// FileHealth describes the database file, the checkpoints this engine ran
+// on it, and the last checkpoint any engine ran on it.
 type FileHealth struct {
 	Path     string // the database file
 	DBBytes  int64  // size of the database file
@@ -51,27 +51,35 @@ type FileHealth struct {
 	// automatic checkpoints are not counted.
 	Checkpoints int64
 	Forced      int64
-	// The last checkpoint this engine ran: when (engine clock; zero when
-	// none), its mode, whether readers or writers kept it from finishing,
-	// its error if it failed, how many frames the WAL held and how many of
-	// them were copied into the database file.
-	LastCheckpoint      time.Time
-	LastCheckpointMode  store.CheckpointMode
-	LastCheckpointBusy  bool
-	LastCheckpointError string
-	WALFrames           int
-	CheckpointedFrames  int
+	// The last checkpoint run on the file, by this engine or by another
+	// one (another process) that recorded it in the database: when (on
+	// the clock of the engine that ran it; zero when none), which engine
+	// (its worker ID), its mode, the WAL's size before it, whether readers
+	// or writers kept it from finishing, and its error if it failed.
+	LastCheckpoint         time.Time
+	LastCheckpointBy       string
+	LastCheckpointMode     store.CheckpointMode
+	LastCheckpointWALBytes int64
+	LastCheckpointBusy     bool
+	LastCheckpointError    string
+	// When this engine ran the last checkpoint: how many frames the WAL
+	// held and how many of them were copied into the database file (0 and
+	// 0 after a TRUNCATE). Zero when another engine ran it.
+	WALFrames          int
+	CheckpointedFrames int
 }
 
 // walState records the checkpoints this engine ran, for FileHealth.
 type walState struct {
-	mu          sync.Mutex
-	last        store.CheckpointResult
-	lastAt      time.Time
-	lastErr     error
-	checkpoints int64
-	forced      int64
-	peak        int64
+	mu      sync.Mutex
+	last    store.CheckpointResult
+	lastAt  time.Time
+	lastErr error
+	// lastWALBytes is the WAL's size before the last checkpoint.
+	lastWALBytes int64
+	checkpoints  int64
+	forced       int64
+	peak         int64
 }
 
 // walQuickRetries is how many blocking checkpoints in a row the watch tries
@@ -188,7 +196,7 @@ func (w *walWatch) check(ctx context.Context) time.Duration {
 // truncated.
 func (w *walWatch) checkpoint(ctx context.Context, mode store.CheckpointMode, forced bool, walBytes int64) (truncated bool) {
 	e := w.e
-	res, err := e.checkpoint(ctx, w.fm, mode, forced)
+	res, err := e.checkpoint(ctx, w.fm, mode, forced, walBytes)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -246,15 +254,30 @@ func (e *Engine) fileStats(ctx context.Context, fm store.FileMaintainer) (store.
 	return st, nil
 }
 
-// checkpoint runs a checkpoint and records its outcome.
-func (e *Engine) checkpoint(ctx context.Context, fm store.FileMaintainer, mode store.CheckpointMode, forced bool) (store.CheckpointResult, error) {
+// checkpoint runs a checkpoint and records it, in memory for FileHealth and
+// in the database for other processes. walBytes is the WAL's size before.
+//
+// The database record is written just before the checkpoint, so that the
+// checkpoint copies it too (a truncated WAL stays empty, and an idle engine
+// does not write a record after each of its checkpoints forever); it is
+// written again after a checkpoint that failed or was busy.
+func (e *Engine) checkpoint(ctx context.Context, fm store.FileMaintainer, mode store.CheckpointMode, forced bool, walBytes int64) (store.CheckpointResult, error) {
+	rec := store.CheckpointRecord{At: e.nowMs(), Owner: e.cfg.WorkerID, Mode: mode, WALBytes: walBytes}
+	e.recordCheckpoint(ctx, rec)
 	res, err := fm.Checkpoint(ctx, mode)
 	if err != nil && ctx.Err() != nil {
 		return res, err // interrupted by the caller: nothing to record
 	}
+	if err != nil || res.Busy {
+		rec.Busy = res.Busy
+		if err != nil {
+			rec.Error = err.Error()
+		}
+		e.recordCheckpoint(ctx, rec)
+	}
 	e.wal.mu.Lock()
 	defer e.wal.mu.Unlock()
-	e.wal.last, e.wal.lastAt, e.wal.lastErr = res, e.now(), err
+	e.wal.last, e.wal.lastAt, e.wal.lastErr, e.wal.lastWALBytes = res, time.UnixMilli(rec.At), err, walBytes
 	e.wal.checkpoints++
 	if forced {
 		e.wal.forced++
@@ -268,11 +291,16 @@ func (e *Engine) Checkpoint(ctx context.Context, mode store.CheckpointMode) (sto
 	if err != nil {
 		return store.CheckpointResult{}, err
 	}
-	return e.checkpoint(ctx, fm, mode, false)
+	st, err := e.fileStats(ctx, fm)
+	if err != nil {
+		return store.CheckpointResult{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	return e.checkpoint(ctx, fm, mode, false, st.WALBytes)
 }
 
-// FileHealth returns the sizes of the database file and its WAL, and what
-// the last checkpoint of this engine did.
+// FileHealth returns the sizes of the database file and its WAL, the
+// checkpoints this engine ran, and the last checkpoint recorded in the
+// database, which another process may have run.
 func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) {
 	fm, err := e.fileMaintainer("file health")
 	if err != nil {
@@ -282,16 +310,29 @@ func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) {
 	if err != nil {
 		return FileHealth{}, err
 	}
+	recorded, ok, err := e.lastRecordedCheckpoint(ctx)
+	if err != nil {
+		return FileHealth{}, fmt.Errorf("file health: %w", err)
+	}
 	e.wal.mu.Lock()
 	defer e.wal.mu.Unlock()
 	h := FileHealth{
 		Path: st.Path, DBBytes: st.DBBytes, WALBytes: st.WALBytes, WALLimit: e.cfg.WALLimit,
 		PeakWALBytes: e.wal.peak, Checkpoints: e.wal.checkpoints, Forced: e.wal.forced,
-		LastCheckpoint: e.wal.lastAt, LastCheckpointMode: e.wal.last.Mode, LastCheckpointBusy: e.wal.last.Busy,
-		WALFrames: e.wal.last.WALFrames, CheckpointedFrames: e.wal.last.Checkpointed,
 	}
-	if e.wal.lastErr != nil {
-		h.LastCheckpointError = e.wal.lastErr.Error()
+	if !e.wal.lastAt.IsZero() {
+		h.LastCheckpoint, h.LastCheckpointBy, h.LastCheckpointMode = e.wal.lastAt, e.cfg.WorkerID, e.wal.last.Mode
+		h.LastCheckpointWALBytes, h.LastCheckpointBusy = e.wal.lastWALBytes, e.wal.last.Busy
+		h.WALFrames, h.CheckpointedFrames = e.wal.last.WALFrames, e.wal.last.Checkpointed
+		if e.wal.lastErr != nil {
+			h.LastCheckpointError = e.wal.lastErr.Error()
+		}
+	}
+	// A record newer than this engine's last checkpoint is another's.
+	if ok && (h.LastCheckpoint.IsZero() || recorded.At > h.LastCheckpoint.UnixMilli()) {
+		h.LastCheckpoint, h.LastCheckpointBy, h.LastCheckpointMode = time.UnixMilli(recorded.At), recorded.Owner, recorded.Mode
+		h.LastCheckpointWALBytes, h.LastCheckpointBusy, h.LastCheckpointError = recorded.WALBytes, recorded.Busy, recorded.Error
+		h.WALFrames, h.CheckpointedFrames = 0, 0
 	}
 	return h, nil
 }

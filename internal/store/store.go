@@ -61,6 +61,7 @@ type Reader interface {
 	WorkflowList(ctx context.Context) ([]WorkflowKey, error)
 	ScheduleReader
 	QueueReader
+	ReportReader
 }
 
 // Tx is a write transaction. Methods that take a Lease are fenced: they
@@ -128,4 +129,5 @@ type Tx interface {
 	ScheduleTx
 	QueueTx
 	MaintenanceTx
+	ReportTx
 }

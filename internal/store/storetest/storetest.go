@@ -72,6 +72,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 	tests = append(tests, scheduleTests()...)
 	tests = append(tests, queueTests()...)
 	tests = append(tests, maintenanceTests()...)
+	tests = append(tests, reportTests()...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// The reporter makes what this engine did visible to other processes.
+//
+// An engine's counters (metrics.go) live in its memory, and SQLite keeps no
+// record of checkpoints, yet the operator looks at a database from
+// processes that run no workflows: flowlite serve and the CLI. So every
+// engine writes its metrics snapshot to its own row of the database (a few
+// hundred bytes), at Start, every ReportInterval when something changed,
+// and at Stop; and every checkpoint it runs is recorded (walwatch.go,
+// checkpoint). Readers add the rows up (SumMetrics).
+//
+// An idle engine writes nothing: a report is skipped when no metric moved
+// since the last one. The rows of engines that stopped reporting longer
+// than ReportRetention ago are deleted by the cleaner.
+
+// Report is what one engine wrote about itself. Times are on the clock of
+// that engine.
+type Report struct {
+	Owner      string // the engine's worker ID, as in leases
+	Host       string
+	PID        int
+	StartedAt  time.Time
+	ReportedAt time.Time
+	Metrics    MetricsSnapshot
+}
+
+// reportStop bounds the last report, written while the engine stops.
+const reportStop = 5 * time.Second
+
+// runReporter writes the engine's report every ReportInterval while its
+// metrics change.
+func (e *Engine) runReporter(ctx context.Context) {
+	if e.cfg.ReportInterval < 0 {
+		return
+	}
+	tick := time.NewTicker(e.cfg.ReportInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := e.report(ctx, false); err != nil && ctx.Err() == nil {
+			e.log.Warn("write engine report", "err", err)
+		}
+	}
+}
+
+// report writes the engine's report, unless force is false and no metric
+// moved since the last report.
+func (e *Engine) report(ctx context.Context, force bool) error {
+	e.reportMu.Lock()
+	defer e.reportMu.Unlock()
+	snap, events := e.metrics.snapshot()
+	if !force && events == e.reportedEvents {
+		return nil
+	}
+	encoded, err := json.Marshal(snap)
+	if err != nil {
+		return fmt.Errorf("write report of engine %s: encode metrics: %w", e.cfg.WorkerID, err)
+	}
+	host, _ := os.Hostname()
+	r := store.EngineReport{
+		Owner: e.cfg.WorkerID, Host: host, PID: os.Getpid(),
+		StartedAt: e.startedAt.UnixMilli(), ReportedAt: e.nowMs(), Metrics: encoded,
+	}
+	if err := e.store.Write(ctx, func(tx store.Tx) error { return tx.EngineReportSave(ctx, r) }); err != nil {
+		return fmt.Errorf("write report of engine %s: %w", e.cfg.WorkerID, err)
+	}
+	e.reportedEvents = events
+	return nil
+}
+
+// lastReport writes the report of an engine that stopped working, bounded by
+// its own timeout: the context of Stop may be done already.
+func (e *Engine) lastReport() {
+	if e.cfg.ReportInterval < 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reportStop)
+	defer cancel()
+	if err := e.report(ctx, false); err != nil {
+		e.log.Warn("write engine report", "err", err)
+	}
+}
+
+// Reports returns what every engine working on the database reported, the
+// engine started first first.
+func (e *Engine) Reports(ctx context.Context) ([]Report, error) {
+	rows, err := e.store.Reader().EngineReportList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Report, len(rows))
+	for i, row := range rows {
+		r := Report{
+			Owner: row.Owner, Host: row.Host, PID: row.PID,
+			StartedAt: time.UnixMilli(row.StartedAt), ReportedAt: time.UnixMilli(row.ReportedAt),
+		}
+		if err := json.Unmarshal(row.Metrics, &r.Metrics); err != nil {
+			return nil, fmt.Errorf("report of engine %s: malformed metrics: %w", row.Owner, err)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// recordCheckpoint stores c as the last checkpoint. A failure is logged, not
+// returned: the checkpoint matters, its record does not.
+func (e *Engine) recordCheckpoint(ctx context.Context, c store.CheckpointRecord) {
+	err := e.store.Write(ctx, func(tx store.Tx) error { return tx.CheckpointSave(ctx, c) })
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("record checkpoint", "mode", c.Mode, "err", err)
+	}
+}
+
+// lastRecordedCheckpoint returns the last checkpoint any engine recorded,
+// and false when none did.
+func (e *Engine) lastRecordedCheckpoint(ctx context.Context) (store.CheckpointRecord, bool, error) {
+	c, err := e.store.Reader().CheckpointLast(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return c, false, nil
+	case err != nil:
+		return c, false, err
+	}
+	return c, true, nil
+}
+
+// cleanReports deletes the reports of engines silent for longer than
+// ReportRetention.
+func (e *Engine) cleanReports(ctx context.Context) (int, error) {
+	if e.cfg.ReportRetention < 0 {
+		return 0, nil
+	}
+	before := e.now().Add(-e.cfg.ReportRetention).UnixMilli()
+	var n int
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		var err error
+		n, err = tx.EngineReportDeleteBefore(ctx, before)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("clean engine reports: %w", err)
+	}
+	return n, nil
+}
