@@ -104,3 +104,13 @@ func (e *Engine) RequeueDead(ctx context.Context, f DeadLetterFilter) (int, erro
 func (e *Engine) PurgeDead(ctx context.Context, f DeadLetterFilter) (int, error) {
 	return e.core.PurgeDead(ctx, f.store())
 }
+
+// PurgeDeadRuns deletes the dead letters runIDs, with their steps, events
+// and signals, in one transaction: all of them, or none when one of them
+// cannot go. The error then names that run and why: ErrRunNotFound for an
+// unknown run; ErrConflict for a run that is not failed, was requeued, or
+// is the failed child of an unfinished parent (which may still read its
+// outcome).
+func (e *Engine) PurgeDeadRuns(ctx context.Context, runIDs ...string) error {
+	return e.core.PurgeDeadRuns(ctx, runIDs)
+}

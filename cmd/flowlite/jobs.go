@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,6 +79,33 @@ func (a *app) requeue(ctx context.Context, e *flow.Engine, ids []string) error {
 			Message: fmt.Sprintf("run %s requeued as %s (%s): %s", id, newID, after.Status, pickup(after))})
 	}
 	return a.printRequeued(out)
+}
+
+// purge deletes the dead letters ids, all or none.
+func (a *app) purge(ctx context.Context, e *flow.Engine, ids []string) error {
+	ids = unique(ids)
+	if err := e.PurgeDeadRuns(ctx, ids...); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("purged %d dead letter(s): %s", len(ids), strings.Join(ids, ", "))
+	if a.json {
+		return writeJSON(a.stdout, bulkJSON{Action: "purge", Matched: len(ids), Done: len(ids), Message: msg})
+	}
+	_, err := fmt.Fprintln(a.stdout, msg)
+	return err
+}
+
+// unique returns ids without repeats, in their first order.
+func unique(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (a *app) printRequeued(out []requeueJSON) error {
@@ -163,8 +191,8 @@ Cancelled and suspended runs are not dead letters.
   dead purge    delete them with their steps and history
 
 Filters: --workflow, --queue, and --since/--until on when the run failed.
-requeue and purge need run IDs (requeue only), a filter, or --all; with
---dry-run they only count. On a terminal they show their progress on stderr.`,
+requeue and purge need run IDs, a filter, or --all; with a filter or --all,
+--dry-run only counts. On a terminal they show their progress on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(*cobra.Command, []string) error {
 			return usageErrorf("missing subcommand: list, requeue or purge")
@@ -244,23 +272,37 @@ dead letter whose unique key an unfinished run holds is left as it is.`,
 
 	var pg deadFlags
 	purgeCmd := &cobra.Command{
-		Use:   "purge",
+		Use:   "purge [RUN...]",
 		Short: "Delete dead letters with their steps and history",
-		Long: `Delete the dead letters the filters match (or all of them with --all), with
-their steps, history and signals. This cannot be undone: back the database up
-first (flowlite backup DST) if their history may matter. A failed child of an
-unfinished parent is kept.`,
-		Args: cobra.NoArgs,
-		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
+		Long: `Delete the dead letters named, or those the filters match (or all of them with
+--all), with their steps, history and signals. This cannot be undone: back
+the database up first (flowlite backup DST) if their history may matter. A
+failed child of an unfinished parent is kept.
+
+Named runs are deleted all together or not at all: when one of them is
+unknown, not failed, requeued already, or the failed child of an unfinished
+parent, the command says which and why, and deletes nothing.`,
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				if pg.narrowed() || pg.all || pg.dryRun {
+					return usageErrorf("give run IDs or filters, not both")
+				}
+				if slices.Contains(args, "") {
+					return usageErrorf("empty run ID")
+				}
+			}
 			f, err := pg.filter(time.Now())
 			if err != nil {
 				return err
 			}
-			if !pg.narrowed() && !pg.all {
-				return usageErrorf("purge which dead letters? give a filter (--workflow, --queue, --since, --until) or --all")
+			if len(args) == 0 && !pg.narrowed() && !pg.all {
+				return usageErrorf("purge which dead letters? give run IDs, a filter (--workflow, --queue, --since, --until) or --all")
 			}
 			ctx := cmd.Context()
 			return a.withEngine(ctx, func(e *flow.Engine) error {
+				if len(args) > 0 {
+					return a.purge(ctx, e, args)
+				}
 				return a.bulkDead(ctx, e, f, "purge", pg.dryRun, pg.batch, e.PurgeDead)
 			})
 		}),

@@ -122,7 +122,9 @@ func TestDeadLetters(t *testing.T) {
 	}{
 		{[]string{"dead", "requeue"}, "requeue which dead letters?"},
 		{[]string{"dead", "purge"}, "purge which dead letters?"},
-		{[]string{"dead", "purge", "mail-1"}, "unknown command"},
+		{[]string{"dead", "purge", "mail-1", "--all"}, "run IDs or filters, not both"},
+		{[]string{"dead", "purge", "mail-1", "--queue", "mail"}, "run IDs or filters, not both"},
+		{[]string{"dead", "purge", ""}, "empty run ID"},
 		{[]string{"dead", "requeue", "mail-1", "--queue", "mail"}, "run IDs or filters, not both"},
 		{[]string{"dead", "requeue", "--queue", "mail", "--batch", "0"}, "invalid --batch 0"},
 		{[]string{"dead", "list", "--since", "lately"}, `invalid --since "lately"`},
@@ -180,6 +182,36 @@ func TestDeadLetters(t *testing.T) {
 	}
 	if got := deadIDs(t, path2, "--queue", "mail"); slices.Contains(got, "mail-3") || !slices.Contains(got, "mail-4") {
 		t.Errorf("after a requeue that stopped at done-1: %q", got)
+	}
+
+	// Purge by ID: all named runs or none.
+	for _, tt := range []struct {
+		ids  []string
+		want string
+	}{
+		{[]string{"mail-4", "nope"}, "run nope: not found"},
+		{[]string{"mail-4", doneRun}, "run done-1: state conflict: it is completed, not failed"},
+		{[]string{"mail-4", "mail-3"}, "run mail-3: state conflict: it was requeued as mail-3/requeue-1"},
+		{[]string{stuckRun}, "run stuck-1: state conflict: it is suspended, not failed"},
+	} {
+		before := ok(t, path2, "runs", "--json")
+		fails(t, exitError, tt.want, append([]string{"--db", path2, "dead", "purge"}, tt.ids...)...)
+		if after := ok(t, path2, "runs", "--json"); after != before {
+			t.Errorf("a refused purge of %q changed the runs", tt.ids)
+		}
+	}
+	res = decode[bulkJSON](t, ok(t, path2, "dead", "purge", "--json", "mail-4", "mail-5", "mail-4"))
+	if res.Action != "purge" || res.Matched != 2 || res.Done != 2 {
+		t.Errorf("purge by IDs: %+v", res)
+	}
+	for _, id := range []string{"mail-4", "mail-5"} {
+		fails(t, exitError, "run "+id+": not found", "--db", path2, "history", id)
+	}
+	if got := deadIDs(t, path2, "--queue", "mail"); !slices.Contains(got, "mail-6") || slices.Contains(got, "mail-4") {
+		t.Errorf("dead letters after purging mail-4 and mail-5: %q", got)
+	}
+	if out := ok(t, path2, "dead", "purge", "mail-6"); out != "purged 1 dead letter(s): mail-6\n" {
+		t.Errorf("purge one: %q", out)
 	}
 }
 

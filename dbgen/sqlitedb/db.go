@@ -78,6 +78,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runDeadDeleteStmt, err = db.PrepareContext(ctx, runDeadDelete); err != nil {
 		return nil, fmt.Errorf("error preparing query RunDeadDelete: %w", err)
 	}
+	if q.runDeadDeleteByIDStmt, err = db.PrepareContext(ctx, runDeadDeleteByID); err != nil {
+		return nil, fmt.Errorf("error preparing query RunDeadDeleteByID: %w", err)
+	}
 	if q.runDeadListStmt, err = db.PrepareContext(ctx, runDeadList); err != nil {
 		return nil, fmt.Errorf("error preparing query RunDeadList: %w", err)
 	}
@@ -306,6 +309,11 @@ func (q *Queries) Close() error {
 	if q.runDeadDeleteStmt != nil {
 		if cerr := q.runDeadDeleteStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runDeadDeleteStmt: %w", cerr)
+		}
+	}
+	if q.runDeadDeleteByIDStmt != nil {
+		if cerr := q.runDeadDeleteByIDStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runDeadDeleteByIDStmt: %w", cerr)
 		}
 	}
 	if q.runDeadListStmt != nil {
@@ -590,6 +598,7 @@ type Queries struct {
 	runCountUnrunnableStmt          *sql.Stmt
 	runDeadBatchStmt                *sql.Stmt
 	runDeadDeleteStmt               *sql.Stmt
+	runDeadDeleteByIDStmt           *sql.Stmt
 	runDeadListStmt                 *sql.Stmt
 	runDeleteFinishedStmt           *sql.Stmt
 	runFinishStmt                   *sql.Stmt
@@ -659,6 +668,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runCountUnrunnableStmt:          q.runCountUnrunnableStmt,
 		runDeadBatchStmt:                q.runDeadBatchStmt,
 		runDeadDeleteStmt:               q.runDeadDeleteStmt,
+		runDeadDeleteByIDStmt:           q.runDeadDeleteByIDStmt,
 		runDeadListStmt:                 q.runDeadListStmt,
 		runDeleteFinishedStmt:           q.runDeleteFinishedStmt,
 		runFinishStmt:                   q.runFinishStmt,

@@ -308,6 +308,26 @@ func (q *Queries) RunDeadDelete(ctx context.Context, arg RunDeadDeleteParams) (i
 	return result.RowsAffected()
 }
 
+const runDeadDeleteByID = `-- name: RunDeadDeleteByID :execrows
+DELETE FROM runs
+WHERE runs.id = ?1 AND runs.status = 'failed' AND runs.requeued_as IS NULL
+  AND (runs.parent_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM runs AS p
+    WHERE p.id = runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+  ))
+`
+
+// RunDeadDeleteByID deletes the run @id, with its steps, events, signals and
+// holds, if it is a dead letter and not the failed child of an unfinished
+// parent (which may still read its outcome).
+func (q *Queries) RunDeadDeleteByID(ctx context.Context, id string) (int64, error) {
+	result, err := q.exec(ctx, q.runDeadDeleteByIDStmt, runDeadDeleteByID, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runDeadList = `-- name: RunDeadList :many
 SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as FROM runs
 WHERE status = 'failed' AND requeued_as IS NULL

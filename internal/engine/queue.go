@@ -416,3 +416,47 @@ func startedDetail(p *StartParams) string {
 	}
 	return d
 }
+
+// PurgeDeadRuns deletes the dead letters ids, with their steps, events and
+// signals, in one transaction: all of them or, when one is not a dead
+// letter that can go, none. The error then names the first such run and
+// why: unknown (store.ErrNotFound), or not failed, already requeued, or the
+// failed child of an unfinished parent (store.ErrConflict).
+func (e *Engine) PurgeDeadRuns(ctx context.Context, ids []string) error {
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		for _, id := range ids {
+			ok, err := tx.RunDeadDeleteByID(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return notPurgeable(ctx, tx, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("purge dead letters: %w", err)
+	}
+	return nil
+}
+
+// notPurgeable explains why RunDeadDeleteByID left run id alone.
+func notPurgeable(ctx context.Context, tx store.Tx, id string) error {
+	run, err := tx.RunGet(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case run.Status != store.RunFailed:
+		return fmt.Errorf("run %s: %w: it is %s, not failed", id, store.ErrConflict, run.Status)
+	case run.RequeuedAs != "":
+		return fmt.Errorf("run %s: %w: it was requeued as %s, so it is no dead letter", id, store.ErrConflict, run.RequeuedAs)
+	case run.ParentID != "":
+		return fmt.Errorf("run %s: %w: its parent %s has not finished and may still read its outcome", id, store.ErrConflict, run.ParentID)
+	}
+	return fmt.Errorf("run %s: %w: changed meanwhile", id, store.ErrConflict)
+}

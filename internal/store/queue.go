@@ -155,4 +155,8 @@ type QueueTx interface {
 	// and holds, and returns how many runs it deleted. It keeps a failed
 	// child of an unfinished parent, which may still read its outcome.
 	RunDeadDelete(ctx context.Context, p DeadDeleteParams) (int, error)
+	// RunDeadDeleteByID deletes the dead letter id like RunDeadDelete, and
+	// reports false, changing nothing, when id is not a dead letter or is
+	// the failed child of an unfinished parent.
+	RunDeadDeleteByID(ctx context.Context, id string) (bool, error)
 }

@@ -152,3 +152,14 @@ WHERE +runs.status = 'failed' AND runs.requeued_as IS NULL
     ORDER BY r.finished_at, rowid
     LIMIT @max_runs
   );
+
+-- name: RunDeadDeleteByID :execrows
+-- RunDeadDeleteByID deletes the run @id, with its steps, events, signals and
+-- holds, if it is a dead letter and not the failed child of an unfinished
+-- parent (which may still read its outcome).
+DELETE FROM runs
+WHERE runs.id = @id AND runs.status = 'failed' AND runs.requeued_as IS NULL
+  AND (runs.parent_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM runs AS p
+    WHERE p.id = runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+  ));

@@ -168,6 +168,14 @@ func (t *tx) RunDeadDelete(ctx context.Context, p store.DeadDeleteParams) (int, 
 	return int(n), nil
 }
 
+func (t *tx) RunDeadDeleteByID(ctx context.Context, id string) (bool, error) {
+	n, err := t.q.RunDeadDeleteByID(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("delete dead letter %s: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}
+
 // finishedRange turns the time bounds of a filter into the query's
 // [after, before) range; zero bounds are open.
 func finishedRange(f store.DeadFilter) (after, before int64) {

@@ -30,6 +30,7 @@ func queueTests() []struct {
 		{"RunDeadList", testRunDeadList},
 		{"RunDeadBatch", testRunDeadBatch},
 		{"RunDeadDelete", testRunDeadDelete},
+		{"RunDeadDeleteByID", testRunDeadDeleteByID},
 		{"QueueCounts", testQueueCounts},
 		{"QueueDurations", testQueueDurations},
 	}
@@ -650,5 +651,48 @@ func testQueueDurations(t *testing.T, s store.Store) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("durations since %d, limit %d: %v, want %v", tt.since, tt.limit, got, tt.want)
 		}
+	}
+}
+
+func testRunDeadDeleteByID(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	insert(t, s, runInQueue("parent", "p")) // unfinished
+	dead := settledRun(t, s, runInQueue("dead", "q"), store.RunFailed, base+10)
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.EventAppend(ctx, store.Event{RunID: dead.ID, At: base, Kind: "run_failed"})
+	})
+	child := runInQueue("child", "q")
+	child.ParentID = "parent"
+	settledRun(t, s, child, store.RunFailed, base+11)
+	settledRun(t, s, runInQueue("requeued", "q"), store.RunFailed, base+12)
+	requeue(t, s, "requeued", "requeued/requeue-1", base+13)
+	settledRun(t, s, runInQueue("ok", "q"), store.RunCompleted, base+14)
+
+	deleteByID := func(id string) bool {
+		t.Helper()
+		var ok bool
+		do(t, s, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			ok, err = tx.RunDeadDeleteByID(ctx, id)
+			return err
+		})
+		return ok
+	}
+	for _, id := range []string{"parent", "child", "requeued", "requeued/requeue-1", "ok", "missing"} {
+		if deleteByID(id) {
+			t.Errorf("deleted %s, which is not a dead letter that can go", id)
+		}
+	}
+	if !deleteByID("dead") {
+		t.Fatal("dead letter not deleted")
+	}
+	if _, err := s.Reader().RunGet(ctx, "dead"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deleted dead letter: error %v, want ErrNotFound", err)
+	}
+	if ev, err := s.Reader().EventList(ctx, "dead"); err != nil || len(ev) != 0 {
+		t.Errorf("events of a deleted dead letter: %v, %v", ev, err)
+	}
+	for _, id := range []string{"parent", "child", "requeued", "requeued/requeue-1", "ok"} {
+		get(t, s, id)
 	}
 }
