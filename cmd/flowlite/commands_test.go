@@ -320,6 +320,40 @@ func TestMaintenance(t *testing.T) {
 	fails(t, exitUsage, `invalid --mode "hard"`, "--db", path, "checkpoint", "--mode", "hard")
 }
 
+// health shows the engine that built the fixture, and the checkpoint another
+// flowlite process ran.
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	path := fixture(t)
+	h := decode[healthJSON](t, ok(t, path, "health", "--json"))
+	if h.Path != path || h.DBBytes == 0 || h.LastCheckpoint != nil || len(h.Engines) != 1 {
+		t.Fatalf("health --json of the fixture: %+v", h)
+	}
+	fx := h.Engines[0]
+	if fx.ID == "" || fx.PID == 0 || fx.Metrics.RunsStarted == 0 || fx.Metrics.RunsFinished[flow.StatusCompleted] == 0 ||
+		fx.Metrics.AttemptSeconds["step"].Count == 0 || fx.ReportedAt.Before(fx.StartedAt) {
+		t.Errorf("the fixture's engine: %+v", fx)
+	}
+	out := ok(t, path, "health")
+	if got := rowOf(t, out, "last"); strings.Join(got, " ") != "last checkpoint none recorded" {
+		t.Errorf("health before a checkpoint: %q", got)
+	}
+	if got := rowOf(t, out, fx.ID); len(got) < 8 || got[len(got)-3] != strconv.FormatInt(fx.Metrics.RunsStarted, 10) {
+		t.Errorf("health engine row: %q", got)
+	}
+
+	ok(t, path, "checkpoint", "--mode", "passive")
+	h = decode[healthJSON](t, ok(t, path, "health", "--json"))
+	if c := h.LastCheckpoint; c == nil || c.Mode != flow.CheckpointPassive || c.By == "" || c.By == fx.ID || c.Busy ||
+		time.Since(c.At) > time.Minute {
+		t.Errorf("last checkpoint after flowlite checkpoint: %+v", c)
+	}
+	if got := strings.Join(rowOf(t, ok(t, path, "health"), "last"), " "); !strings.Contains(got, "PASSIVE of a") ||
+		!strings.Contains(got, "by "+h.LastCheckpoint.By) {
+		t.Errorf("health row of the last checkpoint: %q", got)
+	}
+}
+
 func TestProgress(t *testing.T) {
 	t.Parallel()
 	path := fixture(t)

@@ -163,6 +163,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.backupCommand(),
 		a.checkCommand(),
 		a.checkpointCommand(),
+		a.healthCommand(),
 		a.cleanCommand(),
 		a.serveCommand(),
 	)

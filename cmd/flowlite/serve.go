@@ -31,11 +31,13 @@ each behind a confirmation page. --read-only hides the buttons and refuses
 actions with 403. Actions must come from the dashboard's own pages:
 cross-origin browser requests are refused.
 
-It also serves /metrics (Prometheus text format: runs by state, queue depth,
-ready runs and lag, dead letters, database and WAL size, read from the
-database at each scrape; and the flowlite_engine_* counters of this process,
-which stay at zero here because serve runs no workflows) and /healthz (200
-when the database can be read, 503 otherwise).
+It also serves /metrics and /healthz (200 when the database can be read, 503
+otherwise). /metrics is in the Prometheus text format and read from the
+database at each scrape: runs by state, queue depth, ready runs and lag, dead
+letters, database and WAL size, the time of the last checkpoint; and, summed
+over the reports every engine writes (see flowlite health), runs started and
+finished, step and compensation durations, and claim latency by queue. A
+report is at most one report interval (10s by default) behind its engine.
 
 The dashboard has no login: bind it to localhost (the default) or put it
 behind an authenticating proxy. Like the other commands it never runs

@@ -63,7 +63,7 @@ func TestPages(t *testing.T) {
 		status int
 		want   []string
 	}{
-		{"/", 200, []string{`class="card status-suspended"`, ">all runs<", `href="/runs?queue=batch"`}},
+		{"/", 200, []string{`class="card status-suspended"`, ">all runs<", `href="/runs?queue=batch"`, `id="last-checkpoint"`, `<table class="grid" id="engines">`}},
 		{"/runs", 200, []string{`data-run="done-1"`, `data-run="pending-1"`, `id="filters"`}},
 		{"/runs?status=failed", 200, []string{`data-run="saga-1"`, `<option value="failed" selected>`}},
 		{"/runs?status=FAILED&workflow=nope", 200, []string{"No runs match."}},
@@ -235,12 +235,19 @@ func TestMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	// An engine that works: its own counters count what it did.
+	// A worker engine works and stops; the dashboard's engine, which runs
+	// nothing, shows what the worker reported, added to what the engine
+	// that built the fixture reported.
 	e, err := flow.Open(ctx, path, &flow.Config{PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	reports, err := e.Reports(ctx)
+	if err != nil || len(reports) != 1 {
+		t.Fatalf("reports of the fixture: %+v, %v", reports, err)
+	}
+	fx := reports[0].Metrics
 	flow.Register(e, doneWF)
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -255,7 +262,15 @@ func TestMetrics(t *testing.T) {
 	if err := e.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(e, nil)
+	observer, err := flow.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close()
+	if _, err := e.Checkpoint(ctx, flow.CheckpointPassive); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(observer, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,16 +282,22 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("metrics: %d %s", r.status, r.header.Get("Content-Type"))
 	}
 	body := r.body
+	// The overview shows the worker's report and checkpoint too.
+	if page := do(t, http.MethodGet, srv.URL+"/", nil).body; strings.Count(page, "data-engine=") != 2 ||
+		!regexp.MustCompile(`id="last-checkpoint">just now \(PASSIVE of [0-9.]+ [KM]?i?B, by <code>[^<]+</code>\)</dd>`).MatchString(page) {
+		t.Errorf("overview lacks the engines or the worker's checkpoint:\n%s", page)
+	}
 	for series, want := range map[string]float64{
-		`flowlite_up`:                                                            1,
-		`flowlite_runs{status="completed"}`:                                      2,
-		`flowlite_runs{status="suspended"}`:                                      1,
-		`flowlite_runs{status="pending"}`:                                        1,
-		`flowlite_engine_runs_started_total`:                                     1,
-		`flowlite_engine_runs_finished_total{status="completed"}`:                1,
-		`flowlite_engine_attempt_duration_seconds_count{kind="step"}`:            2,
-		`flowlite_engine_attempt_duration_seconds_bucket{kind="step",le="+Inf"}`: 2,
-		`flowlite_engine_claim_latency_seconds_count{queue="default"}`:           1,
+		`flowlite_up`:                                                     1,
+		`flowlite_runs{status="completed"}`:                               2,
+		`flowlite_runs{status="suspended"}`:                               1,
+		`flowlite_runs{status="pending"}`:                                 1,
+		`flowlite_engines`:                                                2,
+		`flowlite_runs_started_total`:                                     float64(fx.RunsStarted + 1),
+		`flowlite_runs_finished_total{status="completed"}`:                float64(fx.RunsFinished[flow.StatusCompleted] + 1),
+		`flowlite_attempt_duration_seconds_count{kind="step"}`:            float64(fx.AttemptSeconds["step"].Count + 2),
+		`flowlite_attempt_duration_seconds_bucket{kind="step",le="+Inf"}`: float64(fx.AttemptSeconds["step"].Count + 2),
+		`flowlite_claim_latency_seconds_count{queue="default"}`:           float64(fx.ClaimSeconds["default"].Count + 1),
 	} {
 		if got := sample(t, body, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
@@ -286,8 +307,11 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("no database size")
 	}
 	sample(t, body, "flowlite_wal_bytes")
+	if at := sample(t, body, "flowlite_last_checkpoint_timestamp_seconds"); time.Since(time.Unix(int64(at), 0)) > time.Minute {
+		t.Errorf("last checkpoint at %v, want the worker's of just now", at)
+	}
 	// Step bodies of the fixture sleep a few ms: the histogram is cumulative.
-	if sample(t, body, `flowlite_engine_attempt_duration_seconds_bucket{kind="step",le="0.001"}`) > sample(t, body, `flowlite_engine_attempt_duration_seconds_bucket{kind="step",le="1"}`) {
+	if sample(t, body, `flowlite_attempt_duration_seconds_bucket{kind="step",le="0.001"}`) > sample(t, body, `flowlite_attempt_duration_seconds_bucket{kind="step",le="1"}`) {
 		t.Errorf("buckets are not cumulative")
 	}
 	// Every family is declared once, before its samples.

@@ -14,11 +14,12 @@ import (
 // healthTimeout bounds the database reads of /healthz and /metrics.
 const healthTimeout = 5 * time.Second
 
-// metrics serves /metrics in the Prometheus text format. Gauges read the
-// database (every engine's work shows); the flowlite_engine_* families are
-// the in-process counters of the engine this dashboard holds, which does
-// not run workflows, so they stay at zero in flowlite serve and count for
-// real when the handler is mounted in a worker process.
+// metrics serves /metrics in the Prometheus text format, read from the
+// database at each scrape: every engine's work shows, though this process
+// runs none. The counters and histograms (runs started and finished, attempt
+// durations, claim latency) are the sums of the reports the engines write
+// every report interval (flow.Reports), so they lag by up to one interval,
+// and they reset when the cleaner deletes the report of a long-gone engine.
 func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
 	defer cancel()
@@ -54,30 +55,15 @@ func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 			mw.Family("flowlite_wal_limit_bytes", metrics.Gauge, "Size the WAL file should stay under (Config.WALLimit).")
 			mw.Sample("flowlite_wal_limit_bytes", nil, float64(h.WALLimit))
 		}
+		if !h.LastCheckpoint.IsZero() {
+			mw.Family("flowlite_last_checkpoint_timestamp_seconds", metrics.Gauge, "When the last recorded WAL checkpoint ran, by any engine (Unix time).")
+			mw.Sample("flowlite_last_checkpoint_timestamp_seconds", nil, float64(h.LastCheckpoint.UnixMilli())/1000)
+		}
 	} else {
 		d.log.Warn("metrics: file health", "err", err)
 	}
 
-	em := d.e.Metrics()
-	mw.Family("flowlite_engine_runs_started_total", metrics.Counter, "Runs this process's engine started.")
-	mw.Sample("flowlite_engine_runs_started_total", nil, float64(em.RunsStarted))
-	mw.Family("flowlite_engine_runs_finished_total", metrics.Counter, "Run outcomes this process's engine recorded, by state.")
-	for _, st := range []flow.RunStatus{flow.StatusCompleted, flow.StatusFailed, flow.StatusCancelled, flow.StatusSuspended} {
-		mw.Sample("flowlite_engine_runs_finished_total", metrics.L("status", string(st)), float64(em.RunsFinished[st]))
-	}
-	mw.Family("flowlite_engine_attempt_duration_seconds", metrics.Histogram, "Duration of the step and compensation attempts this process ran.")
-	for _, kind := range []string{"step", "compensation"} {
-		h, ok := em.AttemptSeconds[kind]
-		if !ok {
-			h = emptyHistogram(stepBounds())
-		}
-		mw.HistogramSample(metrics.L("kind", kind), h.Bounds, h.Counts, h.Sum, h.Count)
-	}
-	mw.Family("flowlite_engine_claim_latency_seconds", metrics.Histogram, "How long after becoming due runs were claimed by this process, by queue.")
-	for _, q := range sortedKeys(em.ClaimSeconds) {
-		h := em.ClaimSeconds[q]
-		mw.HistogramSample(metrics.L("queue", q), h.Bounds, h.Counts, h.Sum, h.Count)
-	}
+	d.engineMetrics(ctx, mw)
 	mw.Family("flowlite_scrape_duration_seconds", metrics.Gauge, "How long this scrape's database reads took.")
 	mw.Sample("flowlite_scrape_duration_seconds", nil, time.Since(start).Seconds())
 	if err := mw.Flush(); err != nil {
@@ -86,6 +72,41 @@ func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", metrics.ContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(buf.b)
+}
+
+// engineMetrics writes the sums of the engines' reports.
+func (d *Dashboard) engineMetrics(ctx context.Context, mw *metrics.Writer) {
+	reports, err := d.e.Reports(ctx)
+	if err != nil {
+		d.log.Warn("metrics: engine reports", "err", err)
+		return
+	}
+	snaps := make([]flow.EngineMetrics, len(reports))
+	for i, r := range reports {
+		snaps[i] = r.Metrics
+	}
+	sum := flow.SumMetrics(snaps...)
+	mw.Family("flowlite_engines", metrics.Gauge, "Engines whose reports are kept, running or stopped.")
+	mw.Sample("flowlite_engines", nil, float64(len(reports)))
+	mw.Family("flowlite_runs_started_total", metrics.Counter, "Runs started (Start, StartTx, children, requeues), by every engine.")
+	mw.Sample("flowlite_runs_started_total", nil, float64(sum.RunsStarted))
+	mw.Family("flowlite_runs_finished_total", metrics.Counter, "Run outcomes recorded by every engine, by state.")
+	for _, st := range []flow.RunStatus{flow.StatusCompleted, flow.StatusFailed, flow.StatusCancelled, flow.StatusSuspended} {
+		mw.Sample("flowlite_runs_finished_total", metrics.L("status", string(st)), float64(sum.RunsFinished[st]))
+	}
+	mw.Family("flowlite_attempt_duration_seconds", metrics.Histogram, "Duration of step and compensation attempts, by kind.")
+	for _, kind := range []string{"step", "compensation"} {
+		h, ok := sum.AttemptSeconds[kind]
+		if !ok {
+			h = emptyHistogram(stepBounds())
+		}
+		mw.HistogramSample(metrics.L("kind", kind), h.Bounds, h.Counts, h.Sum, h.Count)
+	}
+	mw.Family("flowlite_claim_latency_seconds", metrics.Histogram, "How long after becoming due runs were claimed, by queue.")
+	for _, q := range sortedKeys(sum.ClaimSeconds) {
+		h := sum.ClaimSeconds[q]
+		mw.HistogramSample(metrics.L("queue", q), h.Bounds, h.Counts, h.Sum, h.Count)
+	}
 }
 
 // healthz answers 200 when the database can be read, 503 otherwise.

@@ -144,10 +144,29 @@ func prettyJSON(raw json.RawMessage) string {
 
 // overviewData is the overview page.
 type overviewData struct {
-	Counts []statusCount
-	Total  int64
-	Queues []queueRow
-	Health *flow.FileHealth
+	Counts  []statusCount
+	Total   int64
+	Queues  []queueRow
+	Health  *flow.FileHealth
+	Engines []engineRow
+}
+
+// engineRow is an engine's report, with the totals the page shows.
+type engineRow struct {
+	flow.Report
+	Finished int64 // runs finished in any state
+	Steps    uint64
+}
+
+func engineRows(reports []flow.Report) []engineRow {
+	rows := make([]engineRow, len(reports))
+	for i, r := range reports {
+		rows[i] = engineRow{Report: r, Steps: r.Metrics.AttemptSeconds["step"].Count}
+		for _, n := range r.Metrics.RunsFinished {
+			rows[i].Finished += n
+		}
+	}
+	return rows
 }
 
 type statusCount struct {
@@ -173,6 +192,13 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	if h, err := d.e.FileHealth(ctx); err == nil {
 		data.Health = &h
+	} else {
+		d.log.Warn("overview: file health", "err", err)
+	}
+	if reports, err := d.e.Reports(ctx); err == nil {
+		data.Engines = engineRows(reports)
+	} else {
+		d.log.Warn("overview: engine reports", "err", err)
 	}
 	p := page{Title: "Overview", Nav: "overview", Data: data}
 	switch r.URL.Query().Get("done") {
