@@ -22,13 +22,15 @@ var sleepers = flag.Int("sleepers", 100_000, "runs BenchmarkSleepingRuns parks")
 // what they cost: database bytes per sleeping run, heap bytes per sleeping
 // run, the throughput of other runs while they sleep against the same on an
 // empty database (claim_ratio = loaded / empty, measured in this run), and
-// how long waking all of them takes. Run it once:
+// how long waking all of them takes. Each throughput is the best of three
+// rounds, so that a hiccup of a shared machine does not decide the ratio.
+// Run it once:
 //
 //	go test -run '^$' -bench SleepingRuns -benchtime 1x -timeout 30m ./flow/
 func BenchmarkSleepingRuns(b *testing.B) {
 	const otherRuns = 2000
 	for b.Loop() {
-		empty := otherThroughput(b, openBenchEngine(b, clock.NewManual(time.Now())), otherRuns)
+		empty := bestThroughput(b, openBenchEngine(b, clock.NewManual(time.Now())), otherRuns)
 
 		clk := clock.NewManual(time.Now())
 		path := filepath.Join(b.TempDir(), "sleepers.db")
@@ -47,12 +49,12 @@ func BenchmarkSleepingRuns(b *testing.B) {
 		var mem runtime.MemStats
 		runtime.ReadMemStats(&mem)
 		size := checkpointedSize(b, path)
-		loaded := otherThroughput(b, e, otherRuns)
+		loaded := bestThroughput(b, e, otherRuns)
 
 		clk.Advance(25 * time.Hour)
 		start := time.Now()
 		e.WakeAll()
-		waitCount(b, e, flow.StatusCompleted, int64(*sleepers+otherRuns))
+		waitCount(b, e, flow.StatusCompleted, int64(*sleepers+throughputRounds*otherRuns))
 		wake := time.Since(start)
 
 		b.ReportMetric(float64(size)/float64(*sleepers), "db-bytes/sleeper")
@@ -90,6 +92,18 @@ func openBenchEngineAt(b *testing.B, path string, clk *clock.Manual) *flow.Engin
 		b.Fatal(err)
 	}
 	return e
+}
+
+// throughputRounds is how many times bestThroughput measures.
+const throughputRounds = 3
+
+// bestThroughput returns the best of throughputRounds otherThroughput.
+func bestThroughput(b *testing.B, e *flow.Engine, n int) float64 {
+	best := 0.0
+	for range throughputRounds {
+		best = max(best, otherThroughput(b, e, n))
+	}
+	return best
 }
 
 // otherThroughput starts n one-step runs on the "other" queue and returns

@@ -131,6 +131,19 @@ func (x *execution) later(w func(ctx context.Context, tx store.Tx) error) {
 // another worker took the run over. It also observes cancellation requests,
 // and commits the deferred writes first.
 func (x *execution) write(fn func(ctx context.Context, tx store.Tx, now int64) error) error {
+	return x.writeTx(true, fn)
+}
+
+// writeFenced is write for an fn that makes a fenced write itself (e.g.
+// RunFinish or RunRelease), whose store.ErrLeaseLost rolls the whole
+// transaction back, deferred writes included: the lease is proven without
+// the heartbeat's extra update of the run. Cancellation requests are not
+// observed; the writes that use it end the execution anyway.
+func (x *execution) writeFenced(fn func(ctx context.Context, tx store.Tx, now int64) error) error {
+	return x.writeTx(false, fn)
+}
+
+func (x *execution) writeTx(heartbeat bool, fn func(ctx context.Context, tx store.Tx, now int64) error) error {
 	// Writes must land even after the run was cancelled (to record what
 	// happened); the fence, not the context, stops a stale writer.
 	ctx := context.WithoutCancel(x.leaseCtx)
@@ -140,12 +153,14 @@ func (x *execution) write(fn func(ctx context.Context, tx store.Tx, now int64) e
 	x.deferredMu.Unlock()
 	err := x.e.store.Write(ctx, func(tx store.Tx) error {
 		now := x.e.nowMs()
-		cancelRequested, err := tx.RunHeartbeat(ctx, x.lease, now+x.e.cfg.LeaseTimeout.Milliseconds(), now)
-		if err != nil {
-			return err
-		}
-		if cancelRequested {
-			x.cancelRun(ErrCancelled)
+		if heartbeat {
+			cancelRequested, err := tx.RunHeartbeat(ctx, x.lease, now+x.e.cfg.LeaseTimeout.Milliseconds(), now)
+			if err != nil {
+				return err
+			}
+			if cancelRequested {
+				x.cancelRun(ErrCancelled)
+			}
 		}
 		for _, w := range deferred {
 			if err := w(ctx, tx); err != nil {
@@ -190,7 +205,7 @@ func (x *execution) releaseUntil(runAt int64, waiting bool, why string) {
 		kind = EventRunWaiting
 	}
 	var now int64
-	err := x.write(func(ctx context.Context, tx store.Tx, at int64) error {
+	err := x.writeFenced(func(ctx context.Context, tx store.Tx, at int64) error {
 		now = at
 		p := store.RunReleaseParams{RunAt: runAt, Waiting: waiting, WakeSeq: x.run.WakeSeq, Now: now}
 		if err := tx.RunRelease(ctx, x.lease, p); err != nil {
@@ -215,7 +230,7 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 		store.RunCompleted: EventRunCompleted, store.RunFailed: EventRunFailed,
 		store.RunCancelled: EventRunCancelled, store.RunSuspended: EventRunSuspended,
 	}[status]
-	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+	err := x.writeFenced(func(ctx context.Context, tx store.Tx, now int64) error {
 		p := store.RunFinishParams{Status: status, Output: output, Error: errMsg, Reason: reason, Now: now}
 		if status != store.RunSuspended {
 			p.FinishedAt = now
