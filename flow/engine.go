@@ -14,7 +14,7 @@ import (
 )
 
 // DefaultQueue is the queue of runs started without one.
-const DefaultQueue = "default"
+const DefaultQueue = engine.DefaultQueue
 
 // Synchronous is the SQLite durability setting.
 type Synchronous = sqlitestore.Synchronous

@@ -336,3 +336,57 @@ func TestListRunsByCreationTime(t *testing.T) {
 		}
 	}
 }
+
+// A run started on an engine with a free slot is claimed in its start
+// transaction only if it is next in its queue: runs that were ready before
+// it still go first.
+func TestStartDoesNotJumpTheQueue(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	path := dbPath(t)
+	var mu sync.Mutex
+	var order []int
+	record := flow.Step[int, int]{Name: "record", Run: func(_ context.Context, n int) (int, error) {
+		mu.Lock()
+		order = append(order, n)
+		mu.Unlock()
+		return n, nil
+	}}
+	wf := flow.Workflow[int, int]{Name: "ordered", Run: func(wc flow.Context, n int) (int, error) { return flow.Do(wc, record, n) }}
+
+	cfg := testConfig()
+	cfg.PollInterval = time.Hour // only wakes make it claim
+	cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 1}}
+	worker := openEngine(t, path, cfg)
+	flow.Register(worker, wf)
+	startEngine(t, worker)
+	time.Sleep(50 * time.Millisecond) // its first claim found nothing; it waits
+
+	// Another process starts two runs; the worker is not woken.
+	other := openEngine(t, path, testConfig())
+	flow.Register(other, wf)
+	var runs []*flow.Run[int]
+	for n := range 2 {
+		r, err := flow.Start(ctx, other, wf, n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+		time.Sleep(2 * time.Millisecond) // distinct due times
+	}
+	r, err := flow.Start(ctx, worker, wf, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs = append(runs, r)
+	for _, r := range runs {
+		if _, err := r.Result(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, []int{0, 1, 2}) {
+		t.Errorf("runs ran in order %v, want [0 1 2]: the new run jumped the queue", order)
+	}
+}

@@ -17,7 +17,7 @@ import (
 // and sleeps until woken or until the poll interval passes when there is
 // nothing to do.
 func (e *Engine) runQueue(ctx context.Context, queue string, limit int) {
-	slots := semaphore.NewWeighted(int64(limit))
+	slots := e.slots[queue]
 	e.mu.Lock()
 	wake := e.wake[queue]
 	e.mu.Unlock()
@@ -65,35 +65,88 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 	}
 	var runs []store.Run
 	err := e.store.Write(ctx, func(tx store.Tx) error {
-		now := e.nowMs()
 		var err error
-		runs, err = tx.RunClaim(ctx, store.RunClaimParams{
-			Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
-			Now: now, LeaseExpiresAt: now + e.cfg.LeaseTimeout.Milliseconds(),
-		})
-		if err != nil {
-			return err
-		}
-		for _, r := range runs {
-			err := tx.EventAppend(ctx, store.Event{
-				RunID: r.ID, At: now, Kind: EventRunClaimed,
-				Detail: fmt.Sprintf("fence %d, %s", r.Fence, r.LeaseOwner),
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		runs, err = e.claimIn(ctx, tx, queue, known, max)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	e.claimed(queue, runs)
+	return runs, nil
+}
+
+// claimIn leases up to max ready runs of queue, of the workflow versions
+// known, in tx, and records a run_claimed event for each.
+func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known []store.WorkflowKey, max int) ([]store.Run, error) {
+	now := e.nowMs()
+	runs, err := tx.RunClaim(ctx, store.RunClaimParams{
+		Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
+		Now: now, LeaseExpiresAt: now + e.cfg.LeaseTimeout.Milliseconds(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		err := tx.EventAppend(ctx, store.Event{
+			RunID: r.ID, At: now, Kind: EventRunClaimed,
+			Detail: fmt.Sprintf("fence %d, %s", r.Fence, r.LeaseOwner),
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
+}
+
+// claimed puts the runs a committed claim returned in claim order and
+// counts them.
+func (e *Engine) claimed(queue string, runs []store.Run) {
 	// SQLite returns RETURNING rows in update order, not in claim order.
 	slices.SortFunc(runs, func(a, b store.Run) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.RunAt, b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
 	e.metrics.observeClaims(queue, runs, e.nowMs())
-	return runs, nil
+}
+
+// trySlot takes a free execution slot of queue, for a run claimed outside
+// the claim loop; nil when the engine is not running, does not work queue,
+// or has no slot free.
+func (e *Engine) trySlot(queue string) *semaphore.Weighted {
+	e.mu.Lock()
+	running := e.running
+	e.mu.Unlock()
+	slots := e.slots[queue]
+	if !running || slots == nil || !slots.TryAcquire(1) {
+		return nil
+	}
+	return slots
+}
+
+// launch executes a run claimed outside the claim loop in the slot it
+// holds. If the engine stopped meanwhile, the run is given back at once.
+func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
+	e.mu.Lock()
+	if e.running { // Stop clears it under e.mu before it waits for executions
+		e.execs.Go(func() error {
+			defer slots.Release(1)
+			e.execute(run)
+			return nil
+		})
+		e.mu.Unlock()
+		return
+	}
+	e.mu.Unlock()
+	slots.Release(1)
+	ctx, cancel := context.WithTimeout(context.Background(), reportStop)
+	defer cancel()
+	now := e.nowMs()
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		return tx.RunRelease(ctx, run.Lease(), store.RunReleaseParams{RunAt: now, WakeSeq: run.WakeSeq, Now: now})
+	})
+	if err != nil {
+		e.log.Warn("give back a run claimed while the engine stopped; it is rescued when its lease expires", "run", run.ID, "err", err)
+	}
 }
 
 // runRescuer periodically re-queues runs whose lease expired: their worker

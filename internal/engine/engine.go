@@ -16,10 +16,14 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/flowlite/flowlite/internal/clock"
 	"github.com/flowlite/flowlite/internal/store"
 )
+
+// DefaultQueue is the queue of runs started without one.
+const DefaultQueue = "default"
 
 // Config tunes an Engine. Zero fields take the defaults documented on each.
 type Config struct {
@@ -76,7 +80,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if len(c.Queues) == 0 {
-		c.Queues = map[string]int{"default": 10}
+		c.Queues = map[string]int{DefaultQueue: 10}
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 200 * time.Millisecond
@@ -134,6 +138,7 @@ type Engine struct {
 	workflows map[store.WorkflowKey]Workflow
 	known     []store.WorkflowKey // sorted keys of workflows; replaced, never mutated
 	wake      map[string]chan struct{}
+	slots     map[string]*semaphore.Weighted // per queue: free execution slots
 	active    map[string]*execution
 	settledCh chan struct{} // closed and replaced whenever a run settles here
 	metrics   metrics       // instrumentation read by Metrics (metrics.go)
@@ -166,8 +171,10 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 		active:    make(map[string]*execution),
 		settledCh: make(chan struct{}),
 	}
-	for q := range cfg.Queues {
+	e.slots = make(map[string]*semaphore.Weighted, len(cfg.Queues))
+	for q, limit := range cfg.Queues {
 		e.wake[q] = make(chan struct{}, 1)
+		e.slots[q] = semaphore.NewWeighted(int64(limit))
 	}
 	return e, nil
 }

@@ -76,11 +76,16 @@ func (e *Engine) execute(run store.Run) {
 			defer timer.Stop()
 		}
 	}
-	steps, err := e.store.Reader().StepList(leaseCtx, run.ID)
-	if err != nil {
-		e.log.Error("load steps", "run", run.ID, "err", err)
-		x.release(e.cfg.PollInterval, "could not load steps: "+err.Error())
-		return
+	// Steps are written only under a lease, so a run claimed for the first
+	// time (fence 1) has none to replay: skip the read.
+	var steps []store.Step
+	if run.Fence > 1 {
+		var err error
+		if steps, err = e.store.Reader().StepList(leaseCtx, run.ID); err != nil {
+			e.log.Error("load steps", "run", run.ID, "err", err)
+			x.release(e.cfg.PollInterval, "could not load steps: "+err.Error())
+			return
+		}
 	}
 	rc := newRunContext(x, steps)
 	switch run.Status {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -39,19 +40,41 @@ type Started struct {
 // StartRun records a pending run and wakes its queue. Starting an ID that
 // exists returns the existing run (the ID is an idempotency key) unless it
 // belongs to another workflow, which is ErrRunExists.
+//
+// When this engine works the run's queue and has a slot free, the same
+// transaction also claims the queue's next ready run, as the claim loop
+// would (so a run started here does not jump the queue), and executes it
+// here: a run started on an idle engine begins one commit sooner.
 func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
+	queue := cmp.Or(p.Queue, DefaultQueue)
+	slots := e.trySlot(queue)
 	var st Started
+	var claimed []store.Run
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		var err error
+		claimed = nil // a retried transaction starts over
 		st, err = e.insertRun(ctx, tx, &p)
+		if err != nil || st.Existing || slots == nil || st.Run.RunAt > e.nowMs() {
+			return err
+		}
+		claimed, err = e.claimIn(ctx, tx, queue, e.Known(), 1)
 		return err
 	})
+	if slots != nil && len(claimed) == 0 {
+		slots.Release(1)
+	}
 	if err != nil {
 		return Started{}, err
 	}
+	if len(claimed) == 1 {
+		e.claimed(queue, claimed)
+		e.launch(claimed[0], slots)
+	}
 	if !st.Existing {
 		e.metrics.runStarted()
-		e.wakeAfter(st.Run.Queue, time.Duration(st.Run.RunAt-e.nowMs())*time.Millisecond)
+		if len(claimed) == 0 || claimed[0].ID != st.Run.ID {
+			e.wakeAfter(st.Run.Queue, time.Duration(st.Run.RunAt-e.nowMs())*time.Millisecond)
+		}
 	}
 	return st, nil
 }
@@ -79,7 +102,7 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 		p.ID = NewRunID()
 	}
 	if p.Queue == "" {
-		p.Queue = "default"
+		p.Queue = DefaultQueue
 	}
 	if err := validUnique(p); err != nil {
 		return Started{}, err

@@ -98,7 +98,7 @@ type ScheduleParams struct {
 // wait for an engine that has it.
 func (e *Engine) SaveSchedule(ctx context.Context, p ScheduleParams) error {
 	if p.Queue == "" {
-		p.Queue = "default"
+		p.Queue = DefaultQueue
 	}
 	if p.CatchUp == "" {
 		p.CatchUp = store.CatchUpOne

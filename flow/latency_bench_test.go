@@ -1,0 +1,57 @@
+package flow_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/flowlite/flowlite/flow"
+)
+
+// BenchmarkStartLatency starts runs one after the other on an idle engine
+// and reports how long after flow.Start was called each run's first step
+// began (p50, p99, max): the in-process start→first-step latency, FULL
+// sync. Run it with:
+//
+//	go test -run '^$' -bench StartLatency -benchtime 2000x ./flow/
+func BenchmarkStartLatency(b *testing.B) {
+	ctx := context.Background()
+	began := make(chan time.Time, 1)
+	step := flow.Step[int, int]{Name: "first", Run: func(_ context.Context, n int) (int, error) {
+		began <- time.Now()
+		return n, nil
+	}}
+	wf := flow.Workflow[int, int]{Name: "latency", Run: func(wc flow.Context, n int) (int, error) {
+		return flow.Do(wc, step, n)
+	}}
+	e, err := flow.Open(ctx, filepath.Join(b.TempDir(), "latency.db"), &flow.Config{PollInterval: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	flow.Register(e, wf)
+	if err := e.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	latencies := make([]time.Duration, 0, b.N)
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		r, err := flow.Start(ctx, e, wf, i, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		latencies = append(latencies, (<-began).Sub(start))
+		if _, err := r.Result(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	slices.Sort(latencies)
+	at := func(q float64) float64 {
+		return float64(latencies[int(q*float64(len(latencies)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.5), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+	b.ReportMetric(at(1), "max-ms")
+}
