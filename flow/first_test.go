@@ -30,12 +30,15 @@ func TestFirstRecordsTheWinnerAndCancelsTheOthers(t *testing.T) {
 		defer mu.Unlock()
 		ran = append(ran, name)
 	}
+	slowStarted := make(chan struct{})
 	fast := flow.Step[int, string]{Name: "fast", Run: func(_ context.Context, n int) (string, error) {
 		record("fast")
+		<-slowStarted // so that there is a loser to cancel
 		return "fast wins", nil
 	}}
 	slow := flow.Step[int, string]{Name: "slow", Run: func(ctx context.Context, n int) (string, error) {
 		record("slow")
+		close(slowStarted)
 		<-ctx.Done()
 		mu.Lock()
 		loserCause = context.Cause(ctx)

@@ -40,6 +40,20 @@ func startEngine(t *testing.T, e *flow.Engine) {
 	}
 }
 
+// runToEnd starts a run of wf with input n on e and waits for its result.
+func runToEnd(t *testing.T, ctx context.Context, e *flow.Engine, wf flow.Workflow[int, int], n int) int {
+	t.Helper()
+	r, err := flow.Start(ctx, e, wf, n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Result(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func dbPath(t *testing.T) string { return filepath.Join(t.TempDir(), "flow.db") }
 
 // rawDB opens the database file for assertions and tampering that the API

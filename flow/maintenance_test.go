@@ -730,13 +730,7 @@ func TestIdleEngineTruncatesWAL(t *testing.T) {
 	wf := doubler("idle", 1)
 	flow.Register(e, wf)
 	startEngine(t, e)
-	r, err := flow.Start(ctx, e, wf, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Result(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runToEnd(t, ctx, e, wf, 1)
 	eventually(t, "an idle truncate", func() bool {
 		h, err := e.FileHealth(ctx)
 		return err == nil && h.WALBytes == 0 && h.LastCheckpointMode == flow.CheckpointTruncate

@@ -37,13 +37,7 @@ func TestReportsReachOtherEngines(t *testing.T) {
 
 	const runs = 5
 	for i := range runs {
-		r, err := flow.Start(ctx, worker, wf, i, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.Result(ctx); err != nil {
-			t.Fatal(err)
-		}
+		runToEnd(t, ctx, worker, wf, i)
 	}
 	want := worker.Metrics()
 	eventually(t, "the worker's report to catch up", func() bool {
@@ -80,13 +74,7 @@ func TestStopWritesLastReport(t *testing.T) {
 	wf := doubler("stopped", 1)
 	flow.Register(worker, wf)
 	startEngine(t, worker)
-	r, err := flow.Start(ctx, worker, wf, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Result(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runToEnd(t, ctx, worker, wf, 1)
 	if err := worker.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -163,13 +151,7 @@ func TestCheckpointVisibleToOtherEngines(t *testing.T) {
 	wf := doubler("checkpointed", 1)
 	flow.Register(worker, wf)
 	startEngine(t, worker)
-	r, err := flow.Start(ctx, worker, wf, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Result(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runToEnd(t, ctx, worker, wf, 1)
 	obsCfg := maintenanceConfig(clk)
 	obsCfg.CheckpointInterval = -1
 	observer := openEngine(t, path, obsCfg)
@@ -212,13 +194,7 @@ func TestIdleEngineWritesNothing(t *testing.T) {
 	wf := doubler("quiet", 1)
 	flow.Register(e, wf)
 	startEngine(t, e)
-	r, err := flow.Start(ctx, e, wf, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Result(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runToEnd(t, ctx, e, wf, 1)
 	eventually(t, "the report of the run", func() bool {
 		reports, err := e.Reports(ctx)
 		return err == nil && len(reports) == 1 && reports[0].Metrics.RunsFinished[flow.StatusCompleted] == 1

@@ -152,21 +152,16 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 // runRescuer periodically re-queues runs whose lease expired: their worker
 // crashed, hung or lost its connection.
 func (e *Engine) runRescuer(ctx context.Context) {
-	tick := time.NewTicker(e.cfg.RescueInterval)
-	defer tick.Stop()
-	for {
+	rescue := func() {
 		if n, err := e.Rescue(ctx); err != nil && ctx.Err() == nil {
 			e.log.Error("rescue expired leases", "err", err)
 		} else if n > 0 {
 			e.log.Info("rescued runs with expired leases", "runs", n)
 			e.WakeAll()
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
 	}
+	rescue()
+	every(ctx, e.cfg.RescueInterval, rescue)
 }
 
 // Rescue re-queues every run whose lease has expired and returns how many it
@@ -204,9 +199,7 @@ func (e *Engine) Rescue(ctx context.Context) (int, error) {
 // runUnrunnableReporter logs, once a minute, the ready runs this process
 // leaves alone because it lacks their workflow version.
 func (e *Engine) runUnrunnableReporter(ctx context.Context) {
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
-	for {
+	report := func() {
 		counts, err := e.Unrunnable(ctx)
 		if err != nil && ctx.Err() == nil {
 			e.log.Error("count unrunnable runs", "err", err)
@@ -215,12 +208,9 @@ func (e *Engine) runUnrunnableReporter(ctx context.Context) {
 			e.log.Warn("runs wait for a workflow version this process does not register; they are left alone",
 				"workflow", c.Workflow.Name, "version", c.Workflow.Version, "runs", c.Runs)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
 	}
+	report()
+	every(ctx, time.Minute, report)
 }
 
 // Unrunnable counts ready runs whose workflow version is not registered here.

@@ -82,14 +82,7 @@ func (e *Engine) runCleaner(ctx context.Context) {
 	if r.Completed < 0 && r.Failed < 0 && r.Cancelled < 0 && e.cfg.ReportRetention < 0 {
 		return
 	}
-	tick := time.NewTicker(e.cfg.CleanInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, e.cfg.CleanInterval, func() {
 		start := time.Now()
 		n, err := e.Clean(ctx)
 		switch {
@@ -98,7 +91,7 @@ func (e *Engine) runCleaner(ctx context.Context) {
 		case n > 0:
 			e.log.Info("deleted finished runs past their retention", "runs", n, "took", time.Since(start))
 		}
-	}
+	})
 }
 
 // Clean deletes the finished runs older than their state's retention, with

@@ -351,6 +351,21 @@ func (e *Engine) settledSignal() <-chan struct{} {
 	return e.settledCh
 }
 
+// every calls fn every interval until ctx ends, the first time one interval
+// after it is called.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		fn()
+	}
+}
+
 func (e *Engine) now() time.Time { return e.cfg.Clock.Now() }
 func (e *Engine) nowMs() int64   { return e.cfg.Clock.Now().UnixMilli() }
 

@@ -45,18 +45,11 @@ func (e *Engine) runReporter(ctx context.Context) {
 	if e.cfg.ReportInterval < 0 {
 		return
 	}
-	tick := time.NewTicker(e.cfg.ReportInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	every(ctx, e.cfg.ReportInterval, func() {
 		if err := e.report(ctx, false); err != nil && ctx.Err() == nil {
 			e.log.Warn("write engine report", "err", err)
 		}
-	}
+	})
 }
 
 // report writes the engine's report, unless force is false and no metric
