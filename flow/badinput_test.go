@@ -292,3 +292,31 @@ func TestCancelFinishedOrUnknownRun(t *testing.T) {
 		t.Fatalf("resume completed run: err = %v, want ErrConflict", err)
 	}
 }
+
+// Calls on a closed engine say so, instead of the driver's words.
+func TestClosedEngine(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	e, err := flow.Open(ctx, dbPath(t), testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := doubler("closed", 1)
+	flow.Register(e, wf)
+	run, err := flow.Start(ctx, e, wf, 1, nil) // not started: stays pending
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); !errors.Is(err, flow.ErrClosed) {
+		t.Errorf("Result after Close: %v, want ErrClosed", err)
+	}
+	if _, err := e.Inspect(ctx, run.ID()); !errors.Is(err, flow.ErrClosed) {
+		t.Errorf("Inspect after Close: %v, want ErrClosed", err)
+	}
+	if _, err := flow.Start(ctx, e, wf, 2, nil); !errors.Is(err, flow.ErrClosed) {
+		t.Errorf("Start after Close: %v, want ErrClosed", err)
+	}
+}

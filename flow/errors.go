@@ -40,6 +40,9 @@ var (
 	ErrNotDatabase = store.ErrNotDatabase
 	// ErrReadOnly is returned by Open for a database it cannot write.
 	ErrReadOnly = store.ErrReadOnly
+	// ErrClosed is returned by the calls of an engine whose database Close
+	// closed, e.g. Run.Result waiting while the engine closes.
+	ErrClosed = store.ErrClosed
 )
 
 // Error types. Each unwraps to its cause where it has one.

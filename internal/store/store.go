@@ -30,6 +30,8 @@ var (
 	ErrNotDatabase = errors.New("file is not a database")
 	// ErrReadOnly is returned when the database cannot be written.
 	ErrReadOnly = errors.New("database is read-only")
+	// ErrClosed is returned by every operation on a store after Close.
+	ErrClosed = errors.New("store is closed")
 )
 
 // Store is a database holding runs, their steps and their history.

@@ -238,8 +238,14 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w: database file is corrupt (%v)", store.ErrNotDatabase, err)
 		}
 	}
-	if strings.Contains(err.Error(), "file is not a database") {
+	msg := err.Error()
+	if strings.Contains(msg, "file is not a database") {
 		return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
+	}
+	// database/sql's words for a statement or pool used after Close, which
+	// it has no sentinel for.
+	if strings.HasSuffix(msg, "sql: statement is closed") || strings.HasSuffix(msg, "sql: database is closed") {
+		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
 	}
 	return err
 }

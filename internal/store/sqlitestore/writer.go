@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/flowlite/flowlite/internal/store"
@@ -20,8 +19,8 @@ import (
 // is durable. Batches form only from callers already waiting: the writer
 // never delays a commit to grow one.
 
-// ErrClosed is returned by Write after Close.
-var ErrClosed = errors.New("store closed")
+// ErrClosed is returned by Write, and by reads, after Close.
+var ErrClosed = store.ErrClosed
 
 // writeRequest is one caller's write transaction waiting for the writer.
 type writeRequest struct {
