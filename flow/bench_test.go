@@ -16,7 +16,7 @@ import (
 // and steps/s (a step counts its checkpoint; a compensation counts too).
 // Run them with:
 //
-//	go test -run '^$' -bench . -benchtime 2000x ./flow/
+//	go test -run '^$' -bench '^BenchmarkRuns$' -benchtime 3000x ./flow/
 
 var noop = flow.Step[int, int]{Name: "noop", Run: func(_ context.Context, n int) (int, error) { return n + 1, nil }}
 

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsim"
 )
 
 func main() {
@@ -143,7 +144,7 @@ type timeline struct {
 // simulate opens an engine on path with a simulated clock, submits every
 // expense, plays the managers' script and collects the outcome.
 func simulate(ctx context.Context, path string) (*outcome, error) {
-	clk := newSimClock(simStart)
+	clk := flowsim.New(simStart)
 	e, err := flow.Open(ctx, path, &flow.Config{Clock: clk, PollInterval: 20 * time.Millisecond})
 	if err != nil {
 		return nil, err
@@ -175,7 +176,7 @@ func simulate(ctx context.Context, path string) (*outcome, error) {
 	defer cancel()
 	out := &outcome{svc: svc}
 	for _, a := range script {
-		if err := clk.advanceTo(simCtx, e, simStart.Add(a.At)); err != nil {
+		if err := clk.AdvanceTo(simCtx, e, simStart.Add(a.At)); err != nil {
 			return nil, err
 		}
 		// The manager clicks in the inbox, which sends the signal.
@@ -186,7 +187,7 @@ func simulate(ctx context.Context, path string) (*outcome, error) {
 		}
 		out.actions = append(out.actions, actionResult{action: a, Err: err})
 	}
-	if err := clk.advanceTo(simCtx, e, simStart.Add(storyEnd)); err != nil {
+	if err := clk.AdvanceTo(simCtx, e, simStart.Add(storyEnd)); err != nil {
 		return nil, err
 	}
 	out.elapsed = time.Since(began)

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsim"
 )
 
 func main() {
@@ -172,7 +173,7 @@ var simStart = time.Date(2025, 6, 2, 22, 0, 0, 0, time.UTC) // a Monday, 22:00: 
 // until every run settled, and collects the outcome. A positive cancelAt
 // cancels the rollout at that simulated time since its start.
 func simulate(ctx context.Context, path string, plan Plan, f *fleet, cancelAt time.Duration) (*outcome, error) {
-	clk := newSimClock(simStart)
+	clk := flowsim.New(simStart)
 	e, err := flow.Open(ctx, path, &flow.Config{
 		Clock:        clk,
 		PollInterval: 20 * time.Millisecond,
@@ -209,7 +210,7 @@ func simulate(ctx context.Context, path string, plan Plan, f *fleet, cancelAt ti
 	driveCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if cancelAt > 0 {
-		if err := clk.drive(driveCtx, e, simStart.Add(cancelAt)); err != nil {
+		if err := clk.AdvanceTo(driveCtx, e, simStart.Add(cancelAt)); err != nil {
 			return nil, fmt.Errorf("simulation: %w", err)
 		}
 		// Cancelling a finished rollout is ErrRunFinished: nothing to do.
@@ -217,10 +218,10 @@ func simulate(ctx context.Context, path string, plan Plan, f *fleet, cancelAt ti
 			return nil, err
 		}
 	}
-	if err := clk.drive(driveCtx, e, time.Time{}); err != nil {
+	if err := clk.Run(driveCtx, e); err != nil {
 		return nil, fmt.Errorf("simulation: %w", err)
 	}
-	out := &outcome{plan: plan, fleet: f, o: o, elapsed: time.Since(began), simulated: clk.since(clk.Now())}
+	out := &outcome{plan: plan, fleet: f, o: o, elapsed: time.Since(began), simulated: clk.Elapsed()}
 	out.summary, out.err = r.Result(ctx)
 	if err := out.collect(ctx, e, r.ID()); err != nil {
 		return nil, err
