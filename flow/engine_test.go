@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/internal/clock"
 )
@@ -389,4 +391,42 @@ func TestStartDoesNotJumpTheQueue(t *testing.T) {
 	if !slices.Equal(order, []int{0, 1, 2}) {
 		t.Errorf("runs ran in order %v, want [0 1 2]: the new run jumped the queue", order)
 	}
+}
+
+// Runs started while the engine stops are never left leased to it: each
+// either ran before Stop returned or is pending for the next engine, which
+// finishes them all.
+func TestStartWhileStopping(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	path := dbPath(t)
+	cfg := testConfig()
+	cfg.LeaseTimeout = time.Hour // a run left leased would stay stuck
+	e := openEngine(t, path, cfg)
+	wf := doubler("stopping", 1)
+	flow.Register(e, wf)
+	startEngine(t, e)
+
+	const n = 200
+	var g errgroup.Group
+	for i := range n {
+		g.Go(func() error {
+			_, err := flow.Start(ctx, e, wf, i, nil)
+			return err
+		})
+		if i == n/2 {
+			g.Go(func() error { return e.Stop(ctx) })
+		}
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if running, err := e.ListRuns(ctx, flow.RunFilter{Status: flow.StatusRunning}); err != nil || len(running) != 0 {
+		t.Fatalf("after Stop: %d runs still leased (%v)", len(running), err)
+	}
+	startEngine(t, e)
+	eventually(t, "every run to complete", func() bool {
+		counts, err := e.CountRuns(ctx)
+		return err == nil && counts[flow.StatusCompleted] == n
+	})
 }
