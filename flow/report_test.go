@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,6 +164,14 @@ func TestCheckpointVisibleToOtherEngines(t *testing.T) {
 		t.Fatalf("before any checkpoint: last checkpoint %v by %q", h.LastCheckpoint, h.LastCheckpointBy)
 	}
 	walBefore := h.WALBytes
+
+	// A checkpoint in an unknown mode records nothing.
+	if _, err := worker.Checkpoint(ctx, "HARD"); err == nil || !strings.Contains(err.Error(), `unknown mode "HARD"`) {
+		t.Errorf("checkpoint HARD: %v, want an unknown mode error", err)
+	}
+	if h, err := observer.FileHealth(ctx); err != nil || !h.LastCheckpoint.IsZero() {
+		t.Errorf("after a refused checkpoint: last checkpoint %v by %q (%v)", h.LastCheckpoint, h.LastCheckpointBy, err)
+	}
 
 	clk.Advance(time.Minute)
 	if _, err := worker.Checkpoint(ctx, flow.CheckpointTruncate); err != nil {

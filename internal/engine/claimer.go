@@ -138,11 +138,15 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 	}
 	e.mu.Unlock()
 	slots.Release(1)
-	ctx, cancel := context.WithTimeout(context.Background(), reportStop)
+	ctx, cancel := context.WithTimeout(context.Background(), stopWriteTimeout)
 	defer cancel()
 	now := e.nowMs()
 	err := e.store.Write(ctx, func(tx store.Tx) error {
-		return tx.RunRelease(ctx, run.Lease(), store.RunReleaseParams{RunAt: now, WakeSeq: run.WakeSeq, Now: now})
+		err := tx.RunRelease(ctx, run.Lease(), store.RunReleaseParams{RunAt: now, WakeSeq: run.WakeSeq, Now: now})
+		if err != nil {
+			return err
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: EventRunReleased, Detail: "engine stopping"})
 	})
 	if err != nil {
 		e.log.Warn("give back a run claimed while the engine stopped; it is rescued when its lease expires", "run", run.ID, "err", err)

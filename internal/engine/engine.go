@@ -351,6 +351,11 @@ func (e *Engine) settledSignal() <-chan struct{} {
 	return e.settledCh
 }
 
+// stopWriteTimeout bounds the writes an engine makes while it stops (its
+// last report, giving back a run claimed meanwhile): the context of Stop
+// may be done already.
+const stopWriteTimeout = 5 * time.Second
+
 // every calls fn every interval until ctx ends, the first time one interval
 // after it is called.
 func every(ctx context.Context, interval time.Duration, fn func()) {

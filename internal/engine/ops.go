@@ -52,7 +52,6 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 	var claimed []store.Run
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		var err error
-		claimed = nil // a retried transaction starts over
 		st, err = e.insertRun(ctx, tx, &p)
 		if err != nil || st.Existing || slots == nil || st.Run.RunAt > e.nowMs() {
 			return err

@@ -36,9 +36,6 @@ type Report struct {
 	Metrics    MetricsSnapshot
 }
 
-// reportStop bounds the last report, written while the engine stops.
-const reportStop = 5 * time.Second
-
 // runReporter writes the engine's report every ReportInterval while its
 // metrics change.
 func (e *Engine) runReporter(ctx context.Context) {
@@ -83,7 +80,7 @@ func (e *Engine) lastReport() {
 	if e.cfg.ReportInterval < 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), reportStop)
+	ctx, cancel := context.WithTimeout(context.Background(), stopWriteTimeout)
 	defer cancel()
 	if err := e.report(ctx, false); err != nil {
 		e.log.Warn("write engine report", "err", err)

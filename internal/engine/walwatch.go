@@ -291,6 +291,9 @@ func (e *Engine) Checkpoint(ctx context.Context, mode store.CheckpointMode) (sto
 	if err != nil {
 		return store.CheckpointResult{}, err
 	}
+	if !mode.Valid() { // before anything is recorded
+		return store.CheckpointResult{}, fmt.Errorf("checkpoint: unknown mode %q: want PASSIVE, FULL, RESTART or TRUNCATE", mode)
+	}
 	st, err := e.fileStats(ctx, fm)
 	if err != nil {
 		return store.CheckpointResult{}, fmt.Errorf("checkpoint: %w", err)
