@@ -81,6 +81,13 @@ func TestCommandsOnExampleDatabase(t *testing.T) {
 	if out := ok(t, path, "queues"); !strings.Contains(out, "default") {
 		t.Errorf("queues: %q", out)
 	}
+	// The example's engine reported what it did before it stopped.
+	h := decode[healthJSON](t, ok(t, path, "health", "--json"))
+	if len(h.Engines) != 1 || h.Engines[0].Metrics.RunsStarted != 20 ||
+		h.Engines[0].Metrics.RunsFinished[flow.StatusCompleted] != 15 || h.Engines[0].Metrics.RunsFinished[flow.StatusFailed] != 4 ||
+		h.Engines[0].Metrics.RunsFinished[flow.StatusSuspended] != 1 {
+		t.Errorf("health engines = %+v, want the example's engine: 20 runs started, 15 completed, 4 failed, 1 suspended", h.Engines)
+	}
 
 	// Operator actions: nothing recorded changes when one is refused.
 	before := ok(t, path, "history", "order-001", "--json")
