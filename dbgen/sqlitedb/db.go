@@ -102,6 +102,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runInsertStmt, err = db.PrepareContext(ctx, runInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query RunInsert: %w", err)
 	}
+	if q.runLeaseCheckStmt, err = db.PrepareContext(ctx, runLeaseCheck); err != nil {
+		return nil, fmt.Errorf("error preparing query RunLeaseCheck: %w", err)
+	}
 	if q.runListStmt, err = db.PrepareContext(ctx, runList); err != nil {
 		return nil, fmt.Errorf("error preparing query RunList: %w", err)
 	}
@@ -349,6 +352,11 @@ func (q *Queries) Close() error {
 	if q.runInsertStmt != nil {
 		if cerr := q.runInsertStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runInsertStmt: %w", cerr)
+		}
+	}
+	if q.runLeaseCheckStmt != nil {
+		if cerr := q.runLeaseCheckStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runLeaseCheckStmt: %w", cerr)
 		}
 	}
 	if q.runListStmt != nil {
@@ -606,6 +614,7 @@ type Queries struct {
 	runGetUnfinishedByKeyStmt       *sql.Stmt
 	runHeartbeatStmt                *sql.Stmt
 	runInsertStmt                   *sql.Stmt
+	runLeaseCheckStmt               *sql.Stmt
 	runListStmt                     *sql.Stmt
 	runListExpiredLeasesStmt        *sql.Stmt
 	runMarkRequeuedStmt             *sql.Stmt
@@ -676,6 +685,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runGetUnfinishedByKeyStmt:       q.runGetUnfinishedByKeyStmt,
 		runHeartbeatStmt:                q.runHeartbeatStmt,
 		runInsertStmt:                   q.runInsertStmt,
+		runLeaseCheckStmt:               q.runLeaseCheckStmt,
 		runListStmt:                     q.runListStmt,
 		runListExpiredLeasesStmt:        q.runListExpiredLeasesStmt,
 		runMarkRequeuedStmt:             q.runMarkRequeuedStmt,

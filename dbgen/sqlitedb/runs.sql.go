@@ -376,6 +376,28 @@ func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, er
 	return result.RowsAffected()
 }
 
+const runLeaseCheck = `-- name: RunLeaseCheck :one
+SELECT cancel_requested FROM runs
+WHERE id = ?1 AND lease_owner = ?2 AND fence = ?3
+`
+
+type RunLeaseCheckParams struct {
+	ID    string
+	Owner *string
+	Fence int64
+}
+
+// RunLeaseCheck proves the caller still owns the lease of a run, without
+// writing: inside a write transaction, which holds the database's write
+// lock, the answer stays true until the commit. No row means the lease was
+// lost.
+func (q *Queries) RunLeaseCheck(ctx context.Context, arg RunLeaseCheckParams) (int64, error) {
+	row := q.queryRow(ctx, q.runLeaseCheckStmt, runLeaseCheck, arg.ID, arg.Owner, arg.Fence)
+	var cancel_requested int64
+	err := row.Scan(&cancel_requested)
+	return cancel_requested, err
+}
+
 const runList = `-- name: RunList :many
 SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as FROM runs
 WHERE (?1 = '' OR status = ?1)

@@ -114,7 +114,7 @@ func (x *execution) startHeartbeat() (stop func()) {
 			case <-x.leaseCtx.Done():
 				return
 			case <-tick.C:
-				if err := x.write(func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
+				if err := x.writeTx(leaseHeartbeat, func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
 					!errors.Is(err, store.ErrLeaseLost) {
 					x.e.log.Warn("heartbeat", "run", x.run.ID, "err", err)
 				}
@@ -132,23 +132,35 @@ func (x *execution) later(w func(ctx context.Context, tx store.Tx) error) {
 }
 
 // write runs fn in a write transaction fenced by the execution's lease: the
-// transaction first renews the lease and fails with store.ErrLeaseLost if
-// another worker took the run over. It also observes cancellation requests,
-// and commits the deferred writes first.
+// transaction first checks the lease (a read: the transaction holds the
+// write lock until it commits) and fails with store.ErrLeaseLost if another
+// worker took the run over. It also observes cancellation requests, and
+// commits the deferred writes first. The lease is extended by the
+// heartbeat, not by every write: an update of the run per step would cost
+// more than the step's own writes.
 func (x *execution) write(fn func(ctx context.Context, tx store.Tx, now int64) error) error {
-	return x.writeTx(true, fn)
+	return x.writeTx(leaseCheck, fn)
 }
 
 // writeFenced is write for an fn that makes a fenced write itself (e.g.
 // RunFinish or RunRelease), whose store.ErrLeaseLost rolls the whole
-// transaction back, deferred writes included: the lease is proven without
-// the heartbeat's extra update of the run. Cancellation requests are not
-// observed; the writes that use it end the execution anyway.
+// transaction back, deferred writes included: the lease needs no check
+// first. Cancellation requests are not observed; the writes that use it end
+// the execution anyway.
 func (x *execution) writeFenced(fn func(ctx context.Context, tx store.Tx, now int64) error) error {
-	return x.writeTx(false, fn)
+	return x.writeTx(leaseInFn, fn)
 }
 
-func (x *execution) writeTx(heartbeat bool, fn func(ctx context.Context, tx store.Tx, now int64) error) error {
+// How a write transaction of an execution proves its lease.
+type leaseProof int
+
+const (
+	leaseCheck     leaseProof = iota // RunLeaseCheck, a read
+	leaseHeartbeat                   // RunHeartbeat, which also extends it
+	leaseInFn                        // a fenced write of fn
+)
+
+func (x *execution) writeTx(proof leaseProof, fn func(ctx context.Context, tx store.Tx, now int64) error) error {
 	// Writes must land even after the run was cancelled (to record what
 	// happened); the fence, not the context, stops a stale writer.
 	ctx := context.WithoutCancel(x.leaseCtx)
@@ -158,14 +170,19 @@ func (x *execution) writeTx(heartbeat bool, fn func(ctx context.Context, tx stor
 	x.deferredMu.Unlock()
 	err := x.e.store.Write(ctx, func(tx store.Tx) error {
 		now := x.e.nowMs()
-		if heartbeat {
-			cancelRequested, err := tx.RunHeartbeat(ctx, x.lease, now+x.e.cfg.LeaseTimeout.Milliseconds(), now)
-			if err != nil {
-				return err
-			}
-			if cancelRequested {
-				x.cancelRun(ErrCancelled)
-			}
+		var cancelRequested bool
+		var err error
+		switch proof {
+		case leaseCheck:
+			cancelRequested, err = tx.RunLeaseCheck(ctx, x.lease)
+		case leaseHeartbeat:
+			cancelRequested, err = tx.RunHeartbeat(ctx, x.lease, now+x.e.cfg.LeaseTimeout.Milliseconds(), now)
+		}
+		if err != nil {
+			return err
+		}
+		if cancelRequested {
+			x.cancelRun(ErrCancelled)
 		}
 		for _, w := range deferred {
 			if err := w(ctx, tx); err != nil {

@@ -83,6 +83,10 @@ type Tx interface {
 	// RunHeartbeat extends a lease and reports whether cancellation of the
 	// run was requested.
 	RunHeartbeat(ctx context.Context, l Lease, expiresAt, now int64) (cancelRequested bool, err error)
+	// RunLeaseCheck proves, without writing, that the lease still belongs
+	// to the caller (until the transaction commits), and reports whether
+	// cancellation of the run was requested.
+	RunLeaseCheck(ctx context.Context, l Lease) (cancelRequested bool, err error)
 	RunStartCompensating(ctx context.Context, l Lease, errMsg string, now int64) error
 	// RunRelease gives the lease back; the run is due again at p.RunAt, or
 	// at once if it was woken after the worker read p.WakeSeq.

@@ -56,6 +56,14 @@ SET lease_expires_at = @lease_expires_at, updated_at = @now
 WHERE id = @id AND lease_owner = @owner AND fence = @fence
 RETURNING cancel_requested;
 
+-- name: RunLeaseCheck :one
+-- RunLeaseCheck proves the caller still owns the lease of a run, without
+-- writing: inside a write transaction, which holds the database's write
+-- lock, the answer stays true until the commit. No row means the lease was
+-- lost.
+SELECT cancel_requested FROM runs
+WHERE id = @id AND lease_owner = @owner AND fence = @fence;
+
 -- name: RunStartCompensating :execrows
 UPDATE runs
 SET status = 'compensating', error = @error, updated_at = @now

@@ -190,6 +190,14 @@ func (t *tx) RunHeartbeat(ctx context.Context, l store.Lease, expiresAt, now int
 	return cancel != 0, nil
 }
 
+func (t *tx) RunLeaseCheck(ctx context.Context, l store.Lease) (bool, error) {
+	cancel, err := t.q.RunLeaseCheck(ctx, sqlitedb.RunLeaseCheckParams{ID: l.RunID, Owner: &l.Owner, Fence: l.Fence})
+	if err != nil {
+		return false, fenced("check lease", l, interpretError(err))
+	}
+	return cancel != 0, nil
+}
+
 func (t *tx) RunStartCompensating(ctx context.Context, l store.Lease, errMsg string, now int64) error {
 	n, err := t.q.RunStartCompensating(ctx, sqlitedb.RunStartCompensatingParams{
 		Error: errMsg, Now: now, ID: l.RunID, Owner: &l.Owner, Fence: l.Fence,

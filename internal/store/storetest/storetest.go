@@ -642,6 +642,10 @@ var fencedOps = []struct {
 		_, err := tx.RunHeartbeat(ctx, l, base+999_999, base+7)
 		return err
 	}},
+	{"RunLeaseCheck", func(ctx context.Context, tx store.Tx, l store.Lease) error {
+		_, err := tx.RunLeaseCheck(ctx, l)
+		return err
+	}},
 	{"RunFinish", func(ctx context.Context, tx store.Tx, l store.Lease) error {
 		return tx.RunFinish(ctx, l, store.RunFinishParams{
 			Status: store.RunCompleted, Output: []byte(`"stolen"`), FinishedAt: base + 7, Now: base + 7,
@@ -687,6 +691,14 @@ func testFencedWritesRejectLostLease(t *testing.T, s store.Store) {
 	})
 	if cancel {
 		t.Error("heartbeat reported a cancellation nobody requested")
+	}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		cancel, err = tx.RunLeaseCheck(ctx, l)
+		return err
+	})
+	if cancel {
+		t.Error("lease check reported a cancellation nobody requested")
 	}
 	want := c
 	want.LeaseExpiresAt, want.UpdatedAt = base+60_000, base+10
