@@ -1,0 +1,73 @@
+package flow_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/flowlite/flowlite/db/migrations"
+	"github.com/flowlite/flowlite/flow"
+)
+
+// Migration 00006 rebuilds the events table: a database migrated down past
+// it and up again keeps every run's history, ids included, and new events
+// still sort after the old ones.
+func TestEventsMigrationKeepsHistory(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	path := dbPath(t)
+	wf := doubler("migrated", 1)
+
+	e := openEngine(t, path, nil)
+	flow.Register(e, wf)
+	startEngine(t, e)
+	first, err := flow.Start(ctx, e, wf, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before, err := e.History(ctx, first.ID())
+	if err != nil || len(before) == 0 {
+		t.Fatalf("history: %v, %v", before, err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Down past 00006, then up again by opening the database.
+	p, err := goose.NewProvider(goose.DialectSQLite3, rawDB(t, path), migrations.SQLite(), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 5); err != nil {
+		t.Fatalf("migrate down to 5: %v", err)
+	}
+	e = openEngine(t, path, nil)
+	flow.Register(e, wf)
+	after, err := e.History(ctx, first.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(before, after, func(a, b flow.Event) bool { return a == b }) {
+		t.Errorf("history changed by the migrations:\n before %+v\n after  %+v", before, after)
+	}
+
+	startEngine(t, e)
+	second, err := flow.Start(ctx, e, wf, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newer, err := e.History(ctx, second.ID())
+	if err != nil || len(newer) == 0 {
+		t.Fatalf("history of a new run: %v, %v", newer, err)
+	}
+	if newer[0].ID <= before[len(before)-1].ID {
+		t.Errorf("new event id %d not after the old ones (last %d)", newer[0].ID, before[len(before)-1].ID)
+	}
+}
