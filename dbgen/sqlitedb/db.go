@@ -114,6 +114,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runMarkRequeuedStmt, err = db.PrepareContext(ctx, runMarkRequeued); err != nil {
 		return nil, fmt.Errorf("error preparing query RunMarkRequeued: %w", err)
 	}
+	if q.runReadyNextPriorityStmt, err = db.PrepareContext(ctx, runReadyNextPriority); err != nil {
+		return nil, fmt.Errorf("error preparing query RunReadyNextPriority: %w", err)
+	}
 	if q.runReleaseStmt, err = db.PrepareContext(ctx, runRelease); err != nil {
 		return nil, fmt.Errorf("error preparing query RunRelease: %w", err)
 	}
@@ -374,6 +377,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runMarkRequeuedStmt: %w", cerr)
 		}
 	}
+	if q.runReadyNextPriorityStmt != nil {
+		if cerr := q.runReadyNextPriorityStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runReadyNextPriorityStmt: %w", cerr)
+		}
+	}
 	if q.runReleaseStmt != nil {
 		if cerr := q.runReleaseStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runReleaseStmt: %w", cerr)
@@ -618,6 +626,7 @@ type Queries struct {
 	runListStmt                     *sql.Stmt
 	runListExpiredLeasesStmt        *sql.Stmt
 	runMarkRequeuedStmt             *sql.Stmt
+	runReadyNextPriorityStmt        *sql.Stmt
 	runReleaseStmt                  *sql.Stmt
 	runRequestCancelStmt            *sql.Stmt
 	runRequeueInsertStmt            *sql.Stmt
@@ -689,6 +698,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runListStmt:                     q.runListStmt,
 		runListExpiredLeasesStmt:        q.runListExpiredLeasesStmt,
 		runMarkRequeuedStmt:             q.runMarkRequeuedStmt,
+		runReadyNextPriorityStmt:        q.runReadyNextPriorityStmt,
 		runReleaseStmt:                  q.runReleaseStmt,
 		runRequestCancelStmt:            q.runRequestCancelStmt,
 		runRequeueInsertStmt:            q.runRequeueInsertStmt,

@@ -62,13 +62,14 @@ WHERE lease_owner IS NULL
   AND id IN (
     SELECT r.id FROM runs AS r
     WHERE r.queue = ?4
+      AND r.priority = ?5
       AND r.lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= ?3
-      AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(?5))
+      AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(?6))
       AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = ?4 AND q.paused = 1)
-    ORDER BY r.priority DESC, r.run_at, rowid
-    LIMIT ?6
+    ORDER BY r.run_at, rowid
+    LIMIT ?7
   )
 RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as
 `
@@ -78,25 +79,29 @@ type RunClaimParams struct {
 	LeaseExpiresAt *int64
 	Now            int64
 	Queue          string
+	Priority       int64
 	Known          interface{}
 	MaxRuns        int64
 }
 
-// RunClaim leases up to @max_runs ready runs of one queue whose workflow
-// version is in @known (a JSON array of "name:version" strings), unless the
-// queue is paused. The outer WHERE repeats the readiness test so the
-// statement stays a compare-and-set; its unary + keeps the planner on the
-// primary key for the selected IDs, instead of scanning every unfinished
-// run through runs_status. Ties go to the run inserted first: rowid ends
-// every entry of runs_ready, so the inner SELECT reads only the runs it
-// returns, however many are due at the same millisecond. started_at keeps
-// the first claim.
+// RunClaim leases up to @max_runs ready runs of one queue and priority
+// whose workflow version is in @known (a JSON array of "name:version"
+// strings), unless the queue is paused. With the priority fixed, runs_ready
+// gives the runs due by @now as one range, oldest first, and the inner
+// SELECT reads only those: runs waiting for a later time (sleepers, delayed
+// jobs, retry backoffs), however many, are never read. The outer WHERE
+// repeats the readiness test so the statement stays a compare-and-set; its
+// unary + keeps the planner on the primary key for the selected IDs,
+// instead of scanning every unfinished run through runs_status. Ties go to
+// the run inserted first: rowid ends every entry of runs_ready. started_at
+// keeps the first claim.
 func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, error) {
 	rows, err := q.query(ctx, q.runClaimStmt, runClaim,
 		arg.Owner,
 		arg.LeaseExpiresAt,
 		arg.Now,
 		arg.Queue,
+		arg.Priority,
 		arg.Known,
 		arg.MaxRuns,
 	)
@@ -509,6 +514,50 @@ func (q *Queries) RunListExpiredLeases(ctx context.Context, arg RunListExpiredLe
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runReadyNextPriority = `-- name: RunReadyNextPriority :many
+SELECT r.priority FROM runs AS r
+WHERE r.queue = ?1
+  AND r.lease_owner IS NULL
+  AND r.status IN ('pending', 'waiting', 'compensating')
+  AND r.priority <= ?2
+  AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = ?1 AND q.paused = 1)
+ORDER BY r.priority DESC
+LIMIT 1
+`
+
+type RunReadyNextPriorityParams struct {
+	Queue  string
+	AtMost int64
+}
+
+// RunReadyNextPriority returns the highest priority up to @at_most among the
+// unleased runs of a queue that may become claimable (pending, waiting or
+// compensating, due or not): no row when there is none, or when the queue
+// is paused. One seek in runs_ready; the claim goes through the queue one
+// priority at a time with it (see RunClaim).
+func (q *Queries) RunReadyNextPriority(ctx context.Context, arg RunReadyNextPriorityParams) ([]int64, error) {
+	rows, err := q.query(ctx, q.runReadyNextPriorityStmt, runReadyNextPriority, arg.Queue, arg.AtMost)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var priority int64
+		if err := rows.Scan(&priority); err != nil {
+			return nil, err
+		}
+		items = append(items, priority)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err

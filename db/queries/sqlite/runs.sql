@@ -16,16 +16,33 @@ ON CONFLICT DO NOTHING;
 -- name: RunGet :one
 SELECT * FROM runs WHERE id = @id;
 
+-- name: RunReadyNextPriority :many
+-- RunReadyNextPriority returns the highest priority up to @at_most among the
+-- unleased runs of a queue that may become claimable (pending, waiting or
+-- compensating, due or not): no row when there is none, or when the queue
+-- is paused. One seek in runs_ready; the claim goes through the queue one
+-- priority at a time with it (see RunClaim).
+SELECT r.priority FROM runs AS r
+WHERE r.queue = @queue
+  AND r.lease_owner IS NULL
+  AND r.status IN ('pending', 'waiting', 'compensating')
+  AND r.priority <= @at_most
+  AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = @queue AND q.paused = 1)
+ORDER BY r.priority DESC
+LIMIT 1;
+
 -- name: RunClaim :many
--- RunClaim leases up to @max_runs ready runs of one queue whose workflow
--- version is in @known (a JSON array of "name:version" strings), unless the
--- queue is paused. The outer WHERE repeats the readiness test so the
--- statement stays a compare-and-set; its unary + keeps the planner on the
--- primary key for the selected IDs, instead of scanning every unfinished
--- run through runs_status. Ties go to the run inserted first: rowid ends
--- every entry of runs_ready, so the inner SELECT reads only the runs it
--- returns, however many are due at the same millisecond. started_at keeps
--- the first claim.
+-- RunClaim leases up to @max_runs ready runs of one queue and priority
+-- whose workflow version is in @known (a JSON array of "name:version"
+-- strings), unless the queue is paused. With the priority fixed, runs_ready
+-- gives the runs due by @now as one range, oldest first, and the inner
+-- SELECT reads only those: runs waiting for a later time (sleepers, delayed
+-- jobs, retry backoffs), however many, are never read. The outer WHERE
+-- repeats the readiness test so the statement stays a compare-and-set; its
+-- unary + keeps the planner on the primary key for the selected IDs,
+-- instead of scanning every unfinished run through runs_status. Ties go to
+-- the run inserted first: rowid ends every entry of runs_ready. started_at
+-- keeps the first claim.
 UPDATE runs
 SET lease_owner      = @owner,
     lease_expires_at = @lease_expires_at,
@@ -38,12 +55,13 @@ WHERE lease_owner IS NULL
   AND id IN (
     SELECT r.id FROM runs AS r
     WHERE r.queue = @queue
+      AND r.priority = @priority
       AND r.lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= @now
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(@known))
       AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = @queue AND q.paused = 1)
-    ORDER BY r.priority DESC, r.run_at, rowid
+    ORDER BY r.run_at, rowid
     LIMIT @max_runs
   )
 RETURNING *;

@@ -84,10 +84,12 @@ func TestQueryPlans(t *testing.T) {
 		not        []string
 	}{
 		{"runs.sql", "RunClaim", []string{
-			"SEARCH runs USING INDEX sqlite_autoindex_runs_1 (id=?)", // the outer update, by primary key
-			"SEARCH r USING INDEX runs_ready (queue=?)",
-			"SEARCH q USING INDEX sqlite_autoindex_queues_1 (name=?)", // the pause check
+			"SEARCH runs USING INDEX sqlite_autoindex_runs_1 (id=?)",                // the outer update, by primary key
+			"SEARCH r USING INDEX runs_ready (queue=? AND priority=? AND run_at<?)", // due runs only
+			"SEARCH q USING INDEX sqlite_autoindex_queues_1 (name=?)",               // the pause check
 		}, []string{"SCAN r", "SCAN runs", "runs_status", "TEMP B-TREE"}}, // reads only the runs it claims
+		{"runs.sql", "RunReadyNextPriority", []string{"SEARCH r USING INDEX runs_ready (queue=? AND priority<?)"},
+			[]string{"SCAN r", "TEMP B-TREE"}},
 		{"runs.sql", "RunInsert", []string{"SEARCH h USING INDEX sqlite_autoindex_unique_holds_1 (workflow=? AND key=?)"}, nil},
 		{"queues.sql", "RunGetUnfinishedByKey", []string{"runs_unique (workflow=? AND unique_key=?)"}, nil},
 		{"queues.sql", "UniqueHoldGet", []string{"sqlite_autoindex_unique_holds_1 (workflow=? AND key=?)"}, nil},

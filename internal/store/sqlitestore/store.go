@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
 	"github.com/flowlite/flowlite/internal/store"
@@ -165,17 +166,37 @@ func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, erro
 	return n == 1, nil
 }
 
+// RunClaim claims one priority at a time, highest first: a seek finds the
+// next priority that has unleased runs, and a range of runs_ready gives the
+// ones due at that priority. A claim so never reads the runs that wait for
+// a later time, which a single query ordered by priority would have to step
+// over (SQLite cannot range over run_at across priorities).
 func (t *tx) RunClaim(ctx context.Context, p store.RunClaimParams) ([]store.Run, error) {
-	rows, err := t.q.RunClaim(ctx, sqlitedb.RunClaimParams{
-		Owner: &p.Owner, LeaseExpiresAt: &p.LeaseExpiresAt, Now: p.Now, Queue: p.Queue,
-		Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(err))
-	}
-	runs := make([]store.Run, len(rows))
-	for i, row := range rows {
-		runs[i] = runFromRow(row)
+	known := knownJSON(p.Known)
+	var runs []store.Run
+	atMost := int64(math.MaxInt64)
+	for len(runs) < p.Max {
+		next, err := t.q.RunReadyNextPriority(ctx, sqlitedb.RunReadyNextPriorityParams{Queue: p.Queue, AtMost: atMost})
+		if err != nil {
+			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(err))
+		}
+		if len(next) == 0 {
+			break
+		}
+		rows, err := t.q.RunClaim(ctx, sqlitedb.RunClaimParams{
+			Owner: &p.Owner, LeaseExpiresAt: &p.LeaseExpiresAt, Now: p.Now, Queue: p.Queue,
+			Priority: next[0], Known: known, MaxRuns: int64(p.Max - len(runs)),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(err))
+		}
+		for _, row := range rows {
+			runs = append(runs, runFromRow(row))
+		}
+		if next[0] == math.MinInt64 {
+			break
+		}
+		atMost = next[0] - 1
 	}
 	return runs, nil
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -513,6 +514,11 @@ func testRunClaimOrder(t *testing.T, s store.Store) {
 		{"d", 1, base - 500},
 		{"e", -1, base - 1000},
 		{"f", 5, base - 100},
+		// Not due yet, at the top and in the middle: never claimed.
+		{"g", 9, base + 1},
+		{"h", 1, base + 50_000},
+		// The lowest priority there is.
+		{"i", math.MinInt64, base - 1},
 	}
 	var ps []store.RunInsertParams
 	for _, sp := range spec {
@@ -521,12 +527,16 @@ func testRunClaimOrder(t *testing.T, s store.Store) {
 		ps = append(ps, p)
 	}
 	insert(t, s, ps...)
-	for _, want := range [][]string{{"c", "f", "b"}, {"d", "a"}, {"e"}} {
+	for _, want := range [][]string{{"c", "f", "b"}, {"d", "a"}, {"e", "i"}, {}} {
+		n := len(want)
+		if n == 0 {
+			n = 10 // whatever is left: only runs not due yet
+		}
 		got := claim(t, s, store.RunClaimParams{
-			Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: len(want), Now: base, LeaseExpiresAt: base + 1000,
+			Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: n, Now: base, LeaseExpiresAt: base + 1000,
 		})
 		if !slices.Equal(ids(got), want) {
-			t.Errorf("claim of %d: got %v, want %v (priority first, then run_at)", len(want), ids(got), want)
+			t.Errorf("claim of %d: got %v, want %v (priority first, then run_at)", n, ids(got), want)
 		}
 	}
 }
