@@ -61,6 +61,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"StepCompensationArm", testStepCompensationArm},
 		{"StepCompensation", testStepCompensation},
 		{"Events", testEvents},
+		{"EventsOfConcurrentWrites", testEventsOfConcurrentWrites},
 		{"RunCountUnrunnable", testRunCountUnrunnable},
 		{"RunCountByStatus", testRunCountByStatus},
 		{"RunList", testRunList},
@@ -1406,6 +1407,78 @@ func testEvents(t *testing.T, s store.Store) {
 	})
 	if err == nil {
 		t.Error("event of an unknown run was appended")
+	}
+	// Among several events of one write, one of an unknown run fails the
+	// write and none is kept.
+	err = s.Write(t.Context(), func(tx store.Tx) error {
+		for _, id := range []string{"b", "ghost", "b"} {
+			if err := tx.EventAppend(t.Context(), store.Event{RunID: id, At: base, Kind: "lost"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		t.Error("events with one of an unknown run were appended")
+	}
+	if got, err := s.Reader().EventList(t.Context(), "b"); err != nil || len(got) != 1 {
+		t.Errorf("run b after a failed write of events: %+v, %v; want its one event", got, err)
+	}
+}
+
+// Events of concurrent writes, some of which fail after appending, land in
+// the order each write appended them, values intact, and those of a failed
+// write never land, however the writes were batched together.
+func testEventsOfConcurrentWrites(t *testing.T, s store.Store) {
+	insert(t, s, newRun("a"))
+	const writers = 20
+	detail := func(w, i int) string { return fmt.Sprintf("w%02d e%d \"quoted\"\n\tüñí €", w, i) }
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = s.Write(t.Context(), func(tx store.Tx) error {
+				for i := range 3 {
+					e := store.Event{RunID: "a", At: base + int64(w), Kind: "k", Step: "s", Occurrence: w, Attempt: i, Detail: detail(w, i)}
+					if err := tx.EventAppend(t.Context(), e); err != nil {
+						return err
+					}
+				}
+				if w%3 == 0 {
+					return errors.New("refused")
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	got, err := s.Reader().EventList(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byWriter := map[int][]store.Event{}
+	for _, e := range got {
+		byWriter[e.Occurrence] = append(byWriter[e.Occurrence], e)
+	}
+	for w := range writers {
+		evs := byWriter[w]
+		if failed := w%3 == 0; failed {
+			if errs[w] == nil || len(evs) != 0 {
+				t.Errorf("writer %d: error %v, %d events; want its error and none", w, errs[w], len(evs))
+			}
+			continue
+		}
+		if errs[w] != nil || len(evs) != 3 {
+			t.Fatalf("writer %d: error %v, %d events; want 3", w, errs[w], len(evs))
+		}
+		for i, e := range evs {
+			if e.Attempt != i || e.Detail != detail(w, i) || e.At != base+int64(w) || e.Kind != "k" || e.Step != "s" ||
+				(i > 0 && e.ID != evs[i-1].ID+1) {
+				t.Errorf("writer %d event %d: %+v", w, i, e)
+			}
+		}
 	}
 }
 
