@@ -37,7 +37,8 @@ type Report = engine.Report
 func (e *Engine) Reports(ctx context.Context) ([]Report, error) { return e.core.Reports(ctx) }
 
 // SumMetrics adds up engine metrics, e.g. those of Reports, into the
-// totals of a database. Counters only grow as long as no report is
-// deleted, so the sums can be exported as Prometheus counters; the
-// deletion of an old report shows as a counter reset.
+// totals of a database. The sums only grow unless a report is deleted (by
+// retention) or starts over (an engine restarted under the same
+// Config.WorkerID), so they can be exported as Prometheus counters, for
+// which either shows as a counter reset.
 func SumMetrics(m ...EngineMetrics) EngineMetrics { return engine.SumMetrics(m...) }
