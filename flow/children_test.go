@@ -266,7 +266,7 @@ func TestParentWaitingForChildSurvivesRestart(t *testing.T) {
 	close1()
 
 	e2, _ := engineSession(t, path, nil, register)
-	if err := flow.Signal(ctx, e2, childID, "finish", "done", nil); err != nil {
+	if _, err := flow.Signal(ctx, e2, childID, "finish", "done", nil); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := handle(t, e2, parent, run.ID()).Result(ctx); err != nil || out != "p+before+done+after" {

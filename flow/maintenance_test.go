@@ -151,7 +151,7 @@ func TestCleanDeletesOnlyFinishedRunsPastRetention(t *testing.T) {
 	finishAll := func(suffix string) {
 		t.Helper()
 		c := start(ok, "completed-"+suffix, nil)
-		if err := flow.Signal(ctx, e, c, "go", "now", nil); err != nil {
+		if _, err := flow.Signal(ctx, e, c, "go", "now", nil); err != nil {
 			t.Fatal(err)
 		}
 		settle(c, flow.StatusCompleted)
@@ -173,7 +173,7 @@ func TestCleanDeletesOnlyFinishedRunsPastRetention(t *testing.T) {
 		start(compensating, "compensating", nil):                              flow.StatusCompensating,
 		start(suspended, "suspended", nil):                                    flow.StatusSuspended,
 	}
-	if err := flow.Signal(ctx, e, "waiting", "unrelated", 1, nil); err != nil {
+	if _, err := flow.Signal(ctx, e, "waiting", "unrelated", 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	for id, st := range live {

@@ -26,7 +26,8 @@ func TestWaitingRunActedOnWhileNoEngineRuns(t *testing.T) {
 		{
 			name: "signal",
 			between: func(ctx context.Context, e *flow.Engine, _ *clock.Manual, runID string) error {
-				return flow.Signal(ctx, e, runID, "go", "+signal", nil)
+				_, err := flow.Signal(ctx, e, runID, "go", "+signal", nil)
+				return err
 			},
 			wantOut: "in+reserve+signal+after",
 		},
@@ -137,14 +138,14 @@ func TestRunsFinishOnTheVersionTheyStartedWith(t *testing.T) {
 	// An engine that knows only v2 runs new runs and leaves the v1 run alone,
 	// even once a signal made it due.
 	e2, close2 := engineSession(t, path, nil, func(e *flow.Engine) { flow.Register(e, v2) })
-	if err := flow.Signal(ctx, e2, old.ID(), "name", "ada", nil); err != nil {
+	if _, err := flow.Signal(ctx, e2, old.ID(), "name", "ada", nil); err != nil {
 		t.Fatal(err)
 	}
 	fresh, err := flow.Start(ctx, e2, v2, "fresh", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := flow.Signal(ctx, e2, fresh.ID(), "name", "bob", nil); err != nil {
+	if _, err := flow.Signal(ctx, e2, fresh.ID(), "name", "bob", nil); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := fresh.Result(ctx); err != nil || out != "fresh+greet-v2 bob" {
@@ -180,7 +181,7 @@ func TestRunsFinishOnTheVersionTheyStartedWith(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := flow.Signal(ctx, e3, newer.ID(), "name", "cy", nil); err != nil {
+	if _, err := flow.Signal(ctx, e3, newer.ID(), "name", "cy", nil); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := newer.Result(ctx); err != nil || out != "newer+greet-v2 cy" {

@@ -62,20 +62,21 @@ type SignalOptions struct {
 	Key string
 }
 
-// Signal sends a signal called name with payload to the run runID. It is
-// an error to signal an unknown run (ErrRunNotFound) or a finished one
-// (ErrRunFinished).
-func Signal[T any](ctx context.Context, e *Engine, runID, name string, payload T, opts *SignalOptions) error {
+// Signal sends a signal called name with payload to the run runID, and
+// reports whether it was stored: false, with nothing changed, when a signal
+// with the same opts.Key was sent to the run before (the earlier one
+// stands). It is an error to signal an unknown run (ErrRunNotFound) or a
+// finished one (ErrRunFinished).
+func Signal[T any](ctx context.Context, e *Engine, runID, name string, payload T, opts *SignalOptions) (sent bool, err error) {
 	b, err := codec.Encode(payload)
 	if err != nil {
-		return fmt.Errorf("signal %s to run %s: %w", name, runID, err)
+		return false, fmt.Errorf("signal %s to run %s: %w", name, runID, err)
 	}
 	var key string
 	if opts != nil {
 		key = opts.Key
 	}
-	_, err = e.core.Signal(ctx, runID, name, b, key)
-	return err
+	return e.core.Signal(ctx, runID, name, b, key)
 }
 
 // SignalRun sends a signal from inside a workflow to another run. It is a

@@ -236,7 +236,7 @@ func TestSleepIsDurableAndKeepsItsDueTime(t *testing.T) {
 	}
 	// A signal wakes it early; the replay must park it again at the due
 	// time recorded the first time, not an hour later.
-	if err := flow.Signal(ctx, e2, run.ID(), "poke", 1, nil); err != nil {
+	if _, err := flow.Signal(ctx, e2, run.ID(), "poke", 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the early replay to park the run again", func() bool {
@@ -341,13 +341,13 @@ func TestSignalDeliversTypedPayloadByRunAndName(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitStatus(t, e, a.ID(), flow.StatusWaiting)
-	if err := flow.Signal(ctx, e, a.ID(), "reject", approval{By: "mallory"}, nil); err != nil {
+	if _, err := flow.Signal(ctx, e, a.ID(), "reject", approval{By: "mallory"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := flow.Signal(ctx, e, b.ID(), "approve", approval{By: "bob", Amount: 2}, nil); err != nil {
+	if _, err := flow.Signal(ctx, e, b.ID(), "approve", approval{By: "bob", Amount: 2}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := flow.Signal(ctx, e, a.ID(), "approve", approval{By: "alice", Amount: 1}, nil); err != nil {
+	if _, err := flow.Signal(ctx, e, a.ID(), "approve", approval{By: "alice", Amount: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := a.Result(ctx); err != nil || got != (approval{By: "alice", Amount: 1}) {
@@ -398,7 +398,7 @@ func TestReceiveTimeoutIsDistinctFromAValueAndSurvivesRestart(t *testing.T) {
 
 	clk.Advance(30 * time.Minute)
 	e2, _ := engineSession(t, path, manualConfig(clk), register)
-	if err := flow.Signal(ctx, e2, got.ID(), "n", 7, nil); err != nil {
+	if _, err := flow.Signal(ctx, e2, got.ID(), "n", 7, nil); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := handle(t, e2, receiveOrTimeout, got.ID()).Result(ctx); err != nil || out != "got 7" {
@@ -444,10 +444,10 @@ func TestSignalsSentEarlyAreKeptAndReceivedInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 5; i++ {
-		if err := flow.Signal(ctx, e, run.ID(), "item", i, nil); err != nil {
+		if _, err := flow.Signal(ctx, e, run.ID(), "item", i, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := flow.Signal(ctx, e, run.ID(), "other", -i, nil); err != nil {
+		if _, err := flow.Signal(ctx, e, run.ID(), "other", -i, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -480,7 +480,7 @@ func TestSignalToUnknownOrFinishedRun(t *testing.T) {
 	wf := flow.Workflow[int, int]{Name: "quick", Run: func(_ flow.Context, n int) (int, error) { return n, nil }}
 	flow.Register(e, wf)
 	startEngine(t, e)
-	if err := flow.Signal(ctx, e, "no-such-run", "x", 1, nil); !errors.Is(err, flow.ErrRunNotFound) {
+	if _, err := flow.Signal(ctx, e, "no-such-run", "x", 1, nil); !errors.Is(err, flow.ErrRunNotFound) {
 		t.Fatalf("signal to unknown run: %v, want ErrRunNotFound", err)
 	}
 	run, err := flow.Start(ctx, e, wf, 1, nil)
@@ -491,7 +491,7 @@ func TestSignalToUnknownOrFinishedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := eventKinds(t, e, run.ID())
-	err = flow.Signal(ctx, e, run.ID(), "x", 1, &flow.SignalOptions{Key: "k"})
+	_, err = flow.Signal(ctx, e, run.ID(), "x", 1, &flow.SignalOptions{Key: "k"})
 	if !errors.Is(err, flow.ErrRunFinished) {
 		t.Fatalf("signal to finished run: %v, want ErrRunFinished", err)
 	}
@@ -529,9 +529,13 @@ func TestSignalKeyMakesSendingIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, payload := range []string{"first", "retry of first"} {
-		if err := flow.Signal(ctx, e, run.ID(), "pay", payload, &flow.SignalOptions{Key: "payment-1"}); err != nil {
+	for i, payload := range []string{"first", "retry of first"} {
+		sent, err := flow.Signal(ctx, e, run.ID(), "pay", payload, &flow.SignalOptions{Key: "payment-1"})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if want := i == 0; sent != want {
+			t.Errorf("send %d with key payment-1: sent = %v, want %v", i+1, sent, want)
 		}
 	}
 	startEngine(t, e)
@@ -663,7 +667,7 @@ func TestSignalDuringStepBeforeReceiveIsReceived(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the slow step never ran")
 	}
-	if err := flow.Signal(ctx, e, run.ID(), "go", "now", nil); err != nil {
+	if _, err := flow.Signal(ctx, e, run.ID(), "go", "now", nil); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
@@ -713,7 +717,7 @@ func TestSignalBetweenWaitAndReleaseIsNotMissed(t *testing.T) {
 	if info := inspect(t, e, run.ID()); info.Status != flow.StatusRunning {
 		t.Fatalf("run is %s, want running (leased, the step in flight)", info.Status)
 	}
-	if err := flow.Signal(ctx, e, run.ID(), "go", "signal", nil); err != nil {
+	if _, err := flow.Signal(ctx, e, run.ID(), "go", "signal", nil); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
@@ -752,7 +756,7 @@ func TestSignalRacingTimeoutHasExactlyOneOutcome(t *testing.T) {
 	for i, r := range runs {
 		wg.Go(func() {
 			time.Sleep(time.Duration(i%4) * 5 * time.Millisecond) // spread the sends over the claims
-			sendErrs[i] = flow.Signal(ctx, e, r.ID(), "n", i, nil)
+			_, sendErrs[i] = flow.Signal(ctx, e, r.ID(), "n", i, nil)
 		})
 	}
 	wg.Wait()
@@ -831,7 +835,8 @@ func TestSignalsAndTimeoutsUnderLoad(t *testing.T) {
 			for j := range (i * 7) % 3 {
 				time.Sleep(time.Duration((i*53+j*31)%400) * time.Millisecond)
 				p := i*10 + j
-				sent[i] = append(sent[i], send{p, flow.Signal(ctx, e, r.ID(), "s", p, nil)})
+				_, err := flow.Signal(ctx, e, r.ID(), "s", p, nil)
+				sent[i] = append(sent[i], send{p, err})
 			}
 		})
 	}

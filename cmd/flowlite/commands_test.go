@@ -108,9 +108,18 @@ func TestSignal(t *testing.T) {
 	if sig.Run != pendingRun || sig.Signal != "approve" || sig.Key != "k1" || string(sig.Payload) != "null" || sig.Status != flow.StatusPending {
 		t.Errorf("signal --json: %+v", sig)
 	}
-	// The same key again is dropped: no new event.
+	if sig.Dropped {
+		t.Errorf("first send with key k1 reported dropped")
+	}
+	// The same key again is dropped, and says so: no new event.
 	before := runState(t, path, pendingRun)
-	ok(t, path, "signal", "--key", "k1", pendingRun, "approve", `1`)
+	if out := ok(t, path, "signal", "--key", "k1", pendingRun, "approve", `1`); out !=
+		"signal approve with key k1 dropped: run pending-1 already got a signal with this key, which stands (it is pending)\n" {
+		t.Errorf("repeated key: %q", out)
+	}
+	if again := decode[signalJSON](t, ok(t, path, "signal", "--json", "--key", "k1", pendingRun, "approve")); !again.Dropped {
+		t.Errorf("repeated key --json: %+v, want dropped", again)
+	}
 	if after := runState(t, path, pendingRun); after != before {
 		t.Errorf("a repeated key was recorded again")
 	}

@@ -17,7 +17,10 @@ type signalJSON struct {
 	Key     string          `json:"key,omitempty"`
 	Payload json.RawMessage `json:"payload"`
 	Status  flow.RunStatus  `json:"status"`
-	Message string          `json:"message"`
+	// Dropped is true when an earlier signal with the same key was sent to
+	// the run: this one changed nothing.
+	Dropped bool   `json:"dropped"`
+	Message string `json:"message"`
 }
 
 func (a *app) signalCommand() *cobra.Command {
@@ -61,7 +64,8 @@ code 2); an unknown or finished run is exit code 1.`,
 				if key != "" {
 					opts = &flow.SignalOptions{Key: key}
 				}
-				if err := flow.Signal(ctx, e, id, name, payload, opts); err != nil {
+				sent, err := flow.Signal(ctx, e, id, name, payload, opts)
+				if err != nil {
 					return runError(id, err)
 				}
 				after, err := e.Inspect(ctx, id)
@@ -69,16 +73,19 @@ code 2); an unknown or finished run is exit code 1.`,
 					return runError(id, err)
 				}
 				msg := fmt.Sprintf("signal %s sent to run %s (it is %s)", name, id, after.Status)
-				if key != "" {
-					msg = fmt.Sprintf("signal %s with key %s sent to run %s (it is %s; an earlier send with this key, if any, stands and this one was dropped)",
+				switch {
+				case !sent:
+					msg = fmt.Sprintf("signal %s with key %s dropped: run %s already got a signal with this key, which stands (it is %s)",
 						name, key, id, after.Status)
+				case key != "":
+					msg = fmt.Sprintf("signal %s with key %s sent to run %s (it is %s)", name, key, id, after.Status)
 				}
 				if a.json {
 					var compact bytes.Buffer
 					if err := json.Compact(&compact, payload); err != nil {
 						return err
 					}
-					return writeJSON(a.stdout, signalJSON{Run: id, Signal: name, Key: key, Payload: compact.Bytes(), Status: after.Status, Message: msg})
+					return writeJSON(a.stdout, signalJSON{Run: id, Signal: name, Key: key, Payload: compact.Bytes(), Status: after.Status, Dropped: !sent, Message: msg})
 				}
 				_, err = fmt.Fprintln(a.stdout, msg)
 				return err

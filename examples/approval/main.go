@@ -181,7 +181,7 @@ func simulate(ctx context.Context, path string) (*outcome, error) {
 		}
 		// The manager clicks in the inbox, which sends the signal.
 		svc.inbox.Decide(a.Expense)
-		err := flow.Signal(simCtx, e, a.Expense, decisionSignal, a.Decision, &flow.SignalOptions{Key: a.Key})
+		_, err := flow.Signal(simCtx, e, a.Expense, decisionSignal, a.Decision, &flow.SignalOptions{Key: a.Key})
 		if err != nil && !errors.Is(err, flow.ErrRunFinished) {
 			return nil, err
 		}

@@ -371,7 +371,7 @@ func sendSignals(ctx context.Context, e *flow.Engine, p waitsPlan, start time.Ti
 		if s.key != "" {
 			opts = &flow.SignalOptions{Key: s.key}
 		}
-		err := flow.Signal(ctx, e, p.id, waitsSignal, s.payload, opts)
+		_, err := flow.Signal(ctx, e, p.id, waitsSignal, s.payload, opts)
 		log.mu.Lock()
 		log.byRun[p.id] = append(log.byRun[p.id], sentSignal{s, err})
 		log.mu.Unlock()
