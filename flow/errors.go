@@ -54,7 +54,8 @@ type (
 	DecodeError = engine.DecodeError
 	// RolledBackError is Result's error for a run whose workflow failed and
 	// whose completed steps were all compensated. Cause is the workflow's
-	// error message.
+	// error message; Step and Attempts name the step that failed for good,
+	// if one did.
 	RolledBackError = engine.RolledBackError
 	// SuspendedError is Result's error for a run parked for an operator.
 	SuspendedError = engine.SuspendedError

@@ -149,8 +149,8 @@ func TestJobMaxAttemptsAndPermanentErrors(t *testing.T) {
 	}
 	_, err = exhausted.Result(ctx)
 	var rb *flow.RolledBackError
-	if !errors.As(err, &rb) || !strings.Contains(rb.Cause, "attempt 4 failed") {
-		t.Errorf("exhausted job: error %v, want a RolledBackError naming the last attempt's error", err)
+	if !errors.As(err, &rb) || !strings.Contains(rb.Cause, "attempt 4 failed") || rb.Step != "flaky" || rb.Attempts != 4 {
+		t.Errorf("exhausted job: error %v (%+v), want a RolledBackError naming the last attempt's error, the step and its 4 attempts", err, rb)
 	}
 	if got := calls.Swap(0); got != 4 {
 		t.Errorf("%d calls, want 4", got)

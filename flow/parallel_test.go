@@ -145,6 +145,9 @@ func TestAllFailedBranchCompensatesCompletedStepsInReverseOrder(t *testing.T) {
 	if !errors.As(err, &rb) || !strings.Contains(rb.Cause, "branch 1") || !strings.Contains(rb.Cause, "out of stock") {
 		t.Fatalf("result err = %v, want rolled back by branch 1's out of stock", err)
 	}
+	if !strings.HasSuffix(rb.Step, "b2") || rb.Attempts != 1 {
+		t.Errorf("rolled back by step %q after %d attempts, want branch 1's b2 after 1", rb.Step, rb.Attempts)
+	}
 	for name, want := range map[string]int{"a1": 1, "a2": 1, "b1": 1, "b2": 1, "b3": 0, "c1": 1, "c2": 1, "after": 0} {
 		if got := c.get(name); got != want {
 			t.Fatalf("step %s ran %d times, want %d", name, got, want)

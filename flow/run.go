@@ -63,7 +63,7 @@ func (r *Run[Out]) Result(ctx context.Context) (Out, error) {
 		}
 		return out, nil
 	case store.RunFailed:
-		return zero, &RolledBackError{RunID: r.id, Cause: run.Error}
+		return zero, r.e.core.RolledBack(ctx, run)
 	case store.RunCancelled:
 		return zero, &CancelledError{RunID: r.id}
 	default:

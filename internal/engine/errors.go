@@ -115,11 +115,18 @@ func (e *DefinitionError) Error() string {
 type RolledBackError struct {
 	RunID string
 	Cause string // the workflow's error message
+	// Step names the step that failed for good, with the attempts it made,
+	// when the workflow failed because of one (the last to fail, if
+	// several did); empty when the workflow failed by itself, was
+	// cancelled, or its steps could not be read.
+	Step     string
+	Attempts int
 }
 
 func (e *RolledBackError) Error() string {
 	return fmt.Sprintf("run %s rolled back: %s", e.RunID, e.Cause)
 }
+
 func (e *RolledBackError) Is(target error) bool { return target == ErrRolledBack }
 
 // SuspendedError is the result of a run parked for an operator.

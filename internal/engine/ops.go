@@ -149,6 +149,27 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	return Started{Run: run}, err
 }
 
+// RolledBack returns the error of the failed run, naming the step that
+// failed for good if one did.
+func (e *Engine) RolledBack(ctx context.Context, run store.Run) *RolledBackError {
+	rb := &RolledBackError{RunID: run.ID, Cause: run.Error}
+	steps, err := e.store.Reader().StepList(ctx, run.ID)
+	if err != nil {
+		e.log.Warn("read the steps of a rolled back run", "run", run.ID, "err", err)
+		return rb
+	}
+	var last *store.Step
+	for i, st := range steps {
+		if st.Status == store.StepFailed && (last == nil || st.FinishedAt >= last.FinishedAt) {
+			last = &steps[i]
+		}
+	}
+	if last != nil {
+		rb.Step, rb.Attempts = last.Name, last.Attempts
+	}
+	return rb
+}
+
 // Wait blocks until the run is completed, failed, cancelled or suspended,
 // and returns it.
 func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
