@@ -42,7 +42,7 @@ func runState(t *testing.T, path, id string) string {
 
 func TestRunsTimeFilter(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	ids := func(args ...string) []string {
 		t.Helper()
 		var out []string
@@ -93,7 +93,7 @@ func TestRunsTimeFilter(t *testing.T) {
 
 func TestSignal(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	out := ok(t, path, "signal", pendingRun, "approve", `{"by": "ops", "ok": true}`)
 	if out != "signal approve sent to run pending-1 (it is pending)\n" {
@@ -187,7 +187,7 @@ func foreignDB(t *testing.T) string {
 
 func TestMigrate(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	before := fileBytes(t, path)
 	st := decode[migrateJSON](t, ok(t, path, "migrate", "status", "--json"))
@@ -244,7 +244,7 @@ func TestMigrate(t *testing.T) {
 
 func TestLockedDatabase(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	before := runState(t, path, pendingRun)
 
 	// Another connection holds the write lock.
@@ -295,7 +295,7 @@ func TestLockedDatabase(t *testing.T) {
 
 func TestMaintenance(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	dst := filepath.Join(t.TempDir(), "copy.db")
 
 	out := ok(t, path, "backup", dst)
@@ -333,7 +333,7 @@ func TestMaintenance(t *testing.T) {
 // flowlite process ran.
 func TestHealth(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	h := decode[healthJSON](t, ok(t, path, "health", "--json"))
 	if h.Path != path || h.DBBytes == 0 || h.LastCheckpoint != nil || len(h.Engines) != 1 {
 		t.Fatalf("health --json of the fixture: %+v", h)
@@ -365,7 +365,7 @@ func TestHealth(t *testing.T) {
 
 func TestProgress(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	r := flowlite(t, map[string]string{envProgress: "always"}, "--db", path, "check")
 	if r.code != exitOK || !strings.Contains(r.stderr, "checking… ") || !strings.HasSuffix(r.stderr, "\n") {
 		t.Errorf("check with progress: exit %d, stderr %q", r.code, r.stderr)
@@ -440,7 +440,7 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestServe(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	base, stop := serve(t, path, "--read-only")
 	if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
@@ -493,7 +493,7 @@ func TestServe(t *testing.T) {
 
 func TestLogLevel(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	fails(t, exitUsage, `invalid --log-level "loud"`, "--db", path, "--log-level", "loud", "runs")
 	if r := flowlite(t, map[string]string{envLogLevel: "loud"}, "--db", path, "runs"); r.code != exitUsage {
 		t.Errorf("bad %s: exit %d", envLogLevel, r.code)
@@ -508,7 +508,7 @@ func TestLogLevel(t *testing.T) {
 
 func TestClean(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	before := decode[statsJSON](t, ok(t, path, "stats", "--json")).Runs
 
 	// Nothing in the fixture is a day old: the default ages delete nothing.

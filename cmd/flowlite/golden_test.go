@@ -64,7 +64,7 @@ func golden(t *testing.T, name, got string) {
 
 func TestGolden(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	for _, tt := range []struct {
 		name string
 		args []string

@@ -26,7 +26,7 @@ var sendMail = flow.Job[string]{
 // jobFixture is fixture plus mailDead failed send_mail jobs.
 func jobFixture(t *testing.T) string {
 	t.Helper()
-	path := fixture(t)
+	path := fixtureDB(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	e, err := flow.Open(ctx, path, &flow.Config{PollInterval: 5 * time.Millisecond, Queues: map[string]flow.QueueConfig{"mail": {Concurrency: 4}}})
@@ -64,7 +64,7 @@ func deadIDs(t *testing.T, path string, args ...string) []string {
 
 func TestRetry(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	out := ok(t, path, "retry", sagaRun)
 	if out != "run saga-1 requeued as saga-1/requeue-1 (pending): an engine working queue \"default\" takes it up within its poll interval\n" {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,132 +13,22 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/internal/fixture"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// Run IDs of the fixture database.
+// Run IDs of the fixture database (internal/fixture).
 const (
-	doneRun    = "done-1"    // completed
-	sagaRun    = "saga-1"    // failed: rolled back by its compensations
-	stuckRun   = "stuck-1"   // suspended: a compensation failed for good
-	pendingRun = "pending-1" // pending in queue "batch"; no engine ever ran it
+	doneRun    = fixture.DoneRun
+	sagaRun    = fixture.SagaRun
+	stuckRun   = fixture.StuckRun
+	pendingRun = fixture.PendingRun
 )
 
-type order struct {
-	Item string `json:"item"`
-}
-
-var (
-	reserve = flow.Step[order, string]{
-		Name:       "reserve",
-		Run:        func(_ context.Context, o order) (string, error) { return "res-" + o.Item, nil },
-		Compensate: func(context.Context, order, string) error { return nil },
-	}
-	reserveStuck = flow.Step[order, string]{
-		Name: "reserve",
-		Run:  func(_ context.Context, o order) (string, error) { return "res-" + o.Item, nil },
-		Compensate: func(context.Context, order, string) error {
-			return flow.Permanent(errors.New("warehouse\tunreachable\nretry later"))
-		},
-	}
-	ship = flow.Step[string, string]{
-		Name: "ship",
-		Run:  func(_ context.Context, r string) (string, error) { return "shipped-" + r, nil },
-	}
-	charge = flow.Step[order, int]{
-		Name: "charge",
-		Run: func(context.Context, order) (int, error) {
-			return 0, flow.Permanent(errors.New("card declined"))
-		},
-	}
-
-	doneWF = flow.Workflow[order, string]{Name: "ship_order", Run: func(wc flow.Context, o order) (string, error) {
-		r, err := flow.Do(wc, reserve, o)
-		if err != nil {
-			return "", err
-		}
-		return flow.Do(wc, ship, r)
-	}}
-	sagaWF = flow.Workflow[order, int]{Name: "pay_order", Version: 2, Run: func(wc flow.Context, o order) (int, error) {
-		if _, err := flow.Do(wc, reserve, o); err != nil {
-			return 0, err
-		}
-		return flow.Do(wc, charge, o)
-	}}
-	stuckWF = flow.Workflow[order, int]{Name: "stuck_order", Run: func(wc flow.Context, o order) (int, error) {
-		if _, err := flow.Do(wc, reserveStuck, o); err != nil {
-			return 0, err
-		}
-		return flow.Do(wc, charge, o)
-	}}
-	laterWF = flow.Workflow[order, string]{Name: "later_order", Run: doneWF.Run}
-)
-
-// fixture builds a database holding doneRun, sagaRun, stuckRun and
-// pendingRun, closes every engine on it, and returns its path.
-func fixture(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	path := filepath.Join(t.TempDir(), "flow.db")
-	cfg := &flow.Config{
-		PollInterval: 5 * time.Millisecond,
-		DefaultRetry: flow.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond},
-	}
-
-	e, err := flow.Open(ctx, path, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flow.Register(e, doneWF)
-	flow.Register(e, sagaWF)
-	flow.Register(e, stuckWF)
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done, err := flow.Start(ctx, e, doneWF, order{Item: "book"}, &flow.StartOptions{RunID: doneRun})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := done.Result(ctx); err != nil {
-		t.Fatalf("%s: %v", doneRun, err)
-	}
-	saga, err := flow.Start(ctx, e, sagaWF, order{Item: "lamp"}, &flow.StartOptions{RunID: sagaRun})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := saga.Result(ctx); !errors.Is(err, flow.ErrRolledBack) {
-		t.Fatalf("%s: error %v, want rolled back", sagaRun, err)
-	}
-	stuck, err := flow.Start(ctx, e, stuckWF, order{Item: "sofa"}, &flow.StartOptions{RunID: stuckRun})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stuck.Result(ctx); !errors.Is(err, flow.ErrSuspended) {
-		t.Fatalf("%s: error %v, want suspended", stuckRun, err)
-	}
-	if err := e.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	// A run whose workflow is registered, on an engine never started.
-	e, err = flow.Open(ctx, path, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flow.Register(e, laterWF)
-	if _, err := flow.Start(ctx, e, laterWF, order{Item: "desk"}, &flow.StartOptions{RunID: pendingRun, Queue: "batch", Priority: 3}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+// fixture builds the database internal/fixture describes and returns its
+// path.
+func fixtureDB(t *testing.T) string { return fixture.Build(t) }
 
 type result struct {
 	code           int
@@ -204,7 +92,7 @@ func rowOf(t *testing.T, out, key string) []string {
 
 func TestRuns(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	out := ok(t, path, "runs")
 	if !strings.HasPrefix(out, "ID ") || !strings.Contains(strings.SplitN(out, "\n", 2)[0], "ERROR/REASON") {
@@ -271,7 +159,7 @@ func TestRuns(t *testing.T) {
 
 func TestShow(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	out := ok(t, path, "show", sagaRun)
 	for _, want := range []string{"Status    failed", "pay_order version 2", "default (priority 0)", "card declined", `{"item":"lamp"}`} {
@@ -325,7 +213,7 @@ func TestShow(t *testing.T) {
 
 func TestHistory(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	events := decode[[]eventJSON](t, ok(t, path, "history", "--json", sagaRun))
 	var kinds []string
@@ -389,7 +277,7 @@ func subsequence(have, want []string) bool {
 
 func TestStats(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	out := ok(t, path, "stats")
 	for status, n := range map[string]string{"pending": "1", "running": "0", "waiting": "0", "compensating": "0", "completed": "1",
@@ -406,7 +294,7 @@ func TestStats(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	// A pending run: the request is recorded; an engine applies it later.
 	out := ok(t, path, "cancel", pendingRun)
@@ -447,7 +335,7 @@ func TestCancel(t *testing.T) {
 
 func TestResumeAndSkip(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	for _, id := range []string{doneRun, sagaRun, pendingRun} {
 		for _, verb := range []string{"resume", "skip"} {
@@ -470,7 +358,7 @@ func TestResumeAndSkip(t *testing.T) {
 
 func TestResumeSuspended(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	act := decode[actionJSON](t, ok(t, path, "resume", "--json", stuckRun))
 	if act.Status != flow.StatusCompensating || act.Action != "resume" || !strings.Contains(act.Message, "failed compensations run again") {
@@ -483,7 +371,7 @@ func TestResumeSuspended(t *testing.T) {
 
 func TestUnknownRun(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	for _, verb := range []string{"show", "history", "cancel", "resume", "skip"} {
 		fails(t, exitError, "run nope: not found", "--db", path, verb, "nope")
 	}
@@ -531,7 +419,7 @@ func TestBadFiles(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	tests := []struct {
 		args []string
 		want string
@@ -559,7 +447,7 @@ func TestUsage(t *testing.T) {
 
 func TestEnvironment(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 
 	r := flowlite(t, map[string]string{envDB: path}, "runs", "--status", "completed")
 	if r.code != exitOK || !strings.Contains(r.stdout, doneRun) {

@@ -51,7 +51,7 @@ func chromium(t *testing.T) string {
 // confirmation page, and checks the database changed.
 func TestBrowser(t *testing.T) {
 	exe := chromium(t)
-	path := fixture(t)
+	path := fixtureDB(t)
 	srv, e := server(t, path, nil)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

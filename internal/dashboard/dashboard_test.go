@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/internal/fixture"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -57,7 +58,7 @@ func status(t *testing.T, e *flow.Engine, id string) flow.RunStatus {
 
 func TestPages(t *testing.T) {
 	t.Parallel()
-	srv, _ := server(t, fixture(t), nil)
+	srv, _ := server(t, fixtureDB(t), nil)
 	for _, tt := range []struct {
 		path   string
 		status int
@@ -110,7 +111,7 @@ func TestPages(t *testing.T) {
 
 func TestActions(t *testing.T) {
 	t.Parallel()
-	srv, e := server(t, fixture(t), nil)
+	srv, e := server(t, fixtureDB(t), nil)
 
 	// Looking at the confirmation page changes nothing.
 	do(t, http.MethodGet, srv.URL+"/runs/stuck-1/cancel", nil)
@@ -167,7 +168,7 @@ func TestActions(t *testing.T) {
 
 func TestReadOnly(t *testing.T) {
 	t.Parallel()
-	srv, e := server(t, fixture(t), &Options{ReadOnly: true})
+	srv, e := server(t, fixtureDB(t), &Options{ReadOnly: true})
 	if r := do(t, http.MethodGet, srv.URL+"/runs/stuck-1", nil); strings.Contains(r.body, `id="action-`) || !strings.Contains(r.body, "read-only") {
 		t.Errorf("read-only run page offers actions, or lacks the badge")
 	}
@@ -189,7 +190,7 @@ func TestReadOnly(t *testing.T) {
 
 func TestHealthz(t *testing.T) {
 	t.Parallel()
-	e, err := flow.Open(context.Background(), fixture(t), nil)
+	e, err := flow.Open(context.Background(), fixtureDB(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func sample(t *testing.T, body, series string) float64 {
 
 func TestMetrics(t *testing.T) {
 	t.Parallel()
-	path := fixture(t)
+	path := fixtureDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -248,11 +249,11 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("reports of the fixture: %+v, %v", reports, err)
 	}
 	fx := reports[0].Metrics
-	flow.Register(e, doneWF)
+	flow.Register(e, fixture.DoneWorkflow)
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	run, err := flow.Start(ctx, e, doneWF, order{Item: "pen"}, nil)
+	run, err := flow.Start(ctx, e, fixture.DoneWorkflow, fixture.Order{Item: "pen"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +388,7 @@ func TestTimeline(t *testing.T) {
 
 func TestJobPages(t *testing.T) {
 	t.Parallel()
-	srv, e := server(t, fixture(t), nil)
+	srv, e := server(t, fixtureDB(t), nil)
 	ctx := context.Background()
 	sameOrigin := map[string]string{"Sec-Fetch-Site": "same-origin"}
 
@@ -464,7 +465,7 @@ func TestJobPages(t *testing.T) {
 
 func TestBulkRequeue(t *testing.T) {
 	t.Parallel()
-	srv, e := server(t, fixture(t), nil)
+	srv, e := server(t, fixtureDB(t), nil)
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/dead/requeue", strings.NewReader("workflow=pay_order&queue=default"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
