@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pressly/goose/v3"
@@ -69,5 +70,29 @@ func TestEventsMigrationKeepsHistory(t *testing.T) {
 	}
 	if newer[0].ID <= before[len(before)-1].ID {
 		t.Errorf("new event id %d not after the old ones (last %d)", newer[0].ID, before[len(before)-1].ID)
+	}
+}
+
+// A database whose record of applied migrations lacks one below its
+// version is refused with an error that says so, and left as it is.
+func TestMissingLowerMigrationIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	path := dbPath(t)
+	e := openEngine(t, path, nil)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	if _, err := db.ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id = 3"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := flow.Open(ctx, path, nil)
+	if err == nil || !strings.Contains(err.Error(), "lacks a lower migration") {
+		t.Fatalf("open with migration 3 missing: %v, want an error saying a lower migration is missing", err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM goose_db_version WHERE version_id = 3").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the refused open changed the migration record: %d rows for version 3 (%v)", n, err)
 	}
 }

@@ -53,7 +53,16 @@ func status(ctx context.Context, p *goose.Provider) (Status, error) {
 	for _, s := range p.ListSources() {
 		latest = max(latest, s.Version)
 	}
-	return Status{Current: current, Latest: latest}, nil
+	st := Status{Current: current, Latest: latest}
+	if current > latest {
+		return st, nil // too new: SQLite refuses it, status reports it
+	}
+	// The highest version alone would hide a lower migration the database
+	// lacks; goose compares the whole list and refuses such a gap.
+	if _, err := p.HasPending(ctx); err != nil {
+		return st, fmt.Errorf("database at version %d lacks a lower migration; restore a backup or re-create the database: %w", current, err)
+	}
+	return st, nil
 }
 
 // SQLite migrates a SQLite database to the latest schema. A database whose
