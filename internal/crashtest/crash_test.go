@@ -127,23 +127,9 @@ func TestCrashResume(t *testing.T) {
 		h.fail("runs not settled %s after the last kill: %v", drainTimeout, counts)
 	}
 	drain := time.Since(drainStart)
-	if problems := integrityCheck(ctx, raw); len(problems) > 0 {
-		h.fail("final integrity check: %v", problems)
-	}
-	h.scanChildLogs(kills + 1)
 
 	// Check every acknowledged run against the ledger.
-	lines, malformed, err := readLedger(h.ledger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if malformed > 0 {
-		t.Errorf("ledger has %d malformed lines", malformed)
-	}
-	byRun := make(map[string][]ledgerLine)
-	for _, l := range lines {
-		byRun[l.run] = append(byRun[l.run], l)
-	}
+	byRun := h.settledLedger(ctx, raw, kills+1)
 	all, err := parent.ListRuns(ctx, flow.RunFilter{Limit: 10 * runs})
 	if err != nil {
 		t.Fatal(err)
@@ -564,6 +550,29 @@ func (c *child) wait() error {
 func (c *child) kill() {
 	c.once.Do(func() { _ = c.cmd.Process.Kill() })
 	_ = c.wait()
+}
+
+// settledLedger runs the checks common to every crash test once its runs
+// settled: the file's integrity and the children's logs (children of them
+// were started), then returns the ledger's lines by run.
+func (h *harness) settledLedger(ctx context.Context, raw rawDB, children int) map[string][]ledgerLine {
+	h.t.Helper()
+	if problems := integrityCheck(ctx, raw); len(problems) > 0 {
+		h.fail("final integrity check: %v", problems)
+	}
+	h.scanChildLogs(children)
+	lines, malformed, err := readLedger(h.ledger)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if malformed > 0 {
+		h.t.Errorf("ledger has %d malformed lines", malformed)
+	}
+	byRun := make(map[string][]ledgerLine)
+	for _, l := range lines {
+		byRun[l.run] = append(byRun[l.run], l)
+	}
+	return byRun
 }
 
 func (h *harness) logPath(inc int) string {

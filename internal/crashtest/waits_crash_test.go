@@ -168,22 +168,7 @@ func TestCrashResumeWaits(t *testing.T) {
 	}
 	drain := time.Since(drainStart)
 	senders.Wait() // the late signals, which find their runs finished
-	if problems := integrityCheck(ctx, raw); len(problems) > 0 {
-		h.fail("final integrity check: %v", problems)
-	}
-	h.scanChildLogs(kills + 1)
-
-	lines, malformed, err := readLedger(h.ledger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if malformed > 0 {
-		t.Errorf("ledger has %d malformed lines", malformed)
-	}
-	byRun := make(map[string][]ledgerLine)
-	for _, l := range lines {
-		byRun[l.run] = append(byRun[l.run], l)
-	}
+	byRun := h.settledLedger(ctx, raw, kills+1)
 
 	// Every run in the database is one the test started or the child of
 	// one of its parents, and every parent started at most one child.
