@@ -117,12 +117,8 @@ func (a *app) printHealth(h flow.FileHealth, reports []flow.Report) error {
 	}
 	t := newTable(a.stdout, "ENGINE", "HOST", "PID", "STARTED", "REPORTED", "STARTED RUNS", "FINISHED RUNS", "STEP ATTEMPTS")
 	for _, r := range reports {
-		var finished int64
-		for _, n := range r.Metrics.RunsFinished {
-			finished += n
-		}
 		t.row(cell(r.Owner, 0), cell(r.Host, 0), strconv.Itoa(r.PID), tableTime(r.StartedAt), tableTime(r.ReportedAt),
-			strconv.FormatInt(r.Metrics.RunsStarted, 10), strconv.FormatInt(finished, 10),
+			strconv.FormatInt(r.Metrics.RunsStarted, 10), strconv.FormatInt(r.Metrics.RunsFinishedTotal(), 10),
 			strconv.FormatUint(r.Metrics.AttemptSeconds["step"].Count, 10))
 	}
 	return t.flush()

@@ -96,10 +96,7 @@ func (d *Dashboard) engineMetrics(ctx context.Context, mw *metrics.Writer) {
 	}
 	mw.Family("flowlite_attempt_duration_seconds", metrics.Histogram, "Duration of step and compensation attempts, by kind.")
 	for _, kind := range []string{"step", "compensation"} {
-		h, ok := sum.AttemptSeconds[kind]
-		if !ok {
-			h = emptyHistogram(stepBounds())
-		}
+		h := sum.AttemptSeconds[kind] // SumMetrics always has both
 		mw.HistogramSample(metrics.L("kind", kind), h.Bounds, h.Counts, h.Sum, h.Count)
 	}
 	mw.Family("flowlite_claim_latency_seconds", metrics.Histogram, "How long after becoming due runs were claimed, by queue.")
@@ -134,14 +131,6 @@ type bufferWriter struct{ b []byte }
 func (b *bufferWriter) Write(p []byte) (int, error) {
 	b.b = append(b.b, p...)
 	return len(p), nil
-}
-
-func stepBounds() []float64 {
-	return []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
-}
-
-func emptyHistogram(bounds []float64) flow.Histogram {
-	return flow.Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -148,26 +148,10 @@ type overviewData struct {
 	Total   int64
 	Queues  []queueRow
 	Health  *flow.FileHealth
-	Engines []engineRow
+	Engines []flow.Report
 }
 
-// engineRow is an engine's report, with the totals the page shows.
-type engineRow struct {
-	flow.Report
-	Finished int64 // runs finished in any state
-	Steps    uint64
-}
 
-func engineRows(reports []flow.Report) []engineRow {
-	rows := make([]engineRow, len(reports))
-	for i, r := range reports {
-		rows[i] = engineRow{Report: r, Steps: r.Metrics.AttemptSeconds["step"].Count}
-		for _, n := range r.Metrics.RunsFinished {
-			rows[i].Finished += n
-		}
-	}
-	return rows
-}
 
 type statusCount struct {
 	Status flow.RunStatus
@@ -196,7 +180,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.log.Warn("overview: file health", "err", err)
 	}
 	if reports, err := d.e.Reports(ctx); err == nil {
-		data.Engines = engineRows(reports)
+		data.Engines = reports
 	} else {
 		d.log.Warn("overview: engine reports", "err", err)
 	}

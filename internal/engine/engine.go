@@ -145,6 +145,7 @@ type Engine struct {
 	wal       walState      // what the WAL watch saw and did
 	running   bool
 	startedAt time.Time // of the last Start, engine clock
+	host      string    // this machine's name, for reports
 
 	reportMu       sync.Mutex // serializes reports (report.go)
 	reportedEvents uint64     // metrics events counted at the last report
@@ -171,6 +172,7 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 		active:    make(map[string]*execution),
 		settledCh: make(chan struct{}),
 	}
+	e.host, _ = os.Hostname() // empty when unknown
 	e.slots = make(map[string]*semaphore.Weighted, len(cfg.Queues))
 	for q, limit := range cfg.Queues {
 		e.wake[q] = make(chan struct{}, 1)

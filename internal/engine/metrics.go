@@ -163,6 +163,15 @@ func (e *Engine) Metrics() MetricsSnapshot {
 	return s
 }
 
+// RunsFinishedTotal counts the outcomes recorded, whatever their state.
+func (s MetricsSnapshot) RunsFinishedTotal() int64 {
+	var n int64
+	for _, c := range s.RunsFinished {
+		n += c
+	}
+	return n
+}
+
 // snapshot returns a copy of the instrumentation and the number of changes
 // it counts.
 func (m *metrics) snapshot() (MetricsSnapshot, uint64) {
@@ -190,11 +199,16 @@ func (m *metrics) snapshot() (MetricsSnapshot, uint64) {
 // on a database. Histograms with the same bounds add bucket by bucket; a
 // histogram with other bounds (written by another version) has each bucket
 // counted in the first bucket of the sum whose bound is at least its own.
+// The sum always has the "step" and "compensation" attempt histograms,
+// empty if no snapshot has them, so that exporters need not make them up.
 func SumMetrics(snapshots ...MetricsSnapshot) MetricsSnapshot {
 	sum := MetricsSnapshot{
-		RunsFinished:   map[store.RunStatus]int64{},
-		AttemptSeconds: map[string]Histogram{},
-		ClaimSeconds:   map[string]Histogram{},
+		RunsFinished: map[store.RunStatus]int64{},
+		AttemptSeconds: map[string]Histogram{
+			"step":         newHistogram(StepSecondsBounds()).clone(),
+			"compensation": newHistogram(StepSecondsBounds()).clone(),
+		},
+		ClaimSeconds: map[string]Histogram{},
 	}
 	for _, s := range snapshots {
 		sum.RunsStarted += s.RunsStarted

@@ -41,6 +41,12 @@ func TestSumMetrics(t *testing.T) {
 	if !slices.Equal(h.Counts, want) {
 		t.Errorf("step buckets %v, want %v", h.Counts, want)
 	}
+	if c := SumMetrics().AttemptSeconds["compensation"]; len(c.Counts) != len(StepSecondsBounds())+1 || c.Count != 0 {
+		t.Errorf("sum of nothing: compensation histogram %+v, want an empty one", c)
+	}
+	if a.RunsFinishedTotal() != 3 {
+		t.Errorf("RunsFinishedTotal = %d, want 3", a.RunsFinishedTotal())
+	}
 	if _, ok := sum.ClaimSeconds["q"]; !ok {
 		t.Error("claim histogram of queue q missing from the sum")
 	}

@@ -62,9 +62,8 @@ func (e *Engine) report(ctx context.Context, force bool) error {
 	if err != nil {
 		return fmt.Errorf("write report of engine %s: encode metrics: %w", e.cfg.WorkerID, err)
 	}
-	host, _ := os.Hostname()
 	r := store.EngineReport{
-		Owner: e.cfg.WorkerID, Host: host, PID: os.Getpid(),
+		Owner: e.cfg.WorkerID, Host: e.host, PID: os.Getpid(),
 		StartedAt: e.startedAt.UnixMilli(), ReportedAt: e.nowMs(), Metrics: encoded,
 	}
 	if err := e.store.Write(ctx, func(tx store.Tx) error { return tx.EngineReportSave(ctx, r) }); err != nil {
