@@ -151,8 +151,6 @@ type overviewData struct {
 	Engines []flow.Report
 }
 
-
-
 type statusCount struct {
 	Status flow.RunStatus
 	Runs   int64
