@@ -63,6 +63,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runCancelChildrenStmt, err = db.PrepareContext(ctx, runCancelChildren); err != nil {
 		return nil, fmt.Errorf("error preparing query RunCancelChildren: %w", err)
 	}
+	if q.runCancelIdleStmt, err = db.PrepareContext(ctx, runCancelIdle); err != nil {
+		return nil, fmt.Errorf("error preparing query RunCancelIdle: %w", err)
+	}
+	if q.runCancelToUnwindStmt, err = db.PrepareContext(ctx, runCancelToUnwind); err != nil {
+		return nil, fmt.Errorf("error preparing query RunCancelToUnwind: %w", err)
+	}
 	if q.runClaimStmt, err = db.PrepareContext(ctx, runClaim); err != nil {
 		return nil, fmt.Errorf("error preparing query RunClaim: %w", err)
 	}
@@ -290,6 +296,16 @@ func (q *Queries) Close() error {
 	if q.runCancelChildrenStmt != nil {
 		if cerr := q.runCancelChildrenStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runCancelChildrenStmt: %w", cerr)
+		}
+	}
+	if q.runCancelIdleStmt != nil {
+		if cerr := q.runCancelIdleStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runCancelIdleStmt: %w", cerr)
+		}
+	}
+	if q.runCancelToUnwindStmt != nil {
+		if cerr := q.runCancelToUnwindStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runCancelToUnwindStmt: %w", cerr)
 		}
 	}
 	if q.runClaimStmt != nil {
@@ -609,6 +625,8 @@ type Queries struct {
 	queuePauseStmt                  *sql.Stmt
 	queueResumeStmt                 *sql.Stmt
 	runCancelChildrenStmt           *sql.Stmt
+	runCancelIdleStmt               *sql.Stmt
+	runCancelToUnwindStmt           *sql.Stmt
 	runClaimStmt                    *sql.Stmt
 	runCountByStatusStmt            *sql.Stmt
 	runCountUnrunnableStmt          *sql.Stmt
@@ -681,6 +699,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		queuePauseStmt:                  q.queuePauseStmt,
 		queueResumeStmt:                 q.queueResumeStmt,
 		runCancelChildrenStmt:           q.runCancelChildrenStmt,
+		runCancelIdleStmt:               q.runCancelIdleStmt,
+		runCancelToUnwindStmt:           q.runCancelToUnwindStmt,
 		runClaimStmt:                    q.runClaimStmt,
 		runCountByStatusStmt:            q.runCountByStatusStmt,
 		runCountUnrunnableStmt:          q.runCountUnrunnableStmt,

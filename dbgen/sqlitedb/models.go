@@ -111,6 +111,10 @@ type Step struct {
 	CompensationError    string
 	StartedAt            int64
 	FinishedAt           *int64
+	Position             *int64
+	ErrorCode            string
+	ErrorPermanent       int64
+	ErrorDetails         []byte
 }
 
 type UniqueHold struct {

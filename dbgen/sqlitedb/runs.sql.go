@@ -49,6 +49,60 @@ func (q *Queries) RunCancelChildren(ctx context.Context, arg RunCancelChildrenPa
 	return items, nil
 }
 
+const runCancelIdle = `-- name: RunCancelIdle :execrows
+UPDATE runs
+SET status = 'cancelled', cancel_requested = 1, error = ?1, wake_seq = wake_seq + 1,
+    finished_at = ?2, updated_at = ?2
+WHERE id = ?3 AND lease_owner IS NULL AND status IN ('pending', 'waiting')
+  AND NOT EXISTS (
+    SELECT 1 FROM steps
+    WHERE steps.run_id = ?3 AND steps.status = 'completed' AND steps.compensable = 1
+  )
+`
+
+type RunCancelIdleParams struct {
+	Error string
+	Now   *int64
+	ID    string
+}
+
+// RunCancelIdle cancels at once a run that no worker executes (pending or
+// waiting, unleased) and that has nothing to undo: no completed step with a
+// compensation. It reports 0 rows for any other run.
+func (q *Queries) RunCancelIdle(ctx context.Context, arg RunCancelIdleParams) (int64, error) {
+	result, err := q.exec(ctx, q.runCancelIdleStmt, runCancelIdle, arg.Error, arg.Now, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const runCancelToUnwind = `-- name: RunCancelToUnwind :execrows
+UPDATE runs
+SET status = 'compensating', cancel_requested = 1, error = ?1, wake_seq = wake_seq + 1,
+    run_at = MIN(run_at, ?2), updated_at = ?2
+WHERE id = ?3 AND lease_owner IS NULL AND status IN ('pending', 'waiting')
+`
+
+type RunCancelToUnwindParams struct {
+	Error string
+	Now   int64
+	ID    string
+}
+
+// RunCancelToUnwind moves a run that no worker executes (pending or
+// waiting, unleased) to compensating, due now, with its cancellation
+// requested: the next engine to claim it runs its compensations and ends it
+// cancelled. Arm the compensations (StepCompensationArm) in the same
+// transaction.
+func (q *Queries) RunCancelToUnwind(ctx context.Context, arg RunCancelToUnwindParams) (int64, error) {
+	result, err := q.exec(ctx, q.runCancelToUnwindStmt, runCancelToUnwind, arg.Error, arg.Now, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runClaim = `-- name: RunClaim :many
 UPDATE runs
 SET lease_owner      = ?1,

@@ -10,10 +10,10 @@ import (
 )
 
 const stepBegin = `-- name: StepBegin :one
-INSERT INTO steps (run_id, name, occurrence, status, attempts, input, started_at)
-VALUES (?1, ?2, ?3, 'running', 1, ?4, ?5)
+INSERT INTO steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+VALUES (?1, ?2, ?3, 'running', 1, ?4, ?5, ?6)
 ON CONFLICT (run_id, name, occurrence) DO UPDATE
-SET status = 'running', attempts = steps.attempts + 1, error = ''
+SET status = 'running', attempts = steps.attempts + 1, error = '', error_code = '', error_permanent = 0, error_details = NULL
 WHERE steps.status IN ('running', 'retrying')
 RETURNING attempts
 `
@@ -23,6 +23,7 @@ type StepBeginParams struct {
 	Name       string
 	Occurrence int64
 	Input      []byte
+	Position   *int64
 	Now        int64
 }
 
@@ -34,6 +35,7 @@ func (q *Queries) StepBegin(ctx context.Context, arg StepBeginParams) (int64, er
 		arg.Name,
 		arg.Occurrence,
 		arg.Input,
+		arg.Position,
 		arg.Now,
 	)
 	var attempts int64
@@ -175,17 +177,21 @@ func (q *Queries) StepComplete(ctx context.Context, arg StepCompleteParams) (int
 
 const stepFail = `-- name: StepFail :execrows
 UPDATE steps
-SET status = ?1, error = ?2, finished_at = ?3
-WHERE run_id = ?4 AND name = ?5 AND occurrence = ?6 AND status = 'running'
+SET status = ?1, error = ?2, error_code = ?3, error_permanent = ?4,
+    error_details = ?5, finished_at = ?6
+WHERE run_id = ?7 AND name = ?8 AND occurrence = ?9 AND status = 'running'
 `
 
 type StepFailParams struct {
-	Status     string
-	Error      string
-	Now        *int64
-	RunID      string
-	Name       string
-	Occurrence int64
+	Status         string
+	Error          string
+	ErrorCode      string
+	ErrorPermanent int64
+	ErrorDetails   []byte
+	Now            *int64
+	RunID          string
+	Name           string
+	Occurrence     int64
 }
 
 // StepFail records a failed attempt: @status is 'retrying' when another
@@ -194,6 +200,9 @@ func (q *Queries) StepFail(ctx context.Context, arg StepFailParams) (int64, erro
 	result, err := q.exec(ctx, q.stepFailStmt, stepFail,
 		arg.Status,
 		arg.Error,
+		arg.ErrorCode,
+		arg.ErrorPermanent,
+		arg.ErrorDetails,
 		arg.Now,
 		arg.RunID,
 		arg.Name,
@@ -206,7 +215,7 @@ func (q *Queries) StepFail(ctx context.Context, arg StepFailParams) (int64, erro
 }
 
 const stepList = `-- name: StepList :many
-SELECT run_id, name, occurrence, status, attempts, input, output, error, completed_seq, compensable, compensation, compensation_attempts, compensation_error, started_at, finished_at FROM steps WHERE run_id = ?1 ORDER BY started_at, rowid
+SELECT run_id, name, occurrence, status, attempts, input, output, error, completed_seq, compensable, compensation, compensation_attempts, compensation_error, started_at, finished_at, position, error_code, error_permanent, error_details FROM steps WHERE run_id = ?1 ORDER BY started_at, rowid
 `
 
 func (q *Queries) StepList(ctx context.Context, runID string) ([]Step, error) {
@@ -234,6 +243,10 @@ func (q *Queries) StepList(ctx context.Context, runID string) ([]Step, error) {
 			&i.CompensationError,
 			&i.StartedAt,
 			&i.FinishedAt,
+			&i.Position,
+			&i.ErrorCode,
+			&i.ErrorPermanent,
+			&i.ErrorDetails,
 		); err != nil {
 			return nil, err
 		}
@@ -249,8 +262,8 @@ func (q *Queries) StepList(ctx context.Context, runID string) ([]Step, error) {
 }
 
 const stepWait = `-- name: StepWait :exec
-INSERT INTO steps (run_id, name, occurrence, status, attempts, input, started_at)
-VALUES (?1, ?2, ?3, 'waiting', 0, ?4, ?5)
+INSERT INTO steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+VALUES (?1, ?2, ?3, 'waiting', 0, ?4, ?5, ?6)
 ON CONFLICT (run_id, name, occurrence) DO NOTHING
 `
 
@@ -259,6 +272,7 @@ type StepWaitParams struct {
 	Name       string
 	Occurrence int64
 	Input      []byte
+	Position   *int64
 	Now        int64
 }
 
@@ -270,6 +284,7 @@ func (q *Queries) StepWait(ctx context.Context, arg StepWaitParams) error {
 		arg.Name,
 		arg.Occurrence,
 		arg.Input,
+		arg.Position,
 		arg.Now,
 	)
 	return err

@@ -15,8 +15,10 @@ import (
 
 var (
 	errFlaky = errors.New("flaky upstream")
-	errDown  = errors.New("upstream down")
-	errBad   = errors.New("bad request")
+	// Errors a workflow branches on are *flow.Error values: their Code
+	// survives the history, so errors.Is matches on replays too.
+	errDown = &flow.Error{Code: "upstream_down", Message: "upstream down"}
+	errBad  = &flow.Error{Code: "bad_request", Message: "bad request"}
 )
 
 // fetch returns a step that counts how often its body ran.

@@ -320,8 +320,12 @@ func TestRescueRacesCompletions(t *testing.T) {
 
 	var mu sync.Mutex
 	executions := make(map[string]int) // "run/step" → bodies run
+	// Every rescue interrupts an attempt, and an interrupted attempt counts:
+	// give the steps attempts enough for the race's many rescues, which
+	// test fencing here, not the attempt limit.
+	retry := &flow.RetryPolicy{MaxAttempts: 1000}
 	quick := func(name string) flow.Step[int, int] {
-		return flow.Step[int, int]{Name: name, Run: func(ctx context.Context, v int) (int, error) {
+		return flow.Step[int, int]{Name: name, Retry: retry, Run: func(ctx context.Context, v int) (int, error) {
 			select {
 			case <-time.After(time.Duration(rand.IntN(20)) * time.Millisecond):
 			case <-ctx.Done():

@@ -286,6 +286,14 @@ func (x *execution) suspend(reason string) {
 func (x *execution) forward(rc *RunContext) {
 	output, wfErr := rc.callWorkflow()
 	cause := rc.cause()
+	if cause == nil {
+		// The body returned: it must have made every call it recorded.
+		rc.st.mu.Lock()
+		if err := rc.st.history.unvisited(x.run.ID); err != nil {
+			cause = rc.st.abortLocked(err)
+		}
+		rc.st.mu.Unlock()
+	}
 	switch {
 	case cause != nil:
 		x.abort(rc, cause)
@@ -301,6 +309,7 @@ func (x *execution) abort(rc *RunContext, cause error) {
 	var decodeErr *DecodeError
 	var replayErr *ReplayError
 	var defErr *DefinitionError
+	var divergence *NonDeterminismError
 	switch {
 	case errors.Is(cause, store.ErrLeaseLost):
 		// No longer ours to write: a fenced write failed, or the heartbeat
@@ -319,7 +328,7 @@ func (x *execution) abort(rc *RunContext, cause error) {
 		x.startUnwind(rc, cause.Error())
 	case errors.Is(cause, errStopping):
 		x.release(0, "engine stopping")
-	case errors.As(cause, &decodeErr), errors.As(cause, &replayErr), errors.As(cause, &defErr):
+	case errors.As(cause, &decodeErr), errors.As(cause, &replayErr), errors.As(cause, &defErr), errors.As(cause, &divergence):
 		x.suspend(cause.Error())
 	default:
 		x.e.log.Error("run interrupted", "run", x.run.ID, "err", cause)

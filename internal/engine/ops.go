@@ -199,14 +199,16 @@ func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
 // suspended run is cancelled at once, leaving its unwind where it stopped.
 // Cancelling a finished run is ErrRunFinished.
 func (e *Engine) Cancel(ctx context.Context, id string) error {
-	var queue string
+	var queues []string
+	var children []string
+	var finished int
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		now := e.nowMs()
 		run, err := tx.RunGet(ctx, id)
 		if err != nil {
 			return err
 		}
-		queue = run.Queue
+		queues = append(queues, run.Queue)
 		if run.Status == store.RunSuspended {
 			err := tx.RunSetStatus(ctx, store.RunSetStatusParams{
 				ID: id, Expected: store.RunSuspended, Status: store.RunCancelled,
@@ -216,6 +218,16 @@ func (e *Engine) Cancel(ctx context.Context, id string) error {
 				return err
 			}
 			return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunCancelled, Detail: "cancelled while suspended"})
+		}
+		if run.Status.Finished() {
+			return fmt.Errorf("%w: run %s is %s", ErrRunFinished, id, run.Status)
+		}
+		if run.LeaseOwner == "" && (run.Status == store.RunPending || run.Status == store.RunWaiting) {
+			// No worker executes it: nobody would see a request, so the run
+			// is cancelled (or set to unwind) here.
+			var err error
+			children, finished, err = e.cancelIdle(ctx, tx, run, now, "")
+			return err
 		}
 		ok, err := tx.RunRequestCancel(ctx, id, now)
 		if err != nil {
@@ -229,15 +241,89 @@ func (e *Engine) Cancel(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("cancel run %s: %w", id, err)
 	}
-	e.mu.Lock()
-	x := e.active[id]
-	e.mu.Unlock()
-	if x != nil {
-		x.cancelRun(ErrCancelled)
+	e.cancelActive(append(children, id))
+	for range finished {
+		e.metrics.runFinished(store.RunCancelled)
 	}
 	e.settled()
-	e.Wake(queue)
+	for _, q := range queues {
+		e.Wake(q)
+	}
+	if len(children) > 0 {
+		e.WakeAll()
+	}
 	return nil
+}
+
+// cancelIdle cancels a run that no worker executes, inside tx. With nothing
+// to undo it ends cancelled at once; with completed steps to compensate it
+// becomes compensating, and the next engine to claim it runs the
+// compensations and ends it cancelled (not before: until then the effects
+// of its steps stand, which a cancelled status would hide). Its unfinished
+// children are cancelled too: idle ones in the same way, executing ones by
+// request. It returns the IDs of the children that were asked to cancel,
+// and how many runs it cancelled at once.
+func (e *Engine) cancelIdle(ctx context.Context, tx store.Tx, run store.Run, now int64, why string) (children []string, cancelled int, err error) {
+	msg := ErrCancelled.Error()
+	detail := "cancelled while " + string(run.Status)
+	if why != "" {
+		detail = why
+	}
+	done, err := tx.RunCancelIdle(ctx, run.ID, msg, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	if done {
+		cancelled++
+		if err := tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: EventRunCancelled, Detail: detail}); err != nil {
+			return nil, 0, err
+		}
+		if run.ParentID != "" {
+			if _, err := tx.RunWake(ctx, run.ParentID, now); err != nil {
+				return nil, 0, err
+			}
+		}
+	} else {
+		ok, err := tx.RunCancelToUnwind(ctx, run.ID, msg, now)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !ok {
+			return nil, 0, fmt.Errorf("%w: run %s changed while being cancelled", store.ErrConflict, run.ID)
+		}
+		if err := tx.StepCompensationArm(ctx, run.ID); err != nil {
+			return nil, 0, err
+		}
+		ev := store.Event{RunID: run.ID, At: now, Kind: EventCancelRequested, Detail: detail + "; compensations run when an engine claims it"}
+		if err := tx.EventAppend(ctx, ev); err != nil {
+			return nil, 0, err
+		}
+	}
+	children, err = tx.RunCancelChildren(ctx, run.ID, now)
+	if err != nil {
+		return nil, 0, err
+	}
+	all := children
+	for _, id := range children {
+		child, err := tx.RunGet(ctx, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		if child.LeaseOwner != "" || (child.Status != store.RunPending && child.Status != store.RunWaiting) {
+			ev := store.Event{RunID: id, At: now, Kind: EventCancelRequested, Detail: "parent " + run.ID + " was cancelled"}
+			if err := tx.EventAppend(ctx, ev); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		grandchildren, n, err := e.cancelIdle(ctx, tx, child, now, "parent "+run.ID+" was cancelled")
+		if err != nil {
+			return nil, 0, err
+		}
+		all = append(all, grandchildren...)
+		cancelled += n
+	}
+	return all, cancelled, nil
 }
 
 // Resume puts a suspended run back to work: failed compensations get a fresh

@@ -82,7 +82,7 @@ func (r *Race) Claim(i int, output []byte) (bool, error) {
 	}
 	x := r.rc.st.x
 	err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
-		if _, err := tx.StepBegin(ctx, store.StepBeginParams{Key: r.key, Input: []byte("null"), Now: now}); err != nil {
+		if _, err := tx.StepBegin(ctx, store.StepBeginParams{Key: r.key, Input: []byte("null"), Position: r.rc.st.position(r.key), Now: now}); err != nil {
 			return err
 		}
 		if err := tx.StepComplete(ctx, store.StepCompleteParams{Key: r.key, Output: data, Now: now}); err != nil {

@@ -24,6 +24,7 @@ type RunContext struct {
 	st          *runState
 	scope       string // key prefix of the branch; empty at the top level
 	occurrences map[string]int
+	calls       int  // how many calls this branch made, the next one's position
 	parked      bool // this branch parked; only it stops (see park)
 	// settled marks a branch of a race whose winner is recorded: it only
 	// replays its recorded calls (see Race).
@@ -34,10 +35,12 @@ type RunContext struct {
 type runState struct {
 	x *execution
 
-	mu         sync.Mutex
-	records    map[store.StepKey]store.Step
-	defs       map[store.StepKey]Step // every step the body called, for the unwind
-	replayOnly bool                   // no step may execute: the run is unwinding
+	mu      sync.Mutex
+	records map[store.StepKey]store.Step
+	defs    map[store.StepKey]Step // every step the body called, for the unwind
+	// history checks replays against the recorded calls (history.go).
+	history    history
+	replayOnly bool // no step may execute: the run is unwinding
 	aborted    error
 	parked     bool  // some branch asked to release the run until parkAt
 	parkAt     int64 // earliest due time asked for
@@ -53,6 +56,7 @@ func newRunContext(x *execution, steps []store.Step) *RunContext {
 	for _, s := range steps {
 		st.records[s.Key()] = s
 	}
+	st.history = newHistory(st.records, steps)
 	return &RunContext{Context: x.runCtx, st: st, occurrences: make(map[string]int)}
 }
 
@@ -95,6 +99,14 @@ func (rc *RunContext) Abort(cause error) error {
 	rc.st.mu.Lock()
 	defer rc.st.mu.Unlock()
 	return rc.st.abortLocked(cause)
+}
+
+// position returns the position of a call this execution made in its
+// branch, which its record keeps for the replay checks.
+func (st *runState) position(key store.StepKey) int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.history.position(key)
 }
 
 func (st *runState) abortLocked(cause error) error {
@@ -177,9 +189,14 @@ func (rc *RunContext) callWorkflow() (output []byte, err error) {
 // replay-only unwind it also registers def for the unwind.
 func (rc *RunContext) lookup(name string, def *Step) (store.StepKey, *store.Step, error) {
 	key := store.StepKey{RunID: rc.RunID(), Name: rc.scope + name, Occurrence: rc.NextOccurrence(name)}
+	position := rc.calls
+	rc.calls++
 	st := rc.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if err := st.history.check(rc.scope, position, key); err != nil {
+		return key, nil, st.abortLocked(err)
+	}
 	// Recorded calls replay even once the execution must stop, so that every
 	// branch registers the steps it completed, which an unwind compensates,
 	// however early a sibling stopped the execution.
@@ -216,7 +233,7 @@ func (rc *RunContext) Step(def Step) ([]byte, error) {
 	if rec != nil {
 		if rec.Status == store.StepFailed {
 			return nil, &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence,
-				Attempts: rec.Attempts, Err: &RecordedError{Message: rec.Error}}
+				Attempts: rec.Attempts, Err: recordedError(rec.Error, rec.Failure)}
 		}
 		return rec.Output, nil
 	}
@@ -232,10 +249,21 @@ var errBodyFailed = errors.New("step body failed")
 
 // runStep executes one attempt of a step and records its outcome.
 func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte, error) {
+	rc.st.mu.Lock()
+	prior, recorded := rc.st.records[key]
+	rc.st.mu.Unlock()
+	if recorded && prior.Status == store.StepRunning && prior.Attempts >= def.Retry.MaxAttempts {
+		// The last attempt began in an earlier execution and never ended:
+		// its worker crashed, stopped or lost its lease. It counts, so the
+		// body is not called beyond the policy's attempts.
+		interrupted := fmt.Errorf("attempt %d of %d was interrupted (its worker stopped or lost the run's lease) and no attempt is left",
+			prior.Attempts, def.Retry.MaxAttempts)
+		return nil, x.stepFailed(rc, key, def, prior.Attempts, &PermanentError{Err: interrupted})
+	}
 	var attempt int
 	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
 		var err error
-		if attempt, err = tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: def.Input, Now: now}); err != nil {
+		if attempt, err = tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: def.Input, Position: rc.st.position(key), Now: now}); err != nil {
 			return err
 		}
 		return x.event(ctx, tx, now, store.Event{Kind: EventStepStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
@@ -299,8 +327,9 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 	if !final {
 		delay = def.Retry.Backoff(attempt)
 	}
+	failure := failureOf(bodyErr)
 	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
-		if err := tx.StepFail(ctx, store.StepFailParams{Key: key, Error: msg, Final: final, Now: now}); err != nil {
+		if err := tx.StepFail(ctx, store.StepFailParams{Key: key, Error: msg, Failure: failure, Final: final, Now: now}); err != nil {
 			return err
 		}
 		ev := store.Event{Kind: EventStepFailed, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Detail: msg}
@@ -319,7 +348,8 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 	if !final {
 		return rc.park(x.e.nowMs()+delay.Milliseconds(), true)
 	}
-	return &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence, Attempts: attempt, Err: bodyErr}
+	// The body gets the error as the history has it, as a replay will.
+	return &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence, Attempts: attempt, Err: recordedError(msg, failure)}
 }
 
 // callStep runs one attempt of a step body under its timeout and the

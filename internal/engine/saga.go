@@ -24,6 +24,13 @@ func (x *execution) unwind(rc *RunContext, replayed bool) {
 		st.replayOnly = true
 		st.mu.Unlock()
 		_, _ = rc.callWorkflow() // only the step definitions it registers matter
+		var divergence *NonDeterminismError
+		if errors.As(rc.cause(), &divergence) {
+			// The code that would name the compensations is not the code
+			// that made the history: leave the run to an operator.
+			x.suspend(divergence.Error())
+			return
+		}
 	}
 	steps, err := x.e.store.Reader().StepList(x.leaseCtx, x.run.ID)
 	if err != nil {

@@ -48,7 +48,7 @@ func (rc *RunContext) wait(name string, input []byte, started store.Event, resol
 		if recorded {
 			stored = prior.Input
 		} else {
-			if err := tx.StepWait(ctx, store.StepBeginParams{Key: key, Input: input, Now: now}); err != nil {
+			if err := tx.StepWait(ctx, store.StepBeginParams{Key: key, Input: input, Position: rc.st.position(key), Now: now}); err != nil {
 				return err
 			}
 			started.Step, started.Occurrence = key.Name, key.Occurrence
@@ -176,6 +176,10 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if rec != nil && rec.Status == store.StepFailed {
+		return "", &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence,
+			Attempts: rec.Attempts, Err: recordedError(rec.Error, rec.Failure)}
+	}
 	if rec != nil {
 		var id string
 		if err := json.Unmarshal(rec.Output, &id); err != nil {
@@ -198,19 +202,38 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 	}
 	p.ParentID = key.RunID
 	var queue string
+	var taken *StepError
 	err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
-		if _, err := tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: p.Input, Now: now}); err != nil {
+		taken = nil
+		if _, err := tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: p.Input, Position: rc.st.position(key), Now: now}); err != nil {
 			return err
 		}
 		st, err := x.e.insertRun(ctx, tx, &p)
 		if errors.Is(err, ErrUnknownWorkflow) {
 			return &DefinitionError{RunID: key.RunID, Problem: err.Error()}
 		}
+		if errors.Is(err, ErrRunExists) {
+			// Taken by a run of another workflow: the same answer as below.
+			st, err = Started{Existing: true}, nil
+			if st.Run, err = tx.RunGet(ctx, p.ID); err != nil {
+				return err
+			}
+		}
 		if err != nil {
 			return err
 		}
-		if st.Existing && st.Run.ParentID != key.RunID {
-			return &DefinitionError{RunID: key.RunID, Problem: fmt.Sprintf("child run ID %s is taken by another run", p.ID)}
+		if st.Existing {
+			// This call has no record, so the run holding the ID is not a
+			// child this call started: another call, or another run, took
+			// it. The call fails, recorded, so that replays fail it alike.
+			msg := fmt.Sprintf("start child %s: run ID %s is taken by a %s run of %s: %v",
+				p.Workflow, p.ID, st.Run.Status, st.Run.Workflow, ErrRunExists)
+			f := store.Failure{Code: CodeRunExists, Permanent: true}
+			if err := tx.StepFail(ctx, store.StepFailParams{Key: key, Error: msg, Failure: f, Final: true, Now: now}); err != nil {
+				return err
+			}
+			taken = &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence, Attempts: 1, Err: recordedError(msg, f)}
+			return x.event(ctx, tx, now, store.Event{Kind: EventStepFailed, Step: key.Name, Occurrence: key.Occurrence, Attempt: 1, Detail: msg})
 		}
 		queue = st.Run.Queue
 		out, _ := json.Marshal(p.ID) // a string always marshals
@@ -221,6 +244,9 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 	})
 	if err != nil {
 		return "", rc.Abort(err)
+	}
+	if taken != nil {
+		return "", taken
 	}
 	x.e.Wake(queue)
 	x.e.metrics.runStarted()

@@ -119,6 +119,21 @@ type Step struct {
 	CompensationError    string
 	StartedAt            int64
 	FinishedAt           int64
+	// Position is the index of the call among the calls of its branch;
+	// -1 for calls recorded before positions were (not checked on replay).
+	Position int
+	// Failure is the shape of the error of a step that failed; its Message
+	// is Error.
+	Failure Failure
+}
+
+// Failure is the recorded shape of a step's error beyond its message: the
+// code of the flow.Error it carried, whether it was permanent, and the
+// flow.Error's details.
+type Failure struct {
+	Code      string
+	Permanent bool
+	Details   []byte
 }
 
 // Key returns the identity of the step within its run.
@@ -236,9 +251,10 @@ type RunListParams struct {
 
 // StepBeginParams starts an attempt of a step.
 type StepBeginParams struct {
-	Key   StepKey
-	Input []byte
-	Now   int64
+	Key      StepKey
+	Input    []byte
+	Position int // the call's index in its branch (see Step.Position)
+	Now      int64
 }
 
 // StepCompleteParams checkpoints the output of a step.
@@ -252,10 +268,11 @@ type StepCompleteParams struct {
 // StepFailParams records a failed attempt; Final is true when no attempt
 // follows.
 type StepFailParams struct {
-	Key   StepKey
-	Error string
-	Final bool
-	Now   int64
+	Key     StepKey
+	Error   string
+	Failure Failure
+	Final   bool
+	Now     int64
 }
 
 // String returns "name#occurrence of run ID" for messages.

@@ -99,6 +99,15 @@ type Tx interface {
 	RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error)
 	RunFinish(ctx context.Context, l Lease, p RunFinishParams) error
 	RunRescue(ctx context.Context, now int64, limit int) ([]RescuedRun, error)
+	// RunCancelIdle cancels, at once and with error errMsg, a run that no
+	// worker executes (pending or waiting, unleased) and that has no
+	// completed step with a compensation; it reports false, changing
+	// nothing, for any other run.
+	RunCancelIdle(ctx context.Context, id, errMsg string, now int64) (bool, error)
+	// RunCancelToUnwind moves a run that no worker executes (pending or
+	// waiting, unleased) to compensating with its cancellation requested,
+	// due now; it reports false, changing nothing, for any other run.
+	RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64) (bool, error)
 	// RunRequestCancel marks an unfinished run for cancellation and reports
 	// false when the run is not pending, running or compensating.
 	RunRequestCancel(ctx context.Context, id string, now int64) (bool, error)

@@ -159,6 +159,30 @@ SET cancel_requested = 1, wake_seq = wake_seq + 1,
     updated_at = @now
 WHERE id = @id AND status IN ('pending', 'running', 'waiting', 'compensating');
 
+-- name: RunCancelIdle :execrows
+-- RunCancelIdle cancels at once a run that no worker executes (pending or
+-- waiting, unleased) and that has nothing to undo: no completed step with a
+-- compensation. It reports 0 rows for any other run.
+UPDATE runs
+SET status = 'cancelled', cancel_requested = 1, error = @error, wake_seq = wake_seq + 1,
+    finished_at = @now, updated_at = @now
+WHERE id = @id AND lease_owner IS NULL AND status IN ('pending', 'waiting')
+  AND NOT EXISTS (
+    SELECT 1 FROM steps
+    WHERE steps.run_id = @id AND steps.status = 'completed' AND steps.compensable = 1
+  );
+
+-- name: RunCancelToUnwind :execrows
+-- RunCancelToUnwind moves a run that no worker executes (pending or
+-- waiting, unleased) to compensating, due now, with its cancellation
+-- requested: the next engine to claim it runs its compensations and ends it
+-- cancelled. Arm the compensations (StepCompensationArm) in the same
+-- transaction.
+UPDATE runs
+SET status = 'compensating', cancel_requested = 1, error = @error, wake_seq = wake_seq + 1,
+    run_at = MIN(run_at, @now), updated_at = @now
+WHERE id = @id AND lease_owner IS NULL AND status IN ('pending', 'waiting');
+
 -- name: RunSetStatus :execrows
 -- RunSetStatus moves an unleased run from @expected to @status; operators use
 -- it to resume or cancel a suspended run.

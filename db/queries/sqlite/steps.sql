@@ -4,10 +4,10 @@ SELECT * FROM steps WHERE run_id = @run_id ORDER BY started_at, rowid;
 -- name: StepBegin :one
 -- StepBegin records that an attempt of a step starts, before its body runs,
 -- so the attempt count survives a crash.
-INSERT INTO steps (run_id, name, occurrence, status, attempts, input, started_at)
-VALUES (@run_id, @name, @occurrence, 'running', 1, @input, @now)
+INSERT INTO steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+VALUES (@run_id, @name, @occurrence, 'running', 1, @input, @position, @now)
 ON CONFLICT (run_id, name, occurrence) DO UPDATE
-SET status = 'running', attempts = steps.attempts + 1, error = ''
+SET status = 'running', attempts = steps.attempts + 1, error = '', error_code = '', error_permanent = 0, error_details = NULL
 WHERE steps.status IN ('running', 'retrying')
 RETURNING attempts;
 
@@ -23,15 +23,16 @@ WHERE steps.run_id = @run_id AND steps.name = @name AND steps.occurrence = @occu
 -- name: StepWait :exec
 -- StepWait records a durable wait (timer, signal, child) the first time the
 -- run reaches it; later executions find the record and its input.
-INSERT INTO steps (run_id, name, occurrence, status, attempts, input, started_at)
-VALUES (@run_id, @name, @occurrence, 'waiting', 0, @input, @now)
+INSERT INTO steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+VALUES (@run_id, @name, @occurrence, 'waiting', 0, @input, @position, @now)
 ON CONFLICT (run_id, name, occurrence) DO NOTHING;
 
 -- name: StepFail :execrows
 -- StepFail records a failed attempt: @status is 'retrying' when another
 -- attempt follows and 'failed' when the step failed for good.
 UPDATE steps
-SET status = @status, error = @error, finished_at = @now
+SET status = @status, error = @error, error_code = @error_code, error_permanent = @error_permanent,
+    error_details = @error_details, finished_at = @now
 WHERE run_id = @run_id AND name = @name AND occurrence = @occurrence AND status = 'running';
 
 -- name: StepCompensationArm :execrows

@@ -256,7 +256,8 @@ func (t *tx) RunCancelChildren(ctx context.Context, parentID string, now int64) 
 
 func (t *tx) StepWait(ctx context.Context, p store.StepBeginParams) error {
 	err := t.q.StepWait(ctx, sqlitedb.StepWaitParams{
-		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence), Input: p.Input, Now: p.Now,
+		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence), Input: p.Input,
+		Position: position(p.Position), Now: p.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("record wait %s: %w", p.Key, interpretError(err))
@@ -328,6 +329,22 @@ func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.Rescu
 	return rescued, nil
 }
 
+func (t *tx) RunCancelIdle(ctx context.Context, id, errMsg string, now int64) (bool, error) {
+	n, err := t.q.RunCancelIdle(ctx, sqlitedb.RunCancelIdleParams{Error: errMsg, Now: &now, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("cancel idle run %s: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+func (t *tx) RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64) (bool, error) {
+	n, err := t.q.RunCancelToUnwind(ctx, sqlitedb.RunCancelToUnwindParams{Error: errMsg, Now: now, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("cancel run %s to unwind it: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}
+
 func (t *tx) RunRequestCancel(ctx context.Context, id string, now int64) (bool, error) {
 	n, err := t.q.RunRequestCancel(ctx, sqlitedb.RunRequestCancelParams{Now: now, ID: id})
 	if err != nil {
@@ -352,7 +369,8 @@ func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error
 
 func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error) {
 	attempts, err := t.q.StepBegin(ctx, sqlitedb.StepBeginParams{
-		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence), Input: p.Input, Now: p.Now,
+		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence), Input: p.Input,
+		Position: position(p.Position), Now: p.Now,
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("begin step %s: %w: step already finished", p.Key, store.ErrConflict)
@@ -378,6 +396,7 @@ func (t *tx) StepFail(ctx context.Context, p store.StepFailParams) error {
 	}
 	n, err := t.q.StepFail(ctx, sqlitedb.StepFailParams{
 		Status: string(status), Error: p.Error, Now: &p.Now,
+		ErrorCode: p.Failure.Code, ErrorPermanent: boolInt(p.Failure.Permanent), ErrorDetails: p.Failure.Details,
 		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
 	})
 	return stepRows("fail step", p.Key, n, err)
@@ -505,7 +524,25 @@ func stepFromRow(s sqlitedb.Step) store.Step {
 		CompletedSeq: deref(s.CompletedSeq), Compensable: s.Compensable != 0,
 		Compensation: store.CompensationState(s.Compensation), CompensationAttempts: int(s.CompensationAttempts),
 		CompensationError: s.CompensationError, StartedAt: s.StartedAt, FinishedAt: deref(s.FinishedAt),
+		Position: int(derefOr(s.Position, -1)),
+		Failure:  store.Failure{Code: s.ErrorCode, Permanent: s.ErrorPermanent != 0, Details: s.ErrorDetails},
 	}
+}
+
+// position stores a call's position; a negative one (unknown) as NULL.
+func position(p int) *int64 {
+	if p < 0 {
+		return nil
+	}
+	v := int64(p)
+	return &v
+}
+
+func derefOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }
 
 func signalFromRow(r sqlitedb.Signal) store.Signal {
