@@ -217,10 +217,17 @@ func (e *Engine) Close() error {
 	return e.store.Close()
 }
 
-// Cancel requests cancellation of a run. Its running step sees it through its
-// context, its completed steps are compensated, and it ends CANCELLED. A
-// suspended run is cancelled at once. Cancelling a finished run returns
-// ErrRunFinished; an unknown run, ErrRunNotFound.
+// Cancel cancels a run. A run that a worker executes sees it through its
+// context (at once in this process, within a heartbeat in another), its
+// completed steps are compensated, and it ends CANCELLED. A run that no
+// worker executes (pending, delayed, waiting, in a paused queue or in one
+// no engine works) and a suspended run end CANCELLED within the call, unless
+// they completed steps with compensations: those runs become COMPENSATING,
+// and the next engine to claim them runs the compensations and ends them
+// CANCELLED (Result waits until then, as the steps' effects stand until
+// undone). Unfinished children are cancelled with their parent.
+// Cancelling a finished run returns ErrRunFinished; an unknown run,
+// ErrRunNotFound.
 func (e *Engine) Cancel(ctx context.Context, runID string) error { return e.core.Cancel(ctx, runID) }
 
 // Resume puts a suspended run back to work: failed compensations get a fresh

@@ -35,7 +35,10 @@ type Job[Args any] struct {
 	// EnqueueOptions says otherwise; default 0.
 	Priority int
 	// MaxAttempts is how many times Handler is called at most, the first
-	// included; zero takes Retry's, or Config.DefaultRetry's.
+	// included; zero takes Retry's, or Config.DefaultRetry's. An attempt
+	// that was interrupted (its worker crashed, stopped or lost the lease)
+	// counts: a run rescued after its last attempt fails for good instead
+	// of calling Handler again.
 	MaxAttempts int
 	// Retry is the retry policy; nil takes Config.DefaultRetry. MaxAttempts,
 	// when set, overrides its MaxAttempts.

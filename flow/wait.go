@@ -106,7 +106,11 @@ func SignalRun[T any](wc Context, runID, name string, payload T) error {
 // ChildOptions tune a child run. A nil *ChildOptions means the defaults.
 type ChildOptions struct {
 	// RunID of the child; default: the parent's ID plus the call's key,
-	// which is stable across replays.
+	// which is stable across replays. A run ID names one run: when it is
+	// taken (by a child an earlier call started, running or finished, or
+	// by any other run still retained), the call fails with an error
+	// matching ErrRunExists, and replays fail it alike. Use a new ID for
+	// a new child.
 	RunID string
 	// Queue of the child; default: the parent's.
 	Queue    string
