@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -171,13 +172,32 @@ func (e *Engine) runRescuer(ctx context.Context) {
 // Rescue re-queues every run whose lease has expired and returns how many it
 // re-queued. The update re-checks status and expiry, so a run completed by
 // its worker in the meantime is never touched.
+//
+// The runs this engine is executing are alive whatever their lease says: a
+// lease can lapse here only because writes stalled (the heartbeat waited
+// for the database like everything else). The same transaction renews
+// their leases first, so an engine never takes its own live runs away and
+// runs their bodies twice.
 func (e *Engine) Rescue(ctx context.Context) (int, error) {
 	const batch = 100
 	total := 0
 	for {
 		var rescued []store.RescuedRun
+		var cancelled []*execution
 		err := e.store.Write(ctx, func(tx store.Tx) error {
 			now := e.nowMs()
+			cancelled = cancelled[:0]
+			for _, x := range e.executions() {
+				cancel, err := tx.RunHeartbeat(ctx, x.lease, now+e.cfg.LeaseTimeout.Milliseconds(), now)
+				switch {
+				case errors.Is(err, store.ErrLeaseLost):
+					// Another worker took it over; its writes here will fail.
+				case err != nil:
+					return err
+				case cancel:
+					cancelled = append(cancelled, x)
+				}
+			}
 			var err error
 			if rescued, err = tx.RunRescue(ctx, now, batch); err != nil {
 				return err
@@ -193,6 +213,9 @@ func (e *Engine) Rescue(ctx context.Context) (int, error) {
 			}
 			return nil
 		})
+		for _, x := range cancelled {
+			x.cancelRun(ErrCancelled)
+		}
 		total += len(rescued)
 		if err != nil || len(rescued) < batch {
 			return total, err

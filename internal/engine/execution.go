@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
@@ -33,6 +34,12 @@ type execution struct {
 	// output before that next transaction commits.
 	deferredMu sync.Mutex
 	deferred   []func(ctx context.Context, tx store.Tx) error
+
+	// ending is set while the execution gives its lease up (finish,
+	// release) and stays set once it did: a write that fails for the lease
+	// then, such as a heartbeat racing the finish, lost nothing to another
+	// worker and is not worth a warning.
+	ending atomic.Bool
 }
 
 // execute drives one claimed run until it settles, waits for its next
@@ -164,6 +171,9 @@ func (x *execution) writeTx(proof leaseProof, fn func(ctx context.Context, tx st
 	// Writes must land even after the run was cancelled (to record what
 	// happened); the fence, not the context, stops a stale writer.
 	ctx := context.WithoutCancel(x.leaseCtx)
+	if proof == leaseInFn {
+		x.ending.Store(true)
+	}
 	x.deferredMu.Lock()
 	deferred := x.deferred
 	x.deferred = nil
@@ -197,11 +207,33 @@ func (x *execution) writeTx(proof leaseProof, fn func(ctx context.Context, tx st
 		x.deferred = append(deferred, x.deferred...)
 		x.deferredMu.Unlock()
 	}
+	if err != nil && proof == leaseInFn {
+		x.ending.Store(false)
+	}
 	if errors.Is(err, store.ErrLeaseLost) {
-		x.e.log.Warn("lease lost; another worker owns the run now", "run", x.run.ID, "fence", x.lease.Fence)
+		if !x.ending.Load() {
+			x.warnLeaseLost(ctx)
+		}
 		x.cancelLease(store.ErrLeaseLost)
 	}
 	return err
+}
+
+// warnLeaseLost logs that a write found the run's lease gone, saying what
+// the run's row shows instead: another worker's lease, or none (the lease
+// expired and the run was rescued, and waits to be claimed again).
+func (x *execution) warnLeaseLost(ctx context.Context) {
+	run, err := x.e.store.Reader().RunGet(ctx, x.run.ID)
+	switch {
+	case err != nil:
+		x.e.log.Warn("lease lost; the run's row could not be read", "run", x.run.ID, "fence", x.lease.Fence, "err", err)
+	case run.LeaseOwner != "":
+		x.e.log.Warn("lease lost; another worker owns the run now", "run", x.run.ID, "fence", x.lease.Fence,
+			"owner", run.LeaseOwner, "owner_fence", run.Fence)
+	default:
+		x.e.log.Warn("lease lost; the lease expired and the run was rescued", "run", x.run.ID, "fence", x.lease.Fence,
+			"status", run.Status)
+	}
 }
 
 func (x *execution) event(ctx context.Context, tx store.Tx, now int64, ev store.Event) error {
@@ -368,6 +400,17 @@ func (x *execution) startUnwind(rc *RunContext, errMsg string) {
 	x.e.cancelActive(children) // children executing here see it now, not at their next heartbeat
 	x.e.WakeAll()              // cancelled children, if any, unwind now
 	x.unwind(rc, true)
+}
+
+// executions returns the runs this engine is executing.
+func (e *Engine) executions() []*execution {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	xs := make([]*execution, 0, len(e.active))
+	for _, x := range e.active {
+		xs = append(xs, x)
+	}
+	return xs
 }
 
 // cancelActive cancels the contexts of the runs of ids that this engine is

@@ -135,6 +135,7 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 		return tx.RunRelease(ctx, x.lease, store.RunReleaseParams{RunAt: now + delay.Milliseconds(), WakeSeq: x.run.WakeSeq, Now: now})
 	})
 	if err == nil {
+		x.ending.Store(true) // released until the next attempt
 		x.e.wakeAfter(x.run.Queue, delay)
 	}
 	return false
