@@ -36,15 +36,15 @@ const (
 )
 
 // Clock tells the engine the time; flowtest provides one that tests move.
-// See flowtype.Clock for its method.
+// See [flowtype.Clock] for its method.
 type Clock = flowtype.Clock
 
 // AttemptInfo describes a step or compensation attempt to an Interceptor.
-// See flowtype.AttemptInfo for its fields.
+// See [flowtype.AttemptInfo] for its fields.
 type AttemptInfo = flowtype.AttemptInfo
 
 // Interceptor wraps every step and compensation attempt. It must call call to
-// run the body, or return an error instead. See flowtype.Interceptor.
+// run the body, or return an error instead. See [flowtype.Interceptor].
 type Interceptor = flowtype.Interceptor
 
 // QueueConfig configures how this engine works one queue.

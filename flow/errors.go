@@ -50,28 +50,28 @@ var (
 // defined in package flowtype, where go doc shows their fields.
 type (
 	// StepError is returned by Do when a step failed for good. See
-	// flowtype.StepError for its fields.
+	// [flowtype.StepError] for its fields.
 	StepError = flowtype.StepError
 	// DecodeError reports a stored value that does not decode into the type
 	// the code expects; the run is suspended and nothing recorded changes.
-	// See flowtype.DecodeError for its fields.
+	// See [flowtype.DecodeError] for its fields.
 	DecodeError = flowtype.DecodeError
 	// RolledBackError is Result's error for a run whose workflow failed and
 	// whose completed steps were all compensated; it matches ErrRolledBack.
-	// See flowtype.RolledBackError for its fields.
+	// See [flowtype.RolledBackError] for its fields.
 	RolledBackError = flowtype.RolledBackError
 	// SuspendedError is Result's error for a run parked for an operator; it
-	// matches ErrSuspended. See flowtype.SuspendedError for its fields.
+	// matches ErrSuspended. See [flowtype.SuspendedError] for its fields.
 	SuspendedError = flowtype.SuspendedError
 	// CancelledError is Result's error for a cancelled run; it matches
-	// ErrCancelled. See flowtype.CancelledError for its fields.
+	// ErrCancelled. See [flowtype.CancelledError] for its fields.
 	CancelledError = flowtype.CancelledError
 	// RecordedError stands for an error read back from the database, of
-	// which only the message survives. See flowtype.RecordedError for its
+	// which only the message survives. See [flowtype.RecordedError] for its
 	// fields.
 	RecordedError = flowtype.RecordedError
 	// PermanentError marks an error that is not retried; see Permanent and
-	// flowtype.PermanentError.
+	// [flowtype.PermanentError].
 	PermanentError = flowtype.PermanentError
 )
 

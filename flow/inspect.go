@@ -11,11 +11,11 @@ import (
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// RunStatus is the state of a run. See flowtype.RunStatus for the states
+// RunStatus is the state of a run. See [flowtype.RunStatus] for the states
 // and their transitions.
 type RunStatus = flowtype.RunStatus
 
-// Run states; see flowtype.StatusPending and the others for what each
+// Run states; see [flowtype.StatusPending] and the others for what each
 // means.
 const (
 	StatusPending      = flowtype.StatusPending

@@ -14,7 +14,7 @@ var ErrNotSupported = store.ErrNotSupported
 
 // Retention says how long finished runs are kept, counted from when they
 // finished, per final state: Completed (default 24h), Failed (default 7
-// days) and Cancelled (default 7 days). See flowtype.Retention for its
+// days) and Cancelled (default 7 days). See [flowtype.Retention] for its
 // fields.
 type Retention = flowtype.Retention
 
@@ -27,7 +27,7 @@ const (
 )
 
 // CheckpointMode is how hard a checkpoint of the WAL tries; see the
-// Checkpoint* modes and flowtype.CheckpointMode.
+// Checkpoint* modes and [flowtype.CheckpointMode].
 type CheckpointMode = flowtype.CheckpointMode
 
 // Checkpoint modes, SQLite's wal_checkpoint modes.
@@ -45,11 +45,11 @@ const (
 )
 
 // CheckpointResult is the outcome of a checkpoint. See
-// flowtype.CheckpointResult for its fields.
+// [flowtype.CheckpointResult] for its fields.
 type CheckpointResult = flowtype.CheckpointResult
 
 // FileHealth describes the database file, its WAL and the checkpoints run
-// on it. See flowtype.FileHealth for its fields.
+// on it. See [flowtype.FileHealth] for its fields.
 type FileHealth = flowtype.FileHealth
 
 // Clean deletes now, instead of at the cleaner's next tick, the finished

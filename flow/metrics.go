@@ -13,11 +13,11 @@ import (
 // claimed runs. Metrics returns this process's; Reports returns every
 // engine's, as they wrote them to the database. What the database holds
 // (runs by state, queue depth) is read with CountRuns and QueueStats. See
-// flowtype.EngineMetrics for its fields.
+// [flowtype.EngineMetrics] for its fields.
 type EngineMetrics = flowtype.EngineMetrics
 
 // Histogram is a snapshot of a histogram of seconds. See
-// flowtype.Histogram for its fields.
+// [flowtype.Histogram] for its fields.
 type Histogram = flowtype.Histogram
 
 // Metrics returns a snapshot of the engine's in-process instrumentation.
@@ -26,7 +26,7 @@ func (e *Engine) Metrics() EngineMetrics { return e.core.Metrics() }
 
 // Report is what one engine wrote to the database about itself: its worker
 // ID, host and process, when it started and last reported (on its clock),
-// and its metrics then. See flowtype.Report for its fields.
+// and its metrics then. See [flowtype.Report] for its fields.
 type Report = flowtype.Report
 
 // Reports returns what every engine working on the database reported, the

@@ -24,7 +24,7 @@ var (
 
 // CatchUp says what a schedule does about slots it missed (slots more than
 // ScheduleGrace late, or due while the schedule was paused). See
-// flowtype.CatchUp.
+// [flowtype.CatchUp].
 type CatchUp = flowtype.CatchUp
 
 // Catch-up policies.

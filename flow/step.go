@@ -15,7 +15,7 @@ import (
 // attempted again: MaxAttempts in total, waiting InitialInterval ×
 // Coefficient^(n-1), capped at MaxInterval, spread by ±Jitter (a negative
 // Jitter turns it off). Zero fields take Config.DefaultRetry, whose own zero
-// fields take 5 attempts, 1s, ×2, 1m and ±20%. See flowtype.RetryPolicy for
+// fields take 5 attempts, 1s, ×2, 1m and ±20%. See [flowtype.RetryPolicy] for
 // its fields.
 type RetryPolicy = flowtype.RetryPolicy
 
