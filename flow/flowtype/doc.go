@@ -3,9 +3,10 @@
 // an Interceptor sees, maintenance settings and results, and metrics
 // snapshots.
 //
-// Package flow re-exports every one of them under the same name (for
-// example flow.RetryPolicy is flowtype.RetryPolicy), so user code keeps
-// writing flow.X. They are defined here rather than in flow's internal
+// Package flow re-exports them under the same names (for example
+// flow.RetryPolicy is flowtype.RetryPolicy), so user code keeps writing
+// flow.X; WorkflowKey is reached through AttemptInfo.Workflow. They are
+// defined here rather than in flow's internal
 // packages so that go doc and pkg.go.dev can show their fields, methods and
 // constants: run
 //
