@@ -52,4 +52,12 @@
 // *sql.DB the caller opened with SQLiteDSN. Register workflows, Start the
 // engine, then start runs with Start (or StartTx inside your own
 // transaction) and wait with Run.Result. Stop drains gracefully.
+//
+// # Types
+//
+// The plain types of the API (the error types, RetryPolicy, RunStatus,
+// AttemptInfo, Retention, EngineMetrics, FileHealth…) are defined in
+// package flowtype and re-exported here under the same names, so code
+// writes flow.RetryPolicy. go doc shows an alias without its fields: read
+// them with go doc github.com/flowlite/flowlite/flow/flowtype.
 package flow

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/flowlite/flowlite/internal/clock"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
@@ -16,26 +16,36 @@ import (
 // DefaultQueue is the queue of runs started without one.
 const DefaultQueue = engine.DefaultQueue
 
-// Synchronous is the SQLite durability setting.
-type Synchronous = sqlitestore.Synchronous
+// Synchronous is the SQLite durability setting (PRAGMA synchronous) of the
+// connections Open makes, or SQLiteDSN describes: how much of a commit
+// survives a crash. The database runs in WAL mode, where only FULL and
+// NORMAL make sense, so those are the two values; the empty value means
+// SynchronousFull.
+type Synchronous string
 
+// Durability settings.
 const (
-	// SynchronousFull makes every commit survive power loss (the default).
-	SynchronousFull = sqlitestore.SynchronousFull
-	// SynchronousNormal makes commits survive a crash of the process but
-	// possibly not a power loss, for several times the write throughput.
-	SynchronousNormal = sqlitestore.SynchronousNormal
+	// SynchronousFull syncs the WAL on every commit, so that every commit
+	// survives power loss. It is the default: a workflow engine that loses
+	// a checkpoint repeats a step's side effect.
+	SynchronousFull Synchronous = "FULL"
+	// SynchronousNormal syncs at checkpoints only: commits survive a crash
+	// of the process but possibly not a power loss, for several times the
+	// write throughput.
+	SynchronousNormal Synchronous = "NORMAL"
 )
 
 // Clock tells the engine the time; flowtest provides one that tests move.
-type Clock = clock.Clock
+// See [flowtype.Clock] for its method.
+type Clock = flowtype.Clock
 
 // AttemptInfo describes a step or compensation attempt to an Interceptor.
-type AttemptInfo = engine.StepInfo
+// See [flowtype.AttemptInfo] for its fields.
+type AttemptInfo = flowtype.AttemptInfo
 
 // Interceptor wraps every step and compensation attempt. It must call call to
-// run the body, or return an error instead.
-type Interceptor = engine.Interceptor
+// run the body, or return an error instead. See [flowtype.Interceptor].
+type Interceptor = flowtype.Interceptor
 
 // QueueConfig configures how this engine works one queue.
 type QueueConfig struct {
@@ -116,7 +126,7 @@ func Open(ctx context.Context, path string, cfg *Config) (*Engine, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Synchronous: cfg.Synchronous})
+	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Synchronous: sqlitestore.Synchronous(cfg.Synchronous)})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +141,9 @@ func Open(ctx context.Context, path string, cfg *Config) (*Engine, error) {
 // SQLiteDSN returns the data source name to open a database for New with
 // sql.Open("sqlite", …) (modernc.org/sqlite): WAL, busy timeout, foreign
 // keys and BEGIN IMMEDIATE write transactions.
-func SQLiteDSN(path string, sync Synchronous) string { return sqlitestore.DSN(path, sync) }
+func SQLiteDSN(path string, sync Synchronous) string {
+	return sqlitestore.DSN(path, sqlitestore.Synchronous(sync))
+}
 
 // New returns an engine on a SQLite database the caller opened (see
 // SQLiteDSN) and migrates its schema. The pool is used as it is; Close does

@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 )
@@ -22,13 +23,13 @@ var (
 	ErrRunFinished = engine.ErrRunFinished
 	// ErrRolledBack matches the error of a run whose completed steps were
 	// compensated after its workflow failed (see RolledBackError).
-	ErrRolledBack = engine.ErrRolledBack
+	ErrRolledBack = flowtype.ErrRolledBack
 	// ErrSuspended matches the error of a run parked for an operator (see
 	// SuspendedError).
-	ErrSuspended = engine.ErrSuspended
+	ErrSuspended = flowtype.ErrSuspended
 	// ErrCancelled is the cause of a cancelled run's context, and matches the
 	// error Result returns for it.
-	ErrCancelled = engine.ErrCancelled
+	ErrCancelled = flowtype.ErrCancelled
 	// ErrConflict is returned by operator actions on a run in the wrong
 	// state, e.g. Resume of a run that is not suspended.
 	ErrConflict = store.ErrConflict
@@ -45,27 +46,33 @@ var (
 	ErrClosed = store.ErrClosed
 )
 
-// Error types. Each unwraps to its cause where it has one.
+// Error types. Each unwraps to its cause where it has one. They are
+// defined in package flowtype, where go doc shows their fields.
 type (
-	// StepError is returned by Do when a step failed for good.
-	StepError = engine.StepError
+	// StepError is returned by Do when a step failed for good. See
+	// [flowtype.StepError] for its fields.
+	StepError = flowtype.StepError
 	// DecodeError reports a stored value that does not decode into the type
 	// the code expects; the run is suspended and nothing recorded changes.
-	DecodeError = engine.DecodeError
+	// See [flowtype.DecodeError] for its fields.
+	DecodeError = flowtype.DecodeError
 	// RolledBackError is Result's error for a run whose workflow failed and
-	// whose completed steps were all compensated. Cause is the workflow's
-	// error message; Step and Attempts name the step that failed for good,
-	// if one did.
-	RolledBackError = engine.RolledBackError
-	// SuspendedError is Result's error for a run parked for an operator.
-	SuspendedError = engine.SuspendedError
-	// CancelledError is Result's error for a cancelled run.
-	CancelledError = engine.CancelledError
+	// whose completed steps were all compensated; it matches ErrRolledBack.
+	// See [flowtype.RolledBackError] for its fields.
+	RolledBackError = flowtype.RolledBackError
+	// SuspendedError is Result's error for a run parked for an operator; it
+	// matches ErrSuspended. See [flowtype.SuspendedError] for its fields.
+	SuspendedError = flowtype.SuspendedError
+	// CancelledError is Result's error for a cancelled run; it matches
+	// ErrCancelled. See [flowtype.CancelledError] for its fields.
+	CancelledError = flowtype.CancelledError
 	// RecordedError stands for an error read back from the database, of
-	// which only the message survives.
-	RecordedError = engine.RecordedError
-	// PermanentError marks an error that is not retried; see Permanent.
-	PermanentError = engine.PermanentError
+	// which only the message survives. See [flowtype.RecordedError] for its
+	// fields.
+	RecordedError = flowtype.RecordedError
+	// PermanentError marks an error that is not retried; see Permanent and
+	// [flowtype.PermanentError].
+	PermanentError = flowtype.PermanentError
 )
 
 // Permanent marks err as not worth retrying: the step (or compensation)

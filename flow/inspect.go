@@ -6,23 +6,26 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// RunStatus is the state of a run.
-type RunStatus = store.RunStatus
+// RunStatus is the state of a run. See [flowtype.RunStatus] for the states
+// and their transitions.
+type RunStatus = flowtype.RunStatus
 
-// Run states.
+// Run states; see [flowtype.StatusPending] and the others for what each
+// means.
 const (
-	StatusPending      = store.RunPending
-	StatusRunning      = store.RunRunning
-	StatusWaiting      = store.RunWaiting
-	StatusCompensating = store.RunCompensating
-	StatusCompleted    = store.RunCompleted
-	StatusFailed       = store.RunFailed
-	StatusSuspended    = store.RunSuspended
-	StatusCancelled    = store.RunCancelled
+	StatusPending      = flowtype.StatusPending
+	StatusRunning      = flowtype.StatusRunning
+	StatusWaiting      = flowtype.StatusWaiting
+	StatusCompensating = flowtype.StatusCompensating
+	StatusCompleted    = flowtype.StatusCompleted
+	StatusFailed       = flowtype.StatusFailed
+	StatusSuspended    = flowtype.StatusSuspended
+	StatusCancelled    = flowtype.StatusCancelled
 )
 
 // RunInfo is a run as recorded.

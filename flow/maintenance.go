@@ -3,7 +3,7 @@ package flow
 import (
 	"context"
 
-	"github.com/flowlite/flowlite/internal/engine"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -14,49 +14,43 @@ var ErrNotSupported = store.ErrNotSupported
 
 // Retention says how long finished runs are kept, counted from when they
 // finished, per final state: Completed (default 24h), Failed (default 7
-// days) and Cancelled (default 7 days). A zero field takes the default; a
-// negative one keeps runs of that state forever. Runs that are not finished
-// (pending, running, waiting, compensating, suspended) are never deleted,
-// and neither is a finished child run whose parent has not finished.
-type Retention = engine.Retention
+// days) and Cancelled (default 7 days). See [flowtype.Retention] for its
+// fields.
+type Retention = flowtype.Retention
 
 // Retention defaults: how long finished runs are kept when Config.Retention
 // leaves a state at zero.
 const (
-	DefaultRetainCompleted = engine.DefaultRetainCompleted
-	DefaultRetainFailed    = engine.DefaultRetainFailed
-	DefaultRetainCancelled = engine.DefaultRetainCancelled
+	DefaultRetainCompleted = flowtype.DefaultRetainCompleted
+	DefaultRetainFailed    = flowtype.DefaultRetainFailed
+	DefaultRetainCancelled = flowtype.DefaultRetainCancelled
 )
 
 // CheckpointMode is how hard a checkpoint of the WAL tries; see the
-// Checkpoint* modes.
-type CheckpointMode = store.CheckpointMode
+// Checkpoint* modes and [flowtype.CheckpointMode].
+type CheckpointMode = flowtype.CheckpointMode
 
 // Checkpoint modes, SQLite's wal_checkpoint modes.
 const (
 	// CheckpointPassive copies what it can without waiting.
-	CheckpointPassive = store.CheckpointPassive
+	CheckpointPassive = flowtype.CheckpointPassive
 	// CheckpointFull waits for writers, then copies the whole WAL.
-	CheckpointFull = store.CheckpointFull
+	CheckpointFull = flowtype.CheckpointFull
 	// CheckpointRestart is CheckpointFull, then waits for readers so the
 	// WAL starts over.
-	CheckpointRestart = store.CheckpointRestart
+	CheckpointRestart = flowtype.CheckpointRestart
 	// CheckpointTruncate is CheckpointRestart, then truncates the WAL file
 	// to zero bytes.
-	CheckpointTruncate = store.CheckpointTruncate
+	CheckpointTruncate = flowtype.CheckpointTruncate
 )
 
-// CheckpointResult is the outcome of a checkpoint: its mode, whether
-// readers or writers kept it from finishing (Busy), the frames in the WAL
-// and how many of them are in the database file now.
-type CheckpointResult = store.CheckpointResult
+// CheckpointResult is the outcome of a checkpoint. See
+// [flowtype.CheckpointResult] for its fields.
+type CheckpointResult = flowtype.CheckpointResult
 
-// FileHealth describes the database file: its path, the sizes of the file
-// and its WAL (and the largest WAL size this engine saw), the configured
-// WALLimit, and the checkpoints this engine ran (how many, how many were
-// forced by the WAL passing half its limit, and the last one's time, mode,
-// outcome and frame counts).
-type FileHealth = engine.FileHealth
+// FileHealth describes the database file, its WAL and the checkpoints run
+// on it. See [flowtype.FileHealth] for its fields.
+type FileHealth = flowtype.FileHealth
 
 // Clean deletes now, instead of at the cleaner's next tick, the finished
 // runs older than their state's retention (see Config.Retention), with

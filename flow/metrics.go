@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
 )
 
@@ -11,13 +12,13 @@ import (
 // compensation attempts it ran, and how late after their due time it
 // claimed runs. Metrics returns this process's; Reports returns every
 // engine's, as they wrote them to the database. What the database holds
-// (runs by state, queue depth) is read with CountRuns and QueueStats.
-type EngineMetrics = engine.MetricsSnapshot
+// (runs by state, queue depth) is read with CountRuns and QueueStats. See
+// [flowtype.EngineMetrics] for its fields.
+type EngineMetrics = flowtype.EngineMetrics
 
-// Histogram is a snapshot of a histogram of seconds: Counts[i] counts the
-// observations in (Bounds[i-1], Bounds[i]], the last one those above every
-// bound. Counts are not cumulative.
-type Histogram = engine.Histogram
+// Histogram is a snapshot of a histogram of seconds. See
+// [flowtype.Histogram] for its fields.
+type Histogram = flowtype.Histogram
 
 // Metrics returns a snapshot of the engine's in-process instrumentation.
 // It is cheap (no database access) and safe to call at any time.
@@ -25,8 +26,8 @@ func (e *Engine) Metrics() EngineMetrics { return e.core.Metrics() }
 
 // Report is what one engine wrote to the database about itself: its worker
 // ID, host and process, when it started and last reported (on its clock),
-// and its metrics then.
-type Report = engine.Report
+// and its metrics then. See [flowtype.Report] for its fields.
+type Report = flowtype.Report
 
 // Reports returns what every engine working on the database reported, the
 // engine started first first, including engines that stopped (until

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/codec"
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
@@ -21,26 +22,21 @@ var (
 	ErrBadSpec = engine.ErrBadSpec
 )
 
-// CatchUp says what a schedule does about slots it missed.
-//
-// A slot is "missed" when the schedule falls more than ScheduleGrace behind
-// (no engine ran, e.g. during a deploy or an outage), and every slot that
-// came due while the schedule was paused is missed when it resumes. Slots
-// less late than that are never missed: they all start, whatever the
-// policy. After catching up, the schedule goes on with its first slot after
-// now.
-type CatchUp = store.CatchUp
+// CatchUp says what a schedule does about slots it missed (slots more than
+// ScheduleGrace late, or due while the schedule was paused). See
+// [flowtype.CatchUp].
+type CatchUp = flowtype.CatchUp
 
 // Catch-up policies.
 const (
 	// CatchUpOne (the default) starts one run, for the most recent missed
 	// slot, and skips the others.
-	CatchUpOne = store.CatchUpOne
+	CatchUpOne = flowtype.CatchUpOne
 	// CatchUpAll starts a run for every missed slot, oldest first, at most
 	// MaxCatchUpPerTick per transaction (the rest follow at once in the next).
-	CatchUpAll = store.CatchUpAll
+	CatchUpAll = flowtype.CatchUpAll
 	// CatchUpNone skips every missed slot.
-	CatchUpNone = store.CatchUpNone
+	CatchUpNone = flowtype.CatchUpNone
 )
 
 // ScheduleGrace is how late a slot may start and still count as on time

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/codec"
 	"github.com/flowlite/flowlite/internal/engine"
 )
@@ -14,8 +15,9 @@ import (
 // attempted again: MaxAttempts in total, waiting InitialInterval ×
 // Coefficient^(n-1), capped at MaxInterval, spread by ±Jitter (a negative
 // Jitter turns it off). Zero fields take Config.DefaultRetry, whose own zero
-// fields take 5 attempts, 1s, ×2, 1m and ±20%.
-type RetryPolicy = engine.RetryPolicy
+// fields take 5 attempts, 1s, ×2, 1m and ±20%. See [flowtype.RetryPolicy] for
+// its fields.
+type RetryPolicy = flowtype.RetryPolicy
 
 // Step is a typed unit of work with a stable name.
 //

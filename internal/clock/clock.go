@@ -1,17 +1,18 @@
 // Package clock gives the engine its notion of time, so tests can move it.
-// It imports the standard library only.
+// It imports the standard library and flow/flowtype (a leaf) only.
 package clock
 
 import (
 	"sync"
 	"time"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // Clock tells the current time. The engine reads it for every timestamp it
 // stores and every due time it compares; waiting itself uses real timers.
-type Clock interface {
-	Now() time.Time
-}
+// It is defined in flow/flowtype, where go doc shows it.
+type Clock = flowtype.Clock
 
 // System is the wall clock.
 type System struct{}

@@ -5,23 +5,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// Retention says how long finished runs are kept, per final state, counted
-// from when they finished. Zero fields take the defaults; a negative field
-// keeps runs of that state forever.
-type Retention struct {
-	Completed time.Duration // default 24h
-	Failed    time.Duration // default 7 days
-	Cancelled time.Duration // default 7 days
-}
+// Retention is defined in flow/flowtype, where go doc shows its fields.
+type Retention = flowtype.Retention
 
 // Retention defaults.
 const (
-	DefaultRetainCompleted = 24 * time.Hour
-	DefaultRetainFailed    = 7 * 24 * time.Hour
-	DefaultRetainCancelled = 7 * 24 * time.Hour
+	DefaultRetainCompleted = flowtype.DefaultRetainCompleted
+	DefaultRetainFailed    = flowtype.DefaultRetainFailed
+	DefaultRetainCancelled = flowtype.DefaultRetainCancelled
 )
 
 // Maintenance defaults.
@@ -34,7 +29,8 @@ const (
 	DefaultReportRetention    = 7 * 24 * time.Hour
 )
 
-func (r Retention) withDefaults() Retention {
+// retentionWithDefaults returns r with its zero fields set to the defaults.
+func retentionWithDefaults(r Retention) Retention {
 	if r.Completed == 0 {
 		r.Completed = DefaultRetainCompleted
 	}
@@ -50,7 +46,7 @@ func (r Retention) withDefaults() Retention {
 // withMaintenanceDefaults fills the zero fields of the cleaner's and the WAL
 // watch's settings. Negative intervals stay negative: that loop is off.
 func (c Config) withMaintenanceDefaults() Config {
-	c.Retention = c.Retention.withDefaults()
+	c.Retention = retentionWithDefaults(c.Retention)
 	if c.CleanInterval == 0 {
 		c.CleanInterval = DefaultCleanInterval
 	}

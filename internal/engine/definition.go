@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -37,16 +38,10 @@ type Step struct {
 	Timeout         time.Duration // per attempt; zero means none
 }
 
-// StepInfo describes a step attempt to an Interceptor.
-type StepInfo struct {
-	RunID        string
-	Workflow     store.WorkflowKey
-	Step         string
-	Occurrence   int
-	Attempt      int
-	Compensation bool // true when the call is the step's compensation
-}
+// StepInfo describes a step attempt to an Interceptor. It is defined in
+// flow/flowtype (as AttemptInfo), where go doc shows its fields.
+type StepInfo = flowtype.AttemptInfo
 
 // Interceptor wraps every step and compensation attempt; it must call call
 // to run the body (or return an error instead, e.g. to inject a failure).
-type Interceptor func(ctx context.Context, info StepInfo, call func(context.Context) error) error
+type Interceptor = flowtype.Interceptor

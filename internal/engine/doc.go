@@ -7,5 +7,7 @@
 // The engine is untyped: workflows and steps reach it as byte-level
 // definitions built by package flow, which owns the typed API. It imports
 // internal/store, internal/clock and golang.org/x/sync, never flow or an
-// adapter.
+// adapter; the one exception is flow/flowtype, the leaf package that defines
+// the types flow shows its users (errors, RetryPolicy, metrics…), which the
+// engine aliases under its own names.
 package engine

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -38,21 +39,15 @@ func ClaimSecondsBounds() []float64 {
 	return []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 }
 
-// Histogram is a snapshot of a histogram. Counts[i] counts the observations
-// at most Bounds[i] and above Bounds[i-1]; the last count, at index
-// len(Bounds), those above every bound. Counts are not cumulative.
-type Histogram struct {
-	Bounds []float64 `json:"bounds"`
-	Counts []uint64  `json:"counts"`
-	Sum    float64   `json:"sum"` // of the observations, in seconds
-	Count  uint64    `json:"count"`
-}
+// Histogram is defined in flow/flowtype, where go doc shows its fields.
+type Histogram = flowtype.Histogram
 
 func newHistogram(bounds []float64) *Histogram {
 	return &Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
 }
 
-func (h *Histogram) observe(v float64) {
+// observe counts v in h.
+func observe(h *Histogram, v float64) {
 	i := 0
 	for i < len(h.Bounds) && v > h.Bounds[i] {
 		i++
@@ -62,7 +57,8 @@ func (h *Histogram) observe(v float64) {
 	h.Count++
 }
 
-func (h *Histogram) clone() Histogram {
+// cloneHistogram returns a copy of h that shares no memory with it.
+func cloneHistogram(h *Histogram) Histogram {
 	c := *h
 	c.Bounds = append([]float64(nil), h.Bounds...)
 	c.Counts = append([]uint64(nil), h.Counts...)
@@ -70,22 +66,9 @@ func (h *Histogram) clone() Histogram {
 }
 
 // MetricsSnapshot is what this engine did since it was created. Its JSON
-// form is what the reporter stores (report.go).
-type MetricsSnapshot struct {
-	// RunsStarted counts the runs this engine recorded (Start, StartTx,
-	// children, requeued dead letters), not the runs it found existing
-	// under the same ID.
-	RunsStarted int64 `json:"runs_started"`
-	// RunsFinished counts the outcomes this engine recorded, by state
-	// (completed, failed, cancelled, suspended).
-	RunsFinished map[store.RunStatus]int64 `json:"runs_finished"`
-	// AttemptSeconds is the duration of step and compensation attempts run
-	// here, by kind: "step" or "compensation".
-	AttemptSeconds map[string]Histogram `json:"attempt_seconds"`
-	// ClaimSeconds is, by queue, how long after it became due each run was
-	// claimed here, on the engine clock.
-	ClaimSeconds map[string]Histogram `json:"claim_seconds"`
-}
+// form is what the reporter stores (report.go). It is defined in
+// flow/flowtype (as EngineMetrics), where go doc shows its fields.
+type MetricsSnapshot = flowtype.EngineMetrics
 
 // metrics is the engine's instrumentation. Its zero value is ready.
 type metrics struct {
@@ -131,7 +114,7 @@ func (m *metrics) observeAttempt(info StepInfo, start time.Time) {
 		h = newHistogram(StepSecondsBounds())
 		m.attempts[kind] = h
 	}
-	h.observe(d)
+	observe(h, d)
 	m.events++
 	m.mu.Unlock()
 }
@@ -151,7 +134,7 @@ func (m *metrics) observeClaims(queue string, runs []store.Run, nowMs int64) {
 		m.claims[queue] = h
 	}
 	for _, r := range runs {
-		h.observe(float64(max(nowMs-r.RunAt, 0)) / 1000)
+		observe(h, float64(max(nowMs-r.RunAt, 0))/1000)
 	}
 	m.events++
 	m.mu.Unlock()
@@ -161,15 +144,6 @@ func (m *metrics) observeClaims(queue string, runs []store.Run, nowMs int64) {
 func (e *Engine) Metrics() MetricsSnapshot {
 	s, _ := e.metrics.snapshot()
 	return s
-}
-
-// RunsFinishedTotal counts the outcomes recorded, whatever their state.
-func (s MetricsSnapshot) RunsFinishedTotal() int64 {
-	var n int64
-	for _, c := range s.RunsFinished {
-		n += c
-	}
-	return n
 }
 
 // snapshot returns a copy of the instrumentation and the number of changes
@@ -187,10 +161,10 @@ func (m *metrics) snapshot() (MetricsSnapshot, uint64) {
 		s.RunsFinished = map[store.RunStatus]int64{}
 	}
 	for k, h := range m.attempts {
-		s.AttemptSeconds[k] = h.clone()
+		s.AttemptSeconds[k] = cloneHistogram(h)
 	}
 	for q, h := range m.claims {
-		s.ClaimSeconds[q] = h.clone()
+		s.ClaimSeconds[q] = cloneHistogram(h)
 	}
 	return s, m.events
 }
@@ -205,8 +179,8 @@ func SumMetrics(snapshots ...MetricsSnapshot) MetricsSnapshot {
 	sum := MetricsSnapshot{
 		RunsFinished: map[store.RunStatus]int64{},
 		AttemptSeconds: map[string]Histogram{
-			"step":         newHistogram(StepSecondsBounds()).clone(),
-			"compensation": newHistogram(StepSecondsBounds()).clone(),
+			"step":         cloneHistogram(newHistogram(StepSecondsBounds())),
+			"compensation": cloneHistogram(newHistogram(StepSecondsBounds())),
 		},
 		ClaimSeconds: map[string]Histogram{},
 	}
@@ -225,15 +199,15 @@ func addHistograms(into, from map[string]Histogram, bounds func() []float64) {
 	for k, h := range from {
 		acc, ok := into[k]
 		if !ok {
-			acc = newHistogram(bounds()).clone()
+			acc = cloneHistogram(newHistogram(bounds()))
 		}
-		acc.add(h)
+		addHistogram(&acc, h)
 		into[k] = acc
 	}
 }
 
-// add adds the observations of o to h.
-func (h *Histogram) add(o Histogram) {
+// addHistogram adds the observations of o to h.
+func addHistogram(h *Histogram, o Histogram) {
 	h.Sum += o.Sum
 	h.Count += o.Count
 	if slices.Equal(h.Bounds, o.Bounds) && len(o.Counts) == len(h.Counts) {

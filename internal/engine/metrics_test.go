@@ -9,12 +9,12 @@ import (
 
 func TestSumMetrics(t *testing.T) {
 	step := newHistogram(StepSecondsBounds())
-	step.observe(0.002) // (0.001, 0.005]
-	step.observe(400)   // above every bound
+	observe(step, 0.002) // (0.001, 0.005]
+	observe(step, 400)   // above every bound
 	a := MetricsSnapshot{
 		RunsStarted:    3,
 		RunsFinished:   map[store.RunStatus]int64{store.RunCompleted: 2, store.RunFailed: 1},
-		AttemptSeconds: map[string]Histogram{"step": step.clone()},
+		AttemptSeconds: map[string]Histogram{"step": cloneHistogram(step)},
 	}
 	// A report of another version, with coarser bounds: its buckets land in
 	// the first bucket of the sum whose bound is at least theirs.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -26,15 +27,9 @@ import (
 // than ReportRetention ago are deleted by the cleaner.
 
 // Report is what one engine wrote about itself. Times are on the clock of
-// that engine.
-type Report struct {
-	Owner      string // the engine's worker ID, as in leases
-	Host       string
-	PID        int
-	StartedAt  time.Time
-	ReportedAt time.Time
-	Metrics    MetricsSnapshot
-}
+// that engine. It is defined in flow/flowtype, where go doc shows its
+// fields.
+type Report = flowtype.Report
 
 // runReporter writes the engine's report every ReportInterval while its
 // metrics change.

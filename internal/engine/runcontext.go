@@ -318,7 +318,7 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 		// Stopping or lease lost: the attempt is interrupted, not failed.
 		return rc.Abort(cause)
 	}
-	final := cause != nil || def.Retry.final(attempt, bodyErr)
+	final := cause != nil || finalAttempt(def.Retry, attempt, bodyErr)
 	msg := bodyErr.Error()
 	if cause != nil {
 		msg = "cancelled: " + msg

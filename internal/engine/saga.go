@@ -109,7 +109,7 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 	}
 
 	msg := compErr.Error()
-	if def.CompensateRetry.final(attempt, compErr) {
+	if finalAttempt(def.CompensateRetry, attempt, compErr) {
 		reason := fmt.Sprintf("compensation of step %s failed after %d attempt(s): %s", key.Name, attempt, msg)
 		err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
 			if err := tx.StepCompensationEnd(ctx, key, store.CompensationFailed, msg); err != nil {

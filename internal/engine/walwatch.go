@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -37,37 +38,9 @@ import (
 // transactions.
 
 // FileHealth describes the database file, the checkpoints this engine ran
-// on it, and the last checkpoint any engine ran on it.
-type FileHealth struct {
-	Path     string // the database file
-	DBBytes  int64  // size of the database file
-	WALBytes int64  // size of the -wal file now
-	WALLimit int64  // the configured bound of the -wal file
-	// PeakWALBytes is the largest WAL size this engine saw since it was
-	// created (by its WAL watch or FileHealth).
-	PeakWALBytes int64
-	// Checkpoints counts the checkpoints this engine ran, and Forced those of
-	// them that ran because the WAL passed half of WALLimit. SQLite's own
-	// automatic checkpoints are not counted.
-	Checkpoints int64
-	Forced      int64
-	// The last checkpoint run on the file, by this engine or by another
-	// one (another process) that recorded it in the database: when (on
-	// the clock of the engine that ran it; zero when none), which engine
-	// (its worker ID), its mode, the WAL's size before it, whether readers
-	// or writers kept it from finishing, and its error if it failed.
-	LastCheckpoint         time.Time
-	LastCheckpointBy       string
-	LastCheckpointMode     store.CheckpointMode
-	LastCheckpointWALBytes int64
-	LastCheckpointBusy     bool
-	LastCheckpointError    string
-	// When this engine ran the last checkpoint: how many frames the WAL
-	// held and how many of them were copied into the database file (0 and
-	// 0 after a TRUNCATE). Zero when another engine ran it.
-	WALFrames          int
-	CheckpointedFrames int
-}
+// on it, and the last checkpoint any engine ran on it. It is defined in
+// flow/flowtype, where go doc shows its fields.
+type FileHealth = flowtype.FileHealth
 
 // walState records the checkpoints this engine ran, for FileHealth.
 type walState struct {

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // ErrNotSupported is returned for an operation the store cannot perform,
@@ -54,42 +56,17 @@ type FileStats struct {
 }
 
 // CheckpointMode is how hard a checkpoint tries (SQLite's wal_checkpoint
-// modes).
-type CheckpointMode string
+// modes). It is defined in flow/flowtype, where go doc shows its modes.
+type CheckpointMode = flowtype.CheckpointMode
 
 // Checkpoint modes.
 const (
-	// CheckpointPassive copies what it can without waiting for readers or
-	// writers.
-	CheckpointPassive CheckpointMode = "PASSIVE"
-	// CheckpointFull waits for writers, then copies the whole WAL.
-	CheckpointFull CheckpointMode = "FULL"
-	// CheckpointRestart is Full, then waits for readers to leave the WAL so
-	// the next write starts it over from the beginning.
-	CheckpointRestart CheckpointMode = "RESTART"
-	// CheckpointTruncate is Restart, then truncates the WAL file to zero
-	// bytes.
-	CheckpointTruncate CheckpointMode = "TRUNCATE"
+	CheckpointPassive  = flowtype.CheckpointPassive
+	CheckpointFull     = flowtype.CheckpointFull
+	CheckpointRestart  = flowtype.CheckpointRestart
+	CheckpointTruncate = flowtype.CheckpointTruncate
 )
 
-// Valid reports whether m is one of the checkpoint modes.
-func (m CheckpointMode) Valid() bool {
-	switch m {
-	case CheckpointPassive, CheckpointFull, CheckpointRestart, CheckpointTruncate:
-		return true
-	}
-	return false
-}
-
-// CheckpointResult is the outcome of a checkpoint.
-type CheckpointResult struct {
-	Mode CheckpointMode
-	// Busy is true when the checkpoint could not finish because readers or
-	// writers held on to the WAL past the wait.
-	Busy bool
-	// WALFrames is the number of frames in the WAL, and Checkpointed how
-	// many of them are now in the database file. Both are 0 after a
-	// successful Truncate.
-	WALFrames    int
-	Checkpointed int
-}
+// CheckpointResult is the outcome of a checkpoint. It is defined in
+// flow/flowtype, where go doc shows its fields.
+type CheckpointResult = flowtype.CheckpointResult

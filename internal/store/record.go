@@ -1,30 +1,29 @@
 package store
 
-import "strconv"
+import (
+	"strconv"
 
-// RunStatus is the lifecycle state of a run.
-type RunStatus string
+	"github.com/flowlite/flowlite/flow/flowtype"
+)
+
+// RunStatus is the lifecycle state of a run. It is defined in
+// flow/flowtype, where go doc shows its states.
+type RunStatus = flowtype.RunStatus
 
 // Run states. pending → running ⇄ waiting → completed | compensating →
 // failed | suspended; cancelled. A run waiting for the next attempt of a
 // step is pending with a future RunAt; a run waiting for a timer, a signal
 // or a child is waiting. Neither holds a lease.
 const (
-	RunPending      RunStatus = "pending"
-	RunRunning      RunStatus = "running"
-	RunWaiting      RunStatus = "waiting"
-	RunCompensating RunStatus = "compensating"
-	RunCompleted    RunStatus = "completed"
-	RunFailed       RunStatus = "failed"
-	RunSuspended    RunStatus = "suspended"
-	RunCancelled    RunStatus = "cancelled"
+	RunPending      = flowtype.StatusPending
+	RunRunning      = flowtype.StatusRunning
+	RunWaiting      = flowtype.StatusWaiting
+	RunCompensating = flowtype.StatusCompensating
+	RunCompleted    = flowtype.StatusCompleted
+	RunFailed       = flowtype.StatusFailed
+	RunSuspended    = flowtype.StatusSuspended
+	RunCancelled    = flowtype.StatusCancelled
 )
-
-// Finished reports whether no further transition can happen without an
-// operator.
-func (s RunStatus) Finished() bool {
-	return s == RunCompleted || s == RunFailed || s == RunCancelled
-}
 
 // StepStatus is the state of one step occurrence.
 type StepStatus string
@@ -53,14 +52,9 @@ const (
 	CompensationSkipped   CompensationState = "skipped"
 )
 
-// WorkflowKey identifies one version of a workflow.
-type WorkflowKey struct {
-	Name    string
-	Version int
-}
-
-// String returns "name:version", the form the claim query matches on.
-func (k WorkflowKey) String() string { return k.Name + ":" + strconv.Itoa(k.Version) }
+// WorkflowKey identifies one version of a workflow. It is defined in
+// flow/flowtype, where go doc shows its fields.
+type WorkflowKey = flowtype.WorkflowKey
 
 // Run is a stored run. Times are Unix milliseconds.
 type Run struct {

@@ -1,23 +1,25 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
+)
 
 // CatchUp is the policy of a schedule for slots it missed: slots that came
-// due while no engine ran, or while it was paused.
-type CatchUp string
+// due while no engine ran, or while it was paused. It is defined in
+// flow/flowtype, where go doc shows its policies.
+type CatchUp = flowtype.CatchUp
 
 // Catch-up policies.
 const (
 	// CatchUpOne starts one run, for the most recent missed slot.
-	CatchUpOne CatchUp = "one"
+	CatchUpOne = flowtype.CatchUpOne
 	// CatchUpAll starts a run for every missed slot.
-	CatchUpAll CatchUp = "all"
+	CatchUpAll = flowtype.CatchUpAll
 	// CatchUpNone starts no run for missed slots.
-	CatchUpNone CatchUp = "none"
+	CatchUpNone = flowtype.CatchUpNone
 )
-
-// Valid reports whether c is one of the catch-up policies.
-func (c CatchUp) Valid() bool { return c == CatchUpOne || c == CatchUpAll || c == CatchUpNone }
 
 // Schedule is a stored cron schedule. Times are Unix milliseconds.
 type Schedule struct {

@@ -4,7 +4,9 @@
 // so an adapter (SQLite today, PostgreSQL next) can be swapped, and a
 // group-commit writer can be put behind Write, without the engine changing.
 //
-// It imports the standard library only.
+// It imports the standard library and flow/flowtype only: the record types
+// flow shows its users (RunStatus, CatchUp, checkpoint modes…) are defined
+// there, in a leaf package go doc can show, and aliased here.
 package store
 
 import (

@@ -1,0 +1,162 @@
+package flowtype
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors matched by the error types below, with errors.Is.
+// Package flow re-exports them.
+var (
+	// ErrCancelled is the cause of a run's context when the run was
+	// cancelled, and matches the error Result returns for a cancelled run
+	// (CancelledError).
+	ErrCancelled = errors.New("run cancelled")
+	// ErrRolledBack matches the error Result returns for a run whose
+	// workflow failed and whose completed steps were all compensated
+	// (RolledBackError).
+	ErrRolledBack = errors.New("run rolled back")
+	// ErrSuspended matches the error Result returns for a run parked for an
+	// operator, e.g. after a compensation exhausted its retries
+	// (SuspendedError).
+	ErrSuspended = errors.New("run suspended")
+)
+
+// PermanentError marks an error that is not worth retrying: the step or
+// compensation that returned it fails at once, whatever its RetryPolicy
+// allows. Wrap an error with flow.Permanent rather than building one.
+type PermanentError struct {
+	// Err is the error that is not retried.
+	Err error
+}
+
+// Error returns the message of the wrapped error, so that marking an error
+// permanent does not change what is recorded.
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// StepError is returned by flow.Do when a step failed for good: its retries
+// are exhausted or it returned a permanent error. A replay of the run
+// returns an equal error built from what was recorded, so a workflow that
+// handles it behaves the same on every replay.
+type StepError struct {
+	// RunID is the run the step belongs to.
+	RunID string
+	// Step is the step's name, prefixed with its branch when it was called
+	// in a branch of flow.All.
+	Step string
+	// Occurrence counts the earlier calls of this step name in the run (or
+	// branch), from 0, so that a step called in a loop can be told apart.
+	Occurrence int
+	// Attempts is how many attempts the step made.
+	Attempts int
+	// Err is the last attempt's error; on replay, a RecordedError with its
+	// message.
+	Err error
+}
+
+// Error names the step and its attempts, then the cause.
+func (e *StepError) Error() string {
+	return fmt.Sprintf("step %s failed after %d attempt(s): %v", e.Step, e.Attempts, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// RecordedError stands for an error read back from the database: its
+// original Go type did not survive the round trip, only its message.
+type RecordedError struct {
+	// Message is the recorded error message.
+	Message string
+}
+
+// Error returns the recorded message.
+func (e *RecordedError) Error() string { return e.Message }
+
+// DecodeError reports a stored value that cannot be decoded into the Go
+// type the code expects, typically after a type changed between deploys.
+// The run is suspended, not compensated, and nothing recorded changes, so
+// that a fixed binary can resume it.
+type DecodeError struct {
+	// RunID is the run whose value does not decode.
+	RunID string
+	// Step is the step whose value it is; empty for the workflow's own
+	// input or output.
+	Step string
+	// What is "input" or "output".
+	What string
+	// Type is the Go type the value was decoded into.
+	Type string
+	// Err is the decoder's error.
+	Err error
+}
+
+// Error names the run, the value, the step if any, and the type.
+func (e *DecodeError) Error() string {
+	if e.Step == "" {
+		return fmt.Sprintf("run %s: decode workflow %s into %s: %v", e.RunID, e.What, e.Type, e.Err)
+	}
+	return fmt.Sprintf("run %s: decode %s of step %s into %s: %v", e.RunID, e.What, e.Step, e.Type, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// RolledBackError is the error Result returns for a run whose workflow
+// failed and whose completed steps were all compensated. It matches
+// ErrRolledBack. Only messages survive in the database, so the workflow's
+// error is kept as text.
+type RolledBackError struct {
+	// RunID is the rolled-back run.
+	RunID string
+	// Cause is the workflow's error message.
+	Cause string
+	// Step names the step that failed for good, with the attempts it made,
+	// when the workflow failed because of one (the last to fail, if
+	// several did); empty when the workflow failed by itself, was
+	// cancelled, or its steps could not be read.
+	Step string
+	// Attempts is how many attempts Step made; zero when Step is empty.
+	Attempts int
+}
+
+// Error names the run and the workflow's error.
+func (e *RolledBackError) Error() string {
+	return fmt.Sprintf("run %s rolled back: %s", e.RunID, e.Cause)
+}
+
+// Is reports whether target is ErrRolledBack.
+func (e *RolledBackError) Is(target error) bool { return target == ErrRolledBack }
+
+// SuspendedError is the error Result returns for a run parked for an
+// operator, who may resume, skip or cancel it. It matches ErrSuspended.
+type SuspendedError struct {
+	// RunID is the suspended run.
+	RunID string
+	// Reason says why the run was suspended, e.g. the compensation that
+	// exhausted its retries.
+	Reason string
+}
+
+// Error names the run and the reason.
+func (e *SuspendedError) Error() string {
+	return fmt.Sprintf("run %s suspended: %s", e.RunID, e.Reason)
+}
+
+// Is reports whether target is ErrSuspended.
+func (e *SuspendedError) Is(target error) bool { return target == ErrSuspended }
+
+// CancelledError is the error Result returns for a cancelled run. It
+// matches ErrCancelled.
+type CancelledError struct {
+	// RunID is the cancelled run.
+	RunID string
+}
+
+// Error names the run.
+func (e *CancelledError) Error() string { return fmt.Sprintf("run %s cancelled", e.RunID) }
+
+// Is reports whether t is ErrCancelled.
+func (e *CancelledError) Is(t error) bool { return t == ErrCancelled }

@@ -1,0 +1,122 @@
+package flowtype
+
+import "time"
+
+// Retention says how long finished runs are kept, counted from when they
+// finished, per final state. A zero field takes the default
+// (DefaultRetainCompleted and so on); a negative one keeps runs of that
+// state forever. Runs that are not finished (pending, running, waiting,
+// compensating, suspended) are never deleted, and neither is a finished
+// child run whose parent has not finished.
+type Retention struct {
+	// Completed is how long completed runs are kept; default 24h.
+	Completed time.Duration
+	// Failed is how long failed (rolled-back) runs are kept; default 7
+	// days, long enough to look into a failure after a weekend.
+	Failed time.Duration
+	// Cancelled is how long cancelled runs are kept; default 7 days.
+	Cancelled time.Duration
+}
+
+// Retention defaults: how long finished runs are kept when a Retention
+// leaves a state at zero.
+const (
+	// DefaultRetainCompleted is the default of Retention.Completed.
+	DefaultRetainCompleted = 24 * time.Hour
+	// DefaultRetainFailed is the default of Retention.Failed.
+	DefaultRetainFailed = 7 * 24 * time.Hour
+	// DefaultRetainCancelled is the default of Retention.Cancelled.
+	DefaultRetainCancelled = 7 * 24 * time.Hour
+)
+
+// CheckpointMode is how hard a checkpoint of the WAL tries; the modes are
+// SQLite's wal_checkpoint modes.
+type CheckpointMode string
+
+// Checkpoint modes.
+const (
+	// CheckpointPassive copies what it can without waiting for readers or
+	// writers.
+	CheckpointPassive CheckpointMode = "PASSIVE"
+	// CheckpointFull waits for writers, then copies the whole WAL.
+	CheckpointFull CheckpointMode = "FULL"
+	// CheckpointRestart is CheckpointFull, then waits for readers to leave
+	// the WAL so that the next write starts it over from the beginning.
+	CheckpointRestart CheckpointMode = "RESTART"
+	// CheckpointTruncate is CheckpointRestart, then truncates the WAL file
+	// to zero bytes.
+	CheckpointTruncate CheckpointMode = "TRUNCATE"
+)
+
+// Valid reports whether m is one of the checkpoint modes.
+func (m CheckpointMode) Valid() bool {
+	switch m {
+	case CheckpointPassive, CheckpointFull, CheckpointRestart, CheckpointTruncate:
+		return true
+	}
+	return false
+}
+
+// CheckpointResult is the outcome of a checkpoint.
+type CheckpointResult struct {
+	// Mode is the mode the checkpoint ran in.
+	Mode CheckpointMode
+	// Busy is true when the checkpoint could not finish because readers or
+	// writers held on to the WAL past the wait.
+	Busy bool
+	// WALFrames is the number of frames in the WAL; zero after a successful
+	// CheckpointTruncate.
+	WALFrames int
+	// Checkpointed is how many of the WAL's frames are now in the database
+	// file; zero after a successful CheckpointTruncate.
+	Checkpointed int
+}
+
+// FileHealth describes the database file, the checkpoints this engine ran
+// on it, and the last checkpoint any engine ran on it, so that an operator
+// can tell whether the WAL is kept in check.
+type FileHealth struct {
+	// Path is the database file.
+	Path string
+	// DBBytes is the size of the database file.
+	DBBytes int64
+	// WALBytes is the size of the -wal file now.
+	WALBytes int64
+	// WALLimit is the configured bound of the -wal file (flow's
+	// Config.WALLimit).
+	WALLimit int64
+	// PeakWALBytes is the largest WAL size this engine saw since it was
+	// created (by its WAL watch or FileHealth).
+	PeakWALBytes int64
+	// Checkpoints counts the checkpoints this engine ran. SQLite's own
+	// automatic checkpoints are not counted.
+	Checkpoints int64
+	// Forced counts those of Checkpoints that ran because the WAL passed
+	// half of WALLimit.
+	Forced int64
+	// LastCheckpoint is when the last checkpoint run on the file, by this
+	// engine or by another one (another process) that recorded it in the
+	// database, ran, on the clock of the engine that ran it; zero when none
+	// did.
+	LastCheckpoint time.Time
+	// LastCheckpointBy is the worker ID of the engine that ran the last
+	// checkpoint.
+	LastCheckpointBy string
+	// LastCheckpointMode is the mode of the last checkpoint.
+	LastCheckpointMode CheckpointMode
+	// LastCheckpointWALBytes is the WAL's size before the last checkpoint.
+	LastCheckpointWALBytes int64
+	// LastCheckpointBusy is true when readers or writers kept the last
+	// checkpoint from finishing.
+	LastCheckpointBusy bool
+	// LastCheckpointError is the last checkpoint's error, if it failed.
+	LastCheckpointError string
+	// WALFrames is how many frames the WAL held when this engine ran the
+	// last checkpoint; zero when another engine ran it, and after a
+	// CheckpointTruncate.
+	WALFrames int
+	// CheckpointedFrames is how many of WALFrames were copied into the
+	// database file; zero when another engine ran the last checkpoint, and
+	// after a CheckpointTruncate.
+	CheckpointedFrames int
+}
