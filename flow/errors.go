@@ -66,10 +66,6 @@ type (
 	// CancelledError is Result's error for a cancelled run; it matches
 	// ErrCancelled. See [flowtype.CancelledError] for its fields.
 	CancelledError = flowtype.CancelledError
-	// RecordedError stands for an error read back from the database, of
-	// which only the message survives. See [flowtype.RecordedError] for its
-	// fields.
-	RecordedError = flowtype.RecordedError
 	// PermanentError marks an error that is not retried; see Permanent and
 	// [flowtype.PermanentError].
 	PermanentError = flowtype.PermanentError

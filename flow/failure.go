@@ -4,17 +4,24 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/flowlite/flowlite/internal/engine"
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // Error is a step error that keeps its shape in a run's history: Code,
 // Message and Details come back unchanged on every replay. See
-// engine.Error's fields.
-type Error = engine.Error
+// [flowtype.Error] for its fields.
+type Error = flowtype.Error
 
 // NonDeterminismError reports a replay that diverged from the run's
-// recorded history; the run is suspended. See its fields.
-type NonDeterminismError = engine.NonDeterminismError
+// recorded history; the run is suspended. See [flowtype.NonDeterminismError]
+// for its fields.
+type NonDeterminismError = flowtype.NonDeterminismError
+
+// Codes of the errors the engine itself records; see [flowtype.Error].
+const (
+	CodeRunExists = flowtype.CodeRunExists
+	CodeTimeout   = flowtype.CodeTimeout
+)
 
 // NewError returns an *Error with code and message, and details (when not
 // nil) encoded as JSON. A step returns it, or wraps it, so that the workflow

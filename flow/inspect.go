@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
-	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -70,39 +69,40 @@ type StepRecord struct {
 	FinishedAt           time.Time
 }
 
-// Event kinds of a run's history.
+// Event kinds of a run's history; see [flowtype.EventRunStarted] and the
+// constants after it for what each one records.
 const (
-	EventRunStarted            = engine.EventRunStarted
-	EventRunClaimed            = engine.EventRunClaimed
-	EventRunReleased           = engine.EventRunReleased
-	EventRunWaiting            = engine.EventRunWaiting
-	EventTimerStarted          = engine.EventTimerStarted
-	EventTimerFired            = engine.EventTimerFired
-	EventSignalSent            = engine.EventSignalSent
-	EventSignalWaiting         = engine.EventSignalWaiting
-	EventSignalReceived        = engine.EventSignalReceived
-	EventSignalTimedOut        = engine.EventSignalTimedOut
-	EventChildStarted          = engine.EventChildStarted
-	EventChildWaiting          = engine.EventChildWaiting
-	EventChildFinished         = engine.EventChildFinished
-	EventRaceWon               = engine.EventRaceWon
-	EventRunRescued            = engine.EventRunRescued
-	EventStepStarted           = engine.EventStepStarted
-	EventStepCompleted         = engine.EventStepCompleted
-	EventStepRetried           = engine.EventStepRetried
-	EventStepFailed            = engine.EventStepFailed
-	EventWorkflowFailed        = engine.EventWorkflowFailed
-	EventCompensationStarted   = engine.EventCompensationStarted
-	EventCompensationCompleted = engine.EventCompensationCompleted
-	EventCompensationRetried   = engine.EventCompensationRetried
-	EventCompensationFailed    = engine.EventCompensationFailed
-	EventCompensationSkipped   = engine.EventCompensationSkipped
-	EventCancelRequested       = engine.EventCancelRequested
-	EventRunResumed            = engine.EventRunResumed
-	EventRunCompleted          = engine.EventRunCompleted
-	EventRunFailed             = engine.EventRunFailed
-	EventRunSuspended          = engine.EventRunSuspended
-	EventRunCancelled          = engine.EventRunCancelled
+	EventRunStarted            = flowtype.EventRunStarted
+	EventRunClaimed            = flowtype.EventRunClaimed
+	EventRunReleased           = flowtype.EventRunReleased
+	EventRunWaiting            = flowtype.EventRunWaiting
+	EventTimerStarted          = flowtype.EventTimerStarted
+	EventTimerFired            = flowtype.EventTimerFired
+	EventSignalSent            = flowtype.EventSignalSent
+	EventSignalWaiting         = flowtype.EventSignalWaiting
+	EventSignalReceived        = flowtype.EventSignalReceived
+	EventSignalTimedOut        = flowtype.EventSignalTimedOut
+	EventChildStarted          = flowtype.EventChildStarted
+	EventChildWaiting          = flowtype.EventChildWaiting
+	EventChildFinished         = flowtype.EventChildFinished
+	EventRaceWon               = flowtype.EventRaceWon
+	EventRunRescued            = flowtype.EventRunRescued
+	EventStepStarted           = flowtype.EventStepStarted
+	EventStepCompleted         = flowtype.EventStepCompleted
+	EventStepRetried           = flowtype.EventStepRetried
+	EventStepFailed            = flowtype.EventStepFailed
+	EventWorkflowFailed        = flowtype.EventWorkflowFailed
+	EventCompensationStarted   = flowtype.EventCompensationStarted
+	EventCompensationCompleted = flowtype.EventCompensationCompleted
+	EventCompensationRetried   = flowtype.EventCompensationRetried
+	EventCompensationFailed    = flowtype.EventCompensationFailed
+	EventCompensationSkipped   = flowtype.EventCompensationSkipped
+	EventCancelRequested       = flowtype.EventCancelRequested
+	EventRunResumed            = flowtype.EventRunResumed
+	EventRunCompleted          = flowtype.EventRunCompleted
+	EventRunFailed             = flowtype.EventRunFailed
+	EventRunSuspended          = flowtype.EventRunSuspended
+	EventRunCancelled          = flowtype.EventRunCancelled
 )
 
 // Event is one entry of a run's history; Kind is one of the Event* kinds.

@@ -20,6 +20,10 @@ var (
 	// operator, e.g. after a compensation exhausted its retries
 	// (SuspendedError).
 	ErrSuspended = errors.New("run suspended")
+	// ErrRunExists is returned when a run ID is taken: by Start for a run of
+	// another workflow, and by a child start for any run (see the Error
+	// with Code CodeRunExists).
+	ErrRunExists = errors.New("run ID already used")
 )
 
 // PermanentError marks an error that is not worth retrying: the step or
@@ -52,8 +56,10 @@ type StepError struct {
 	Occurrence int
 	// Attempts is how many attempts the step made.
 	Attempts int
-	// Err is the last attempt's error; on replay, a RecordedError with its
-	// message.
+	// Err is the last attempt's error as the history records it, on the
+	// first execution as on replays: an *Error with its message and, when
+	// the step's error carried one, the Code and Details of its *Error,
+	// wrapped in a *PermanentError when it was permanent.
 	Err error
 }
 
@@ -64,16 +70,6 @@ func (e *StepError) Error() string {
 
 // Unwrap returns Err.
 func (e *StepError) Unwrap() error { return e.Err }
-
-// RecordedError stands for an error read back from the database: its
-// original Go type did not survive the round trip, only its message.
-type RecordedError struct {
-	// Message is the recorded error message.
-	Message string
-}
-
-// Error returns the recorded message.
-func (e *RecordedError) Error() string { return e.Message }
 
 // DecodeError reports a stored value that cannot be decoded into the Go
 // type the code expects, typically after a type changed between deploys.

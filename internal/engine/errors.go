@@ -25,7 +25,7 @@ var (
 	ErrRunFinished = errors.New("run already finished")
 	// ErrRunExists is returned when a run ID is taken by a run of another
 	// workflow.
-	ErrRunExists = errors.New("run ID already used by another workflow")
+	ErrRunExists = flowtype.ErrRunExists
 	// ErrUnknownWorkflow is returned when a workflow version is not
 	// registered with the engine.
 	ErrUnknownWorkflow = errors.New("unknown workflow")
@@ -45,13 +45,14 @@ var (
 // The error types flow returns are defined in flow/flowtype, where go doc
 // shows their fields; these aliases keep the engine's names.
 type (
-	PermanentError  = flowtype.PermanentError
-	StepError       = flowtype.StepError
-	RecordedError   = flowtype.RecordedError
-	DecodeError     = flowtype.DecodeError
-	RolledBackError = flowtype.RolledBackError
-	SuspendedError  = flowtype.SuspendedError
-	CancelledError  = flowtype.CancelledError
+	PermanentError      = flowtype.PermanentError
+	StepError           = flowtype.StepError
+	Error               = flowtype.Error
+	NonDeterminismError = flowtype.NonDeterminismError
+	DecodeError         = flowtype.DecodeError
+	RolledBackError     = flowtype.RolledBackError
+	SuspendedError      = flowtype.SuspendedError
+	CancelledError      = flowtype.CancelledError
 )
 
 // ReplayError reports a workflow whose replay asked for a step the run has

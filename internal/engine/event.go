@@ -1,36 +1,38 @@
 package engine
 
-// Event kinds recorded in a run's history.
+import "github.com/flowlite/flowlite/flow/flowtype"
+
+// Event kinds recorded in a run's history; flowtype documents each.
 const (
-	EventRunStarted            = "run_started"
-	EventRunClaimed            = "run_claimed"
-	EventRunReleased           = "run_released"
-	EventRunWaiting            = "run_waiting"
-	EventRunRescued            = "run_rescued"
-	EventStepStarted           = "step_started"
-	EventStepCompleted         = "step_completed"
-	EventStepRetried           = "step_retried"
-	EventStepFailed            = "step_failed"
-	EventWorkflowFailed        = "workflow_failed"
-	EventCompensationStarted   = "compensation_started"
-	EventCompensationCompleted = "compensation_completed"
-	EventCompensationRetried   = "compensation_retried"
-	EventCompensationFailed    = "compensation_failed"
-	EventCompensationSkipped   = "compensation_skipped"
-	EventCancelRequested       = "cancel_requested"
-	EventTimerStarted          = "timer_started"
-	EventTimerFired            = "timer_fired"
-	EventSignalSent            = "signal_sent"
-	EventSignalWaiting         = "signal_waiting"
-	EventSignalReceived        = "signal_received"
-	EventSignalTimedOut        = "signal_timed_out"
-	EventChildStarted          = "child_started"
-	EventChildWaiting          = "child_waiting"
-	EventChildFinished         = "child_finished"
-	EventRaceWon               = "race_won"
-	EventRunResumed            = "run_resumed"
-	EventRunCompleted          = "run_completed"
-	EventRunFailed             = "run_failed"
-	EventRunSuspended          = "run_suspended"
-	EventRunCancelled          = "run_cancelled"
+	EventRunStarted            = flowtype.EventRunStarted
+	EventRunClaimed            = flowtype.EventRunClaimed
+	EventRunReleased           = flowtype.EventRunReleased
+	EventRunWaiting            = flowtype.EventRunWaiting
+	EventRunRescued            = flowtype.EventRunRescued
+	EventStepStarted           = flowtype.EventStepStarted
+	EventStepCompleted         = flowtype.EventStepCompleted
+	EventStepRetried           = flowtype.EventStepRetried
+	EventStepFailed            = flowtype.EventStepFailed
+	EventWorkflowFailed        = flowtype.EventWorkflowFailed
+	EventCompensationStarted   = flowtype.EventCompensationStarted
+	EventCompensationCompleted = flowtype.EventCompensationCompleted
+	EventCompensationRetried   = flowtype.EventCompensationRetried
+	EventCompensationFailed    = flowtype.EventCompensationFailed
+	EventCompensationSkipped   = flowtype.EventCompensationSkipped
+	EventCancelRequested       = flowtype.EventCancelRequested
+	EventTimerStarted          = flowtype.EventTimerStarted
+	EventTimerFired            = flowtype.EventTimerFired
+	EventSignalSent            = flowtype.EventSignalSent
+	EventSignalWaiting         = flowtype.EventSignalWaiting
+	EventSignalReceived        = flowtype.EventSignalReceived
+	EventSignalTimedOut        = flowtype.EventSignalTimedOut
+	EventChildStarted          = flowtype.EventChildStarted
+	EventChildWaiting          = flowtype.EventChildWaiting
+	EventChildFinished         = flowtype.EventChildFinished
+	EventRaceWon               = flowtype.EventRaceWon
+	EventRunResumed            = flowtype.EventRunResumed
+	EventRunCompleted          = flowtype.EventRunCompleted
+	EventRunFailed             = flowtype.EventRunFailed
+	EventRunSuspended          = flowtype.EventRunSuspended
+	EventRunCancelled          = flowtype.EventRunCancelled
 )

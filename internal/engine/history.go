@@ -133,36 +133,3 @@ func describeCall(name string) string {
 	}
 	return fmt.Sprintf("step %q", name)
 }
-
-// NonDeterminismError reports a replay that diverged from the run's
-// recorded history: at Position (0-based) of Branch, the history recorded
-// one call and the workflow code now makes another, or returns without
-// making it. The run is suspended, nothing recorded is changed, and no new
-// call runs: deploy code that matches the history (or register the old
-// Version again) and resume it, or cancel it.
-type NonDeterminismError struct {
-	RunID string
-	// Branch is the scope of the branch of All or First the call was made
-	// in, such as "all0.1" (the first All's second branch); empty for the
-	// workflow body itself.
-	Branch   string
-	Position int
-	// Recorded and Replayed describe the calls, e.g. `step "charge"`;
-	// Replayed is empty when the body returned instead of making the
-	// recorded call.
-	Recorded string
-	Replayed string
-}
-
-func (e *NonDeterminismError) Error() string {
-	where := "the workflow body"
-	if e.Branch != "" {
-		where = "branch " + e.Branch
-	}
-	now := "calls " + e.Replayed
-	if e.Replayed == "" {
-		now = "returns"
-	}
-	return fmt.Sprintf("run %s: replay diverged from the recorded history at call %d of %s: the history has %s, the workflow code now %s; was the workflow changed without a new Version?",
-		e.RunID, e.Position+1, where, e.Recorded, now)
-}

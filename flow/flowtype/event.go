@@ -1,0 +1,77 @@
+package flowtype
+
+// Event kinds: the Kind of each entry of a run's history (flow.Event), in
+// the order a run meets them. Tools that read the history (flowlite
+// history, the dashboard, SQL over the events table) see these strings.
+const (
+	// EventRunStarted: the run was recorded (Start, Enqueue, a child
+	// start, a schedule); Detail says where it waits.
+	EventRunStarted = "run_started"
+	// EventRunClaimed: a worker took the run; Detail names it.
+	EventRunClaimed = "run_claimed"
+	// EventRunReleased: the worker gave the run back, due again later (a
+	// retry backoff, the engine stopping).
+	EventRunReleased = "run_released"
+	// EventRunWaiting: the run waits for a timer, a signal or a child, and
+	// holds no worker.
+	EventRunWaiting = "run_waiting"
+	// EventRunRescued: the run's lease expired (its worker died or stalled)
+	// and it was re-queued for another worker.
+	EventRunRescued = "run_rescued"
+	// EventStepStarted: an attempt of a step began; Attempt numbers it.
+	EventStepStarted = "step_started"
+	// EventStepCompleted: a step's output was checkpointed.
+	EventStepCompleted = "step_completed"
+	// EventStepRetried: an attempt failed and another follows; Detail has
+	// the error and the backoff.
+	EventStepRetried = "step_retried"
+	// EventStepFailed: a step failed for good; Detail has the error.
+	EventStepFailed = "step_failed"
+	// EventWorkflowFailed: the workflow body returned an error (or the run
+	// was cancelled) and the unwind begins.
+	EventWorkflowFailed = "workflow_failed"
+	// EventCompensationStarted: an attempt of a step's compensation began.
+	EventCompensationStarted = "compensation_started"
+	// EventCompensationCompleted: a step's compensation succeeded.
+	EventCompensationCompleted = "compensation_completed"
+	// EventCompensationRetried: a compensation attempt failed and another
+	// follows.
+	EventCompensationRetried = "compensation_retried"
+	// EventCompensationFailed: a compensation exhausted its attempts; the
+	// run is suspended.
+	EventCompensationFailed = "compensation_failed"
+	// EventCompensationSkipped: an operator skipped a failed compensation.
+	EventCompensationSkipped = "compensation_skipped"
+	// EventCancelRequested: cancellation of the run was asked for.
+	EventCancelRequested = "cancel_requested"
+	// EventTimerStarted: the run began a durable sleep; Detail has its end.
+	EventTimerStarted = "timer_started"
+	// EventTimerFired: a durable sleep ended.
+	EventTimerFired = "timer_fired"
+	// EventSignalSent: a signal was sent to the run.
+	EventSignalSent = "signal_sent"
+	// EventSignalWaiting: the run began waiting for a signal.
+	EventSignalWaiting = "signal_waiting"
+	// EventSignalReceived: the run received a signal.
+	EventSignalReceived = "signal_received"
+	// EventSignalTimedOut: a signal wait passed its timeout.
+	EventSignalTimedOut = "signal_timed_out"
+	// EventChildStarted: the run started a child run; Detail has its ID.
+	EventChildStarted = "child_started"
+	// EventChildWaiting: the run began waiting for a child run.
+	EventChildWaiting = "child_waiting"
+	// EventChildFinished: a child run the run waited for finished.
+	EventChildFinished = "child_finished"
+	// EventRaceWon: a branch of flow.First won; Detail names it.
+	EventRaceWon = "race_won"
+	// EventRunResumed: an operator resumed the suspended run.
+	EventRunResumed = "run_resumed"
+	// EventRunCompleted: the run completed.
+	EventRunCompleted = "run_completed"
+	// EventRunFailed: the run failed and its steps were compensated.
+	EventRunFailed = "run_failed"
+	// EventRunSuspended: the run waits for an operator; Detail says why.
+	EventRunSuspended = "run_suspended"
+	// EventRunCancelled: the run was cancelled.
+	EventRunCancelled = "run_cancelled"
+)
