@@ -164,6 +164,8 @@ type Engine struct {
 
 	reportMu       sync.Mutex // serializes reports (report.go)
 	reportedEvents uint64     // metrics events counted at the last report
+	reportedAt     time.Time  // real time of the last report
+	warnedQueues   sync.Map   // queue name → struct{}: unworked start logged (unworked.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc
