@@ -47,17 +47,28 @@ type AttemptInfo = flowtype.AttemptInfo
 // run the body, or return an error instead. See [flowtype.Interceptor].
 type Interceptor = flowtype.Interceptor
 
+// DefaultConcurrency is the concurrency of a queue whose QueueConfig leaves
+// it zero.
+const DefaultConcurrency = engine.DefaultConcurrency
+
 // QueueConfig configures how this engine works one queue.
 type QueueConfig struct {
 	// Concurrency is the most runs of the queue this engine executes at once.
+	// Zero means DefaultConcurrency (10), like every zero field of Config,
+	// so Queues{"orders": {}} works a queue without tuning it; a negative
+	// value is an error naming the queue.
 	Concurrency int
 }
 
 // Config configures an Engine. A nil *Config, and every zero field, means
 // the default.
 type Config struct {
-	// Queues are the queues this engine works. Default: DefaultQueue with
-	// concurrency 10. Runs of other queues wait for an engine that works them.
+	// Queues are the queues this engine works, each with its QueueConfig.
+	// Default: DefaultQueue alone, with concurrency DefaultConcurrency. An
+	// engine claims runs of its queues only: runs started in any other queue
+	// (StartOptions.Queue, Job.Queue) stay pending until an engine that
+	// lists the queue runs. Listing a queue replaces the default, so list
+	// DefaultQueue too if this engine should also work it.
 	Queues map[string]QueueConfig
 	// Synchronous applies to Open only. Default SynchronousFull.
 	Synchronous Synchronous

@@ -26,14 +26,16 @@ func (e *Engine) Metrics() EngineMetrics { return e.core.Metrics() }
 
 // Report is what one engine wrote to the database about itself: its worker
 // ID, host and process, when it started and last reported (on its clock),
-// and its metrics then. See [flowtype.Report] for its fields.
+// its metrics then, the queues it works, and whether it still runs (Live).
+// See [flowtype.Report] for its fields.
 type Report = flowtype.Report
 
 // Reports returns what every engine working on the database reported, the
 // engine started first first, including engines that stopped (until
 // Config.ReportRetention passes). A started engine writes its report at
-// Start, every Config.ReportInterval while its metrics change, and at
-// Stop, so a report is at most one interval behind. Add the metrics up
+// Start, every Config.ReportInterval while its metrics change, at least
+// once a minute (so readers can tell it from a crashed one), and at Stop,
+// so a report is at most one interval behind. Add the metrics up
 // with SumMetrics.
 func (e *Engine) Reports(ctx context.Context) ([]Report, error) { return e.core.Reports(ctx) }
 

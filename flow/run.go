@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -119,6 +120,10 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 	if err != nil {
 		return engine.StartParams{}, fmt.Errorf("start %s: %w", key, err)
 	}
+	// Start, StartTx, Enqueue and EnqueueTx all pass here: a run in a queue
+	// this engine does not work is the README's classic silent hang, so
+	// say so in the log, once per queue.
+	e.core.WarnIfUnworked(cmp.Or(opts.Queue, DefaultQueue))
 	runAt := opts.RunAt
 	if opts.Delay > 0 {
 		runAt = e.core.Config().Clock.Now().Add(opts.Delay)

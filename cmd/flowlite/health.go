@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,15 @@ type healthJSON struct {
 	WALBytes       int64           `json:"wal_bytes"`
 	LastCheckpoint *checkpointInfo `json:"last_checkpoint"` // null: none recorded
 	Engines        []engineJSON    `json:"engines"`
+	// UnworkedQueues are the queues with pending runs that no live engine
+	// works: their runs will not start. Empty when there are none.
+	UnworkedQueues []unworkedJSON `json:"unworked_queues"`
+}
+
+type unworkedJSON struct {
+	Queue         string  `json:"queue"`
+	Pending       int64   `json:"pending"`
+	OldestAgeSecs float64 `json:"oldest_age_seconds"`
 }
 
 type checkpointInfo struct {
@@ -34,6 +44,9 @@ type engineJSON struct {
 	PID        int                `json:"pid"`
 	StartedAt  time.Time          `json:"started_at"`
 	ReportedAt time.Time          `json:"reported_at"`
+	Queues     []string           `json:"queues"`
+	Live       bool               `json:"live"`                 // not stopped, and reported recently
+	StoppedAt  *time.Time         `json:"stopped_at,omitempty"` // null while it runs
 	Metrics    flow.EngineMetrics `json:"metrics"`
 }
 
@@ -45,12 +58,19 @@ func (a *app) healthCommand() *cobra.Command {
 log, and the last checkpoint an engine ran on it: when, by which engine, in
 which mode, and whether readers kept it from finishing), then what each
 engine working on the database last reported: when it started and reported,
-and the runs it started and finished and the step attempts it ran.
+the queues it works, whether it is live, and the runs it started and
+finished and the step attempts it ran.
 
 Engines write their report when they start, every report interval while they
-work (10s by default), and when they stop; an idle engine writes nothing new.
-Reports of engines silent for longer than the report retention (7 days by
-default) are deleted by the cleaner.
+work (10s by default), at least once a minute while idle, and when they stop.
+An engine is live when it has not stopped and reported recently (within three
+minutes, or three report intervals if longer); a crashed one stops being live
+then. Reports of engines silent for longer than the report retention (7 days
+by default) are deleted by the cleaner.
+
+Last, it names each queue that has pending runs but that no live engine
+works, with the number of its pending runs and the age of the oldest: those
+runs will not start until an engine lists the queue in its Config.Queues.
 
 To check the file's integrity, use flowlite check.`,
 		Args: cobra.NoArgs,
@@ -65,17 +85,22 @@ To check the file's integrity, use flowlite check.`,
 				if err != nil {
 					return err
 				}
-				if a.json {
-					return writeJSON(a.stdout, newHealthJSON(h, reports))
+				unworked, err := e.UnworkedQueues(ctx)
+				if err != nil {
+					return err
 				}
-				return a.printHealth(h, reports)
+				if a.json {
+					return writeJSON(a.stdout, newHealthJSON(h, reports, unworked))
+				}
+				return a.printHealth(h, reports, unworked)
 			})
 		}),
 	}
 }
 
-func newHealthJSON(h flow.FileHealth, reports []flow.Report) healthJSON {
-	out := healthJSON{Path: h.Path, DBBytes: h.DBBytes, WALBytes: h.WALBytes, Engines: make([]engineJSON, len(reports))}
+func newHealthJSON(h flow.FileHealth, reports []flow.Report, unworked []flow.UnworkedQueue) healthJSON {
+	out := healthJSON{Path: h.Path, DBBytes: h.DBBytes, WALBytes: h.WALBytes, Engines: make([]engineJSON, len(reports)),
+		UnworkedQueues: make([]unworkedJSON, len(unworked))}
 	if !h.LastCheckpoint.IsZero() {
 		out.LastCheckpoint = &checkpointInfo{
 			At: utc(h.LastCheckpoint), By: h.LastCheckpointBy, Mode: h.LastCheckpointMode,
@@ -84,12 +109,32 @@ func newHealthJSON(h flow.FileHealth, reports []flow.Report) healthJSON {
 	}
 	for i, r := range reports {
 		out.Engines[i] = engineJSON{ID: r.Owner, Host: r.Host, PID: r.PID,
-			StartedAt: utc(r.StartedAt), ReportedAt: utc(r.ReportedAt), Metrics: r.Metrics}
+			StartedAt: utc(r.StartedAt), ReportedAt: utc(r.ReportedAt), Metrics: r.Metrics,
+			Queues: append([]string{}, r.Queues...), Live: r.Live(time.Now())}
+		if !r.StoppedAt.IsZero() {
+			at := utc(r.StoppedAt)
+			out.Engines[i].StoppedAt = &at
+		}
+	}
+	for i, q := range unworked {
+		out.UnworkedQueues[i] = unworkedJSON{Queue: q.Queue, Pending: q.Pending, OldestAgeSecs: q.OldestAge.Seconds()}
 	}
 	return out
 }
 
-func (a *app) printHealth(h flow.FileHealth, reports []flow.Report) error {
+// engineState says whether an engine runs, as far as its report tells.
+func engineState(r flow.Report) string {
+	switch {
+	case !r.StoppedAt.IsZero():
+		return "stopped"
+	case r.Live(time.Now()):
+		return "live"
+	default:
+		return "silent" // crashed, or its machine is unreachable
+	}
+}
+
+func (a *app) printHealth(h flow.FileHealth, reports []flow.Report, unworked []flow.UnworkedQueue) error {
 	last := "none recorded"
 	if !h.LastCheckpoint.IsZero() {
 		last = fmt.Sprintf("%s (%s ago), %s of a %s WAL, by %s", tableTime(h.LastCheckpoint),
@@ -112,14 +157,30 @@ func (a *app) printHealth(h flow.FileHealth, reports []flow.Report) error {
 		return err
 	}
 	if len(reports) == 0 {
-		_, err := fmt.Fprintln(a.stdout, "no engine has reported")
+		if _, err := fmt.Fprintln(a.stdout, "no engine has reported"); err != nil {
+			return err
+		}
+	} else {
+		t := newTable(a.stdout, "ENGINE", "HOST", "PID", "STATE", "QUEUES", "STARTED", "REPORTED", "STARTED RUNS", "FINISHED RUNS", "STEP ATTEMPTS")
+		for _, r := range reports {
+			t.row(cell(r.Owner, 0), cell(r.Host, 0), strconv.Itoa(r.PID), engineState(r), cell(strings.Join(r.Queues, ","), 0),
+				tableTime(r.StartedAt), tableTime(r.ReportedAt),
+				strconv.FormatInt(r.Metrics.RunsStarted, 10), strconv.FormatInt(r.Metrics.RunsFinishedTotal(), 10),
+				strconv.FormatUint(r.Metrics.AttemptSeconds["step"].Count, 10))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if len(unworked) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(a.stdout, "\nqueues with pending runs that no live engine works (list them in an engine's Config.Queues):"); err != nil {
 		return err
 	}
-	t := newTable(a.stdout, "ENGINE", "HOST", "PID", "STARTED", "REPORTED", "STARTED RUNS", "FINISHED RUNS", "STEP ATTEMPTS")
-	for _, r := range reports {
-		t.row(cell(r.Owner, 0), cell(r.Host, 0), strconv.Itoa(r.PID), tableTime(r.StartedAt), tableTime(r.ReportedAt),
-			strconv.FormatInt(r.Metrics.RunsStarted, 10), strconv.FormatInt(r.Metrics.RunsFinishedTotal(), 10),
-			strconv.FormatUint(r.Metrics.AttemptSeconds["step"].Count, 10))
+	t := newTable(a.stdout, "UNWORKED QUEUE", "PENDING", "OLDEST")
+	for _, q := range unworked {
+		t.row(cell(q.Queue, 0), strconv.FormatInt(q.Pending, 10), roughAge(q.OldestAge))
 	}
 	return t.flush()
 }

@@ -61,7 +61,7 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 			case st.Current > st.Latest:
 				t.row("State", "newer than this flowlite: upgrade flowlite")
 			case st.Pending():
-				t.row("State", fmt.Sprintf("%d migration(s) pending: run 'flowlite migrate up'", st.Latest-st.Current))
+				t.row("State", fmt.Sprintf("%d migration(s) pending: run 'flowlite migrate up'", st.Behind))
 			default:
 				t.row("State", "up to date")
 			}

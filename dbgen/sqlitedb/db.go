@@ -57,6 +57,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.queuePauseStmt, err = db.PrepareContext(ctx, queuePause); err != nil {
 		return nil, fmt.Errorf("error preparing query QueuePause: %w", err)
 	}
+	if q.queuePendingRunsStmt, err = db.PrepareContext(ctx, queuePendingRuns); err != nil {
+		return nil, fmt.Errorf("error preparing query QueuePendingRuns: %w", err)
+	}
 	if q.queueResumeStmt, err = db.PrepareContext(ctx, queueResume); err != nil {
 		return nil, fmt.Errorf("error preparing query QueueResume: %w", err)
 	}
@@ -286,6 +289,11 @@ func (q *Queries) Close() error {
 	if q.queuePauseStmt != nil {
 		if cerr := q.queuePauseStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing queuePauseStmt: %w", cerr)
+		}
+	}
+	if q.queuePendingRunsStmt != nil {
+		if cerr := q.queuePendingRunsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queuePendingRunsStmt: %w", cerr)
 		}
 	}
 	if q.queueResumeStmt != nil {
@@ -623,6 +631,7 @@ type Queries struct {
 	queueDurationsStmt              *sql.Stmt
 	queueListStmt                   *sql.Stmt
 	queuePauseStmt                  *sql.Stmt
+	queuePendingRunsStmt            *sql.Stmt
 	queueResumeStmt                 *sql.Stmt
 	runCancelChildrenStmt           *sql.Stmt
 	runCancelIdleStmt               *sql.Stmt
@@ -697,6 +706,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		queueDurationsStmt:              q.queueDurationsStmt,
 		queueListStmt:                   q.queueListStmt,
 		queuePauseStmt:                  q.queuePauseStmt,
+		queuePendingRunsStmt:            q.queuePendingRunsStmt,
 		queueResumeStmt:                 q.queueResumeStmt,
 		runCancelChildrenStmt:           q.runCancelChildrenStmt,
 		runCancelIdleStmt:               q.runCancelIdleStmt,

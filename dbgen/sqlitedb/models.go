@@ -21,6 +21,9 @@ type EngineReport struct {
 	StartedAt  int64
 	ReportedAt int64
 	Metrics    []byte
+	Queues     string
+	LiveUntil  int64
+	StoppedAt  int64
 }
 
 type Event struct {

@@ -174,6 +174,45 @@ func (q *Queries) QueuePause(ctx context.Context, arg QueuePauseParams) (int64, 
 	return result.RowsAffected()
 }
 
+const queuePendingRuns = `-- name: QueuePendingRuns :many
+SELECT queue, count(*) AS runs, CAST(min(created_at) AS INTEGER) AS oldest_created_at
+FROM runs
+WHERE status = 'pending'
+GROUP BY queue
+ORDER BY queue
+`
+
+type QueuePendingRunsRow struct {
+	Queue           string
+	Runs            int64
+	OldestCreatedAt int64
+}
+
+// QueuePendingRuns counts the pending runs of every queue that has some,
+// with the creation time of the oldest, through the runs_status index.
+func (q *Queries) QueuePendingRuns(ctx context.Context) ([]QueuePendingRunsRow, error) {
+	rows, err := q.query(ctx, q.queuePendingRunsStmt, queuePendingRuns)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []QueuePendingRunsRow{}
+	for rows.Next() {
+		var i QueuePendingRunsRow
+		if err := rows.Scan(&i.Queue, &i.Runs, &i.OldestCreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const queueResume = `-- name: QueueResume :execrows
 UPDATE queues SET paused = 0, updated_at = ?1
 WHERE name = ?2 AND paused = 1

@@ -104,7 +104,7 @@ func (q *Queries) EngineReportDeleteBefore(ctx context.Context, reportedBefore i
 }
 
 const engineReportList = `-- name: EngineReportList :many
-SELECT owner, host, pid, started_at, reported_at, metrics
+SELECT owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at
 FROM engine_reports
 ORDER BY started_at, owner
 `
@@ -126,6 +126,9 @@ func (q *Queries) EngineReportList(ctx context.Context) ([]EngineReport, error) 
 			&i.StartedAt,
 			&i.ReportedAt,
 			&i.Metrics,
+			&i.Queues,
+			&i.LiveUntil,
+			&i.StoppedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -141,14 +144,17 @@ func (q *Queries) EngineReportList(ctx context.Context) ([]EngineReport, error) 
 }
 
 const engineReportUpsert = `-- name: EngineReportUpsert :exec
-INSERT INTO engine_reports (owner, host, pid, started_at, reported_at, metrics)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+INSERT INTO engine_reports (owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 ON CONFLICT (owner) DO UPDATE SET
     host        = excluded.host,
     pid         = excluded.pid,
     started_at  = excluded.started_at,
     reported_at = excluded.reported_at,
-    metrics     = excluded.metrics
+    metrics     = excluded.metrics,
+    queues      = excluded.queues,
+    live_until  = excluded.live_until,
+    stopped_at  = excluded.stopped_at
 `
 
 type EngineReportUpsertParams struct {
@@ -158,6 +164,9 @@ type EngineReportUpsertParams struct {
 	StartedAt  int64
 	ReportedAt int64
 	Metrics    []byte
+	Queues     string
+	LiveUntil  int64
+	StoppedAt  int64
 }
 
 // EngineReportUpsert writes an engine's report, replacing its previous one.
@@ -169,6 +178,9 @@ func (q *Queries) EngineReportUpsert(ctx context.Context, arg EngineReportUpsert
 		arg.StartedAt,
 		arg.ReportedAt,
 		arg.Metrics,
+		arg.Queues,
+		arg.LiveUntil,
+		arg.StoppedAt,
 	)
 	return err
 }

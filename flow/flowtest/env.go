@@ -55,6 +55,7 @@ type Env struct {
 	faults       map[faultKey]*fault
 	attempts     []Attempt
 	registered   map[string]bool // "name@version" of workflows registered here
+	queues       map[string]bool // the queues the engine works
 	stepVersions map[string]int  // RunStep calls per step name
 }
 
@@ -77,6 +78,10 @@ func New(t TB, cfg *flow.Config) *Env {
 		faults:       make(map[faultKey]*fault),
 		registered:   make(map[string]bool),
 		stepVersions: make(map[string]int),
+		queues:       map[string]bool{flow.DefaultQueue: len(c.Queues) == 0},
+	}
+	for q := range c.Queues {
+		env.queues[q] = true
 	}
 	c.Clock = env.clock
 	c.Intercept = env.interceptor(c.Intercept)
@@ -191,9 +196,12 @@ func (env *Env) describe(runID string) string {
 		return fmt.Sprintf("run %s: %v", runID, err)
 	}
 	var b strings.Builder
+	due := info.RunAt.UTC().Format(time.RFC3339Nano)
+	if info.RunAt.Year() >= neverYear {
+		due = "no time: it waits for an event"
+	}
 	fmt.Fprintf(&b, "run %s of %s v%d is %s (run at %s, clock at %s)",
-		info.ID, info.Workflow, info.Version, info.Status,
-		info.RunAt.UTC().Format(time.RFC3339Nano), env.Now().UTC().Format(time.RFC3339Nano))
+		info.ID, info.Workflow, info.Version, info.Status, due, env.Now().UTC().Format(time.RFC3339Nano))
 	if info.Error != "" {
 		fmt.Fprintf(&b, "\n  error: %s", info.Error)
 	}

@@ -56,11 +56,62 @@ func Start[In, Out any](env *Env, wf flow.Workflow[In, Out], in In, opts *flow.S
 
 // Await waits until run settles and returns its result, as run.Result does:
 // the output, or a *flow.RolledBackError, *flow.SuspendedError or
-// *flow.CancelledError. While the run waits for a due time (a delayed start,
-// a retry backoff), Await moves the clock to it, so waits of any length pass
-// at once. If the run has not settled after WaitLimit of real time, Await
-// fails the test with the run's state.
+// *flow.CancelledError. Whenever the engine is idle (no run in flight, none
+// ready), Await moves the clock to the next time anything in the Env is
+// due: a delayed start, a retry backoff, a flow.Sleep, a Receive timeout, a
+// run's deadline, a schedule's next slot, for the awaited run or any other
+// (a child it waits for, say). So every durable wait passes at once, in the
+// order real time would pass them. A wait that no time ends (a Receive
+// without timeout whose signal nobody sends) is not skipped: if the run has
+// not settled after WaitLimit of real time, Await fails the test with the
+// run's state.
 func Await[Out any](env *Env, run *flow.Run[Out]) (Out, error) {
+	env.t.Helper()
+	var out Out
+	var err error
+	env.awaitUntil(run.ID(), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), awaitSlice)
+		defer cancel()
+		out, err = run.Result(ctx)
+		return ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded)
+	})
+	return out, err
+}
+
+// AwaitSlot waits until the schedule name (see flow.Schedule) starts its run
+// for slot, moving the clock there as Await does, then awaits that run and
+// returns its result. wf is the scheduled workflow; slot is a time of the
+// schedule's spec, e.g. the schedule's NextAt. If the run has neither
+// started nor settled after WaitLimit of real time, AwaitSlot fails the
+// test.
+func AwaitSlot[In, Out any](env *Env, wf flow.Workflow[In, Out], name string, slot time.Time) (Out, error) {
+	env.t.Helper()
+	id := flow.ScheduledRunID(name, slot)
+	var run *flow.Run[Out]
+	var lookupErr error
+	env.awaitUntil(id, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		run, lookupErr = flow.Lookup(ctx, env.Engine, wf, id)
+		if errors.Is(lookupErr, flow.ErrRunNotFound) {
+			time.Sleep(awaitSlice)
+			return false
+		}
+		return true
+	})
+	if lookupErr != nil {
+		env.t.Fatalf("flowtest: run of schedule %s for slot %s: %v", name, slot.UTC().Format(time.RFC3339), lookupErr)
+		var zero Out
+		return zero, lookupErr
+	}
+	return Await(env, run)
+}
+
+// awaitUntil calls done, moving the clock whenever the engine is idle (see
+// Await), until done returns true. Each call of done should block for up
+// to about awaitSlice. After WaitLimit of real time it fails the test with
+// the state of the run runID.
+func (env *Env) awaitUntil(runID string, done func() bool) {
 	env.t.Helper()
 	limit := env.WaitLimit
 	if limit <= 0 {
@@ -68,35 +119,13 @@ func Await[Out any](env *Env, run *flow.Run[Out]) (Out, error) {
 	}
 	deadline := time.Now().Add(limit)
 	for {
-		env.advanceToDue(run.ID())
-		ctx, cancel := context.WithTimeout(context.Background(), awaitSlice)
-		out, err := run.Result(ctx)
-		expired := ctx.Err() != nil
-		cancel()
-		if !expired || !errors.Is(err, context.DeadlineExceeded) {
-			return out, err
+		env.advanceWhenIdle()
+		if done() {
+			return
 		}
 		if time.Now().After(deadline) {
-			env.t.Fatalf("flowtest: run did not settle within %s:\n%s", limit, env.describe(run.ID()))
-			return out, err
-		}
-	}
-}
-
-// advanceToDue moves the clock to the due time of the run if the run is
-// ready to be claimed only later. A run in flight is never due later than
-// now, because it is claimed only once due and the clock does not go back.
-func (env *Env) advanceToDue(runID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	info, err := env.Engine.Inspect(ctx, runID)
-	if err != nil {
-		return // Result reports it
-	}
-	switch info.Status {
-	case flow.StatusPending, flow.StatusCompensating:
-		if info.RunAt.After(env.Now()) {
-			env.advanceTo(info.RunAt)
+			env.t.Fatalf("flowtest: run did not settle within %s:\n%s", limit, env.describe(runID))
+			return
 		}
 	}
 }

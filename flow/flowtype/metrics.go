@@ -66,4 +66,18 @@ type Report struct {
 	ReportedAt time.Time
 	// Metrics are the engine's metrics at ReportedAt.
 	Metrics EngineMetrics
+	// Queues are the queues the engine works, sorted.
+	Queues []string
+	// LiveUntil is when the engine will have rewritten its report if it
+	// still runs; past it (or once StoppedAt is set) the engine counts as
+	// gone.
+	LiveUntil time.Time
+	// StoppedAt is when the engine stopped; zero while it runs.
+	StoppedAt time.Time
+}
+
+// Live reports whether the engine ran at now, as far as its report tells:
+// not stopped, and not silent past its LiveUntil.
+func (r Report) Live(now time.Time) bool {
+	return r.StoppedAt.IsZero() && now.Before(r.LiveUntil)
 }

@@ -45,6 +45,7 @@ func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.queueMetrics(ctx, mw)
+	d.unworkedMetrics(ctx, mw)
 
 	if h, err := d.e.FileHealth(ctx); err == nil {
 		mw.Family("flowlite_database_bytes", metrics.Gauge, "Size of the database file.")
@@ -72,6 +73,25 @@ func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", metrics.ContentType)
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(buf.b)
+}
+
+// unworkedMetrics writes, for each queue with pending runs that no live
+// engine works, how many and how old the oldest is: runs that will not
+// start, which no other metric tells apart from a slow queue.
+func (d *Dashboard) unworkedMetrics(ctx context.Context, mw *metrics.Writer) {
+	list, err := d.e.UnworkedQueues(ctx)
+	if err != nil {
+		d.log.Warn("metrics: unworked queues", "err", err)
+		return
+	}
+	mw.Family("flowlite_queue_unworked_pending", metrics.Gauge, "Pending runs of a queue that no live engine works, by queue.")
+	for _, q := range list {
+		mw.Sample("flowlite_queue_unworked_pending", metrics.L("queue", q.Queue), float64(q.Pending))
+	}
+	mw.Family("flowlite_queue_unworked_oldest_age_seconds", metrics.Gauge, "Age of the oldest pending run of a queue that no live engine works, by queue.")
+	for _, q := range list {
+		mw.Sample("flowlite_queue_unworked_oldest_age_seconds", metrics.L("queue", q.Queue), q.OldestAge.Seconds())
+	}
 }
 
 // engineMetrics writes the sums of the engines' reports.

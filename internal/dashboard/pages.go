@@ -149,6 +149,9 @@ type overviewData struct {
 	Queues  []queueRow
 	Health  *flow.FileHealth
 	Engines []flow.Report
+	// Unworked are the queues with pending runs that no live engine works.
+	Unworked []flow.UnworkedQueue
+	Now      time.Time // for the engines' liveness
 }
 
 type statusCount struct {
@@ -182,6 +185,10 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	} else {
 		d.log.Warn("overview: engine reports", "err", err)
 	}
+	if data.Unworked, err = d.e.UnworkedQueues(ctx); err != nil {
+		d.log.Warn("overview: unworked queues", "err", err)
+	}
+	data.Now = time.Now()
 	p := page{Title: "Overview", Nav: "overview", Data: data}
 	switch r.URL.Query().Get("done") {
 	case "pause":

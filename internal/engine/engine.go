@@ -25,10 +25,13 @@ import (
 // DefaultQueue is the queue of runs started without one.
 const DefaultQueue = "default"
 
+// DefaultConcurrency is the concurrency of a queue configured with zero.
+const DefaultConcurrency = 10
+
 // Config tunes an Engine. Zero fields take the defaults documented on each.
 type Config struct {
-	// Queues maps each queue this engine works to its concurrency limit.
-	// Default: {"default": 10}.
+	// Queues maps each queue this engine works to its concurrency limit;
+	// zero means DefaultConcurrency. Default: {"default": 10}.
 	Queues map[string]int
 	// PollInterval is how often a queue is polled for runs started by other
 	// processes or become due. Default 200ms.
@@ -80,7 +83,19 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if len(c.Queues) == 0 {
-		c.Queues = map[string]int{DefaultQueue: 10}
+		c.Queues = map[string]int{DefaultQueue: DefaultConcurrency}
+	} else {
+		// A copy: the caller's map is theirs. Zero is "unset", as for every
+		// other field, so Queues{"orders": 0} works the default amount;
+		// negative stays an error for validate to name.
+		queues := make(map[string]int, len(c.Queues))
+		for q, n := range c.Queues {
+			if n == 0 {
+				n = DefaultConcurrency
+			}
+			queues[q] = n
+		}
+		c.Queues = queues
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 200 * time.Millisecond
@@ -149,6 +164,8 @@ type Engine struct {
 
 	reportMu       sync.Mutex // serializes reports (report.go)
 	reportedEvents uint64     // metrics events counted at the last report
+	reportedAt     time.Time  // real time of the last report
+	warnedQueues   sync.Map   // queue name → struct{}: unworked start logged (unworked.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc

@@ -22,9 +22,23 @@ import (
 // and at Stop; and every checkpoint it runs is recorded (walwatch.go,
 // checkpoint). Readers add the rows up (SumMetrics).
 //
-// An idle engine writes nothing: a report is skipped when no metric moved
-// since the last one. The rows of engines that stopped reporting longer
-// than ReportRetention ago are deleted by the cleaner.
+// A report also lists the queues the engine works and says whether it is
+// alive (LiveUntil, StoppedAt), so that readers can name the queues whose
+// pending runs no live engine will claim (unworked.go).
+//
+// An idle engine writes almost nothing: a report is skipped when no metric
+// moved since the last one, except once every reportRefresh, so that
+// readers can tell a quiet engine from a crashed one. The rows of engines
+// that stopped reporting longer than ReportRetention ago are deleted by the
+// cleaner.
+
+// reportRefresh is how often, at least, a running engine rewrites its
+// report even when nothing changed: its liveness beat.
+const reportRefresh = time.Minute
+
+// liveMisses is how many rewrites a running engine may miss (a busy
+// writer, a slow disk) before readers count it as gone.
+const liveMisses = 3
 
 // Report is what one engine wrote about itself. Times are on the clock of
 // that engine. It is defined in flow/flowtype, where go doc shows its
@@ -44,39 +58,54 @@ func (e *Engine) runReporter(ctx context.Context) {
 	})
 }
 
-// report writes the engine's report, unless force is false and no metric
-// moved since the last report.
+// report writes the engine's report, unless force is false, no metric
+// moved since the last report and the last one is less than reportRefresh
+// old (in real time: a test clock may stand still).
 func (e *Engine) report(ctx context.Context, force bool) error {
+	return e.writeReport(ctx, force, time.Time{})
+}
+
+// writeReport writes the report; a non-zero stopped marks the engine as
+// stopped at that time, and is always written.
+func (e *Engine) writeReport(ctx context.Context, force bool, stopped time.Time) error {
 	e.reportMu.Lock()
 	defer e.reportMu.Unlock()
 	snap, events := e.metrics.snapshot()
-	if !force && events == e.reportedEvents {
+	if !force && stopped.IsZero() && events == e.reportedEvents && time.Since(e.reportedAt) < reportRefresh {
 		return nil
 	}
 	encoded, err := json.Marshal(snap)
 	if err != nil {
 		return fmt.Errorf("write report of engine %s: encode metrics: %w", e.cfg.WorkerID, err)
 	}
+	now := e.now()
 	r := store.EngineReport{
 		Owner: e.cfg.WorkerID, Host: e.host, PID: os.Getpid(),
-		StartedAt: e.startedAt.UnixMilli(), ReportedAt: e.nowMs(), Metrics: encoded,
+		StartedAt: e.startedAt.UnixMilli(), ReportedAt: now.UnixMilli(), Metrics: encoded,
+		Queues:    e.queueNames(),
+		LiveUntil: now.Add(liveMisses * max(e.cfg.ReportInterval, reportRefresh)).UnixMilli(),
+	}
+	if !stopped.IsZero() {
+		r.StoppedAt, r.LiveUntil = stopped.UnixMilli(), 0
 	}
 	if err := e.store.Write(ctx, func(tx store.Tx) error { return tx.EngineReportSave(ctx, r) }); err != nil {
 		return fmt.Errorf("write report of engine %s: %w", e.cfg.WorkerID, err)
 	}
 	e.reportedEvents = events
+	e.reportedAt = time.Now()
 	return nil
 }
 
-// lastReport writes the report of an engine that stopped working, bounded by
-// its own timeout: the context of Stop may be done already.
+// lastReport writes the report of an engine that stopped working, marked
+// stopped, bounded by its own timeout: the context of Stop may be done
+// already.
 func (e *Engine) lastReport() {
 	if e.cfg.ReportInterval < 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopWriteTimeout)
 	defer cancel()
-	if err := e.report(ctx, false); err != nil {
+	if err := e.writeReport(ctx, false, e.now()); err != nil {
 		e.log.Warn("write engine report", "err", err)
 	}
 }
@@ -93,6 +122,7 @@ func (e *Engine) Reports(ctx context.Context) ([]Report, error) {
 		r := Report{
 			Owner: row.Owner, Host: row.Host, PID: row.PID,
 			StartedAt: time.UnixMilli(row.StartedAt), ReportedAt: time.UnixMilli(row.ReportedAt),
+			Queues: row.Queues, LiveUntil: optionalTime(row.LiveUntil), StoppedAt: optionalTime(row.StoppedAt),
 		}
 		if err := json.Unmarshal(row.Metrics, &r.Metrics); err != nil {
 			return nil, fmt.Errorf("report of engine %s: malformed metrics: %w", row.Owner, err)
@@ -141,4 +171,12 @@ func (e *Engine) cleanReports(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("clean engine reports: %w", err)
 	}
 	return n, nil
+}
+
+// optionalTime returns the time of ms, or the zero time for 0.
+func optionalTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }

@@ -18,6 +18,9 @@ import (
 type Status struct {
 	Current int64 // highest version applied to the database
 	Latest  int64 // highest version this binary knows
+	// Behind counts the migrations above Current: versions may skip
+	// numbers, so it is not Latest-Current.
+	Behind int
 }
 
 // Pending reports whether migrations remain to be applied.
@@ -50,10 +53,14 @@ func status(ctx context.Context, p *goose.Provider) (Status, error) {
 		return Status{}, fmt.Errorf("read schema version: %w", err)
 	}
 	var latest int64
+	var behind int
 	for _, s := range p.ListSources() {
 		latest = max(latest, s.Version)
+		if s.Version > current {
+			behind++
+		}
 	}
-	st := Status{Current: current, Latest: latest}
+	st := Status{Current: current, Latest: latest, Behind: behind}
 	if current > latest {
 		return st, nil // too new: SQLite refuses it, status reports it
 	}

@@ -108,8 +108,18 @@ type RunRequeueParams struct {
 	Now    int64
 }
 
+// QueuePending counts the pending runs of a queue.
+type QueuePending struct {
+	Queue           string
+	Runs            int64
+	OldestCreatedAt int64 // creation time of the oldest, Unix ms
+}
+
 // QueueReader reads queues, unique keys and dead letters.
 type QueueReader interface {
+	// QueuePendingRuns counts the pending runs of every queue that has
+	// some, by queue name.
+	QueuePendingRuns(ctx context.Context) ([]QueuePending, error)
 	// QueueList returns the queues an operator paused or resumed, by name.
 	QueueList(ctx context.Context) ([]Queue, error)
 	// QueueCounts counts runs by queue and state, in one pass over the runs.

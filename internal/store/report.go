@@ -18,6 +18,12 @@ type EngineReport struct {
 	// Metrics is the engine's instrumentation, encoded by the engine
 	// (JSON); the store keeps it as it is.
 	Metrics []byte
+	// Queues are the queues the engine works, sorted; nil for none.
+	Queues []string
+	// LiveUntil is when the engine will have written its report again if
+	// it still runs; StoppedAt when it stopped, 0 while it runs.
+	LiveUntil int64
+	StoppedAt int64
 }
 
 // CheckpointRecord is a WAL checkpoint an engine ran on the file.

@@ -163,3 +163,12 @@ WHERE runs.id = @id AND runs.status = 'failed' AND runs.requeued_as IS NULL
     SELECT 1 FROM runs AS p
     WHERE p.id = runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
   ));
+
+-- name: QueuePendingRuns :many
+-- QueuePendingRuns counts the pending runs of every queue that has some,
+-- with the creation time of the oldest, through the runs_status index.
+SELECT queue, count(*) AS runs, CAST(min(created_at) AS INTEGER) AS oldest_created_at
+FROM runs
+WHERE status = 'pending'
+GROUP BY queue
+ORDER BY queue;

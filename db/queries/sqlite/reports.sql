@@ -1,17 +1,20 @@
 -- name: EngineReportUpsert :exec
 -- EngineReportUpsert writes an engine's report, replacing its previous one.
-INSERT INTO engine_reports (owner, host, pid, started_at, reported_at, metrics)
-VALUES (@owner, @host, @pid, @started_at, @reported_at, @metrics)
+INSERT INTO engine_reports (owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at)
+VALUES (@owner, @host, @pid, @started_at, @reported_at, @metrics, @queues, @live_until, @stopped_at)
 ON CONFLICT (owner) DO UPDATE SET
     host        = excluded.host,
     pid         = excluded.pid,
     started_at  = excluded.started_at,
     reported_at = excluded.reported_at,
-    metrics     = excluded.metrics;
+    metrics     = excluded.metrics,
+    queues      = excluded.queues,
+    live_until  = excluded.live_until,
+    stopped_at  = excluded.stopped_at;
 
 -- name: EngineReportList :many
 -- EngineReportList returns every engine's report, oldest engine first.
-SELECT owner, host, pid, started_at, reported_at, metrics
+SELECT owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at
 FROM engine_reports
 ORDER BY started_at, owner;
 

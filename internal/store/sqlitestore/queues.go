@@ -22,6 +22,18 @@ func (r reader) QueueList(ctx context.Context) ([]store.Queue, error) {
 	return queues, nil
 }
 
+func (r reader) QueuePendingRuns(ctx context.Context) ([]store.QueuePending, error) {
+	rows, err := r.q.QueuePendingRuns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count pending runs by queue: %w", interpretError(err))
+	}
+	out := make([]store.QueuePending, len(rows))
+	for i, row := range rows {
+		out[i] = store.QueuePending{Queue: row.Queue, Runs: row.Runs, OldestCreatedAt: row.OldestCreatedAt}
+	}
+	return out, nil
+}
+
 func (r reader) QueueCounts(ctx context.Context, p store.QueueCountsParams) ([]store.QueueCounts, error) {
 	rows, err := r.q.QueueCounts(ctx, sqlitedb.QueueCountsParams{Now: p.Now, MinuteAgo: &p.MinuteAgo, HourAgo: &p.HourAgo})
 	if err != nil {

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
@@ -15,9 +16,17 @@ func (r reader) EngineReportList(ctx context.Context) ([]store.EngineReport, err
 	}
 	out := make([]store.EngineReport, len(rows))
 	for i, row := range rows {
+		var queues []string
+		if err := json.Unmarshal([]byte(row.Queues), &queues); err != nil {
+			return nil, fmt.Errorf("list engine reports: queues of engine %s: %w", row.Owner, err)
+		}
+		if len(queues) == 0 {
+			queues = nil
+		}
 		out[i] = store.EngineReport{
 			Owner: row.Owner, Host: row.Host, PID: int(row.Pid),
 			StartedAt: row.StartedAt, ReportedAt: row.ReportedAt, Metrics: row.Metrics,
+			Queues: queues, LiveUntil: row.LiveUntil, StoppedAt: row.StoppedAt,
 		}
 	}
 	return out, nil
@@ -39,9 +48,14 @@ func (r reader) CheckpointLast(ctx context.Context) (store.CheckpointRecord, err
 }
 
 func (t *tx) EngineReportSave(ctx context.Context, r store.EngineReport) error {
-	err := t.q.EngineReportUpsert(ctx, sqlitedb.EngineReportUpsertParams{
+	queues, err := json.Marshal(append([]string{}, r.Queues...)) // [] rather than null
+	if err != nil {
+		return fmt.Errorf("save report of engine %s: encode queues: %w", r.Owner, err)
+	}
+	err = t.q.EngineReportUpsert(ctx, sqlitedb.EngineReportUpsertParams{
 		Owner: r.Owner, Host: r.Host, Pid: int64(r.PID),
 		StartedAt: r.StartedAt, ReportedAt: r.ReportedAt, Metrics: r.Metrics,
+		Queues: string(queues), LiveUntil: r.LiveUntil, StoppedAt: r.StoppedAt,
 	})
 	if err != nil {
 		return fmt.Errorf("save report of engine %s: %w", r.Owner, interpretError(err))

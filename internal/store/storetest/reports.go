@@ -35,7 +35,8 @@ func testEngineReports(t *testing.T, s store.Store) {
 	if got := reports(t, s); len(got) != 0 {
 		t.Fatalf("new store: %d reports, want none", len(got))
 	}
-	a := store.EngineReport{Owner: "a", Host: "h1", PID: 11, StartedAt: base + 10, ReportedAt: base + 100, Metrics: []byte(`{"n":1}`)}
+	a := store.EngineReport{Owner: "a", Host: "h1", PID: 11, StartedAt: base + 10, ReportedAt: base + 100, Metrics: []byte(`{"n":1}`),
+		Queues: []string{"default", "mail"}, LiveUntil: base + 300}
 	b := store.EngineReport{Owner: "b", Host: "h2", PID: 22, StartedAt: base, ReportedAt: base + 50, Metrics: []byte(`{"n":2}`)}
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		if err := tx.EngineReportSave(ctx, a); err != nil {
@@ -55,8 +56,9 @@ func testEngineReports(t *testing.T, s store.Store) {
 		t.Errorf("report a: %s", d)
 	}
 
-	// A second save of an owner replaces its report.
-	a.ReportedAt, a.Metrics = base+200, []byte(`{"n":3}`)
+	// A second save of an owner replaces its report, queues and liveness
+	// included.
+	a.ReportedAt, a.Metrics, a.Queues, a.LiveUntil, a.StoppedAt = base+200, []byte(`{"n":3}`), []string{"mail"}, 0, base+200
 	do(t, s, func(ctx context.Context, tx store.Tx) error { return tx.EngineReportSave(ctx, a) })
 	got = reports(t, s)
 	if len(got) != 2 {

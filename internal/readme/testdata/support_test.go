@@ -1,0 +1,74 @@
+// Tests of the README's expense workflow, approve handler and welcome job;
+// internal/readme's test copies this file next to the README's code.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowtest"
+)
+
+// Nobody decides within 48 hours: the receive times out, the expense is not
+// approved and its budget released; on the manual clock, at once.
+func TestExpenseNotDecidedIsRolledBack(t *testing.T) {
+	env := flowtest.New(t, nil)
+	env.WaitLimit = 5 * time.Second
+	start := env.Now()
+	_, run, err := flowtest.RunWorkflow(env, expense, Expense{ID: "e1", Cents: 900})
+	if !errors.Is(err, flow.ErrRolledBack) {
+		t.Fatalf("err = %v, want rolled back", err)
+	}
+	if got := env.Compensated(run.ID()); !slices.Equal(got, []string{"reserve_budget"}) {
+		t.Fatalf("compensated %v", got)
+	}
+	if moved := env.Now().Sub(start); moved != 48*time.Hour {
+		t.Fatalf("clock moved %s, want the 48h timeout", moved)
+	}
+}
+
+// An approval, sent twice with one key, pays after the cooling-off hour.
+func TestExpenseApprovedIsPaid(t *testing.T) {
+	env := flowtest.New(t, nil)
+	env.WaitLimit = 5 * time.Second
+	ctx := context.Background()
+	run := flowtest.Start(env, expense, Expense{ID: "e2", Cents: 900}, nil)
+	for i, want := range []bool{true, false} {
+		sent, err := approve(ctx, env.Engine, run.ID(), "req-1")
+		if err != nil || sent != want {
+			t.Fatalf("approve #%d = %v, %v; want %v", i+1, sent, err, want)
+		}
+	}
+	out, err := flowtest.Await(env, run)
+	if err != nil || out.ID != "po_e2" {
+		t.Fatalf("Await = %+v, %v", out, err)
+	}
+}
+
+// The welcome job runs on an engine that works the "mail" queue, once per
+// user.
+func TestWelcomeEmailIsSentOnce(t *testing.T) {
+	env := flowtest.New(t, &flow.Config{Queues: map[string]flow.QueueConfig{"mail": {}}})
+	env.WaitLimit = 5 * time.Second
+	flow.RegisterJob(env.Engine, sendEmail)
+	ctx := context.Background()
+	run, err := welcome(ctx, env.Engine, "u1", Email{To: "ada@example.com", Subject: "welcome"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := welcome(ctx, env.Engine, "u1", Email{To: "ada@example.com", Subject: "welcome"})
+	if err != nil || !again.Existing() || again.ID() != run.ID() {
+		t.Fatalf("second welcome = %v, %v; want the first run", again, err)
+	}
+	if _, err := flowtest.Await(env, run); err != nil {
+		t.Fatal(err)
+	}
+	if got := mailer.sent.released(); !slices.Equal(got, []string{"ada@example.com: welcome"}) {
+		t.Fatalf("sent %q", got)
+	}
+}
