@@ -136,4 +136,5 @@ type Tx interface {
 	QueueTx
 	MaintenanceTx
 	ReportTx
+	OperatorTx
 }
