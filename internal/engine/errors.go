@@ -140,8 +140,18 @@ func (e *SuspendedError) Error() string {
 }
 func (e *SuspendedError) Is(target error) bool { return target == ErrSuspended }
 
-// CancelledError is the result of a cancelled run.
-type CancelledError struct{ RunID string }
+// CancelledError is the result of a cancelled run. Reason says why when
+// the run recorded a reason (see CancelReason), e.g. the step that
+// cancelled its own run.
+type CancelledError struct {
+	RunID  string
+	Reason string
+}
 
-func (e *CancelledError) Error() string   { return fmt.Sprintf("run %s cancelled", e.RunID) }
+func (e *CancelledError) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("run %s cancelled", e.RunID)
+	}
+	return fmt.Sprintf("run %s cancelled: %s", e.RunID, e.Reason)
+}
 func (e *CancelledError) Is(t error) bool { return t == ErrCancelled }

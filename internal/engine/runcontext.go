@@ -290,6 +290,11 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 		// Stopping or lease lost: the attempt is interrupted, not failed.
 		return rc.Abort(cause)
 	}
+	if cause == nil {
+		if err, ok := x.jobControl(rc, key, attempt, bodyErr); ok {
+			return err // snoozed, or cancelled by the step (see jobcontrol.go)
+		}
+	}
 	final := cause != nil || def.Retry.final(attempt, bodyErr)
 	msg := bodyErr.Error()
 	if cause != nil {
