@@ -328,7 +328,11 @@ func (e *Engine) requeue(ctx context.Context, tx store.Tx, id string, now int64)
 		}
 		if run.UniqueKey != "" {
 			if holder, err := tx.RunGetKeyHolder(ctx, run.Workflow, run.UniqueKey); err == nil {
-				return "", "", fmt.Errorf("%w: %s run %s holds its unique key %q", store.ErrConflict, holder.Status, holder.ID, run.UniqueKey)
+				who := "unfinished"
+				if holder.Status.Finished() {
+					who = string(holder.Status)
+				}
+				return "", "", fmt.Errorf("%w: %s run %s holds its unique key %q", store.ErrConflict, who, holder.ID, run.UniqueKey)
 			}
 		}
 		return "", "", fmt.Errorf("%w: run changed meanwhile", store.ErrConflict)
