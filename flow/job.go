@@ -1,15 +1,18 @@
 package flow
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/engine"
+	"github.com/flowlite/flowlite/internal/store"
 )
 
 // Job is a one-step workflow for code that only needs a queue: Enqueue
@@ -123,30 +126,45 @@ func RegisterJobSafely[Args any](e *Engine, job Job[Args]) error {
 //
 // # Unique jobs
 //
-// UniqueKey and UniqueByArgs make a job run unique, on the model of River's
-// UniqueOpts. They form the run's unique key: UniqueKey, or with
-// UniqueByArgs the SHA-256 of the arguments' JSON encoding ("args:<hex>"),
-// or both joined ("<UniqueKey>#args:<hex>"). Keys are compared within the
-// job (its Name), whatever the queue.
+// UniqueKey, UniqueByArgs and UniqueByQueue make a job run unique, on the
+// model of River's UniqueOpts. They form the run's unique key: UniqueKey,
+// and with UniqueByArgs the SHA-256 of the arguments' JSON encoding
+// ("args:<hex>"), and with UniqueByQueue the run's queue ("queue:<name>"),
+// joined by "#" ("<UniqueKey>#args:<hex>#queue:<name>"). Keys are compared
+// within the job (its Name): across its queues, or, with UniqueByQueue,
+// within the run's queue only.
 //
-//   - While an unfinished (pending, running, waiting, compensating or
-//     suspended) run of the job has the key, enqueueing it again returns
-//     that run (Existing reports true) and records nothing. Once the run is
-//     finished (completed, failed or cancelled), the next enqueue starts a
-//     new run.
-//   - With UniquePeriod, a new run also holds its key for that long after
-//     it was enqueued, finished or not: until then, enqueueing the job with
-//     the same key returns that run, even if it completed or failed. The
-//     period is a property of the run that takes the key, not of later
-//     enqueues: they are returned the holder whatever period they ask for.
-//     (River counts periods from fixed boundaries, e.g. whole hours; here
-//     they count from the enqueue that took the key.)
+// While a run of the job holds the key, enqueueing the job with the same
+// key returns that run (Existing reports true) and records nothing. Which
+// runs hold the key:
 //
-// The database enforces both, inside the insert, so two processes
+//   - An unfinished (pending, running, waiting, compensating or suspended)
+//     run always holds it.
+//   - A finished (completed, failed or cancelled) run holds it when its
+//     state is in UniqueStates. River's default, where a completed run keeps
+//     its key but a failed or cancelled one frees it, is
+//     UniqueStatesExcept(StatusFailed, StatusCancelled). UniqueStates must
+//     list every unfinished state; an unknown state is an error naming it.
+//   - With UniquePeriod, a finished run holds it only until that long after
+//     it was enqueued: in the finished states of UniqueStates, or, when
+//     UniqueStates is empty, in any finished state.
+//
+// So the zero UniqueStates keeps the original behaviour: without a period,
+// only unfinished runs hold the key, and the next enqueue after the run
+// finished (completed, failed or cancelled) starts a new run; with one, the
+// run holds it for the period whatever its state, even if it completed or
+// failed. The states and the period are properties of the run that takes
+// the key, not of later enqueues: they are returned the holder whatever
+// they ask for. (River counts periods from fixed boundaries, e.g. whole
+// hours; here they count from the enqueue that took the key.) Deleting a
+// finished run (DeleteRun, retention, PurgeDead) frees its key.
+//
+// The database enforces all of it, inside the insert, so two processes
 // enqueueing the same key at once start one run. A RunID that exists wins
 // over the key: its run is returned whatever its key; otherwise the run
 // returned for a taken key has the holder's ID, not RunID. A requeued dead
-// letter keeps its key (see Engine.Requeue).
+// letter passes its key (and its unique states) to the new run (see
+// Engine.Requeue).
 type EnqueueOptions struct {
 	// RunID identifies the run and is its idempotency key: enqueueing an
 	// ID that exists returns the existing run. Default: a random ID.
@@ -166,10 +184,34 @@ type EnqueueOptions struct {
 	// UniqueByArgs makes the run unique among the job's runs with equal
 	// arguments (and the same UniqueKey, if any).
 	UniqueByArgs bool
-	// UniquePeriod keeps the unique key taken for that long after the
-	// enqueue, even once the run finished. It needs UniqueKey or
-	// UniqueByArgs.
+	// UniqueByQueue compares unique keys within the run's queue only: runs
+	// of the job in other queues do not hold it. Alone, it makes the run
+	// unique in its queue.
+	UniqueByQueue bool
+	// UniqueStates are the states in which a run holds its unique key: every
+	// unfinished state, plus the finished ones that keep the key (see
+	// UniqueStatesExcept). Empty: unfinished states, plus every finished
+	// state within UniquePeriod. It needs UniqueKey, UniqueByArgs or
+	// UniqueByQueue.
+	UniqueStates []RunStatus
+	// UniquePeriod bounds how long after the enqueue a finished run holds
+	// its unique key (see UniqueStates); unfinished runs hold it whatever
+	// the period. It needs UniqueKey, UniqueByArgs or UniqueByQueue.
 	UniquePeriod time.Duration
+}
+
+// UniqueStatesExcept returns every run state but the ones named, for
+// EnqueueOptions.UniqueStates: UniqueStatesExcept(StatusFailed,
+// StatusCancelled) is River's default, where completed runs keep their
+// unique key and failed or cancelled ones free it.
+func UniqueStatesExcept(states ...RunStatus) []RunStatus {
+	var out []RunStatus
+	for _, s := range store.AllStates() {
+		if !slices.Contains(states, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Enqueue records a run of job with args and returns a handle on it; see
@@ -212,11 +254,17 @@ func enqueueParams[Args any](e *Engine, job Job[Args], args Args, opts *EnqueueO
 	if err := job.validate(); err != nil {
 		return engine.StartParams{}, fmt.Errorf("enqueue %w", err)
 	}
+	keyed := opts.UniqueKey != "" || opts.UniqueByArgs || opts.UniqueByQueue
 	switch {
 	case opts.UniquePeriod < 0:
 		return engine.StartParams{}, fmt.Errorf("enqueue job %s: negative UniquePeriod %s", job.Name, opts.UniquePeriod)
-	case opts.UniquePeriod > 0 && opts.UniqueKey == "" && !opts.UniqueByArgs:
-		return engine.StartParams{}, fmt.Errorf("enqueue job %s: UniquePeriod needs UniqueKey or UniqueByArgs", job.Name)
+	case opts.UniquePeriod > 0 && !keyed:
+		return engine.StartParams{}, fmt.Errorf("enqueue job %s: UniquePeriod needs UniqueKey, UniqueByArgs or UniqueByQueue", job.Name)
+	case len(opts.UniqueStates) > 0 && !keyed:
+		return engine.StartParams{}, fmt.Errorf("enqueue job %s: UniqueStates needs UniqueKey, UniqueByArgs or UniqueByQueue", job.Name)
+	}
+	if err := engine.ValidUniqueStates(opts.UniqueStates); err != nil {
+		return engine.StartParams{}, fmt.Errorf("enqueue job %s: UniqueStates: %w", job.Name, err)
 	}
 	queue := job.Queue
 	if opts.Queue != "" {
@@ -233,8 +281,20 @@ func enqueueParams[Args any](e *Engine, job Job[Args], args Args, opts *EnqueueO
 		return engine.StartParams{}, err
 	}
 	p.UniqueKey = uniqueKey(opts.UniqueKey, opts.UniqueByArgs, p.Input)
+	if opts.UniqueByQueue {
+		p.UniqueKey = joinKey(p.UniqueKey, "queue:"+cmp.Or(p.Queue, DefaultQueue))
+	}
+	p.UniqueStates = slices.Clone(opts.UniqueStates)
 	p.UniquePeriod = opts.UniquePeriod
 	return p, nil
+}
+
+// joinKey appends part to a unique key.
+func joinKey(key, part string) string {
+	if key == "" {
+		return part
+	}
+	return key + "#" + part
 }
 
 // uniqueKey returns the unique key of a run: key, or with byArgs the hash

@@ -66,7 +66,7 @@ func (r *Run[Out]) Result(ctx context.Context) (Out, error) {
 	case store.RunFailed:
 		return zero, r.e.core.RolledBack(ctx, run)
 	case store.RunCancelled:
-		return zero, &CancelledError{RunID: r.id}
+		return zero, &CancelledError{RunID: r.id, Reason: engine.CancelReason(run)}
 	default:
 		return zero, &SuspendedError{RunID: r.id, Reason: run.Reason}
 	}

@@ -5,6 +5,7 @@
 //	flowlite --db app.db history RUN
 //	flowlite --db app.db stats
 //	flowlite --db app.db cancel|resume|skip|retry RUN
+//	flowlite --db app.db run-now|delete RUN
 //	flowlite --db app.db signal RUN NAME '{"ok":true}'
 //	flowlite --db app.db dead list|requeue|purge
 //	flowlite --db app.db queues; flowlite --db app.db queues pause|resume QUEUE
@@ -156,6 +157,8 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.resumeCommand(),
 		a.skipCommand(),
 		a.retryCommand(),
+		a.runNowCommand(),
+		a.deleteCommand(),
 		a.signalCommand(),
 		a.deadCommand(),
 		a.queuesCommand(),

@@ -96,14 +96,17 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runDeleteFinishedStmt, err = db.PrepareContext(ctx, runDeleteFinished); err != nil {
 		return nil, fmt.Errorf("error preparing query RunDeleteFinished: %w", err)
 	}
+	if q.runDeleteOneStmt, err = db.PrepareContext(ctx, runDeleteOne); err != nil {
+		return nil, fmt.Errorf("error preparing query RunDeleteOne: %w", err)
+	}
 	if q.runFinishStmt, err = db.PrepareContext(ctx, runFinish); err != nil {
 		return nil, fmt.Errorf("error preparing query RunFinish: %w", err)
 	}
 	if q.runGetStmt, err = db.PrepareContext(ctx, runGet); err != nil {
 		return nil, fmt.Errorf("error preparing query RunGet: %w", err)
 	}
-	if q.runGetUnfinishedByKeyStmt, err = db.PrepareContext(ctx, runGetUnfinishedByKey); err != nil {
-		return nil, fmt.Errorf("error preparing query RunGetUnfinishedByKey: %w", err)
+	if q.runGetKeyHolderStmt, err = db.PrepareContext(ctx, runGetKeyHolder); err != nil {
+		return nil, fmt.Errorf("error preparing query RunGetKeyHolder: %w", err)
 	}
 	if q.runHeartbeatStmt, err = db.PrepareContext(ctx, runHeartbeat); err != nil {
 		return nil, fmt.Errorf("error preparing query RunHeartbeat: %w", err)
@@ -119,6 +122,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runListExpiredLeasesStmt, err = db.PrepareContext(ctx, runListExpiredLeases); err != nil {
 		return nil, fmt.Errorf("error preparing query RunListExpiredLeases: %w", err)
+	}
+	if q.runMakeDueStmt, err = db.PrepareContext(ctx, runMakeDue); err != nil {
+		return nil, fmt.Errorf("error preparing query RunMakeDue: %w", err)
 	}
 	if q.runMarkRequeuedStmt, err = db.PrepareContext(ctx, runMarkRequeued); err != nil {
 		return nil, fmt.Errorf("error preparing query RunMarkRequeued: %w", err)
@@ -146,6 +152,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runStartCompensatingStmt, err = db.PrepareContext(ctx, runStartCompensating); err != nil {
 		return nil, fmt.Errorf("error preparing query RunStartCompensating: %w", err)
+	}
+	if q.runUnmarkRequeuedStmt, err = db.PrepareContext(ctx, runUnmarkRequeued); err != nil {
+		return nil, fmt.Errorf("error preparing query RunUnmarkRequeued: %w", err)
 	}
 	if q.runWakeStmt, err = db.PrepareContext(ctx, runWake); err != nil {
 		return nil, fmt.Errorf("error preparing query RunWake: %w", err)
@@ -213,8 +222,14 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.stepListStmt, err = db.PrepareContext(ctx, stepList); err != nil {
 		return nil, fmt.Errorf("error preparing query StepList: %w", err)
 	}
+	if q.stepSnoozeStmt, err = db.PrepareContext(ctx, stepSnooze); err != nil {
+		return nil, fmt.Errorf("error preparing query StepSnooze: %w", err)
+	}
 	if q.stepWaitStmt, err = db.PrepareContext(ctx, stepWait); err != nil {
 		return nil, fmt.Errorf("error preparing query StepWait: %w", err)
+	}
+	if q.uniqueHoldDropStmt, err = db.PrepareContext(ctx, uniqueHoldDrop); err != nil {
+		return nil, fmt.Errorf("error preparing query UniqueHoldDrop: %w", err)
 	}
 	if q.uniqueHoldGetStmt, err = db.PrepareContext(ctx, uniqueHoldGet); err != nil {
 		return nil, fmt.Errorf("error preparing query UniqueHoldGet: %w", err)
@@ -356,6 +371,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runDeleteFinishedStmt: %w", cerr)
 		}
 	}
+	if q.runDeleteOneStmt != nil {
+		if cerr := q.runDeleteOneStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runDeleteOneStmt: %w", cerr)
+		}
+	}
 	if q.runFinishStmt != nil {
 		if cerr := q.runFinishStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runFinishStmt: %w", cerr)
@@ -366,9 +386,9 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runGetStmt: %w", cerr)
 		}
 	}
-	if q.runGetUnfinishedByKeyStmt != nil {
-		if cerr := q.runGetUnfinishedByKeyStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing runGetUnfinishedByKeyStmt: %w", cerr)
+	if q.runGetKeyHolderStmt != nil {
+		if cerr := q.runGetKeyHolderStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runGetKeyHolderStmt: %w", cerr)
 		}
 	}
 	if q.runHeartbeatStmt != nil {
@@ -394,6 +414,11 @@ func (q *Queries) Close() error {
 	if q.runListExpiredLeasesStmt != nil {
 		if cerr := q.runListExpiredLeasesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runListExpiredLeasesStmt: %w", cerr)
+		}
+	}
+	if q.runMakeDueStmt != nil {
+		if cerr := q.runMakeDueStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runMakeDueStmt: %w", cerr)
 		}
 	}
 	if q.runMarkRequeuedStmt != nil {
@@ -439,6 +464,11 @@ func (q *Queries) Close() error {
 	if q.runStartCompensatingStmt != nil {
 		if cerr := q.runStartCompensatingStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runStartCompensatingStmt: %w", cerr)
+		}
+	}
+	if q.runUnmarkRequeuedStmt != nil {
+		if cerr := q.runUnmarkRequeuedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runUnmarkRequeuedStmt: %w", cerr)
 		}
 	}
 	if q.runWakeStmt != nil {
@@ -551,9 +581,19 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing stepListStmt: %w", cerr)
 		}
 	}
+	if q.stepSnoozeStmt != nil {
+		if cerr := q.stepSnoozeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepSnoozeStmt: %w", cerr)
+		}
+	}
 	if q.stepWaitStmt != nil {
 		if cerr := q.stepWaitStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepWaitStmt: %w", cerr)
+		}
+	}
+	if q.uniqueHoldDropStmt != nil {
+		if cerr := q.uniqueHoldDropStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing uniqueHoldDropStmt: %w", cerr)
 		}
 	}
 	if q.uniqueHoldGetStmt != nil {
@@ -644,14 +684,16 @@ type Queries struct {
 	runDeadDeleteByIDStmt           *sql.Stmt
 	runDeadListStmt                 *sql.Stmt
 	runDeleteFinishedStmt           *sql.Stmt
+	runDeleteOneStmt                *sql.Stmt
 	runFinishStmt                   *sql.Stmt
 	runGetStmt                      *sql.Stmt
-	runGetUnfinishedByKeyStmt       *sql.Stmt
+	runGetKeyHolderStmt             *sql.Stmt
 	runHeartbeatStmt                *sql.Stmt
 	runInsertStmt                   *sql.Stmt
 	runLeaseCheckStmt               *sql.Stmt
 	runListStmt                     *sql.Stmt
 	runListExpiredLeasesStmt        *sql.Stmt
+	runMakeDueStmt                  *sql.Stmt
 	runMarkRequeuedStmt             *sql.Stmt
 	runReadyNextPriorityStmt        *sql.Stmt
 	runReleaseStmt                  *sql.Stmt
@@ -661,6 +703,7 @@ type Queries struct {
 	runSeqMaxStmt                   *sql.Stmt
 	runSetStatusStmt                *sql.Stmt
 	runStartCompensatingStmt        *sql.Stmt
+	runUnmarkRequeuedStmt           *sql.Stmt
 	runWakeStmt                     *sql.Stmt
 	scheduleAdvanceStmt             *sql.Stmt
 	scheduleDeleteStmt              *sql.Stmt
@@ -683,7 +726,9 @@ type Queries struct {
 	stepCompleteStmt                *sql.Stmt
 	stepFailStmt                    *sql.Stmt
 	stepListStmt                    *sql.Stmt
+	stepSnoozeStmt                  *sql.Stmt
 	stepWaitStmt                    *sql.Stmt
+	uniqueHoldDropStmt              *sql.Stmt
 	uniqueHoldGetStmt               *sql.Stmt
 	uniqueHoldMoveStmt              *sql.Stmt
 	uniqueHoldTakeStmt              *sql.Stmt
@@ -719,14 +764,16 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runDeadDeleteByIDStmt:           q.runDeadDeleteByIDStmt,
 		runDeadListStmt:                 q.runDeadListStmt,
 		runDeleteFinishedStmt:           q.runDeleteFinishedStmt,
+		runDeleteOneStmt:                q.runDeleteOneStmt,
 		runFinishStmt:                   q.runFinishStmt,
 		runGetStmt:                      q.runGetStmt,
-		runGetUnfinishedByKeyStmt:       q.runGetUnfinishedByKeyStmt,
+		runGetKeyHolderStmt:             q.runGetKeyHolderStmt,
 		runHeartbeatStmt:                q.runHeartbeatStmt,
 		runInsertStmt:                   q.runInsertStmt,
 		runLeaseCheckStmt:               q.runLeaseCheckStmt,
 		runListStmt:                     q.runListStmt,
 		runListExpiredLeasesStmt:        q.runListExpiredLeasesStmt,
+		runMakeDueStmt:                  q.runMakeDueStmt,
 		runMarkRequeuedStmt:             q.runMarkRequeuedStmt,
 		runReadyNextPriorityStmt:        q.runReadyNextPriorityStmt,
 		runReleaseStmt:                  q.runReleaseStmt,
@@ -736,6 +783,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runSeqMaxStmt:                   q.runSeqMaxStmt,
 		runSetStatusStmt:                q.runSetStatusStmt,
 		runStartCompensatingStmt:        q.runStartCompensatingStmt,
+		runUnmarkRequeuedStmt:           q.runUnmarkRequeuedStmt,
 		runWakeStmt:                     q.runWakeStmt,
 		scheduleAdvanceStmt:             q.scheduleAdvanceStmt,
 		scheduleDeleteStmt:              q.scheduleDeleteStmt,
@@ -758,7 +806,9 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		stepCompleteStmt:                q.stepCompleteStmt,
 		stepFailStmt:                    q.stepFailStmt,
 		stepListStmt:                    q.stepListStmt,
+		stepSnoozeStmt:                  q.stepSnoozeStmt,
 		stepWaitStmt:                    q.stepWaitStmt,
+		uniqueHoldDropStmt:              q.uniqueHoldDropStmt,
 		uniqueHoldGetStmt:               q.uniqueHoldGetStmt,
 		uniqueHoldMoveStmt:              q.uniqueHoldMoveStmt,
 		uniqueHoldTakeStmt:              q.uniqueHoldTakeStmt,

@@ -70,6 +70,7 @@ type Run struct {
 	StartedAt       *int64
 	RequeuedFrom    *string
 	RequeuedAs      *string
+	UniqueStates    int64
 }
 
 type Schedule struct {
@@ -126,6 +127,7 @@ type UniqueHold struct {
 	RunID     string
 	TakenAt   int64
 	HeldUntil int64
+	States    int64
 }
 
 type Workflow struct {

@@ -368,7 +368,7 @@ func (q *Queries) RunDeadDeleteByID(ctx context.Context, id string) (int64, erro
 }
 
 const runDeadList = `-- name: RunDeadList :many
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as FROM runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM runs
 WHERE status = 'failed' AND requeued_as IS NULL
   AND finished_at >= ?1 AND finished_at < ?2
   AND (?3 = '' OR workflow = ?3)
@@ -429,6 +429,7 @@ func (q *Queries) RunDeadList(ctx context.Context, arg RunDeadListParams) ([]Run
 			&i.StartedAt,
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
+			&i.UniqueStates,
 		); err != nil {
 			return nil, err
 		}
@@ -443,21 +444,25 @@ func (q *Queries) RunDeadList(ctx context.Context, arg RunDeadListParams) ([]Run
 	return items, nil
 }
 
-const runGetUnfinishedByKey = `-- name: RunGetUnfinishedByKey :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as FROM runs
-WHERE workflow = ?1 AND unique_key = ?2
-  AND status IN ('pending', 'running', 'waiting', 'compensating', 'suspended')
+const runGetKeyHolder = `-- name: RunGetKeyHolder :one
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM runs
+WHERE workflow = ?1 AND unique_key = ?2 AND requeued_as IS NULL
+  AND (unique_states & (CASE status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0
 `
 
-type RunGetUnfinishedByKeyParams struct {
+type RunGetKeyHolderParams struct {
 	Workflow  string
 	UniqueKey *string
 }
 
-// RunGetUnfinishedByKey returns the unfinished run of a workflow holding a
-// unique key (runs_unique serves it: the IN list repeats the index's).
-func (q *Queries) RunGetUnfinishedByKey(ctx context.Context, arg RunGetUnfinishedByKeyParams) (Run, error) {
-	row := q.queryRow(ctx, q.runGetUnfinishedByKeyStmt, runGetUnfinishedByKey, arg.Workflow, arg.UniqueKey)
+// RunGetKeyHolder returns the run of a workflow holding a unique key for
+// good: the unfinished run with the key, or a finished one in a state its
+// unique_states holds. runs_unique serves it: the WHERE clause repeats the
+// index's.
+func (q *Queries) RunGetKeyHolder(ctx context.Context, arg RunGetKeyHolderParams) (Run, error) {
+	row := q.queryRow(ctx, q.runGetKeyHolderStmt, runGetKeyHolder, arg.Workflow, arg.UniqueKey)
 	var i Run
 	err := row.Scan(
 		&i.ID,
@@ -485,6 +490,7 @@ func (q *Queries) RunGetUnfinishedByKey(ctx context.Context, arg RunGetUnfinishe
 		&i.StartedAt,
 		&i.RequeuedFrom,
 		&i.RequeuedAs,
+		&i.UniqueStates,
 	)
 	return i, err
 }
@@ -512,12 +518,12 @@ func (q *Queries) RunMarkRequeued(ctx context.Context, arg RunMarkRequeuedParams
 
 const runRequeueInsert = `-- name: RunRequeueInsert :execrows
 INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
-                  unique_key, requeued_from, created_at, updated_at)
+                  unique_key, unique_states, requeued_from, created_at, updated_at)
 SELECT ?1, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, ?2,
        CASE WHEN f.deadline IS NULL THEN NULL ELSE f.deadline - f.created_at + ?2 END,
-       f.unique_key, f.id, ?2, ?2
+       f.unique_key, f.unique_states, f.id, ?2, ?2
 FROM runs AS f
-WHERE f.id = ?3 AND f.status = 'failed' AND f.requeued_as IS NULL
+WHERE f.id = ?3 AND f.status = 'failed' AND f.requeued_as = ?1
 ON CONFLICT DO NOTHING
 `
 
@@ -528,10 +534,12 @@ type RunRequeueInsertParams struct {
 }
 
 // RunRequeueInsert inserts run @id as a fresh, pending copy of the dead
-// letter @from_id: same workflow version, queue, priority, input and unique
-// key, due at @now, with the deadline it had moved by the time elapsed
-// since it was created. It inserts nothing when @from_id is not a dead
-// letter, @id is taken, or an unfinished run holds the unique key.
+// letter @from_id, which RunMarkRequeued linked to @id just before (so that
+// the dead letter no longer holds its unique key): same workflow version,
+// queue, priority, input, unique key and unique states, due at @now, with
+// the deadline it had moved by the time elapsed since it was created. It
+// inserts nothing when @from_id is not that dead letter, @id is taken, or
+// another run holds the unique key.
 func (q *Queries) RunRequeueInsert(ctx context.Context, arg RunRequeueInsertParams) (int64, error) {
 	result, err := q.exec(ctx, q.runRequeueInsertStmt, runRequeueInsert, arg.ID, arg.Now, arg.FromID)
 	if err != nil {
@@ -554,9 +562,57 @@ func (q *Queries) RunSeqMax(ctx context.Context) (int64, error) {
 	return seq, err
 }
 
+const runUnmarkRequeued = `-- name: RunUnmarkRequeued :exec
+UPDATE runs SET requeued_as = NULL, updated_at = ?1
+WHERE id = ?2 AND requeued_as = ?3
+`
+
+type RunUnmarkRequeuedParams struct {
+	UpdatedAt  int64
+	ID         string
+	RequeuedAs *string
+}
+
+// RunUnmarkRequeued undoes RunMarkRequeued when the requeue inserted
+// nothing.
+func (q *Queries) RunUnmarkRequeued(ctx context.Context, arg RunUnmarkRequeuedParams) error {
+	_, err := q.exec(ctx, q.runUnmarkRequeuedStmt, runUnmarkRequeued, arg.UpdatedAt, arg.ID, arg.RequeuedAs)
+	return err
+}
+
+const uniqueHoldDrop = `-- name: UniqueHoldDrop :exec
+DELETE FROM unique_holds
+WHERE unique_holds.workflow = ?1 AND unique_holds.key = ?2
+  AND (unique_holds.held_until <= ?3 OR NOT EXISTS (
+    SELECT 1 FROM runs AS r
+    WHERE r.id = unique_holds.run_id
+      AND (unique_holds.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0
+  ))
+`
+
+type UniqueHoldDropParams struct {
+	Workflow string
+	Key      string
+	Now      int64
+}
+
+// UniqueHoldDrop deletes the hold of a unique key of a workflow if it no
+// longer holds at @now: its time is up, or its holder finished in a state
+// the hold does not count (e.g. failed, when only completed runs keep the
+// key).
+func (q *Queries) UniqueHoldDrop(ctx context.Context, arg UniqueHoldDropParams) error {
+	_, err := q.exec(ctx, q.uniqueHoldDropStmt, uniqueHoldDrop, arg.Workflow, arg.Key, arg.Now)
+	return err
+}
+
 const uniqueHoldGet = `-- name: UniqueHoldGet :one
-SELECT run_id FROM unique_holds
-WHERE workflow = ?1 AND key = ?2 AND held_until > ?3
+SELECT h.run_id FROM unique_holds AS h JOIN runs AS r ON r.id = h.run_id
+WHERE h.workflow = ?1 AND h.key = ?2 AND h.held_until > ?3
+  AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0
 `
 
 type UniqueHoldGetParams struct {
@@ -565,7 +621,8 @@ type UniqueHoldGetParams struct {
 	Now      int64
 }
 
-// UniqueHoldGet returns the run holding a unique key of a workflow at @now.
+// UniqueHoldGet returns the run holding a unique key of a workflow at @now:
+// the hold is current and its holder in a state the hold counts.
 func (q *Queries) UniqueHoldGet(ctx context.Context, arg UniqueHoldGetParams) (string, error) {
 	row := q.queryRow(ctx, q.uniqueHoldGetStmt, uniqueHoldGet, arg.Workflow, arg.Key, arg.Now)
 	var run_id string
@@ -590,10 +647,10 @@ func (q *Queries) UniqueHoldMove(ctx context.Context, arg UniqueHoldMoveParams) 
 }
 
 const uniqueHoldTake = `-- name: UniqueHoldTake :execrows
-INSERT INTO unique_holds (workflow, key, run_id, taken_at, held_until)
-VALUES (?1, ?2, ?3, ?4, ?5)
+INSERT INTO unique_holds (workflow, key, run_id, taken_at, held_until, states)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 ON CONFLICT (workflow, key) DO UPDATE
-SET run_id = excluded.run_id, taken_at = excluded.taken_at, held_until = excluded.held_until
+SET run_id = excluded.run_id, taken_at = excluded.taken_at, held_until = excluded.held_until, states = excluded.states
 WHERE unique_holds.held_until <= excluded.taken_at
 `
 
@@ -603,13 +660,16 @@ type UniqueHoldTakeParams struct {
 	RunID     string
 	Now       int64
 	HeldUntil int64
+	States    int64
 }
 
 // UniqueHoldTake makes @run_id hold a unique key from @now until
-// @held_until: it creates the hold, or takes over one whose time is up. It
-// changes nothing (no row) while another run's hold is current. (The
-// upsert's WHERE reads @now through excluded.taken_at: sqlc leaves
-// parameters in that clause unbound.)
+// @held_until, while it is in one of @states (a bit mask, see runs_unique):
+// it creates the hold, or takes over one whose time is up. It changes
+// nothing (no row) while another run's hold is current. (The upsert's WHERE
+// reads @now through excluded.taken_at: sqlc leaves parameters in that
+// clause unbound.) A hold whose holder finished in a state it does not
+// count is dropped first (UniqueHoldDrop).
 func (q *Queries) UniqueHoldTake(ctx context.Context, arg UniqueHoldTakeParams) (int64, error) {
 	result, err := q.exec(ctx, q.uniqueHoldTakeStmt, uniqueHoldTake,
 		arg.Workflow,
@@ -617,6 +677,7 @@ func (q *Queries) UniqueHoldTake(ctx context.Context, arg UniqueHoldTakeParams) 
 		arg.RunID,
 		arg.Now,
 		arg.HeldUntil,
+		arg.States,
 	)
 	if err != nil {
 		return 0, err

@@ -125,7 +125,7 @@ WHERE lease_owner IS NULL
     ORDER BY r.run_at, rowid
     LIMIT ?7
   )
-RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as
+RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states
 `
 
 type RunClaimParams struct {
@@ -192,6 +192,7 @@ func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, erro
 			&i.StartedAt,
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
+			&i.UniqueStates,
 		); err != nil {
 			return nil, err
 		}
@@ -279,6 +280,26 @@ func (q *Queries) RunCountUnrunnable(ctx context.Context, known interface{}) ([]
 	return items, nil
 }
 
+const runDeleteOne = `-- name: RunDeleteOne :execrows
+DELETE FROM runs
+WHERE runs.id = ?1 AND runs.status IN ('completed', 'failed', 'cancelled')
+  AND (runs.parent_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM runs AS p
+    WHERE p.id = runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+  ))
+`
+
+// RunDeleteOne deletes the finished run @id, with its steps, events,
+// signals and holds (ON DELETE CASCADE), unless it is the child of an
+// unfinished parent, which may still read its outcome.
+func (q *Queries) RunDeleteOne(ctx context.Context, id string) (int64, error) {
+	result, err := q.exec(ctx, q.runDeleteOneStmt, runDeleteOne, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runFinish = `-- name: RunFinish :execrows
 UPDATE runs
 SET status = ?1, output = ?2, error = ?3, reason = ?4,
@@ -319,7 +340,7 @@ func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, er
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as FROM runs WHERE id = ?1
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM runs WHERE id = ?1
 `
 
 func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
@@ -351,6 +372,7 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 		&i.StartedAt,
 		&i.RequeuedFrom,
 		&i.RequeuedAs,
+		&i.UniqueStates,
 	)
 	return i, err
 }
@@ -386,35 +408,41 @@ func (q *Queries) RunHeartbeat(ctx context.Context, arg RunHeartbeatParams) (int
 }
 
 const runInsert = `-- name: RunInsert :execrows
-INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, created_at, updated_at)
-SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10, ?11, ?11
+INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, unique_states, created_at, updated_at)
+SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12
 WHERE NOT EXISTS (
-    SELECT 1 FROM unique_holds AS h
-    WHERE h.workflow = ?2 AND h.key = ?10 AND h.held_until > ?11
+    SELECT 1 FROM unique_holds AS h JOIN runs AS r ON r.id = h.run_id
+    WHERE h.workflow = ?2 AND h.key = ?10 AND h.held_until > ?12
+      AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0
 )
 ON CONFLICT DO NOTHING
 `
 
 type RunInsertParams struct {
-	ID        string
-	Workflow  string
-	Version   int64
-	Queue     string
-	Priority  int64
-	Input     []byte
-	RunAt     int64
-	Deadline  *int64
-	ParentID  *string
-	UniqueKey *string
-	CreatedAt int64
+	ID           string
+	Workflow     string
+	Version      int64
+	Queue        string
+	Priority     int64
+	Input        []byte
+	RunAt        int64
+	Deadline     *int64
+	ParentID     *string
+	UniqueKey    *string
+	UniqueStates int64
+	CreatedAt    int64
 }
 
 // RunInsert inserts a pending run. It inserts nothing when the ID is taken,
-// when an unfinished run of the workflow has the same non-null @unique_key
-// (runs_unique), or when a current hold of that key exists (unique_holds).
-// A null @unique_key matches no hold. The SELECT form carries the hold test
-// into the same statement; its WHERE clause also resolves SQLite's parsing
-// ambiguity between a SELECT's join constraint and ON CONFLICT.
+// when a run of the workflow holding the same non-null @unique_key exists
+// (runs_unique: an unfinished run, or a finished one in a state its
+// unique_states holds), or when a current hold of that key exists whose
+// holder is in a state the hold counts (unique_holds). A null @unique_key
+// matches no hold. The SELECT form carries the hold test into the same
+// statement; its WHERE clause also resolves SQLite's parsing ambiguity
+// between a SELECT's join constraint and ON CONFLICT.
 func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, error) {
 	result, err := q.exec(ctx, q.runInsertStmt, runInsert,
 		arg.ID,
@@ -427,6 +455,7 @@ func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, er
 		arg.Deadline,
 		arg.ParentID,
 		arg.UniqueKey,
+		arg.UniqueStates,
 		arg.CreatedAt,
 	)
 	if err != nil {
@@ -458,7 +487,7 @@ func (q *Queries) RunLeaseCheck(ctx context.Context, arg RunLeaseCheckParams) (i
 }
 
 const runList = `-- name: RunList :many
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as FROM runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM runs
 WHERE (?1 = '' OR status = ?1)
   AND (?2 = '' OR workflow = ?2)
   AND (?3 = '' OR queue = ?3)
@@ -519,6 +548,7 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 			&i.StartedAt,
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
+			&i.UniqueStates,
 		); err != nil {
 			return nil, err
 		}
@@ -576,6 +606,27 @@ func (q *Queries) RunListExpiredLeases(ctx context.Context, arg RunListExpiredLe
 		return nil, err
 	}
 	return items, nil
+}
+
+const runMakeDue = `-- name: RunMakeDue :execrows
+UPDATE runs SET run_at = ?1, updated_at = ?1
+WHERE id = ?2 AND status = 'pending' AND lease_owner IS NULL AND run_at > ?1
+`
+
+type RunMakeDueParams struct {
+	Now int64
+	ID  string
+}
+
+// RunMakeDue makes the pending, unleased run @id due at @now: a delayed run,
+// or one waiting out a retry backoff. It changes nothing for any other run,
+// or one due already.
+func (q *Queries) RunMakeDue(ctx context.Context, arg RunMakeDueParams) (int64, error) {
+	result, err := q.exec(ctx, q.runMakeDueStmt, runMakeDue, arg.Now, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const runReadyNextPriority = `-- name: RunReadyNextPriority :many

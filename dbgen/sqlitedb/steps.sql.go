@@ -261,6 +261,37 @@ func (q *Queries) StepList(ctx context.Context, runID string) ([]Step, error) {
 	return items, nil
 }
 
+const stepSnooze = `-- name: StepSnooze :execrows
+UPDATE steps
+SET status = 'retrying', attempts = attempts - 1, error = ?1, finished_at = ?2
+WHERE run_id = ?3 AND name = ?4 AND occurrence = ?5 AND status = 'running'
+`
+
+type StepSnoozeParams struct {
+	Error      string
+	Now        *int64
+	RunID      string
+	Name       string
+	Occurrence int64
+}
+
+// StepSnooze records an attempt that snoozed the step: it is retried later
+// and the attempt does not count (attempts goes back to what it was before
+// StepBegin).
+func (q *Queries) StepSnooze(ctx context.Context, arg StepSnoozeParams) (int64, error) {
+	result, err := q.exec(ctx, q.stepSnoozeStmt, stepSnooze,
+		arg.Error,
+		arg.Now,
+		arg.RunID,
+		arg.Name,
+		arg.Occurrence,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const stepWait = `-- name: StepWait :exec
 INSERT INTO steps (run_id, name, occurrence, status, attempts, input, position, started_at)
 VALUES (?1, ?2, ?3, 'waiting', 0, ?4, ?5, ?6)

@@ -149,10 +149,18 @@ func (e *SuspendedError) Is(target error) bool { return target == ErrSuspended }
 type CancelledError struct {
 	// RunID is the cancelled run.
 	RunID string
+	// Reason says why, when the run recorded a reason: e.g. the step that
+	// cancelled its own run (flow.JobCancel), or its deadline.
+	Reason string
 }
 
-// Error names the run.
-func (e *CancelledError) Error() string { return fmt.Sprintf("run %s cancelled", e.RunID) }
+// Error names the run, and the reason when there is one.
+func (e *CancelledError) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("run %s cancelled", e.RunID)
+	}
+	return fmt.Sprintf("run %s cancelled: %s", e.RunID, e.Reason)
+}
 
 // Is reports whether t is ErrCancelled.
 func (e *CancelledError) Is(t error) bool { return t == ErrCancelled }

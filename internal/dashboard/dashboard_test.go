@@ -103,9 +103,9 @@ func TestPages(t *testing.T) {
 			}
 		}
 	}
-	// A failed run offers a retry only.
-	if r := do(t, http.MethodGet, srv.URL+"/runs/saga-1", nil); strings.Count(r.body, `id="action-`) != 1 || !strings.Contains(r.body, `id="action-retry"`) {
-		t.Errorf("a failed run offers other actions than retry")
+	// A failed run offers a retry and a delete only.
+	if r := do(t, http.MethodGet, srv.URL+"/runs/saga-1", nil); strings.Count(r.body, `id="action-`) != 2 || !strings.Contains(r.body, `id="action-retry"`) || !strings.Contains(r.body, `id="action-delete"`) {
+		t.Errorf("a failed run offers other actions than retry and delete")
 	}
 }
 

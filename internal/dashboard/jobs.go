@@ -76,6 +76,18 @@ func (d *Dashboard) jobActions() []action {
 		Done:    "Requeued: this is the new run.",
 		applies: func(r flow.RunInfo) bool { return r.Status == flow.StatusFailed && r.RequeuedAs == "" },
 		do:      func(ctx context.Context, e *flow.Engine, id string) (string, error) { return e.Requeue(ctx, id) },
+	}, {
+		Name: "run-now", Label: "Run now", Confirm: "Run this run now?",
+		Explain: "The run, started with a delay or waiting out the backoff before the next attempt of a step, becomes due now; its attempt count does not change. An engine working its queue takes it within its poll interval.",
+		Done:    "Run made due now: an engine working its queue takes it within its poll interval.",
+		applies: func(r flow.RunInfo) bool { return r.Status == flow.StatusPending && r.RunAt.After(d.now()) },
+		do:      same(d.e.RunNow),
+	}, {
+		Name: "delete", Label: "Delete", Confirm: "Delete this run?", Danger: true,
+		Explain: "The finished run is deleted with its steps, history and signals; a unique key it held is free again. A child whose parent has not finished is kept. This cannot be undone.",
+		Done:    "Run deleted.",
+		applies: func(r flow.RunInfo) bool { return r.Status.Finished() },
+		do:      func(ctx context.Context, e *flow.Engine, id string) (string, error) { return "", e.DeleteRun(ctx, id) },
 	}}
 }
 

@@ -240,7 +240,11 @@ func (d *Dashboard) runs(w http.ResponseWriter, r *http.Request) {
 		runs, data.More = runs[:data.Limit], true
 	}
 	data.Runs = runs
-	d.render(w, r, http.StatusOK, "runs", page{Title: "Runs", Nav: "runs", Data: data})
+	p := page{Title: "Runs", Nav: "runs", Data: data}
+	if a, ok := d.action(r.URL.Query().Get("done")); ok {
+		p.Flash = a.Done // an action that leaves no run to show, e.g. delete
+	}
+	d.render(w, r, http.StatusOK, "runs", p)
 }
 
 // runData is the run page.
@@ -304,7 +308,8 @@ type action struct {
 	Done    string // the message after it happened
 	Danger  bool
 	applies func(flow.RunInfo) bool
-	// do applies the action and returns the run to show next.
+	// do applies the action and returns the run to show next ("" for the
+	// runs list, when the run is gone).
 	do func(ctx context.Context, e *flow.Engine, id string) (string, error)
 }
 
@@ -427,5 +432,9 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.Info("operator action", "action", a.Name, "run", id, "next", next, "remote", r.RemoteAddr)
+	if next == "" {
+		http.Redirect(w, r, "/runs?done="+a.Name, http.StatusSeeOther)
+		return
+	}
 	http.Redirect(w, r, "/runs/"+url.PathEscape(next)+"?done="+a.Name, http.StatusSeeOther)
 }

@@ -24,9 +24,10 @@ type StartParams struct {
 	Deadline time.Time
 	ParentID string // set by StartChild
 	// UniqueKey, when set, makes the run unique among the unfinished runs of
-	// its workflow, and UniquePeriod among all of them started within that
-	// period (see queue.go).
+	// its workflow and the finished ones in one of UniqueStates, and
+	// UniquePeriod bounds how long a finished run holds it (see queue.go).
 	UniqueKey    string
+	UniqueStates []store.RunStatus
 	UniquePeriod time.Duration
 }
 
@@ -117,7 +118,8 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	}
 	inserted, err := tx.RunInsert(ctx, store.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
-		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey, Now: now,
+		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey,
+		UniqueStates: insertStates(p), Now: now,
 	})
 	if err != nil {
 		return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)

@@ -17,13 +17,16 @@ import (
 // statistics.
 //
 // Unique runs. A run started with a unique key is unique among the runs of
-// its workflow: while an unfinished (pending, running, waiting,
-// compensating or suspended) run of the workflow has the key, starting
-// another returns that run, as starting an existing run ID does. With a
-// unique period the run also holds its key for that long after it was
-// started, finished or not. Both rules are enforced by the database (a
-// partial unique index and a table of holds), inside the insert, so that
-// two processes starting the same key at once start one run.
+// its workflow: while a run of the workflow holds the key, starting another
+// returns that run, as starting an existing run ID does. A run holds its
+// key while it is unfinished (pending, running, waiting, compensating or
+// suspended) and, once finished, while its state is one of its unique
+// states (StartParams.UniqueStates), if any. With a unique period, a
+// finished run holds its key only for that long after it was started: in
+// the finished states of its unique states, or in any state when it has
+// none. These rules are enforced by the database (a partial unique index
+// and a table of holds), inside the insert, so that two processes starting
+// the same key at once start one run.
 //
 // Dead letters. A dead letter is a failed run: its workflow failed for good
 // and the completed steps were compensated. Cancelled runs are not dead
@@ -48,10 +51,10 @@ const (
 // operation handles.
 const deadBatch = 100
 
-// uniqueHolder returns the run that holds a unique key at now: the
-// unfinished run with the key, else the run whose hold is current.
+// uniqueHolder returns the run that holds a unique key at now: the run
+// holding it for good, else the run whose hold is current.
 func uniqueHolder(ctx context.Context, tx store.Tx, workflow, key string, now int64) (store.Run, error) {
-	run, err := tx.RunGetUnfinishedByKey(ctx, workflow, key)
+	run, err := tx.RunGetKeyHolder(ctx, workflow, key)
 	if !errors.Is(err, store.ErrNotFound) {
 		return run, err
 	}
@@ -62,14 +65,25 @@ func uniqueHolder(ctx context.Context, tx store.Tx, workflow, key string, now in
 	return tx.RunGet(ctx, id)
 }
 
-// holdUniqueKey makes a run just inserted hold its unique key for period.
+// insertStates returns the states in which a run holds its unique key for
+// good, which the insert records: its unique states, but with a unique
+// period only the unfinished ones (the hold covers the finished ones).
+func insertStates(p *StartParams) []store.RunStatus {
+	if p.UniquePeriod > 0 {
+		return nil
+	}
+	return p.UniqueStates
+}
+
+// holdUniqueKey makes a run just inserted hold its unique key for period,
+// in its unique states (any state when it has none).
 func holdUniqueKey(ctx context.Context, tx store.Tx, p *StartParams, now int64) error {
 	if p.UniquePeriod <= 0 {
 		return nil
 	}
 	held, err := tx.UniqueHoldTake(ctx, store.UniqueHoldParams{
 		Workflow: p.Workflow.Name, Key: p.UniqueKey, RunID: p.ID,
-		HeldUntil: now + p.UniquePeriod.Milliseconds(), Now: now,
+		HeldUntil: now + p.UniquePeriod.Milliseconds(), States: p.UniqueStates, Now: now,
 	})
 	if err != nil {
 		return err
@@ -88,8 +102,47 @@ func validUnique(p *StartParams) error {
 		return fmt.Errorf("start %s: negative unique period %s", p.Workflow, p.UniquePeriod)
 	case p.UniquePeriod > 0 && p.UniqueKey == "":
 		return fmt.Errorf("start %s: a unique period needs a unique key", p.Workflow)
+	case len(p.UniqueStates) > 0 && p.UniqueKey == "":
+		return fmt.Errorf("start %s: unique states need a unique key", p.Workflow)
+	}
+	return ValidUniqueStates(p.UniqueStates)
+}
+
+// ValidUniqueStates checks a set of unique states: nil, or known states
+// that include every unfinished one (a run always holds its key while
+// unfinished, so that it never enters a holding state, which could give the
+// key two holders). The error names the unknown or missing states.
+func ValidUniqueStates(states []store.RunStatus) error {
+	if len(states) == 0 {
+		return nil
+	}
+	var unknown []string
+	for _, s := range states {
+		if !slices.Contains(store.AllStates(), s) {
+			unknown = append(unknown, strconv.Quote(string(s)))
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("unknown run state(s) %s in unique states: want some of %s", strings.Join(unknown, ", "), joinStates(store.AllStates()))
+	}
+	var missing []store.RunStatus
+	for _, s := range store.UnfinishedStates() {
+		if !slices.Contains(states, s) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("unique states lack %s: a run always holds its unique key while unfinished (%s)", joinStates(missing), joinStates(store.UnfinishedStates()))
 	}
 	return nil
+}
+
+func joinStates(states []store.RunStatus) string {
+	s := make([]string, len(states))
+	for i, st := range states {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
 }
 
 // PauseQueue stops every engine on the database from claiming runs of
@@ -250,7 +303,7 @@ func (e *Engine) Requeue(ctx context.Context, id string) (string, error) {
 // and its steps' idempotency keys, derived from its ID, do not collide with
 // the failed attempt's, whose effects were compensated.
 //
-// Holds of the dead letter's unique key pass to the new run. An unfinished
+// The dead letter's unique key and its holds pass to the new run. Another
 // run holding the unique key makes the requeue fail with store.ErrConflict
 // (it would be a duplicate).
 func (e *Engine) requeue(ctx context.Context, tx store.Tx, id string, now int64) (newID, queue string, err error) {
@@ -274,8 +327,12 @@ func (e *Engine) requeue(ctx context.Context, tx store.Tx, id string, now int64)
 			return "", "", fmt.Errorf("%w: the new run's ID %s is taken", ErrRunExists, newID)
 		}
 		if run.UniqueKey != "" {
-			if holder, err := tx.RunGetUnfinishedByKey(ctx, run.Workflow, run.UniqueKey); err == nil {
-				return "", "", fmt.Errorf("%w: unfinished run %s holds its unique key %q", store.ErrConflict, holder.ID, run.UniqueKey)
+			if holder, err := tx.RunGetKeyHolder(ctx, run.Workflow, run.UniqueKey); err == nil {
+				who := "unfinished"
+				if holder.Status.Finished() {
+					who = string(holder.Status)
+				}
+				return "", "", fmt.Errorf("%w: %s run %s holds its unique key %q", store.ErrConflict, who, holder.ID, run.UniqueKey)
 			}
 		}
 		return "", "", fmt.Errorf("%w: run changed meanwhile", store.ErrConflict)
@@ -410,6 +467,9 @@ func startedDetail(p *StartParams) string {
 	d := fmt.Sprintf("%s on %s", p.Workflow, p.Queue)
 	if p.UniqueKey != "" {
 		d += fmt.Sprintf(", unique key %q", p.UniqueKey)
+		if len(p.UniqueStates) > 0 {
+			d += " while " + joinStates(p.UniqueStates)
+		}
 		if p.UniquePeriod > 0 {
 			d += " for " + p.UniquePeriod.String()
 		}

@@ -318,6 +318,11 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 		// Stopping or lease lost: the attempt is interrupted, not failed.
 		return rc.Abort(cause)
 	}
+	if cause == nil {
+		if err, ok := x.jobControl(rc, key, attempt, bodyErr); ok {
+			return err // snoozed, or cancelled by the step (see jobcontrol.go)
+		}
+	}
 	final := cause != nil || finalAttempt(def.Retry, attempt, bodyErr)
 	msg := bodyErr.Error()
 	if cause != nil {

@@ -7,9 +7,12 @@ import "context"
 //
 // A unique key makes a run unique among the runs of its workflow in two
 // ways, both enforced by the database so that no race between processes
-// can break them: at most one unfinished (pending, running, waiting,
-// compensating or suspended) run has the key, and while a hold of the key
-// is current (see UniqueHoldTake) no run with the key can be inserted.
+// can break them: at most one run holds the key for good (an unfinished —
+// pending, running, waiting, compensating or suspended — run with the key,
+// or a finished one in a state its RunInsertParams.UniqueStates listed;
+// see RunGetKeyHolder), and while a hold of the key is current and its
+// holder in a state the hold counts (see UniqueHoldTake) no run with the
+// key can be inserted.
 //
 // A dead letter is a failed run (its workflow failed for good and its
 // completed steps were compensated) that was not requeued. Requeueing one
@@ -92,12 +95,13 @@ type DeadDeleteParams struct {
 }
 
 // UniqueHoldParams makes RunID hold a unique key of Workflow until
-// HeldUntil.
+// HeldUntil, while it is in one of States (nil: in any state).
 type UniqueHoldParams struct {
 	Workflow  string
 	Key       string
 	RunID     string
 	HeldUntil int64
+	States    []RunStatus
 	Now       int64
 }
 
@@ -128,11 +132,14 @@ type QueueReader interface {
 	// ms, of up to limit runs of queue that completed at or after since, the
 	// most recent first.
 	QueueDurations(ctx context.Context, queue string, since int64, limit int) ([]int64, error)
-	// RunGetUnfinishedByKey returns the unfinished run of workflow holding
-	// the unique key, or ErrNotFound.
-	RunGetUnfinishedByKey(ctx context.Context, workflow, key string) (Run, error)
+	// RunGetKeyHolder returns the run of workflow holding the unique key
+	// for good: the unfinished run with the key, or a finished one in a
+	// state its UniqueStates listed (a requeued dead letter holds nothing);
+	// or ErrNotFound.
+	RunGetKeyHolder(ctx context.Context, workflow, key string) (Run, error)
 	// UniqueHoldGet returns the ID of the run whose hold of the unique key is
-	// current at now, or ErrNotFound.
+	// current at now, its holder being in a state the hold counts, or
+	// ErrNotFound.
 	UniqueHoldGet(ctx context.Context, workflow, key string, now int64) (string, error)
 	// RunDeadList lists dead letters, the most recently failed first.
 	RunDeadList(ctx context.Context, p DeadListParams) ([]Run, error)
@@ -151,15 +158,18 @@ type QueueTx interface {
 	// changed its state.
 	QueueSetPaused(ctx context.Context, name string, paused bool, now int64) (bool, error)
 	// UniqueHoldTake makes p.RunID hold the unique key until p.HeldUntil:
-	// it creates the hold or takes over one whose time is up at p.Now, and
-	// reports false (changing nothing) while another hold is current.
+	// it creates the hold or takes over one that no longer holds at p.Now
+	// (its time is up, or its holder is in a state the hold does not
+	// count), and reports false (changing nothing) while another hold
+	// holds.
 	UniqueHoldTake(ctx context.Context, p UniqueHoldParams) (bool, error)
 	// RunRequeue inserts p.ID as a pending copy of the dead letter p.FromID
-	// (same workflow version, queue, priority, input and unique key; a
-	// deadline moved by the time since the dead letter was created), links
-	// the two, and hands the dead letter's unique holds over to the new
-	// run. It reports false, changing nothing, when p.FromID is not a dead
-	// letter, p.ID is taken, or an unfinished run holds the unique key.
+	// (same workflow version, queue, priority, input, unique key and
+	// unique states; a deadline moved by the time since the dead letter was
+	// created), links the two, and hands the dead letter's unique key and
+	// holds over to the new run. It reports false, changing nothing, when
+	// p.FromID is not a dead letter, p.ID is taken, or another run holds
+	// the unique key.
 	RunRequeue(ctx context.Context, p RunRequeueParams) (bool, error)
 	// RunDeadDelete deletes dead letters with their steps, events, signals
 	// and holds, and returns how many runs it deleted. It keeps a failed

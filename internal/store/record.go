@@ -176,10 +176,15 @@ type RunInsertParams struct {
 	RunAt    int64
 	Deadline int64  // zero: none
 	ParentID string // empty: not a child
-	// UniqueKey, when set, makes the insert do nothing while an unfinished
-	// run of the workflow has the same key, or a hold of it is current.
+	// UniqueKey, when set, makes the insert do nothing while a run of the
+	// workflow holds the same key (see QueueReader.RunGetKeyHolder), or a
+	// hold of it is current.
 	UniqueKey string
-	Now       int64
+	// UniqueStates are the states in which the run holds UniqueKey for
+	// good; nil means the unfinished ones (pending, running, waiting,
+	// compensating, suspended), which it must include.
+	UniqueStates []RunStatus
+	Now          int64
 }
 
 // RunReleaseParams says when a released run is due again.
@@ -272,4 +277,15 @@ type StepFailParams struct {
 // String returns "name#occurrence of run ID" for messages.
 func (k StepKey) String() string {
 	return k.Name + "#" + strconv.Itoa(k.Occurrence) + " of run " + k.RunID
+}
+
+// UnfinishedStates returns the states of an unfinished run, in which a run
+// with a unique key always holds it.
+func UnfinishedStates() []RunStatus {
+	return []RunStatus{RunPending, RunRunning, RunWaiting, RunCompensating, RunSuspended}
+}
+
+// AllStates returns the states of a run, in lifecycle order.
+func AllStates() []RunStatus {
+	return []RunStatus{RunPending, RunRunning, RunWaiting, RunCompensating, RunSuspended, RunCompleted, RunFailed, RunCancelled}
 }

@@ -147,4 +147,5 @@ type Tx interface {
 	QueueTx
 	MaintenanceTx
 	ReportTx
+	OperatorTx
 }

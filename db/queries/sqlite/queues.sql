@@ -46,28 +46,53 @@ WHERE status IN ('completed', 'failed', 'cancelled') AND status = 'completed'
 ORDER BY finished_at DESC
 LIMIT @max_runs;
 
--- name: RunGetUnfinishedByKey :one
--- RunGetUnfinishedByKey returns the unfinished run of a workflow holding a
--- unique key (runs_unique serves it: the IN list repeats the index's).
+-- name: RunGetKeyHolder :one
+-- RunGetKeyHolder returns the run of a workflow holding a unique key for
+-- good: the unfinished run with the key, or a finished one in a state its
+-- unique_states holds. runs_unique serves it: the WHERE clause repeats the
+-- index's.
 SELECT * FROM runs
-WHERE workflow = @workflow AND unique_key = @unique_key
-  AND status IN ('pending', 'running', 'waiting', 'compensating', 'suspended');
+WHERE workflow = @workflow AND unique_key = @unique_key AND requeued_as IS NULL
+  AND (unique_states & (CASE status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0;
 
 -- name: UniqueHoldGet :one
--- UniqueHoldGet returns the run holding a unique key of a workflow at @now.
-SELECT run_id FROM unique_holds
-WHERE workflow = @workflow AND key = @key AND held_until > @now;
+-- UniqueHoldGet returns the run holding a unique key of a workflow at @now:
+-- the hold is current and its holder in a state the hold counts.
+SELECT h.run_id FROM unique_holds AS h JOIN runs AS r ON r.id = h.run_id
+WHERE h.workflow = @workflow AND h.key = @key AND h.held_until > @now
+  AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0;
+
+-- name: UniqueHoldDrop :exec
+-- UniqueHoldDrop deletes the hold of a unique key of a workflow if it no
+-- longer holds at @now: its time is up, or its holder finished in a state
+-- the hold does not count (e.g. failed, when only completed runs keep the
+-- key).
+DELETE FROM unique_holds
+WHERE unique_holds.workflow = @workflow AND unique_holds.key = @key
+  AND (unique_holds.held_until <= @now OR NOT EXISTS (
+    SELECT 1 FROM runs AS r
+    WHERE r.id = unique_holds.run_id
+      AND (unique_holds.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0
+  ));
 
 -- name: UniqueHoldTake :execrows
 -- UniqueHoldTake makes @run_id hold a unique key from @now until
--- @held_until: it creates the hold, or takes over one whose time is up. It
--- changes nothing (no row) while another run's hold is current. (The
--- upsert's WHERE reads @now through excluded.taken_at: sqlc leaves
--- parameters in that clause unbound.)
-INSERT INTO unique_holds (workflow, key, run_id, taken_at, held_until)
-VALUES (@workflow, @key, @run_id, @now, @held_until)
+-- @held_until, while it is in one of @states (a bit mask, see runs_unique):
+-- it creates the hold, or takes over one whose time is up. It changes
+-- nothing (no row) while another run's hold is current. (The upsert's WHERE
+-- reads @now through excluded.taken_at: sqlc leaves parameters in that
+-- clause unbound.) A hold whose holder finished in a state it does not
+-- count is dropped first (UniqueHoldDrop).
+INSERT INTO unique_holds (workflow, key, run_id, taken_at, held_until, states)
+VALUES (@workflow, @key, @run_id, @now, @held_until, @states)
 ON CONFLICT (workflow, key) DO UPDATE
-SET run_id = excluded.run_id, taken_at = excluded.taken_at, held_until = excluded.held_until
+SET run_id = excluded.run_id, taken_at = excluded.taken_at, held_until = excluded.held_until, states = excluded.states
 WHERE unique_holds.held_until <= excluded.taken_at;
 
 -- name: UniqueHoldMove :exec
@@ -77,17 +102,19 @@ UPDATE unique_holds SET run_id = @to_run_id WHERE run_id = @from_run_id;
 
 -- name: RunRequeueInsert :execrows
 -- RunRequeueInsert inserts run @id as a fresh, pending copy of the dead
--- letter @from_id: same workflow version, queue, priority, input and unique
--- key, due at @now, with the deadline it had moved by the time elapsed
--- since it was created. It inserts nothing when @from_id is not a dead
--- letter, @id is taken, or an unfinished run holds the unique key.
+-- letter @from_id, which RunMarkRequeued linked to @id just before (so that
+-- the dead letter no longer holds its unique key): same workflow version,
+-- queue, priority, input, unique key and unique states, due at @now, with
+-- the deadline it had moved by the time elapsed since it was created. It
+-- inserts nothing when @from_id is not that dead letter, @id is taken, or
+-- another run holds the unique key.
 INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
-                  unique_key, requeued_from, created_at, updated_at)
+                  unique_key, unique_states, requeued_from, created_at, updated_at)
 SELECT @id, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, @now,
        CASE WHEN f.deadline IS NULL THEN NULL ELSE f.deadline - f.created_at + @now END,
-       f.unique_key, f.id, @now, @now
+       f.unique_key, f.unique_states, f.id, @now, @now
 FROM runs AS f
-WHERE f.id = @from_id AND f.status = 'failed' AND f.requeued_as IS NULL
+WHERE f.id = @from_id AND f.status = 'failed' AND f.requeued_as = @id
 ON CONFLICT DO NOTHING;
 
 -- name: RunMarkRequeued :execrows
@@ -95,6 +122,12 @@ ON CONFLICT DO NOTHING;
 -- takes it out of the dead letters.
 UPDATE runs SET requeued_as = @requeued_as, updated_at = @now
 WHERE id = @id AND status = 'failed' AND requeued_as IS NULL;
+
+-- name: RunUnmarkRequeued :exec
+-- RunUnmarkRequeued undoes RunMarkRequeued when the requeue inserted
+-- nothing.
+UPDATE runs SET requeued_as = NULL, updated_at = @updated_at
+WHERE id = @id AND requeued_as = @requeued_as;
 
 -- name: RunDeadList :many
 -- RunDeadList lists dead letters (failed runs not requeued), the most

@@ -1,15 +1,20 @@
 -- name: RunInsert :execrows
 -- RunInsert inserts a pending run. It inserts nothing when the ID is taken,
--- when an unfinished run of the workflow has the same non-null @unique_key
--- (runs_unique), or when a current hold of that key exists (unique_holds).
--- A null @unique_key matches no hold. The SELECT form carries the hold test
--- into the same statement; its WHERE clause also resolves SQLite's parsing
--- ambiguity between a SELECT's join constraint and ON CONFLICT.
-INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, created_at, updated_at)
-SELECT @id, @workflow, @version, @queue, @priority, 'pending', @input, @run_at, @deadline, @parent_id, @unique_key, @created_at, @created_at
+-- when a run of the workflow holding the same non-null @unique_key exists
+-- (runs_unique: an unfinished run, or a finished one in a state its
+-- unique_states holds), or when a current hold of that key exists whose
+-- holder is in a state the hold counts (unique_holds). A null @unique_key
+-- matches no hold. The SELECT form carries the hold test into the same
+-- statement; its WHERE clause also resolves SQLite's parsing ambiguity
+-- between a SELECT's join constraint and ON CONFLICT.
+INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, unique_states, created_at, updated_at)
+SELECT @id, @workflow, @version, @queue, @priority, 'pending', @input, @run_at, @deadline, @parent_id, @unique_key, @unique_states, @created_at, @created_at
 WHERE NOT EXISTS (
-    SELECT 1 FROM unique_holds AS h
+    SELECT 1 FROM unique_holds AS h JOIN runs AS r ON r.id = h.run_id
     WHERE h.workflow = @workflow AND h.key = @unique_key AND h.held_until > @created_at
+      AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0
 )
 ON CONFLICT DO NOTHING;
 
@@ -213,3 +218,21 @@ LIMIT @max_runs;
 
 -- name: RunCountByStatus :many
 SELECT status, count(*) AS runs FROM runs GROUP BY status ORDER BY status;
+
+-- name: RunDeleteOne :execrows
+-- RunDeleteOne deletes the finished run @id, with its steps, events,
+-- signals and holds (ON DELETE CASCADE), unless it is the child of an
+-- unfinished parent, which may still read its outcome.
+DELETE FROM runs
+WHERE runs.id = @id AND runs.status IN ('completed', 'failed', 'cancelled')
+  AND (runs.parent_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM runs AS p
+    WHERE p.id = runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+  ));
+
+-- name: RunMakeDue :execrows
+-- RunMakeDue makes the pending, unleased run @id due at @now: a delayed run,
+-- or one waiting out a retry backoff. It changes nothing for any other run,
+-- or one due already.
+UPDATE runs SET run_at = @now, updated_at = @now
+WHERE id = @id AND status = 'pending' AND lease_owner IS NULL AND run_at > @now;

@@ -27,6 +27,14 @@ INSERT INTO steps (run_id, name, occurrence, status, attempts, input, position, 
 VALUES (@run_id, @name, @occurrence, 'waiting', 0, @input, @position, @now)
 ON CONFLICT (run_id, name, occurrence) DO NOTHING;
 
+-- name: StepSnooze :execrows
+-- StepSnooze records an attempt that snoozed the step: it is retried later
+-- and the attempt does not count (attempts goes back to what it was before
+-- StepBegin).
+UPDATE steps
+SET status = 'retrying', attempts = attempts - 1, error = @error, finished_at = @now
+WHERE run_id = @run_id AND name = @name AND occurrence = @occurrence AND status = 'running';
+
 -- name: StepFail :execrows
 -- StepFail records a failed attempt: @status is 'retrying' when another
 -- attempt follows and 'failed' when the step failed for good.

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -58,10 +59,10 @@ func (r reader) QueueDurations(ctx context.Context, queue string, since int64, l
 	return d, nil
 }
 
-func (r reader) RunGetUnfinishedByKey(ctx context.Context, workflow, key string) (store.Run, error) {
-	row, err := r.q.RunGetUnfinishedByKey(ctx, sqlitedb.RunGetUnfinishedByKeyParams{Workflow: workflow, UniqueKey: &key})
+func (r reader) RunGetKeyHolder(ctx context.Context, workflow, key string) (store.Run, error) {
+	row, err := r.q.RunGetKeyHolder(ctx, sqlitedb.RunGetKeyHolderParams{Workflow: workflow, UniqueKey: &key})
 	if err != nil {
-		return store.Run{}, fmt.Errorf("get unfinished run of %s with unique key %q: %w", workflow, key, interpretError(err))
+		return store.Run{}, fmt.Errorf("get the run of %s holding unique key %q: %w", workflow, key, interpretError(err))
 	}
 	return runFromRow(row), nil
 }
@@ -137,8 +138,15 @@ func (t *tx) QueueSetPaused(ctx context.Context, name string, paused bool, now i
 }
 
 func (t *tx) UniqueHoldTake(ctx context.Context, p store.UniqueHoldParams) (bool, error) {
+	states, err := statesMask(p.States, allMask)
+	if err != nil {
+		return false, fmt.Errorf("hold unique key %q of %s for run %s: %w", p.Key, p.Workflow, p.RunID, err)
+	}
+	if err := t.q.UniqueHoldDrop(ctx, sqlitedb.UniqueHoldDropParams{Workflow: p.Workflow, Key: p.Key, Now: p.Now}); err != nil {
+		return false, fmt.Errorf("hold unique key %q of %s for run %s: %w", p.Key, p.Workflow, p.RunID, interpretError(err))
+	}
 	n, err := t.q.UniqueHoldTake(ctx, sqlitedb.UniqueHoldTakeParams{
-		Workflow: p.Workflow, Key: p.Key, RunID: p.RunID, HeldUntil: p.HeldUntil, Now: p.Now,
+		Workflow: p.Workflow, Key: p.Key, RunID: p.RunID, HeldUntil: p.HeldUntil, States: states, Now: p.Now,
 	})
 	if err != nil {
 		return false, fmt.Errorf("hold unique key %q of %s for run %s: %w", p.Key, p.Workflow, p.RunID, interpretError(err))
@@ -146,21 +154,35 @@ func (t *tx) UniqueHoldTake(ctx context.Context, p store.UniqueHoldParams) (bool
 	return n == 1, nil
 }
 
+// RunRequeue links the dead letter to the new run before inserting it, so
+// that the dead letter no longer holds its unique key (runs_unique skips
+// requeued runs) when the copy, which takes the key over, is inserted; an
+// insert that does nothing undoes the link.
 func (t *tx) RunRequeue(ctx context.Context, p store.RunRequeueParams) (bool, error) {
-	n, err := t.q.RunRequeueInsert(ctx, sqlitedb.RunRequeueInsertParams{ID: p.ID, Now: p.Now, FromID: p.FromID})
+	from, err := t.q.RunGet(ctx, p.FromID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, interpretError(err))
+	}
+	n, err := t.q.RunMarkRequeued(ctx, sqlitedb.RunMarkRequeuedParams{RequeuedAs: &p.ID, Now: p.Now, ID: p.FromID})
 	if err != nil {
 		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, interpretError(err))
 	}
 	if n == 0 {
-		return false, nil
+		return false, nil // not a dead letter
 	}
-	n, err = t.q.RunMarkRequeued(ctx, sqlitedb.RunMarkRequeuedParams{RequeuedAs: &p.ID, Now: p.Now, ID: p.FromID})
+	n, err = t.q.RunRequeueInsert(ctx, sqlitedb.RunRequeueInsertParams{ID: p.ID, Now: p.Now, FromID: p.FromID})
 	if err != nil {
 		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, interpretError(err))
 	}
-	if n != 1 {
-		// The insert just read the same row in the same transaction.
-		return false, errors.New("requeue run " + p.FromID + ": dead letter changed under the insert")
+	if n == 0 {
+		err := t.q.RunUnmarkRequeued(ctx, sqlitedb.RunUnmarkRequeuedParams{UpdatedAt: from.UpdatedAt, ID: p.FromID, RequeuedAs: &p.ID})
+		if err != nil {
+			return false, fmt.Errorf("requeue run %s as %s: undo the link: %w", p.FromID, p.ID, interpretError(err))
+		}
+		return false, nil
 	}
 	if err := t.q.UniqueHoldMove(ctx, sqlitedb.UniqueHoldMoveParams{ToRunID: p.ID, FromRunID: p.FromID}); err != nil {
 		return false, fmt.Errorf("requeue run %s as %s: move unique holds: %w", p.FromID, p.ID, interpretError(err))

@@ -155,10 +155,18 @@ type tx struct {
 func (t *tx) SQL() *sql.Tx { return t.sqlTx }
 
 func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, error) {
+	states, err := statesMask(p.UniqueStates, unfinishedMask)
+	if err != nil {
+		return false, fmt.Errorf("insert run %s: %w", p.ID, err)
+	}
+	if states&unfinishedMask != unfinishedMask {
+		// A run that could enter a holding state could break runs_unique.
+		return false, fmt.Errorf("insert run %s: unique states %v lack an unfinished state", p.ID, p.UniqueStates)
+	}
 	n, err := t.q.RunInsert(ctx, sqlitedb.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow.Name, Version: int64(p.Workflow.Version), Queue: p.Queue,
 		Priority: int64(p.Priority), Input: p.Input, RunAt: p.RunAt, Deadline: optional(p.Deadline),
-		ParentID: optionalString(p.ParentID), UniqueKey: optionalString(p.UniqueKey), CreatedAt: p.Now,
+		ParentID: optionalString(p.ParentID), UniqueKey: optionalString(p.UniqueKey), UniqueStates: states, CreatedAt: p.Now,
 	})
 	if err != nil {
 		return false, fmt.Errorf("insert run %s: %w", p.ID, interpretError(err))

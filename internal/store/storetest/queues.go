@@ -153,7 +153,7 @@ func testUniqueKeyUnfinished(t *testing.T, s store.Store) {
 		if insertReports(t, s, keyed("dup-"+string(st), key)) {
 			t.Errorf("run inserted while a %s run holds its key", st)
 		}
-		got, err := s.Reader().RunGetUnfinishedByKey(ctx, order1.Name, key)
+		got, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key)
 		if err != nil || got.ID != holder.ID {
 			t.Errorf("holder of %s: %q, %v; want %s", key, got.ID, err, holder.ID)
 		}
@@ -162,7 +162,7 @@ func testUniqueKeyUnfinished(t *testing.T, s store.Store) {
 	for _, st := range []store.RunStatus{store.RunCompleted, store.RunFailed, store.RunCancelled} {
 		key := "k-" + string(st)
 		insertWithStatus(t, s, keyed("was-"+string(st), key), st)
-		if _, err := s.Reader().RunGetUnfinishedByKey(ctx, order1.Name, key); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("holder of a key whose run is %s: error %v, want ErrNotFound", st, err)
 		}
 		if !insertReports(t, s, keyed("after-"+string(st), key)) {
