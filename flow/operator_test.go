@@ -158,9 +158,9 @@ func TestRunNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the run started", func() bool {
+	eventually(t, "the handler runs", func() bool {
 		info, err := e.Inspect(ctx, blocked.ID())
-		return err == nil && info.Status == flow.StatusRunning
+		return err == nil && info.Status == flow.StatusRunning && slices.Contains(eventKinds(t, e, blocked.ID()), flow.EventStepStarted)
 	})
 	before := eventKinds(t, e, blocked.ID())
 	err = e.RunNow(ctx, blocked.ID())

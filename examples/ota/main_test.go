@@ -252,7 +252,7 @@ func TestRolloutCancelled(t *testing.T) {
 		`(?m)^  \+1h17m  compensation: wave canary reverted \(4 devices back on 2\.3\.9\)$`,
 		`(?m)^  \+1h17m  rollout cancelled$`,
 		`(?m)^History of dev-\d+, cancelled while its batch waited for the reboot`,
-		`(?m)^  \+1h17m  cancel_requested +parent rollout-2\.4\.0 is unwinding$`,
+		`(?m)^  \+1h17m  cancel_requested +parent rollout-2\.4\.0 was cancelled; compensations run when an engine claims it$`,
 		`(?m)^  \+1h17m  compensation_completed +reboot +1$`,
 		`(?m)^Consistency: OK`,
 	} {
