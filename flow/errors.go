@@ -41,6 +41,10 @@ var (
 	ErrNotDatabase = store.ErrNotDatabase
 	// ErrReadOnly is returned by Open for a database it cannot write.
 	ErrReadOnly = store.ErrReadOnly
+	// ErrDiskFull matches a write the database refused because it, or the
+	// disk under it, is full. The engine retries such writes, then gives up
+	// with a *WriteError that matches it; nothing recorded is lost.
+	ErrDiskFull = store.ErrFull
 	// ErrClosed is returned by the calls of an engine whose database Close
 	// closed, e.g. Run.Result waiting while the engine closes.
 	ErrClosed = store.ErrClosed
@@ -66,6 +70,11 @@ type (
 	// CancelledError is Result's error for a cancelled run; it matches
 	// ErrCancelled. See [flowtype.CancelledError] for its fields.
 	CancelledError = flowtype.CancelledError
+	// WriteError is Result's error, on the engine that executed the run,
+	// when the run's state could not be written however often it was
+	// retried; the run resumes later from its last checkpoint. See
+	// [flowtype.WriteError] for its fields.
+	WriteError = flowtype.WriteError
 	// PermanentError marks an error that is not retried; see Permanent and
 	// [flowtype.PermanentError].
 	PermanentError = flowtype.PermanentError

@@ -108,6 +108,11 @@ func (e *Engine) claimed(queue string, runs []store.Run) {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.RunAt, b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
 	e.metrics.observeClaims(queue, runs, e.nowMs())
+	e.mu.Lock()
+	for _, r := range runs {
+		e.held[r.ID] = r.Lease()
+	}
+	e.mu.Unlock()
 }
 
 // trySlot takes a free execution slot of queue, for a run claimed outside
@@ -136,6 +141,9 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 		})
 		e.mu.Unlock()
 		return
+	}
+	if e.held[run.ID] == run.Lease() {
+		delete(e.held, run.ID) // given back below, not executed
 	}
 	e.mu.Unlock()
 	slots.Release(1)
@@ -173,29 +181,29 @@ func (e *Engine) runRescuer(ctx context.Context) {
 // re-queued. The update re-checks status and expiry, so a run completed by
 // its worker in the meantime is never touched.
 //
-// The runs this engine is executing are alive whatever their lease says: a
-// lease can lapse here only because writes stalled (the heartbeat waited
-// for the database like everything else). The same transaction renews
-// their leases first, so an engine never takes its own live runs away and
-// runs their bodies twice.
+// The runs this engine claimed and still executes (or is about to) are
+// alive whatever their lease says: a lease can lapse here only because
+// writes or goroutines stalled (the heartbeat waited like everything else).
+// The same transaction renews their leases first, so an engine never takes
+// its own live runs away and runs their bodies twice.
 func (e *Engine) Rescue(ctx context.Context) (int, error) {
 	const batch = 100
 	total := 0
 	for {
 		var rescued []store.RescuedRun
-		var cancelled []*execution
+		var cancelled []string
 		err := e.store.Write(ctx, func(tx store.Tx) error {
 			now := e.nowMs()
 			cancelled = cancelled[:0]
-			for _, x := range e.executions() {
-				cancel, err := tx.RunHeartbeat(ctx, x.lease, now+e.cfg.LeaseTimeout.Milliseconds(), now)
+			for _, l := range e.heldLeases() {
+				cancel, err := tx.RunHeartbeat(ctx, l, now+e.cfg.LeaseTimeout.Milliseconds(), now)
 				switch {
 				case errors.Is(err, store.ErrLeaseLost):
 					// Another worker took it over; its writes here will fail.
 				case err != nil:
 					return err
 				case cancel:
-					cancelled = append(cancelled, x)
+					cancelled = append(cancelled, l.RunID)
 				}
 			}
 			var err error
@@ -213,9 +221,7 @@ func (e *Engine) Rescue(ctx context.Context) (int, error) {
 			}
 			return nil
 		})
-		for _, x := range cancelled {
-			x.cancelRun(ErrCancelled)
-		}
+		e.cancelActive(cancelled)
 		total += len(rescued)
 		if err != nil || len(rescued) < batch {
 			return total, err

@@ -184,6 +184,9 @@ func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
 		if run.Status.Finished() || run.Status == store.RunSuspended {
 			return run, nil
 		}
+		if err := e.unwrittenError(run); err != nil {
+			return run, err
+		}
 		timer := time.NewTimer(e.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
