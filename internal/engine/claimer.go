@@ -71,6 +71,7 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 		return err
 	})
 	if err != nil {
+		e.drop(runs)
 		return nil, err
 	}
 	e.claimed(queue, runs)
@@ -88,6 +89,7 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 	if err != nil {
 		return nil, err
 	}
+	e.hold(runs)
 	for _, r := range runs {
 		err := tx.EventAppend(ctx, store.Event{
 			RunID: r.ID, At: now, Kind: EventRunClaimed,
@@ -108,9 +110,26 @@ func (e *Engine) claimed(queue string, runs []store.Run) {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.RunAt, b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
 	e.metrics.observeClaims(queue, runs, e.nowMs())
+}
+
+// hold registers the leases of runs claimed in a transaction not yet
+// committed, so that a rescue committed right after it renews them even if
+// this goroutine is slow to start their executions; drop undoes it when the
+// transaction failed.
+func (e *Engine) hold(runs []store.Run) {
 	e.mu.Lock()
 	for _, r := range runs {
 		e.held[r.ID] = r.Lease()
+	}
+	e.mu.Unlock()
+}
+
+func (e *Engine) drop(runs []store.Run) {
+	e.mu.Lock()
+	for _, r := range runs {
+		if e.held[r.ID] == r.Lease() {
+			delete(e.held, r.ID)
+		}
 	}
 	e.mu.Unlock()
 }

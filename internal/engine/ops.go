@@ -64,6 +64,7 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 		slots.Release(1)
 	}
 	if err != nil {
+		e.drop(claimed)
 		return Started{}, err
 	}
 	if len(claimed) == 1 {
