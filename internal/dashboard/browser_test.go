@@ -160,8 +160,10 @@ func TestBrowser(t *testing.T) {
 	if n := eval(`document.querySelectorAll("#history tbody tr").length`); n < 8 {
 		t.Errorf("history: %d events", n)
 	}
-	if n := eval(`document.querySelectorAll(".actions a").length`); n != 1 {
-		t.Errorf("a failed run offers %d actions, want 1 (retry)", n)
+	actions, err := chromedp.Run(bctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll(".actions a")).map(a => a.getAttribute("href").split("/").pop()).join(",")`))
+	must("actions of a failed run", err)
+	if got := actions; got != "retry,delete" {
+		t.Errorf("a failed run offers actions %v, want retry and delete", got)
 	}
 	shot("run")
 
