@@ -53,6 +53,19 @@
 // engine, then start runs with Start (or StartTx inside your own
 // transaction) and wait with Run.Result. Stop drains gracefully.
 //
+// # Bad input
+//
+// What comes from outside is checked before anything is recorded, so that
+// a bad value gets a clear error instead of a run that cannot go on. Names
+// of workflows, jobs, steps, queues, signals and schedules follow the rules
+// of MaxNameBytes (a *NameError quotes the name and the rule it breaks).
+// Stored values are bounded by Config.MaxPayloadBytes (ErrPayloadTooLarge
+// names the value, its size and the limit), because SQLite's single writer
+// stalls every run while it writes a huge one. A signal whose payload does
+// not decode into the type Receive expects is rejected and recorded
+// (EventSignalRejected) while the run keeps waiting: the sender cannot know
+// that type, and a payload recorded as received would fail every replay.
+//
 // # Types
 //
 // The plain types of the API (the error types, RetryPolicy, RunStatus,

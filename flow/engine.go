@@ -123,6 +123,17 @@ type Config struct {
 	// ReportRetention is how long the reports of engines that stopped
 	// writing them are kept. Default 7 days; negative: forever.
 	ReportRetention time.Duration
+	// MaxPayloadBytes caps the JSON encoding of every value the engine
+	// stores: run inputs (Start, StartTx, Enqueue, EnqueueTx, StartChild,
+	// Schedule), signal payloads, step outputs and workflow outputs. A
+	// value over it is refused with an error matching ErrPayloadTooLarge
+	// that names the value, its size and the limit. SQLite has one writer:
+	// a single write of a hundred megabytes holds every other run for
+	// seconds, and each replay reads it again, so large data belongs in
+	// your own tables or files, with its key in the run. Default
+	// DefaultMaxPayloadBytes (4 MiB); negative: no limit. Each process
+	// applies its own limit to what it writes.
+	MaxPayloadBytes int64
 }
 
 // Engine runs workflows stored in one database.
@@ -196,6 +207,7 @@ func newEngine(s store.Store, cfg *Config) (*Engine, error) {
 		WALLimit:           cfg.WALLimit,
 		ReportInterval:     cfg.ReportInterval,
 		ReportRetention:    cfg.ReportRetention,
+		MaxPayloadBytes:    cfg.MaxPayloadBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
@@ -214,6 +226,9 @@ func Register[In, Out any](e *Engine, wf Workflow[In, Out]) {
 
 // RegisterSafely is Register returning an error instead of panicking.
 func RegisterSafely[In, Out any](e *Engine, wf Workflow[In, Out]) error {
+	if err := engine.CheckName("workflow", wf.Name); err != nil {
+		return fmt.Errorf("register workflow: %w", err)
+	}
 	if wf.Run == nil {
 		return fmt.Errorf("register workflow %q: Run is nil", wf.Name)
 	}

@@ -48,7 +48,31 @@ var (
 	// ErrClosed is returned by the calls of an engine whose database Close
 	// closed, e.g. Run.Result waiting while the engine closes.
 	ErrClosed = store.ErrClosed
+	// ErrPayloadTooLarge is returned by Start, StartTx, Enqueue, EnqueueTx,
+	// Signal and Schedule for a value whose JSON encoding is over
+	// Config.MaxPayloadBytes, with nothing recorded; a step whose output
+	// is over it fails for good with a StepError matching it, and a
+	// workflow whose output is over it fails (and is compensated).
+	ErrPayloadTooLarge = flowtype.ErrPayloadTooLarge
+	// ErrInvalidName matches the *NameError returned for a workflow, job,
+	// step, queue, signal or schedule name that breaks the naming rules
+	// (see MaxNameBytes).
+	ErrInvalidName = flowtype.ErrInvalidName
 )
+
+// MaxNameBytes is the longest name of a workflow, job, step, queue, signal
+// or schedule, in bytes. A name must also be valid UTF-8, not empty or only
+// white space, and free of control characters (newline, tab, NUL…): names
+// are stored in every row that refers to them and printed one per line by
+// flowlite. Names are checked where they enter: Register and RegisterJob
+// (workflow and job names, Job.Queue), Config.Queues at Open and New, the
+// options of Start, Enqueue and StartChild (queues), Signal and Receive
+// (signal names), Schedule, and Do (step names, at each call: steps are
+// not registered). A refused name changes nothing recorded.
+const MaxNameBytes = flowtype.MaxNameBytes
+
+// DefaultMaxPayloadBytes is the default of Config.MaxPayloadBytes: 4 MiB.
+const DefaultMaxPayloadBytes = engine.DefaultMaxPayloadBytes
 
 // Error types. Each unwraps to its cause where it has one. They are
 // defined in package flowtype, where go doc shows their fields.
@@ -78,6 +102,10 @@ type (
 	// PermanentError marks an error that is not retried; see Permanent and
 	// [flowtype.PermanentError].
 	PermanentError = flowtype.PermanentError
+	// NameError reports a name that breaks the naming rules (see
+	// MaxNameBytes); it matches ErrInvalidName. See [flowtype.NameError]
+	// for its fields.
+	NameError = flowtype.NameError
 )
 
 // Permanent marks err as not worth retrying: the step (or compensation)

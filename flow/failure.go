@@ -21,6 +21,9 @@ type NonDeterminismError = flowtype.NonDeterminismError
 const (
 	CodeRunExists = flowtype.CodeRunExists
 	CodeTimeout   = flowtype.CodeTimeout
+	// CodePayloadTooLarge: a step's output was over Config.MaxPayloadBytes;
+	// the error matches ErrPayloadTooLarge.
+	CodePayloadTooLarge = flowtype.CodePayloadTooLarge
 )
 
 // NewError returns an *Error with code and message, and details (when not

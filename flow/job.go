@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -59,9 +58,15 @@ type Job[Args any] struct {
 const jobVersion = 1
 
 func (j Job[Args]) validate() error {
+	if err := engine.CheckName("job", j.Name); err != nil {
+		return fmt.Errorf("job: %w", err)
+	}
+	if j.Queue != "" {
+		if err := engine.CheckName("queue", j.Queue); err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
+	}
 	switch {
-	case j.Name == "":
-		return errors.New("job: name is empty")
 	case j.Handler == nil:
 		return fmt.Errorf("job %s: Handler is nil", j.Name)
 	case j.MaxAttempts < 0:

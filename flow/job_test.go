@@ -252,7 +252,7 @@ func TestEnqueueRejectsBadInput(t *testing.T) {
 		opts *flow.EnqueueOptions
 		want string
 	}{
-		{"no name", flow.Job[email]{Handler: job.Handler}, nil, "name is empty"},
+		{"no name", flow.Job[email]{Handler: job.Handler}, nil, `invalid job name "": is empty`},
 		{"no handler", flow.Job[email]{Name: "send-email"}, nil, "Handler is nil"},
 		{"negative attempts", flow.Job[email]{Name: "send-email", Handler: job.Handler, MaxAttempts: -1}, nil, "MaxAttempts"},
 		{"period without key", job, &flow.EnqueueOptions{UniquePeriod: time.Hour}, "UniquePeriod needs"},

@@ -116,8 +116,16 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 	case opts.Delay > 0 && !opts.RunAt.IsZero():
 		return engine.StartParams{}, fmt.Errorf("start %s: set Delay or RunAt, not both", key)
 	}
+	if opts.Queue != "" {
+		if err := engine.CheckName("queue", opts.Queue); err != nil {
+			return engine.StartParams{}, fmt.Errorf("start %s: %w", key, err)
+		}
+	}
 	input, err := codec.Encode(in)
 	if err != nil {
+		return engine.StartParams{}, fmt.Errorf("start %s: %w", key, err)
+	}
+	if err := e.core.CheckPayload("input", input); err != nil {
 		return engine.StartParams{}, fmt.Errorf("start %s: %w", key, err)
 	}
 	// Start, StartTx, Enqueue and EnqueueTx all pass here: a run in a queue

@@ -107,6 +107,7 @@ func Schedule[In, Out any](ctx context.Context, e *Engine, name, spec string, wf
 	if err != nil {
 		return fmt.Errorf("schedule %s: %w", name, err)
 	}
+	// SaveSchedule checks the names, the queue and the input's size.
 	return e.core.SaveSchedule(ctx, engine.ScheduleParams{
 		Name: name, Workflow: workflowKey(wf.Name, wf.version()), Queue: opts.Queue, Priority: opts.Priority,
 		Input: input, Spec: spec, CatchUp: opts.CatchUp,

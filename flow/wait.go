@@ -38,19 +38,61 @@ func SleepUntil(wc Context, t time.Time) error {
 // first, Receive returns ErrTimedOut. A signal sent before the run waits is
 // kept until received; signals of one name are received in the order they
 // were sent, each once. The run holds no worker slot while it waits.
+//
+// A signal whose payload does not decode into T (see the decoding rules of
+// stored values: unknown fields of a struct are refused) is rejected, not
+// received: it is marked so in the database, the run's history gets an
+// EventSignalRejected entry naming it and the decoding error, and the run
+// goes on waiting for the next signal of that name (within the same
+// timeout). A sender cannot be told, as it may be another process that
+// does not know T; Signal's sent only says the signal was stored. A run
+// that recorded such a payload as received before flowlite rejected them
+// (it was suspended with a DecodeError on every resume) is mended when it
+// is resumed: that receive is reopened and its signal rejected.
+//
+// An invalid name (see MaxNameBytes) fails the call with a *NameError and
+// records nothing; the run is not suspended.
 func Receive[T any](wc Context, name string, timeout time.Duration) (T, error) {
 	var zero T
+	if err := engine.CheckName("signal", name); err != nil {
+		return zero, fmt.Errorf("receive: %w", err)
+	}
 	rc := wc.runContext()
-	r, err := rc.Receive(name, timeout)
+	// The engine calls accept on each candidate payload inside the wait's
+	// transaction (and on a recorded one when it replays), so the value it
+	// decoded last is the one received.
+	var v T
+	decoded := false
+	accept := func(payload []byte) error {
+		got, err := decodeSignal[T](payload)
+		if err == nil {
+			v, decoded = got, true
+		}
+		return err
+	}
+	r, err := rc.Receive(name, timeout, accept)
 	if err != nil {
 		return zero, err
 	}
 	if r.TimedOut {
 		return zero, fmt.Errorf("signal %s: %w after %s", name, ErrTimedOut, timeout)
 	}
-	v, err := codec.Decode[T](r.Payload)
+	if decoded {
+		return v, nil
+	}
+	// Only an unwind replays a receive without vetting it.
+	v, err = decodeSignal[T](r.Payload)
 	if err != nil {
 		return zero, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "signal " + name, What: "payload", Type: codec.TypeName[T](), Err: err})
+	}
+	return v, nil
+}
+
+// decodeSignal decodes a signal's payload into a T, as Receive does.
+func decodeSignal[T any](payload []byte) (T, error) {
+	v, err := codec.Decode[T](payload)
+	if err != nil {
+		return v, fmt.Errorf("decode into %s: %w", codec.TypeName[T](), err)
 	}
 	return v, nil
 }
@@ -66,7 +108,15 @@ type SignalOptions struct {
 // reports whether it was stored: false, with nothing changed, when a signal
 // with the same opts.Key was sent to the run before (the earlier one
 // stands). It is an error to signal an unknown run (ErrRunNotFound) or a
-// finished one (ErrRunFinished).
+// finished one (ErrRunFinished), to use an invalid name (ErrInvalidName,
+// see MaxNameBytes) or to send a payload whose JSON encoding is over
+// Config.MaxPayloadBytes (ErrPayloadTooLarge); nothing is stored then.
+//
+// The payload is not checked against the type the run will receive it as,
+// which the sender does not know in general (it may be another process or
+// the flowlite CLI): a payload that does not decode into Receive's T is
+// rejected when the run receives it (see Receive), and the run keeps
+// waiting. Send the type the workflow's Receive names.
 func Signal[T any](ctx context.Context, e *Engine, runID, name string, payload T, opts *SignalOptions) (sent bool, err error) {
 	b, err := codec.Encode(payload)
 	if err != nil {
@@ -83,6 +133,9 @@ func Signal[T any](ctx context.Context, e *Engine, runID, name string, payload T
 // recorded step keyed by its idempotency key, so a replay never sends it
 // twice.
 func SignalRun[T any](wc Context, runID, name string, payload T) error {
+	if err := engine.CheckName("signal", name); err != nil {
+		return fmt.Errorf("signal run %s: %w", runID, err)
+	}
 	rc := wc.runContext()
 	e := rc.Engine()
 	step := Step[T, struct{}]{
@@ -157,9 +210,19 @@ func StartChild[In, Out any](wc Context, wf Workflow[In, Out], in In, opts *Chil
 		opts = &ChildOptions{}
 	}
 	rc := wc.runContext()
+	// Invalid options fail the call, recording nothing: the same input
+	// fails the same way on every replay.
+	if opts.Queue != "" {
+		if err := engine.CheckName("queue", opts.Queue); err != nil {
+			return nil, fmt.Errorf("start child %s: %w", wf.Name, err)
+		}
+	}
 	input, err := codec.Encode(in)
 	if err != nil {
 		return nil, rc.Abort(&engine.DefinitionError{RunID: rc.RunID(), Problem: fmt.Sprintf("child %s: %v", wf.Name, err)})
+	}
+	if err := rc.Engine().CheckPayload("input", input); err != nil {
+		return nil, fmt.Errorf("start child %s: %w", wf.Name, err)
 	}
 	id, err := rc.StartChild(engine.StartParams{
 		ID: opts.RunID, Workflow: workflowKey(wf.Name, wf.version()), Queue: opts.Queue,

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/codec"
@@ -78,8 +79,17 @@ func (w Workflow[In, Out]) definition() engine.Workflow {
 // handle; any other error means the run cannot go on in this execution
 // (cancelled, lease lost, waiting for a retry, a stored value that does not
 // decode): the body should return it.
+//
+// A step name that breaks the naming rules (see MaxNameBytes) fails the
+// call with a *NameError before anything is recorded; steps are not
+// registered, so this is the first place to check it. The body may return
+// that error (the run then fails and is compensated) or handle it; the run
+// is not suspended, since no deploy can fix a name the code passes.
 func Do[In, Out any](wc Context, s Step[In, Out], in In) (Out, error) {
 	var zero Out
+	if err := engine.CheckName("step", s.Name); err != nil {
+		return zero, fmt.Errorf("run %s: do: %w", wc.RunID(), err)
+	}
 	rc := wc.runContext()
 	def, err := s.definition(rc.RunID(), in, rc.DefaultRetry())
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -66,12 +67,15 @@ var errWhen = errors.New("want a duration before now (90s, 15m, 2h, 3d, 1w) or a
 func parseAgo(s string) (time.Duration, bool) {
 	if n, unit := strings.TrimRight(s, "dw"), s[len(strings.TrimRight(s, "dw")):]; len(unit) == 1 && n != "" {
 		v, err := strconv.ParseFloat(n, 64)
-		if err != nil || v < 0 {
-			return 0, false
-		}
 		day := 24 * time.Hour
 		if unit == "w" {
 			day *= 7
+		}
+		// NaN, infinities and spans past time.Duration's ~292 years would
+		// convert to arbitrary durations, even negative ones (a time after
+		// now): refuse them.
+		if err != nil || !(v >= 0) || v*float64(day) >= math.MaxInt64 {
+			return 0, false
 		}
 		return time.Duration(v * float64(day)), true
 	}

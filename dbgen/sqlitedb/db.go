@@ -192,6 +192,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.signalNextStmt, err = db.PrepareContext(ctx, signalNext); err != nil {
 		return nil, fmt.Errorf("error preparing query SignalNext: %w", err)
 	}
+	if q.signalRejectStmt, err = db.PrepareContext(ctx, signalReject); err != nil {
+		return nil, fmt.Errorf("error preparing query SignalReject: %w", err)
+	}
 	if q.signalSendStmt, err = db.PrepareContext(ctx, signalSend); err != nil {
 		return nil, fmt.Errorf("error preparing query SignalSend: %w", err)
 	}
@@ -221,6 +224,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.stepListStmt, err = db.PrepareContext(ctx, stepList); err != nil {
 		return nil, fmt.Errorf("error preparing query StepList: %w", err)
+	}
+	if q.stepReopenStmt, err = db.PrepareContext(ctx, stepReopen); err != nil {
+		return nil, fmt.Errorf("error preparing query StepReopen: %w", err)
 	}
 	if q.stepSnoozeStmt, err = db.PrepareContext(ctx, stepSnooze); err != nil {
 		return nil, fmt.Errorf("error preparing query StepSnooze: %w", err)
@@ -531,6 +537,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing signalNextStmt: %w", cerr)
 		}
 	}
+	if q.signalRejectStmt != nil {
+		if cerr := q.signalRejectStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing signalRejectStmt: %w", cerr)
+		}
+	}
 	if q.signalSendStmt != nil {
 		if cerr := q.signalSendStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing signalSendStmt: %w", cerr)
@@ -579,6 +590,11 @@ func (q *Queries) Close() error {
 	if q.stepListStmt != nil {
 		if cerr := q.stepListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepListStmt: %w", cerr)
+		}
+	}
+	if q.stepReopenStmt != nil {
+		if cerr := q.stepReopenStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepReopenStmt: %w", cerr)
 		}
 	}
 	if q.stepSnoozeStmt != nil {
@@ -716,6 +732,7 @@ type Queries struct {
 	signalConsumeStmt               *sql.Stmt
 	signalListStmt                  *sql.Stmt
 	signalNextStmt                  *sql.Stmt
+	signalRejectStmt                *sql.Stmt
 	signalSendStmt                  *sql.Stmt
 	stepBeginStmt                   *sql.Stmt
 	stepCompensationArmStmt         *sql.Stmt
@@ -726,6 +743,7 @@ type Queries struct {
 	stepCompleteStmt                *sql.Stmt
 	stepFailStmt                    *sql.Stmt
 	stepListStmt                    *sql.Stmt
+	stepReopenStmt                  *sql.Stmt
 	stepSnoozeStmt                  *sql.Stmt
 	stepWaitStmt                    *sql.Stmt
 	uniqueHoldDropStmt              *sql.Stmt
@@ -796,6 +814,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		signalConsumeStmt:               q.signalConsumeStmt,
 		signalListStmt:                  q.signalListStmt,
 		signalNextStmt:                  q.signalNextStmt,
+		signalRejectStmt:                q.signalRejectStmt,
 		signalSendStmt:                  q.signalSendStmt,
 		stepBeginStmt:                   q.stepBeginStmt,
 		stepCompensationArmStmt:         q.stepCompensationArmStmt,
@@ -806,6 +825,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		stepCompleteStmt:                q.stepCompleteStmt,
 		stepFailStmt:                    q.stepFailStmt,
 		stepListStmt:                    q.stepListStmt,
+		stepReopenStmt:                  q.stepReopenStmt,
 		stepSnoozeStmt:                  q.stepSnoozeStmt,
 		stepWaitStmt:                    q.stepWaitStmt,
 		uniqueHoldDropStmt:              q.uniqueHoldDropStmt,

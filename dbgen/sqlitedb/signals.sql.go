@@ -89,6 +89,44 @@ func (q *Queries) SignalNext(ctx context.Context, arg SignalNextParams) (Signal,
 	return i, err
 }
 
+const signalReject = `-- name: SignalReject :many
+UPDATE signals SET consumed_by = ?1
+WHERE run_id = ?2 AND consumed_by = ?3
+RETURNING id
+`
+
+type SignalRejectParams struct {
+	RejectedBy *string
+	RunID      string
+	ConsumedBy *string
+}
+
+// SignalReject marks the signal a wait received as rejected instead: its
+// payload does not decode into the type the run expects. It returns the
+// IDs of the signals it marked.
+func (q *Queries) SignalReject(ctx context.Context, arg SignalRejectParams) ([]int64, error) {
+	rows, err := q.query(ctx, q.signalRejectStmt, signalReject, arg.RejectedBy, arg.RunID, arg.ConsumedBy)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const signalSend = `-- name: SignalSend :execrows
 INSERT INTO signals (run_id, name, payload, key, sent_at)
 VALUES (?1, ?2, ?3, ?4, ?5)

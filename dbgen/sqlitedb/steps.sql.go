@@ -261,6 +261,29 @@ func (q *Queries) StepList(ctx context.Context, runID string) ([]Step, error) {
 	return items, nil
 }
 
+const stepReopen = `-- name: StepReopen :execrows
+UPDATE steps
+SET status = 'waiting', output = NULL, completed_seq = NULL, finished_at = NULL
+WHERE run_id = ?1 AND name = ?2 AND occurrence = ?3 AND status = 'completed'
+`
+
+type StepReopenParams struct {
+	RunID      string
+	Name       string
+	Occurrence int64
+}
+
+// StepReopen turns a completed wait back into an open one, when its
+// recorded outcome was set aside (a received signal whose payload the run
+// cannot decode).
+func (q *Queries) StepReopen(ctx context.Context, arg StepReopenParams) (int64, error) {
+	result, err := q.exec(ctx, q.stepReopenStmt, stepReopen, arg.RunID, arg.Name, arg.Occurrence)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const stepSnooze = `-- name: StepSnooze :execrows
 UPDATE steps
 SET status = 'retrying', attempts = attempts - 1, error = ?1, finished_at = ?2

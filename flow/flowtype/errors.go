@@ -3,6 +3,7 @@ package flowtype
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Sentinel errors matched by the error types below, with errors.Is.
@@ -24,7 +25,60 @@ var (
 	// another workflow, and by a child start for any run (see the Error
 	// with Code CodeRunExists).
 	ErrRunExists = errors.New("run ID already used")
+	// ErrPayloadTooLarge is returned when a value to be stored (a run's
+	// input, a signal's payload, a step's or workflow's output) encodes to
+	// more bytes than the engine's limit (flow.Config.MaxPayloadBytes).
+	// Every SQLite write holds the database's single writer, so one huge
+	// value stalls every run; the error names the value, its size and the
+	// limit, and nothing is recorded. A step whose output is too large
+	// fails for good with an Error of Code CodePayloadTooLarge, which
+	// matches it.
+	ErrPayloadTooLarge = errors.New("payload too large")
+	// ErrInvalidName matches the NameError returned for a workflow, job,
+	// step, queue, signal or schedule name that breaks the naming rules
+	// (see MaxNameBytes).
+	ErrInvalidName = errors.New("invalid name")
 )
+
+// Limits on what users name.
+const (
+	// MaxNameBytes is the longest name, in bytes, of a workflow, job, step,
+	// queue, signal or schedule. Names are persisted in every row that refers to
+	// them and printed by the CLI and the dashboard, so a name must also be
+	// valid UTF-8, not empty or only white space, and free of control
+	// characters (newline, tab, NUL…).
+	MaxNameBytes = 200
+)
+
+// NameError reports a name that breaks the naming rules (see MaxNameBytes).
+// It matches ErrInvalidName. Nothing is recorded when a name is refused.
+type NameError struct {
+	// Kind says what the name names: "workflow", "job", "step", "queue",
+	// "signal" or "schedule".
+	Kind string
+	// Name is the offending name.
+	Name string
+	// Rule says which rule it breaks, e.g. "is empty".
+	Rule string
+}
+
+// Error names the kind, the quoted name and the rule it breaks.
+func (e *NameError) Error() string {
+	return fmt.Sprintf("invalid %s name %s: %s", e.Kind, quoteName(e.Name), e.Rule)
+}
+
+// Is reports whether target is ErrInvalidName.
+func (e *NameError) Is(target error) bool { return target == ErrInvalidName }
+
+// quoteName quotes a name for an error message, eliding the middle of a
+// very long one so that the message stays readable.
+func quoteName(name string) string {
+	const keep = 40
+	if len(name) <= 2*MaxNameBytes {
+		return strconv.Quote(name)
+	}
+	return strconv.Quote(name[:keep]) + "…" + strconv.Quote(name[len(name)-keep:])
+}
 
 // PermanentError marks an error that is not worth retrying: the step or
 // compensation that returned it fails at once, whatever its RetryPolicy

@@ -54,6 +54,11 @@ const (
 	EventSignalWaiting = "signal_waiting"
 	// EventSignalReceived: the run received a signal.
 	EventSignalReceived = "signal_received"
+	// EventSignalRejected: a signal the run waited for was set aside
+	// because its payload does not decode into the type flow.Receive
+	// expects; the run keeps waiting for the next signal of that name.
+	// Detail names the signal and why it was rejected.
+	EventSignalRejected = "signal_rejected"
 	// EventSignalTimedOut: a signal wait passed its timeout.
 	EventSignalTimedOut = "signal_timed_out"
 	// EventChildStarted: the run started a child run; Detail has its ID.

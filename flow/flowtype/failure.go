@@ -45,6 +45,9 @@ const (
 	// context.DeadlineExceeded, e.g. an attempt that ran out of its
 	// Timeout; it matches context.DeadlineExceeded.
 	CodeTimeout = "flowlite.timeout"
+	// CodePayloadTooLarge is the Code of the error of a step whose output
+	// was over the engine's payload limit; it matches ErrPayloadTooLarge.
+	CodePayloadTooLarge = "flowlite.payload_too_large"
 )
 
 // Error returns Message, or Code when Message is empty.
@@ -57,7 +60,7 @@ func (e *Error) Error() string {
 
 // Is reports whether target is an *Error with the same non-empty Code, or
 // the error that one of the engine's codes stands for (ErrRunExists,
-// context.DeadlineExceeded).
+// context.DeadlineExceeded, ErrPayloadTooLarge).
 func (e *Error) Is(target error) bool {
 	if t, ok := target.(*Error); ok {
 		return e.Code != "" && t.Code == e.Code
@@ -67,6 +70,8 @@ func (e *Error) Is(target error) bool {
 		return target == ErrRunExists
 	case CodeTimeout:
 		return target == context.DeadlineExceeded
+	case CodePayloadTooLarge:
+		return target == ErrPayloadTooLarge
 	}
 	return false
 }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 )
 
@@ -33,8 +34,10 @@ func Decode[T any](data []byte) (T, error) {
 	if err := dec.Decode(&v); err != nil {
 		return v, err
 	}
-	if dec.More() {
-		return v, fmt.Errorf("trailing data after JSON value")
+	// Anything but white space after the value is refused. (dec.More alone
+	// would miss a stray closing bracket, which ends no array or object.)
+	if _, err := dec.Token(); err != io.EOF {
+		return v, fmt.Errorf("trailing data after JSON value at byte %d", dec.InputOffset())
 	}
 	return v, nil
 }

@@ -79,6 +79,10 @@ type Config struct {
 	// ReportRetention is how long the cleaner keeps the reports of engines
 	// that stopped writing them. Default 7 days; negative: forever.
 	ReportRetention time.Duration
+	// MaxPayloadBytes caps the encoded size of every value the engine
+	// stores (run inputs, signal payloads, step and workflow outputs; see
+	// CheckPayload). Default DefaultMaxPayloadBytes; negative: no limit.
+	MaxPayloadBytes int64
 }
 
 func (c Config) withDefaults() Config {
@@ -112,6 +116,9 @@ func (c Config) withDefaults() Config {
 	if c.ClaimBatch <= 0 {
 		c.ClaimBatch = 32
 	}
+	if c.MaxPayloadBytes == 0 {
+		c.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
 	c.DefaultRetry = c.DefaultRetry.WithDefaults(DefaultRetryPolicy)
 	c = c.withMaintenanceDefaults()
 	if c.Logger == nil {
@@ -129,8 +136,8 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	for q, n := range c.Queues {
-		if q == "" {
-			return errors.New("config: queue name is empty")
+		if err := CheckName("queue", q); err != nil {
+			return fmt.Errorf("config: %w", err)
 		}
 		if n <= 0 {
 			return fmt.Errorf("config: queue %q: concurrency must be positive, got %d", q, n)
@@ -207,8 +214,8 @@ func (e *Engine) Config() Config { return e.cfg }
 // Register adds a workflow version. Registering the same version twice is
 // an error, because two bodies for one recorded history cannot both be right.
 func (e *Engine) Register(w Workflow) error {
-	if w.Key.Name == "" {
-		return errors.New("register workflow: name is empty")
+	if err := CheckName("workflow", w.Key.Name); err != nil {
+		return fmt.Errorf("register workflow: %w", err)
 	}
 	if w.Run == nil {
 		return fmt.Errorf("register workflow %s: Run is nil", w.Key)

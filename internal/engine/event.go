@@ -25,6 +25,7 @@ const (
 	EventSignalSent            = flowtype.EventSignalSent
 	EventSignalWaiting         = flowtype.EventSignalWaiting
 	EventSignalReceived        = flowtype.EventSignalReceived
+	EventSignalRejected        = flowtype.EventSignalRejected
 	EventSignalTimedOut        = flowtype.EventSignalTimedOut
 	EventChildStarted          = flowtype.EventChildStarted
 	EventChildWaiting          = flowtype.EventChildWaiting

@@ -331,6 +331,11 @@ func (x *execution) suspend(reason string) {
 // unwind when it fails or the run is cancelled.
 func (x *execution) forward(rc *RunContext) {
 	output, wfErr := rc.callWorkflow()
+	if wfErr == nil {
+		// The workflow failed to produce an output the engine may store: it
+		// fails (and is compensated) with an error saying so.
+		wfErr = x.e.CheckPayload("output of workflow "+x.def.Key.String(), output)
+	}
 	cause := rc.cause()
 	if cause == nil {
 		// The body returned: it must have made every call it recorded.

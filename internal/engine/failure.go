@@ -13,6 +13,8 @@ import (
 const (
 	CodeRunExists = flowtype.CodeRunExists
 	CodeTimeout   = flowtype.CodeTimeout
+
+	CodePayloadTooLarge = flowtype.CodePayloadTooLarge
 )
 
 // failureOf returns the recorded shape of err.

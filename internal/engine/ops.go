@@ -398,8 +398,11 @@ func (e *Engine) operate(ctx context.Context, id, verb string, fn func(store.Tx,
 // ignored, and Signal reports false. Signalling an unknown run is
 // store.ErrNotFound; a finished one, ErrRunFinished.
 func (e *Engine) Signal(ctx context.Context, runID, name string, payload []byte, key string) (bool, error) {
-	if name == "" {
-		return false, errors.New("signal: name is empty")
+	if err := CheckName("signal", name); err != nil {
+		return false, fmt.Errorf("signal to run %s: %w", runID, err)
+	}
+	if err := e.CheckPayload("payload", payload); err != nil {
+		return false, fmt.Errorf("signal %s to run %s: %w", name, runID, err)
 	}
 	var sent bool
 	var queue string

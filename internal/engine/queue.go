@@ -165,8 +165,8 @@ func (e *Engine) ResumeQueue(ctx context.Context, queue string) error {
 
 func (e *Engine) setQueuePaused(ctx context.Context, queue string, paused bool) error {
 	verb := map[bool]string{true: "pause", false: "resume"}[paused]
-	if queue == "" {
-		return fmt.Errorf("%s queue: name is empty", verb)
+	if err := CheckName("queue", queue); err != nil {
+		return fmt.Errorf("%s queue: %w", verb, err)
 	}
 	var changed bool
 	err := e.store.Write(ctx, func(tx store.Tx) error {

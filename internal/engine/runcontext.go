@@ -367,6 +367,15 @@ func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attemp
 		output, err = def.Run(ctx, tx)
 		return err
 	})
+	if err == nil {
+		// An output over the limit would fail the same way on every
+		// attempt: the step fails for good, with a code the workflow can
+		// match (ErrPayloadTooLarge), and a transactional step's writes
+		// roll back with it.
+		if tooLarge := x.e.CheckPayload("output of step "+key.Name, output); tooLarge != nil {
+			return nil, &PermanentError{Err: &Error{Code: CodePayloadTooLarge, Message: tooLarge.Error()}}
+		}
+	}
 	return output, err
 }
 
@@ -412,3 +421,11 @@ func (rc *RunContext) Cause() error { return rc.cause() }
 
 // Engine returns the engine executing the run.
 func (rc *RunContext) Engine() *Engine { return rc.st.x.e }
+
+// replayOnly reports whether the run is unwinding: its body only replays
+// what it recorded, and nothing new may be written for it.
+func (rc *RunContext) replayOnly() bool {
+	rc.st.mu.Lock()
+	defer rc.st.mu.Unlock()
+	return rc.st.replayOnly
+}

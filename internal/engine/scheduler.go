@@ -103,11 +103,19 @@ func (e *Engine) SaveSchedule(ctx context.Context, p ScheduleParams) error {
 	if p.CatchUp == "" {
 		p.CatchUp = store.CatchUpOne
 	}
+	if err := CheckName("schedule", p.Name); err != nil {
+		return fmt.Errorf("schedule: %w", err)
+	}
+	if err := CheckName("workflow", p.Workflow.Name); err != nil {
+		return fmt.Errorf("schedule %s: %w", p.Name, err)
+	}
+	if err := CheckName("queue", p.Queue); err != nil {
+		return fmt.Errorf("schedule %s: %w", p.Name, err)
+	}
+	if err := e.CheckPayload("input", p.Input); err != nil {
+		return fmt.Errorf("schedule %s: %w", p.Name, err)
+	}
 	switch {
-	case p.Name == "":
-		return errors.New("schedule: name is empty")
-	case p.Workflow.Name == "":
-		return fmt.Errorf("schedule %s: workflow name is empty", p.Name)
 	case !p.CatchUp.Valid():
 		return fmt.Errorf("schedule %s: unknown catch-up policy %q", p.Name, p.CatchUp)
 	}

@@ -20,18 +20,32 @@ const never = math.MaxInt64
 // released until wakeAt.
 type resolveFunc func(ctx context.Context, tx store.Tx, now int64, key store.StepKey, input []byte) (output []byte, done bool, wakeAt int64, ev store.Event, err error)
 
+// reopenFunc vets the recorded outcome of a wait on replay. It returns nil
+// to keep it; otherwise, inside the write transaction that reopens the wait,
+// it sets the outcome's cause aside (e.g. marks a signal rejected) and
+// returns the event that records why.
+type reopenFunc func(output []byte) (reopen func(ctx context.Context, tx store.Tx, key store.StepKey) (store.Event, error))
+
 // wait resolves a durable wait point: a timer, a signal receive, a child
 // await. The first time the run reaches it, input is recorded (with the
 // started event); each execution then asks resolve whether the wait is over.
 // Once it is, the outcome is recorded, and later executions return it
-// without asking again. A waiting run holds no lease and no goroutine.
-func (rc *RunContext) wait(name string, input []byte, started store.Event, resolve resolveFunc) ([]byte, error) {
+// without asking again, unless vet (when not nil) refuses it: then the
+// wait is reopened, in the same transaction that asks resolve again. A
+// waiting run holds no lease and no goroutine.
+func (rc *RunContext) wait(name string, input []byte, started store.Event, resolve resolveFunc, vet reopenFunc) ([]byte, error) {
 	key, rec, err := rc.lookup(name, nil)
 	if err != nil {
 		return nil, err
 	}
+	var reopen func(context.Context, store.Tx, store.StepKey) (store.Event, error)
 	if rec != nil {
-		return rec.Output, nil
+		if vet == nil || rec.Status != store.StepCompleted || rc.replayOnly() {
+			return rec.Output, nil
+		}
+		if reopen = vet(rec.Output); reopen == nil {
+			return rec.Output, nil
+		}
 	}
 	if cause := rc.cause(); cause != nil {
 		return nil, rc.Abort(cause)
@@ -45,6 +59,19 @@ func (rc *RunContext) wait(name string, input []byte, started store.Event, resol
 	var wakeAt int64
 	err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
 		stored := input
+		if reopen != nil {
+			if err := tx.StepReopen(ctx, key); err != nil {
+				return err
+			}
+			ev, err := reopen(ctx, tx, key)
+			if err != nil {
+				return err
+			}
+			ev.Step, ev.Occurrence = key.Name, key.Occurrence
+			if err := x.event(ctx, tx, now, ev); err != nil {
+				return err
+			}
+		}
 		if recorded {
 			stored = prior.Input
 		} else {
@@ -70,6 +97,13 @@ func (rc *RunContext) wait(name string, input []byte, started store.Event, resol
 	if err != nil {
 		return nil, rc.Abort(err)
 	}
+	if reopen != nil {
+		rc.st.mu.Lock()
+		reopened := prior
+		reopened.Status, reopened.Output = store.StepWaiting, nil
+		rc.st.records[key] = reopened
+		rc.st.mu.Unlock()
+	}
 	if done {
 		return output, nil
 	}
@@ -94,7 +128,7 @@ func (rc *RunContext) SleepUntil(until time.Time) error {
 			return nil, false, t.Until, store.Event{}, nil
 		}
 		return []byte("null"), true, 0, store.Event{Kind: EventTimerFired}, nil
-	})
+	}, nil)
 	return err
 }
 
@@ -117,7 +151,21 @@ type Received struct {
 // Receive waits for the next signal of that name sent to the run, at most
 // timeout (zero: no limit). Signals sent before the run waits are kept and
 // received in the order they were sent; each is received once.
-func (rc *RunContext) Receive(name string, timeout time.Duration) (Received, error) {
+//
+// accept (when not nil) vets a payload: flow.Receive passes a check that it
+// decodes into the type the workflow expects. The sender cannot know that
+// type (it may be another process, or the CLI), so a payload accept
+// refuses is set aside inside the wait's transaction: the signal is marked
+// rejected (its consumed_by starts with RejectedPrefix), the history gets a
+// signal_rejected event saying why, and the run keeps waiting for the next
+// signal of that name. Recording such a payload as the receive's outcome
+// would wedge the run: every replay would fail to decode it again.
+//
+// Runs that recorded a payload accept refuses before this check existed
+// are mended the same way on their next execution (e.g. after Resume): the
+// recorded receive is reopened, its signal marked rejected, and the wait
+// goes on.
+func (rc *RunContext) Receive(name string, timeout time.Duration, accept func(payload []byte) error) (Received, error) {
 	in := receiveInput{Signal: name}
 	detail := "signal " + name
 	if timeout > 0 {
@@ -126,30 +174,72 @@ func (rc *RunContext) Receive(name string, timeout time.Duration) (Received, err
 	}
 	inJSON, _ := json.Marshal(in) // strings and ints always marshal
 	started := store.Event{Kind: EventSignalWaiting, Detail: detail}
-	out, err := rc.wait("flow.receive:"+name, inJSON, started, func(ctx context.Context, tx store.Tx, now int64, key store.StepKey, input []byte) ([]byte, bool, int64, store.Event, error) {
+	resolve := func(ctx context.Context, tx store.Tx, now int64, key store.StepKey, input []byte) ([]byte, bool, int64, store.Event, error) {
 		var w receiveInput
 		if err := json.Unmarshal(input, &w); err != nil {
 			return nil, false, 0, store.Event{}, &DecodeError{RunID: rc.RunID(), Step: key.Name, What: "input", Type: "signal wait", Err: err}
 		}
-		sig, err := tx.SignalNext(ctx, rc.RunID(), w.Signal)
-		switch {
-		case err == nil:
-			if err := tx.SignalConsume(ctx, sig.ID, key.String()); err != nil {
+		for {
+			sig, err := tx.SignalNext(ctx, rc.RunID(), w.Signal)
+			switch {
+			case err == nil && accept != nil:
+				if bad := accept(sig.Payload); bad != nil {
+					if err := tx.SignalConsume(ctx, sig.ID, RejectedPrefix+key.String()); err != nil {
+						return nil, false, 0, store.Event{}, err
+					}
+					ev := rejectedEvent(sig.Name, sig.ID, bad)
+					ev.Step, ev.Occurrence = key.Name, key.Occurrence
+					if err := rc.st.x.event(ctx, tx, now, ev); err != nil {
+						return nil, false, 0, store.Event{}, err
+					}
+					continue // the next signal of the name, if any
+				}
+				fallthrough
+			case err == nil:
+				if err := tx.SignalConsume(ctx, sig.ID, key.String()); err != nil {
+					return nil, false, 0, store.Event{}, err
+				}
+				out, err := json.Marshal(Received{Payload: sig.Payload})
+				return out, err == nil, 0, store.Event{Kind: EventSignalReceived, Detail: fmt.Sprintf("signal %s #%d", sig.Name, sig.ID)}, err
+			case !errors.Is(err, store.ErrNotFound):
 				return nil, false, 0, store.Event{}, err
+			case w.Deadline > 0 && now >= w.Deadline:
+				out, _ := json.Marshal(Received{TimedOut: true})
+				return out, true, 0, store.Event{Kind: EventSignalTimedOut, Detail: "signal " + w.Signal}, nil
+			case w.Deadline > 0:
+				return nil, false, w.Deadline, store.Event{}, nil
+			default:
+				return nil, false, never, store.Event{}, nil
 			}
-			out, err := json.Marshal(Received{Payload: sig.Payload})
-			return out, err == nil, 0, store.Event{Kind: EventSignalReceived, Detail: fmt.Sprintf("signal %s #%d", sig.Name, sig.ID)}, err
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, false, 0, store.Event{}, err
-		case w.Deadline > 0 && now >= w.Deadline:
-			out, _ := json.Marshal(Received{TimedOut: true})
-			return out, true, 0, store.Event{Kind: EventSignalTimedOut, Detail: "signal " + w.Signal}, nil
-		case w.Deadline > 0:
-			return nil, false, w.Deadline, store.Event{}, nil
-		default:
-			return nil, false, never, store.Event{}, nil
 		}
-	})
+	}
+	var vet reopenFunc
+	if accept != nil {
+		vet = func(output []byte) func(context.Context, store.Tx, store.StepKey) (store.Event, error) {
+			var r Received
+			if err := json.Unmarshal(output, &r); err != nil || r.TimedOut {
+				return nil // not a payload: the caller reports a corrupt record
+			}
+			bad := accept(r.Payload)
+			if bad == nil {
+				return nil
+			}
+			return func(ctx context.Context, tx store.Tx, key store.StepKey) (store.Event, error) {
+				ids, err := tx.SignalReject(ctx, key.RunID, key.String(), RejectedPrefix+key.String())
+				if err != nil {
+					return store.Event{}, err
+				}
+				var id int64
+				if len(ids) > 0 {
+					id = ids[0]
+				}
+				ev := rejectedEvent(name, id, bad)
+				ev.Detail += " (it had been recorded as received; the wait is reopened)"
+				return ev, nil
+			}
+		}
+	}
+	out, err := rc.wait("flow.receive:"+name, inJSON, started, resolve, vet)
 	if err != nil {
 		return Received{}, err
 	}
@@ -158,6 +248,15 @@ func (rc *RunContext) Receive(name string, timeout time.Duration) (Received, err
 		return Received{}, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "flow.receive:" + name, What: "output", Type: "signal", Err: err})
 	}
 	return r, nil
+}
+
+// RejectedPrefix starts the consumed_by of a signal whose payload the
+// receiving wait (named after it) refused.
+const RejectedPrefix = "rejected by "
+
+// rejectedEvent records that a signal's payload was set aside.
+func rejectedEvent(name string, id int64, why error) store.Event {
+	return store.Event{Kind: EventSignalRejected, Detail: fmt.Sprintf("signal %s #%d: payload rejected: %v", name, id, why)}
 }
 
 // ChildOutcome is the recorded outcome of a child run.
@@ -269,7 +368,7 @@ func (rc *RunContext) AwaitChild(childID string) (ChildOutcome, error) {
 		}
 		out, err := json.Marshal(ChildOutcome{Status: child.Status, Output: child.Output, Error: child.Error})
 		return out, err == nil, 0, store.Event{Kind: EventChildFinished, Detail: fmt.Sprintf("child %s %s", childID, child.Status)}, err
-	})
+	}, nil)
 	if err != nil {
 		return ChildOutcome{}, err
 	}

@@ -143,6 +143,14 @@ type Tx interface {
 	SignalNext(ctx context.Context, runID, name string) (Signal, error)
 	// SignalConsume marks a signal received by the wait consumedBy.
 	SignalConsume(ctx context.Context, id int64, consumedBy string) error
+	// SignalReject relabels the signals of the run received by the wait
+	// consumedBy as rejectedBy, and returns their IDs: the wait set their
+	// payload aside and waits again.
+	SignalReject(ctx context.Context, runID, consumedBy, rejectedBy string) ([]int64, error)
+	// StepReopen turns a completed wait back into an open one (status
+	// waiting, no output), keeping its input and position; ErrConflict
+	// when the step is not a completed record.
+	StepReopen(ctx context.Context, key StepKey) error
 
 	EventAppend(ctx context.Context, e Event) error
 	WorkflowRegister(ctx context.Context, k WorkflowKey, now int64) error

@@ -17,3 +17,11 @@ UPDATE signals SET consumed_by = @consumed_by WHERE id = @id AND consumed_by IS 
 
 -- name: SignalList :many
 SELECT * FROM signals WHERE run_id = @run_id ORDER BY id;
+
+-- name: SignalReject :many
+-- SignalReject marks the signal a wait received as rejected instead: its
+-- payload does not decode into the type the run expects. It returns the
+-- IDs of the signals it marked.
+UPDATE signals SET consumed_by = @rejected_by
+WHERE run_id = @run_id AND consumed_by = @consumed_by
+RETURNING id;

@@ -76,3 +76,11 @@ WHERE run_id = @run_id AND compensation = 'failed';
 UPDATE steps
 SET compensation = 'skipped'
 WHERE run_id = @run_id AND compensation = 'failed';
+
+-- name: StepReopen :execrows
+-- StepReopen turns a completed wait back into an open one, when its
+-- recorded outcome was set aside (a received signal whose payload the run
+-- cannot decode).
+UPDATE steps
+SET status = 'waiting', output = NULL, completed_seq = NULL, finished_at = NULL
+WHERE run_id = @run_id AND name = @name AND occurrence = @occurrence AND status = 'completed';

@@ -302,6 +302,25 @@ func (t *tx) SignalConsume(ctx context.Context, id int64, consumedBy string) err
 	return nil
 }
 
+func (t *tx) SignalReject(ctx context.Context, runID, consumedBy, rejectedBy string) ([]int64, error) {
+	ids, err := t.q.SignalReject(ctx, sqlitedb.SignalRejectParams{RejectedBy: &rejectedBy, RunID: runID, ConsumedBy: &consumedBy})
+	if err != nil {
+		return nil, fmt.Errorf("reject the signal received by %s: %w", consumedBy, interpretError(err))
+	}
+	return ids, nil
+}
+
+func (t *tx) StepReopen(ctx context.Context, key store.StepKey) error {
+	n, err := t.q.StepReopen(ctx, sqlitedb.StepReopenParams{RunID: key.RunID, Name: key.Name, Occurrence: int64(key.Occurrence)})
+	if err != nil {
+		return fmt.Errorf("reopen wait %s: %w", key, interpretError(err))
+	}
+	if n == 0 {
+		return fmt.Errorf("reopen wait %s: %w: not a completed record", key, store.ErrConflict)
+	}
+	return nil
+}
+
 func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishParams) error {
 	n, err := t.q.RunFinish(ctx, sqlitedb.RunFinishParams{
 		Status: string(p.Status), Output: p.Output, Error: p.Error, Reason: p.Reason,
