@@ -296,22 +296,20 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	path := fixtureDB(t)
 
-	// A pending run: the request is recorded; an engine applies it later.
+	// A pending run no worker executes, with no completed step to undo,
+	// ends cancelled within the call (README: "Cancel").
 	out := ok(t, path, "cancel", pendingRun)
-	if !strings.Contains(out, "cancellation of run pending-1 requested (it is pending)") || !strings.Contains(out, `queue "batch"`) {
+	if !strings.Contains(out, "run pending-1 cancelled (it was pending)") {
 		t.Errorf("cancel %s: %q", pendingRun, out)
 	}
-	if got := rowOf(t, ok(t, path, "runs"), pendingRun); strings.Join(got[3:6], " ") != "pending (cancel requested)" {
+	if got := rowOf(t, ok(t, path, "runs"), pendingRun); got[3] != "cancelled" {
 		t.Errorf("runs after cancel: %q", got)
 	}
-	if !strings.Contains(ok(t, path, "show", pendingRun), "Status    pending (cancel requested)") {
-		t.Errorf("show after cancel does not say cancel requested")
-	}
 	run := decode[runDetailJSON](t, ok(t, path, "show", "--json", pendingRun))
-	if run.Status != flow.StatusPending || !run.CancelRequested {
-		t.Errorf("after cancel: status %s, cancel requested %v", run.Status, run.CancelRequested)
+	if run.Status != flow.StatusCancelled {
+		t.Errorf("after cancel: status %s, want cancelled", run.Status)
 	}
-	if events := decode[[]eventJSON](t, ok(t, path, "history", "--json", pendingRun)); events[len(events)-1].Kind != "cancel_requested" {
+	if events := decode[[]eventJSON](t, ok(t, path, "history", "--json", pendingRun)); events[len(events)-1].Kind != "run_cancelled" {
 		t.Errorf("history after cancel: %+v", events)
 	}
 
