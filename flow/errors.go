@@ -39,7 +39,9 @@ var (
 	// ErrNotDatabase is returned by Open for a file that is not a SQLite
 	// database, or is corrupt.
 	ErrNotDatabase = store.ErrNotDatabase
-	// ErrReadOnly is returned by Open for a database it cannot write.
+	// ErrReadOnly is returned by Open for a database it cannot write (the
+	// file, or its directory, where SQLite keeps the -wal and -shm files),
+	// and by every write of an engine opened with OpenReadOnly.
 	ErrReadOnly = store.ErrReadOnly
 	// ErrClosed is returned by the calls of an engine whose database Close
 	// closed, e.g. Run.Result waiting while the engine closes.

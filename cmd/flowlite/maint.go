@@ -89,7 +89,7 @@ printed) or the check could not run.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			return a.withEngine(ctx, func(e *flow.Engine) error {
+			return a.withReader(ctx, func(e *flow.Engine) error {
 				stop := a.progress("checking")
 				problems, err := e.Check(ctx)
 				stop()

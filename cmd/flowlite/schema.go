@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/internal/migrate"
+	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // The schema checks below read sqlite_master, which sqlc does not compile:
@@ -24,7 +24,7 @@ import (
 
 // gooseTable is the version table goose keeps (its default name, which
 // internal/migrate uses).
-const gooseTable = "goose_db_version"
+const gooseTable = migrate.VersionTable
 
 // schemaInfo describes what a database file holds.
 type schemaInfo struct {
@@ -36,11 +36,13 @@ type schemaInfo struct {
 // inspectSchema reads the schema of the database at path without changing
 // the file in any way.
 func (a *app) inspectSchema(ctx context.Context, path string) (schemaInfo, error) {
-	q := url.Values{}
-	q.Set("mode", "ro")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", a.busyTimeout.Milliseconds()))
-	q.Add("_pragma", "query_only(1)")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// The DSN OpenReadOnly uses: it never creates -wal or -shm files it
+	// cannot remove, and reads a file in a read-only directory.
+	dsn, err := sqlitestore.ReadOnlyDSN(path)
+	if err != nil {
+		return schemaInfo{}, err
+	}
+	db, err := sql.Open("sqlite", dsnWithBusyTimeout(dsn, a.busyTimeout))
 	if err != nil {
 		return schemaInfo{}, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -26,6 +26,9 @@ type Status struct {
 // Pending reports whether migrations remain to be applied.
 func (s Status) Pending() bool { return s.Current < s.Latest }
 
+// VersionTable is the table in which goose records the applied migrations.
+const VersionTable = "goose_db_version"
+
 // provider returns a goose provider over db. Never call its Close: it closes
 // db, which belongs to the caller (the store keeps using it).
 func provider(db *sql.DB) (*goose.Provider, error) {
@@ -70,6 +73,33 @@ func status(ctx context.Context, p *goose.Provider) (Status, error) {
 		return st, fmt.Errorf("database at version %d lacks a lower migration; restore a backup or re-create the database: %w", current, err)
 	}
 	return st, nil
+}
+
+// SQLiteStatusReadOnly returns the schema status of a SQLite database
+// without writing to it: a database without goose's version table is not
+// flowlite's, and is reported with store.ErrNotDatabase instead of getting
+// the table created.
+func SQLiteStatusReadOnly(ctx context.Context, db *sql.DB) (Status, error) {
+	ok, err := HasVersionTable(ctx, db)
+	if err != nil {
+		return Status{}, err
+	}
+	if !ok {
+		return Status{}, fmt.Errorf("%w: it holds no flowlite schema (no %s table)", store.ErrNotDatabase, VersionTable)
+	}
+	return SQLiteStatus(ctx, db)
+}
+
+// HasVersionTable reports whether db holds flowlite's schema version table.
+// sqlc does not compile reads of sqlite_master: this is the package's one
+// SQL statement.
+func HasVersionTable(ctx context.Context, db *sql.DB) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", VersionTable).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("read schema: %w", err)
+	}
+	return n > 0, nil
 }
 
 // SQLite migrates a SQLite database to the latest schema. A database whose
