@@ -72,6 +72,14 @@ type Config struct {
 	Queues map[string]QueueConfig
 	// Synchronous applies to Open only. Default SynchronousFull.
 	Synchronous Synchronous
+	// SkipQuickCheck leaves out the check Open and New make before they
+	// write to a database: SQLite's PRAGMA quick_check, which reads every
+	// page of the file (about 0.3 s for a 63 MiB file of 50,000 finished
+	// runs on a 2-core machine, warm cache; linear in the file's size) and
+	// refuses a damaged file with ErrCorrupt, so that an engine never
+	// writes into a file whose b-trees are broken. Skip it for very large
+	// files whose integrity flowlite check (or a backup's) vouches for.
+	SkipQuickCheck bool
 	// PollInterval bounds how late a run started by another process, or
 	// becoming due, is noticed. Default 200ms.
 	PollInterval time.Duration
@@ -132,14 +140,17 @@ type Engine struct {
 
 // Open opens an engine on the SQLite file at path (created when missing)
 // with WAL, synchronous=FULL unless cfg says NORMAL, and the schema migrated.
-// A file that is not a SQLite database, is read-only, or was migrated by a
-// newer flowlite is refused with ErrNotDatabase, ErrReadOnly or
-// ErrSchemaTooNew, and left untouched.
+// Before writing anything it checks the file's pages (see
+// Config.SkipQuickCheck). A file that is not a SQLite database, is corrupt,
+// is read-only, or was migrated by a newer flowlite is refused with
+// ErrNotDatabase, ErrCorrupt, ErrReadOnly or ErrSchemaTooNew naming the
+// file, and left untouched.
 func Open(ctx context.Context, path string, cfg *Config) (*Engine, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Synchronous: sqlitestore.Synchronous(cfg.Synchronous)})
+	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Synchronous: sqlitestore.Synchronous(cfg.Synchronous),
+		SkipQuickCheck: cfg.SkipQuickCheck})
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +210,7 @@ func New(ctx context.Context, db *sql.DB, cfg *Config) (*Engine, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	s, err := sqlitestore.OpenDB(ctx, db)
+	s, err := sqlitestore.OpenDB(ctx, db, sqlitestore.Options{SkipQuickCheck: cfg.SkipQuickCheck})
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,11 @@ var (
 	// ErrNotDatabase is returned by Open for a file that is not a SQLite
 	// database, or is corrupt.
 	ErrNotDatabase = store.ErrNotDatabase
+	// ErrCorrupt is returned by Open and New, with ErrNotDatabase, for a
+	// database whose pages SQLite's quick_check finds damaged: flowlite
+	// refuses to write to it. Restore a backup, or copy out what is
+	// readable (sqlite3 .recover) into a new file.
+	ErrCorrupt = store.ErrCorrupt
 	// ErrReadOnly is returned by Open for a database it cannot write (the
 	// file, or its directory, where SQLite keeps the -wal and -shm files),
 	// and by every write of an engine opened with OpenReadOnly.

@@ -9,6 +9,59 @@ import (
 	"context"
 )
 
+const payloadInvalidList = `-- name: PayloadInvalidList :many
+SELECT CAST('run ' || id AS TEXT) AS place, CAST('input' AS TEXT) AS field
+FROM runs WHERE NOT json_valid(CAST(input AS TEXT))
+UNION ALL
+SELECT CAST('run ' || id AS TEXT), CAST('output' AS TEXT)
+FROM runs WHERE output IS NOT NULL AND NOT json_valid(CAST(output AS TEXT))
+UNION ALL
+SELECT CAST('run ' || run_id || ' step ' || name || '#' || occurrence AS TEXT), CAST('input' AS TEXT)
+FROM steps WHERE NOT json_valid(CAST(input AS TEXT))
+UNION ALL
+SELECT CAST('run ' || run_id || ' step ' || name || '#' || occurrence AS TEXT), CAST('output' AS TEXT)
+FROM steps WHERE output IS NOT NULL AND NOT json_valid(CAST(output AS TEXT))
+UNION ALL
+SELECT CAST('run ' || run_id || ' signal ' || name || ' (id ' || id || ')' AS TEXT), CAST('payload' AS TEXT)
+FROM signals WHERE NOT json_valid(CAST(payload AS TEXT))
+UNION ALL
+SELECT CAST('schedule ' || name AS TEXT), CAST('input' AS TEXT)
+FROM schedules WHERE NOT json_valid(CAST(input AS TEXT))
+LIMIT ?1
+`
+
+type PayloadInvalidListRow struct {
+	Place string
+	Field string
+}
+
+// PayloadInvalidList names up to @max_rows stored values that are not JSON
+// text, which flowlite always writes: run, step and schedule inputs, run and
+// step outputs, signal payloads. A damaged value that still parses (a
+// flipped digit) goes unnoticed: SQLite keeps no checksum of a value.
+func (q *Queries) PayloadInvalidList(ctx context.Context, maxRows int64) ([]PayloadInvalidListRow, error) {
+	rows, err := q.query(ctx, q.payloadInvalidListStmt, payloadInvalidList, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PayloadInvalidListRow{}
+	for rows.Next() {
+		var i PayloadInvalidListRow
+		if err := rows.Scan(&i.Place, &i.Field); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runDeleteFinished = `-- name: RunDeleteFinished :execrows
 DELETE FROM runs
 WHERE +runs.status IN ('completed', 'failed', 'cancelled')

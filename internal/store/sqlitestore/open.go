@@ -52,6 +52,9 @@ type Options struct {
 	// MaxBatch caps how many callers' write transactions commit together;
 	// default 64, and 1 turns group commit off.
 	MaxBatch int
+	// SkipQuickCheck leaves out the PRAGMA quick_check that Open and OpenDB
+	// run before they write anything (see quickCheck for its cost).
+	SkipQuickCheck bool
 }
 
 // Store is a store.Store over one SQLite database.
@@ -120,9 +123,10 @@ func DSN(path string, sync Synchronous) string {
 }
 
 // Open opens (creating it when missing) the database file at path, verifies
-// its settings and migrates its schema. A file that is not a SQLite
-// database, is read-only, or holds a newer schema is refused with an error
-// naming the problem, and left untouched.
+// its settings, checks that its pages are sound (quickCheck) and migrates
+// its schema. A file that is not a SQLite database, is corrupt, is
+// read-only, or holds a newer schema is refused with an error naming the
+// problem, and left untouched.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Synchronous == "" {
 		opts.Synchronous = SynchronousFull
@@ -147,6 +151,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if !opts.SkipQuickCheck {
+		if err := quickCheck(ctx, writer); err != nil {
+			writer.Close()
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+	}
 	if _, err := migrate.SQLite(ctx, writer); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, interpretError(err))
@@ -170,10 +180,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // OpenDB wraps a *sql.DB the caller opened (with DSN, or equivalent
 // settings) and migrates its schema. The pool is used as it is: it is never
 // reconfigured, and Close does not close it. Writes are still serialized
-// through one writer inside this process.
-func OpenDB(ctx context.Context, db *sql.DB) (*Store, error) {
+// through one writer inside this process. Of opts, only SkipQuickCheck
+// applies.
+func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if err := verify(ctx, db, ""); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if !opts.SkipQuickCheck {
+		if err := quickCheck(ctx, db); err != nil {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
 	}
 	if _, err := migrate.SQLite(ctx, db); err != nil {
 		return nil, fmt.Errorf("open database: %w", interpretError(err))
@@ -369,7 +385,7 @@ func interpretError(err error) error {
 		case sqlite3.SQLITE_READONLY:
 			return fmt.Errorf("%w (%v)", store.ErrReadOnly, err)
 		case sqlite3.SQLITE_CORRUPT:
-			return fmt.Errorf("%w: database file is corrupt (%v)", store.ErrNotDatabase, err)
+			return fmt.Errorf("%w: %w (%v)", store.ErrNotDatabase, store.ErrCorrupt, err)
 		}
 	}
 	msg := err.Error()
