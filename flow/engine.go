@@ -95,7 +95,10 @@ type Config struct {
 	RescueInterval time.Duration
 	// DefaultRetry is the retry policy of steps that set none.
 	DefaultRetry RetryPolicy
-	// Logger receives the engine's logs; default none.
+	// Logger receives the engine's logs. Default slog.Default(): a library
+	// that holds back progress (a write the disk refuses, a version it
+	// lacks) must not be silent. Pass slog.New(slog.DiscardHandler) to
+	// opt out.
 	Logger *slog.Logger
 	// Clock tells time; default the system clock.
 	Clock Clock

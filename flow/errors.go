@@ -48,6 +48,10 @@ var (
 	// file, or its directory, where SQLite keeps the -wal and -shm files),
 	// and by every write of an engine opened with OpenReadOnly.
 	ErrReadOnly = store.ErrReadOnly
+	// ErrDiskFull matches a write the database refused because it, or the
+	// disk under it, is full. The engine retries such writes, then gives up
+	// with a *WriteError that matches it; nothing recorded is lost.
+	ErrDiskFull = store.ErrFull
 	// ErrClosed is returned by the calls of an engine whose database Close
 	// closed, e.g. Run.Result waiting while the engine closes.
 	ErrClosed = store.ErrClosed
@@ -73,6 +77,11 @@ type (
 	// CancelledError is Result's error for a cancelled run; it matches
 	// ErrCancelled. See [flowtype.CancelledError] for its fields.
 	CancelledError = flowtype.CancelledError
+	// WriteError is Result's error, on the engine that executed the run,
+	// when the run's state could not be written however often it was
+	// retried; the run resumes later from its last checkpoint. See
+	// [flowtype.WriteError] for its fields.
+	WriteError = flowtype.WriteError
 	// PermanentError marks an error that is not retried; see Permanent and
 	// [flowtype.PermanentError].
 	PermanentError = flowtype.PermanentError

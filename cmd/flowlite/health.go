@@ -161,15 +161,25 @@ func (a *app) printHealth(h flow.FileHealth, reports []flow.Report, unworked []f
 			return err
 		}
 	} else {
-		t := newTable(a.stdout, "ENGINE", "HOST", "PID", "STATE", "QUEUES", "STARTED", "REPORTED", "STARTED RUNS", "FINISHED RUNS", "STEP ATTEMPTS")
+		t := newTable(a.stdout, "ENGINE", "HOST", "PID", "STATE", "QUEUES", "STARTED", "REPORTED", "STARTED RUNS", "FINISHED RUNS", "STEP ATTEMPTS", "WRITE FAILURES")
+		var failing []flow.Report
 		for _, r := range reports {
 			t.row(cell(r.Owner, 0), cell(r.Host, 0), strconv.Itoa(r.PID), engineState(r), cell(strings.Join(r.Queues, ","), 0),
 				tableTime(r.StartedAt), tableTime(r.ReportedAt),
 				strconv.FormatInt(r.Metrics.RunsStarted, 10), strconv.FormatInt(r.Metrics.RunsFinishedTotal(), 10),
-				strconv.FormatUint(r.Metrics.AttemptSeconds["step"].Count, 10))
+				strconv.FormatUint(r.Metrics.AttemptSeconds["step"].Count, 10), strconv.FormatInt(r.Metrics.WriteFailures, 10))
+			if r.Metrics.LastWriteError != "" {
+				failing = append(failing, r)
+			}
 		}
 		if err := t.flush(); err != nil {
 			return err
+		}
+		for _, r := range failing {
+			_, err := fmt.Fprintf(a.stdout, "engine %s: last failed write at %s: %s\n", r.Owner, tableTime(r.Metrics.LastWriteAt), r.Metrics.LastWriteError)
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if len(unworked) == 0 {

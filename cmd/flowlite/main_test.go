@@ -296,8 +296,8 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	path := fixtureDB(t)
 
-	// A pending run no worker executes, with no completed step to undo,
-	// ends cancelled within the call (README: "Cancel").
+	// A pending run no engine executes, with nothing to undo: cancelled at
+	// once, by the command itself.
 	out := ok(t, path, "cancel", pendingRun)
 	if !strings.Contains(out, "run pending-1 cancelled (it was pending)") {
 		t.Errorf("cancel %s: %q", pendingRun, out)

@@ -66,12 +66,13 @@ func (a *app) cancelCommand() *cobra.Command {
 		Short: "Cancel a run",
 		Long: `Cancel a run.
 
-A suspended run is cancelled at once. For any other unfinished run the
-cancellation is recorded: a running engine picks it up within its poll
-interval (a run waiting to start) or its heartbeat interval (a run in
-progress, whose step sees it through its context); the run's completed steps
-are then compensated and it ends cancelled. A finished run cannot be
-cancelled (exit code 1).`,
+A run that no engine executes (pending, delayed, waiting, suspended) is
+cancelled at once, unless it completed steps with compensations: it is then
+compensating, and an engine working its queue runs the compensations when it
+claims it, then ends it cancelled. For a run in progress the cancellation is
+recorded, and the engine executing it sees it within its heartbeat interval
+(its step sees it through its context), compensates the completed steps and
+ends it cancelled. A finished run cannot be cancelled (exit code 1).`,
 		Args: oneRunArg,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			return a.operate(cmd, args[0], operation{
@@ -83,12 +84,12 @@ cancelled (exit code 1).`,
 					if after.Status == flow.StatusCancelled {
 						return fmt.Sprintf("run %s cancelled (it was %s)", after.ID, before.Status)
 					}
-					how := pickup(after) + " and cancels it"
-					if after.Status != flow.StatusPending {
-						how = "the engine working it sees the request within its heartbeat interval"
+					if after.Status == flow.StatusCompensating && before.Status != flow.StatusCompensating {
+						return fmt.Sprintf("run %s is compensating (it was %s): %s, runs its compensations and ends it cancelled",
+							after.ID, before.Status, pickup(after))
 					}
-					return fmt.Sprintf("cancellation of run %s requested (it is %s): %s; its completed steps are then compensated",
-						after.ID, after.Status, how)
+					return fmt.Sprintf("cancellation of run %s requested (it is %s): the engine working it sees the request within its heartbeat interval; its completed steps are then compensated",
+						after.ID, after.Status)
 				},
 			})
 		}),

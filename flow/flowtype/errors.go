@@ -71,6 +71,30 @@ func (e *StepError) Error() string {
 // Unwrap returns Err.
 func (e *StepError) Unwrap() error { return e.Err }
 
+// WriteError is what Result returns, on the engine that executed the run,
+// when the run's state could not be written however often it was retried
+// (a full disk, a lock held by another process for too long): the run is
+// left at its last checkpoint, nothing recorded is lost, and it resumes
+// once its lease expires and the database takes writes again. Result may
+// be called again to wait for that.
+type WriteError struct {
+	// RunID is the run whose state was not written.
+	RunID string
+	// What names the write: "outcome" or "release".
+	What string
+	// Err is the database's last error; errors.Is sees through it (e.g.
+	// flow.ErrDiskFull).
+	Err error
+}
+
+// Error says what could not be written and why.
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("run %s: could not record its %s: %v; it stays at its last checkpoint and resumes once the database takes writes", e.RunID, e.What, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *WriteError) Unwrap() error { return e.Err }
+
 // DecodeError reports a stored value that cannot be decoded into the Go
 // type the code expects, typically after a type changed between deploys.
 // The run is suspended, not compensated, and nothing recorded changes, so

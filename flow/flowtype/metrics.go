@@ -23,6 +23,15 @@ type EngineMetrics struct {
 	// ClaimSeconds is, by queue, how long after it became due each run was
 	// claimed here, on the engine clock.
 	ClaimSeconds map[string]Histogram `json:"claim_seconds"`
+	// WriteFailures counts the writes of a run's state (its outcome, a
+	// release) that the database refused, e.g. on a full disk; each retry
+	// counts. Non-zero means progress waited on the database.
+	WriteFailures int64 `json:"write_failures,omitempty"`
+	// LastWriteError is the newest of those failures; empty when none
+	// happened.
+	LastWriteError string `json:"last_write_error,omitempty"`
+	// LastWriteAt is when LastWriteError happened, on the engine clock.
+	LastWriteAt time.Time `json:"last_write_at,omitzero"`
 }
 
 // RunsFinishedTotal counts the outcomes recorded, whatever their state.

@@ -110,6 +110,8 @@ func (d *Dashboard) engineMetrics(ctx context.Context, mw *metrics.Writer) {
 	mw.Sample("flowlite_engines", nil, float64(len(reports)))
 	mw.Family("flowlite_runs_started_total", metrics.Counter, "Runs started (Start, StartTx, children, requeues), by every engine.")
 	mw.Sample("flowlite_runs_started_total", nil, float64(sum.RunsStarted))
+	mw.Family("flowlite_write_failures_total", metrics.Counter, "Writes of a run's state (outcome, release) the database refused, e.g. on a full disk; retries count.")
+	mw.Sample("flowlite_write_failures_total", nil, float64(sum.WriteFailures))
 	mw.Family("flowlite_runs_finished_total", metrics.Counter, "Run outcomes recorded by every engine, by state.")
 	for _, st := range []flow.RunStatus{flow.StatusCompleted, flow.StatusFailed, flow.StatusCancelled, flow.StatusSuspended} {
 		mw.Sample("flowlite_runs_finished_total", metrics.L("status", string(st)), float64(sum.RunsFinished[st]))

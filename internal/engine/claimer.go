@@ -71,6 +71,7 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 		return err
 	})
 	if err != nil {
+		e.drop(runs)
 		return nil, err
 	}
 	e.claimed(queue, runs)
@@ -88,6 +89,7 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 	if err != nil {
 		return nil, err
 	}
+	e.hold(runs)
 	for _, r := range runs {
 		err := tx.EventAppend(ctx, store.Event{
 			RunID: r.ID, At: now, Kind: EventRunClaimed,
@@ -108,6 +110,28 @@ func (e *Engine) claimed(queue string, runs []store.Run) {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.RunAt, b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
 	e.metrics.observeClaims(queue, runs, e.nowMs())
+}
+
+// hold registers the leases of runs claimed in a transaction not yet
+// committed, so that a rescue committed right after it renews them even if
+// this goroutine is slow to start their executions; drop undoes it when the
+// transaction failed.
+func (e *Engine) hold(runs []store.Run) {
+	e.mu.Lock()
+	for _, r := range runs {
+		e.held[r.ID] = r.Lease()
+	}
+	e.mu.Unlock()
+}
+
+func (e *Engine) drop(runs []store.Run) {
+	e.mu.Lock()
+	for _, r := range runs {
+		if e.held[r.ID] == r.Lease() {
+			delete(e.held, r.ID)
+		}
+	}
+	e.mu.Unlock()
 }
 
 // trySlot takes a free execution slot of queue, for a run claimed outside
@@ -136,6 +160,9 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 		})
 		e.mu.Unlock()
 		return
+	}
+	if e.held[run.ID] == run.Lease() {
+		delete(e.held, run.ID) // given back below, not executed
 	}
 	e.mu.Unlock()
 	slots.Release(1)
@@ -173,29 +200,29 @@ func (e *Engine) runRescuer(ctx context.Context) {
 // re-queued. The update re-checks status and expiry, so a run completed by
 // its worker in the meantime is never touched.
 //
-// The runs this engine is executing are alive whatever their lease says: a
-// lease can lapse here only because writes stalled (the heartbeat waited
-// for the database like everything else). The same transaction renews
-// their leases first, so an engine never takes its own live runs away and
-// runs their bodies twice.
+// The runs this engine claimed and still executes (or is about to) are
+// alive whatever their lease says: a lease can lapse here only because
+// writes or goroutines stalled (the heartbeat waited like everything else).
+// The same transaction renews their leases first, so an engine never takes
+// its own live runs away and runs their bodies twice.
 func (e *Engine) Rescue(ctx context.Context) (int, error) {
 	const batch = 100
 	total := 0
 	for {
 		var rescued []store.RescuedRun
-		var cancelled []*execution
+		var cancelled []string
 		err := e.store.Write(ctx, func(tx store.Tx) error {
 			now := e.nowMs()
 			cancelled = cancelled[:0]
-			for _, x := range e.executions() {
-				cancel, err := tx.RunHeartbeat(ctx, x.lease, now+e.cfg.LeaseTimeout.Milliseconds(), now)
+			for _, l := range e.heldLeases() {
+				cancel, err := tx.RunHeartbeat(ctx, l, now+e.cfg.LeaseTimeout.Milliseconds(), now)
 				switch {
 				case errors.Is(err, store.ErrLeaseLost):
 					// Another worker took it over; its writes here will fail.
 				case err != nil:
 					return err
 				case cancel:
-					cancelled = append(cancelled, x)
+					cancelled = append(cancelled, l.RunID)
 				}
 			}
 			var err error
@@ -213,9 +240,7 @@ func (e *Engine) Rescue(ctx context.Context) (int, error) {
 			}
 			return nil
 		})
-		for _, x := range cancelled {
-			x.cancelRun(ErrCancelled)
-		}
+		e.cancelActive(cancelled)
 		total += len(rescued)
 		if err != nil || len(rescued) < batch {
 			return total, err

@@ -49,7 +49,7 @@ type Config struct {
 	ClaimBatch int
 	// DefaultRetry fills the zero fields of every step's retry policy.
 	DefaultRetry RetryPolicy
-	// Logger receives operational logs. Default: discard.
+	// Logger receives operational logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Clock tells time. Default: the system clock.
 	Clock clock.Clock
@@ -115,7 +115,7 @@ func (c Config) withDefaults() Config {
 	c.DefaultRetry = c.DefaultRetry.WithDefaults(DefaultRetryPolicy)
 	c = c.withMaintenanceDefaults()
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.Default()
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System{}
@@ -155,9 +155,11 @@ type Engine struct {
 	wake      map[string]chan struct{}
 	slots     map[string]*semaphore.Weighted // per queue: free execution slots
 	active    map[string]*execution
-	settledCh chan struct{} // closed and replaced whenever a run settles here
-	metrics   metrics       // instrumentation read by Metrics (metrics.go)
-	wal       walState      // what the WAL watch saw and did
+	held      map[string]store.Lease // claimed here and not done executing: the rescuer renews them
+	settledCh chan struct{}          // closed and replaced whenever a run settles here
+	unwritten map[string]unwritten   // runs whose last write here failed for good (writefail.go)
+	metrics   metrics                // instrumentation read by Metrics (metrics.go)
+	wal       walState               // what the WAL watch saw and did
 	running   bool
 	startedAt time.Time // of the last Start, engine clock
 	host      string    // this machine's name, for reports
@@ -187,6 +189,7 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 		workflows: make(map[store.WorkflowKey]Workflow),
 		wake:      make(map[string]chan struct{}),
 		active:    make(map[string]*execution),
+		held:      make(map[string]store.Lease),
 		settledCh: make(chan struct{}),
 	}
 	e.host, _ = os.Hostname() // empty when unknown

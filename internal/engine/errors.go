@@ -53,6 +53,7 @@ type (
 	RolledBackError     = flowtype.RolledBackError
 	SuspendedError      = flowtype.SuspendedError
 	CancelledError      = flowtype.CancelledError
+	WriteError          = flowtype.WriteError
 )
 
 // ReplayError reports a workflow whose replay asked for a step the run has

@@ -53,6 +53,13 @@ func (e *Engine) execute(run store.Run) {
 		leaseCtx: leaseCtx, cancelLease: cancelLease, runCtx: runCtx, cancelRun: cancelRun,
 	}
 	defer cancelLease(nil)
+	defer func() {
+		e.mu.Lock()
+		if e.held[run.ID] == x.lease {
+			delete(e.held, run.ID)
+		}
+		e.mu.Unlock()
+	}()
 	if !ok {
 		// Claims only select registered versions; this is a registration
 		// racing the claim. Give the run back untouched.
@@ -259,7 +266,7 @@ func (x *execution) releaseUntil(runAt int64, waiting bool, why string) {
 		kind = EventRunWaiting
 	}
 	var now int64
-	err := x.writeFenced(func(ctx context.Context, tx store.Tx, at int64) error {
+	err := x.writeRetried("release", func(ctx context.Context, tx store.Tx, at int64) error {
 		now = at
 		p := store.RunReleaseParams{RunAt: runAt, Waiting: waiting, WakeSeq: x.run.WakeSeq, Now: now}
 		if err := tx.RunRelease(ctx, x.lease, p); err != nil {
@@ -268,7 +275,9 @@ func (x *execution) releaseUntil(runAt int64, waiting bool, why string) {
 		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: why})
 	})
 	if err != nil {
-		x.e.log.Warn("release run; it will be rescued when its lease expires", "run", x.run.ID, "err", err)
+		if !errors.Is(err, store.ErrLeaseLost) {
+			x.gaveUp("release", err)
+		}
 		return
 	}
 	// Polling finds the run when it is due; a timer only helps runs due
@@ -284,7 +293,7 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 		store.RunCompleted: EventRunCompleted, store.RunFailed: EventRunFailed,
 		store.RunCancelled: EventRunCancelled, store.RunSuspended: EventRunSuspended,
 	}[status]
-	err := x.writeFenced(func(ctx context.Context, tx store.Tx, now int64) error {
+	err := x.writeRetried("outcome", func(ctx context.Context, tx store.Tx, now int64) error {
 		p := store.RunFinishParams{Status: status, Output: output, Error: errMsg, Reason: reason, Now: now}
 		if status != store.RunSuspended {
 			p.FinishedAt = now
@@ -300,7 +309,12 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: firstNonEmpty(reason, errMsg)})
 	})
 	if err != nil {
-		x.e.log.Error("record run outcome", "run", x.run.ID, "status", status, "err", err)
+		if !errors.Is(err, store.ErrLeaseLost) {
+			// Try to hand the run back, so that it resumes from its last
+			// checkpoint once the database takes writes again.
+			x.e.log.Error("record run outcome; giving the run back", "run", x.run.ID, "status", status, "err", err)
+			x.release(x.e.cfg.PollInterval, "its outcome could not be recorded: "+err.Error())
+		}
 		return
 	}
 	x.e.log.Debug("run settled", "run", x.run.ID, "workflow", x.run.Workflow, "status", status)
@@ -402,15 +416,16 @@ func (x *execution) startUnwind(rc *RunContext, errMsg string) {
 	x.unwind(rc, true)
 }
 
-// executions returns the runs this engine is executing.
-func (e *Engine) executions() []*execution {
+// heldLeases returns the leases of the runs this engine claimed and has not
+// finished executing.
+func (e *Engine) heldLeases() []store.Lease {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	xs := make([]*execution, 0, len(e.active))
-	for _, x := range e.active {
-		xs = append(xs, x)
+	ls := make([]store.Lease, 0, len(e.held))
+	for _, l := range e.held {
+		ls = append(ls, l)
 	}
-	return xs
+	return ls
 }
 
 // cancelActive cancels the contexts of the runs of ids that this engine is

@@ -78,6 +78,19 @@ type metrics struct {
 	finished map[store.RunStatus]int64
 	attempts map[string]*Histogram
 	claims   map[string]*Histogram
+
+	writeFailures  int64
+	lastWriteError string
+	lastWriteAt    time.Time
+}
+
+// writeFailed counts a write of a run's state that the database refused.
+func (m *metrics) writeFailed(err error, at time.Time) {
+	m.mu.Lock()
+	m.writeFailures++
+	m.lastWriteError, m.lastWriteAt = err.Error(), at
+	m.events++
+	m.mu.Unlock()
 }
 
 func (m *metrics) runStarted() {
@@ -154,6 +167,9 @@ func (m *metrics) snapshot() (MetricsSnapshot, uint64) {
 	s := MetricsSnapshot{
 		RunsStarted:    m.started,
 		RunsFinished:   maps.Clone(m.finished),
+		WriteFailures:  m.writeFailures,
+		LastWriteError: m.lastWriteError,
+		LastWriteAt:    m.lastWriteAt,
 		AttemptSeconds: make(map[string]Histogram, len(m.attempts)),
 		ClaimSeconds:   make(map[string]Histogram, len(m.claims)),
 	}
@@ -186,6 +202,10 @@ func SumMetrics(snapshots ...MetricsSnapshot) MetricsSnapshot {
 	}
 	for _, s := range snapshots {
 		sum.RunsStarted += s.RunsStarted
+		sum.WriteFailures += s.WriteFailures
+		if s.LastWriteAt.After(sum.LastWriteAt) {
+			sum.LastWriteError, sum.LastWriteAt = s.LastWriteError, s.LastWriteAt
+		}
 		for st, n := range s.RunsFinished {
 			sum.RunsFinished[st] += n
 		}

@@ -64,6 +64,7 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 		slots.Release(1)
 	}
 	if err != nil {
+		e.drop(claimed)
 		return Started{}, err
 	}
 	if len(claimed) == 1 {
@@ -183,6 +184,9 @@ func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
 		}
 		if run.Status.Finished() || run.Status == store.RunSuspended {
 			return run, nil
+		}
+		if err := e.unwrittenError(run); err != nil {
+			return run, err
 		}
 		timer := time.NewTimer(e.cfg.PollInterval)
 		select {

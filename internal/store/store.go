@@ -37,6 +37,9 @@ var (
 	ErrReadOnly = errors.New("database is read-only")
 	// ErrClosed is returned by every operation on a store after Close.
 	ErrClosed = errors.New("store is closed")
+	// ErrFull is returned for a write the database refused because it, or
+	// the disk under it, is full.
+	ErrFull = errors.New("database or disk is full")
 )
 
 // Store is a database holding runs, their steps and their history.

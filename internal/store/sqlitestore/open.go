@@ -384,6 +384,8 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
 		case sqlite3.SQLITE_READONLY:
 			return fmt.Errorf("%w (%v)", store.ErrReadOnly, err)
+		case sqlite3.SQLITE_FULL:
+			return fmt.Errorf("%w (%v)", store.ErrFull, err)
 		case sqlite3.SQLITE_CORRUPT:
 			return fmt.Errorf("%w: %w (%v)", store.ErrNotDatabase, store.ErrCorrupt, err)
 		}

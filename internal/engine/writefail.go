@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// Writes that end an execution (its outcome, or giving the run back) are
+// retried with backoff when the database refuses them for a reason that may
+// pass (a full disk, a lock held too long, an I/O error): dropping them
+// would leave the run leased to this engine, its caller waiting, until the
+// lease expired. When the retries run out, the run is left where its last
+// checkpoint put it, the failure is counted and logged, and Result on this
+// engine returns it (see WriteError) instead of waiting in silence.
+
+const (
+	// writeRetryFirst is the first wait before a failed write is retried;
+	// each further wait doubles, up to writeRetryMax.
+	writeRetryFirst = 50 * time.Millisecond
+	writeRetryMax   = 2 * time.Second
+	// writeRetryBudget bounds how long one write is retried (and so how
+	// long a stop may wait for it); half the lease bounds it further, so
+	// the retries end before another engine may rescue the run.
+	writeRetryBudget = 10 * time.Second
+)
+
+// writeRetried is writeFenced, retried while the error may pass and the
+// budget lasts. what names the write in logs.
+func (x *execution) writeRetried(what string, fn func(ctx context.Context, tx store.Tx, now int64) error) error {
+	budget := min(writeRetryBudget, x.e.cfg.LeaseTimeout/2)
+	deadline := time.Now().Add(budget)
+	wait := writeRetryFirst
+	for attempt := 1; ; attempt++ {
+		err := x.writeFenced(fn)
+		if err == nil || !retryableWrite(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		x.e.metrics.writeFailed(err, x.e.now())
+		x.e.log.Warn("write failed; retrying", "run", x.run.ID, "write", what, "attempt", attempt, "retry_in", wait, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-x.leaseCtx.Done():
+			return err // the engine stops hard, or the lease is gone
+		}
+		wait = min(2*wait, writeRetryMax)
+	}
+}
+
+// retryableWrite reports whether a failed write may succeed later. A lost
+// lease, a state conflict and a closed store will not.
+func retryableWrite(err error) bool {
+	return !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrClosed)
+}
+
+// gaveUp records that the execution could not write what, so that Result on
+// this engine returns err instead of waiting for a lease to expire.
+func (x *execution) gaveUp(what string, err error) {
+	x.e.metrics.writeFailed(err, x.e.now())
+	x.e.log.Error("write failed for good; the run stays at its last checkpoint and resumes once its lease expires and the database takes writes",
+		"run", x.run.ID, "write", what, "err", err)
+	x.e.mu.Lock()
+	if x.e.unwritten == nil {
+		x.e.unwritten = make(map[string]unwritten)
+	}
+	x.e.unwritten[x.run.ID] = unwritten{fence: x.lease.Fence, err: &WriteError{RunID: x.run.ID, What: what, Err: err}}
+	x.e.mu.Unlock()
+	x.e.settled()
+}
+
+// unwritten is a run whose execution here ended without recording where it
+// got to.
+type unwritten struct {
+	fence int64
+	err   error
+}
+
+// unwrittenError returns the error Wait reports for run: the write failure
+// of its last execution here, while the run's row still shows that
+// execution's lease (nothing recorded it moved on since).
+func (e *Engine) unwrittenError(run store.Run) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u, ok := e.unwritten[run.ID]
+	if !ok {
+		return nil
+	}
+	if run.LeaseOwner == e.cfg.WorkerID && run.Fence == u.fence {
+		return u.err
+	}
+	delete(e.unwritten, run.ID) // rescued, released or finished since
+	return nil
+}
