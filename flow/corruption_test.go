@@ -64,7 +64,7 @@ func TestCheckFindsDamagedPayloads(t *testing.T) {
 		t.Fatalf("check of a sound database: %v %v", problems, err)
 	}
 
-	flipFirstByte(t, path, "UPDATE runs SET input = ? WHERE id = ?", "SELECT input FROM runs WHERE id = ?", "r1")
+	flipFirstByte(t, path, "UPDATE flowlite_runs SET input = ? WHERE id = ?", "SELECT input FROM flowlite_runs WHERE id = ?", "r1")
 	problems, err := e.Check(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -73,8 +73,8 @@ func TestCheckFindsDamagedPayloads(t *testing.T) {
 		t.Fatalf("check after damaging the run's input: %q, want one problem naming run r1's input", problems)
 	}
 
-	flipFirstByte(t, path, "UPDATE steps SET output = ? WHERE run_id = ?", "SELECT output FROM steps WHERE run_id = ?", "r1")
-	flipFirstByte(t, path, "UPDATE signals SET payload = ? WHERE run_id = ?", "SELECT payload FROM signals WHERE run_id = ?", "r2")
+	flipFirstByte(t, path, "UPDATE flowlite_steps SET output = ? WHERE run_id = ?", "SELECT output FROM flowlite_steps WHERE run_id = ?", "r1")
+	flipFirstByte(t, path, "UPDATE flowlite_signals SET payload = ? WHERE run_id = ?", "SELECT payload FROM flowlite_signals WHERE run_id = ?", "r2")
 	problems, err = e.Check(ctx)
 	if err != nil {
 		t.Fatal(err)

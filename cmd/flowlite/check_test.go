@@ -21,7 +21,7 @@ func TestCheckDamagedValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("UPDATE runs SET input = CAST(char(123, 34, 105, 116, 101, 109, 34, 58, 255) AS BLOB) WHERE id = ?", doneRun); err != nil {
+	if _, err := db.Exec("UPDATE flowlite_runs SET input = CAST(char(123, 34, 105, 116, 101, 109, 34, 58, 255) AS BLOB) WHERE id = ?", doneRun); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -11,22 +11,22 @@ import (
 
 const payloadInvalidList = `-- name: PayloadInvalidList :many
 SELECT CAST('run ' || id AS TEXT) AS place, CAST('input' AS TEXT) AS field
-FROM runs WHERE NOT json_valid(CAST(input AS TEXT))
+FROM flowlite_runs WHERE NOT json_valid(CAST(input AS TEXT))
 UNION ALL
 SELECT CAST('run ' || id AS TEXT), CAST('output' AS TEXT)
-FROM runs WHERE output IS NOT NULL AND NOT json_valid(CAST(output AS TEXT))
+FROM flowlite_runs WHERE output IS NOT NULL AND NOT json_valid(CAST(output AS TEXT))
 UNION ALL
 SELECT CAST('run ' || run_id || ' step ' || name || '#' || occurrence AS TEXT), CAST('input' AS TEXT)
-FROM steps WHERE NOT json_valid(CAST(input AS TEXT))
+FROM flowlite_steps WHERE NOT json_valid(CAST(input AS TEXT))
 UNION ALL
 SELECT CAST('run ' || run_id || ' step ' || name || '#' || occurrence AS TEXT), CAST('output' AS TEXT)
-FROM steps WHERE output IS NOT NULL AND NOT json_valid(CAST(output AS TEXT))
+FROM flowlite_steps WHERE output IS NOT NULL AND NOT json_valid(CAST(output AS TEXT))
 UNION ALL
 SELECT CAST('run ' || run_id || ' signal ' || name || ' (id ' || id || ')' AS TEXT), CAST('payload' AS TEXT)
-FROM signals WHERE NOT json_valid(CAST(payload AS TEXT))
+FROM flowlite_signals WHERE NOT json_valid(CAST(payload AS TEXT))
 UNION ALL
 SELECT CAST('schedule ' || name AS TEXT), CAST('input' AS TEXT)
-FROM schedules WHERE NOT json_valid(CAST(input AS TEXT))
+FROM flowlite_schedules WHERE NOT json_valid(CAST(input AS TEXT))
 LIMIT ?1
 `
 
@@ -63,15 +63,15 @@ func (q *Queries) PayloadInvalidList(ctx context.Context, maxRows int64) ([]Payl
 }
 
 const runDeleteFinished = `-- name: RunDeleteFinished :execrows
-DELETE FROM runs
-WHERE +runs.status IN ('completed', 'failed', 'cancelled')
-  AND runs.id IN (
-    SELECT r.id FROM runs AS r
+DELETE FROM flowlite_runs
+WHERE +flowlite_runs.status IN ('completed', 'failed', 'cancelled')
+  AND flowlite_runs.id IN (
+    SELECT r.id FROM flowlite_runs AS r
     WHERE r.status IN ('completed', 'failed', 'cancelled')
       AND r.status = ?1
       AND r.finished_at < ?2
       AND (r.parent_id IS NULL OR NOT EXISTS (
-        SELECT 1 FROM runs AS p
+        SELECT 1 FROM flowlite_runs AS p
         WHERE p.id = r.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
       ))
     ORDER BY r.finished_at

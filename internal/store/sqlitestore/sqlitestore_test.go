@@ -377,7 +377,7 @@ func TestOpenSchemaTooNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.ExecContext(t.Context(), "INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)")
+	_, err = db.ExecContext(t.Context(), "INSERT INTO flowlite_goose_db_version (version_id, is_applied) VALUES (99, 1)")
 	if err := errors.Join(err, db.Close()); err != nil {
 		t.Fatal(err)
 	}
