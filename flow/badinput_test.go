@@ -224,7 +224,7 @@ func TestMalformedStoredInputSuspendsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rawDB(t, path).Exec(`UPDATE runs SET input = CAST('{"oops' AS BLOB) WHERE id = 'bad-input'`); err != nil {
+	if _, err := rawDB(t, path).Exec(`UPDATE flowlite_runs SET input = CAST('{"oops' AS BLOB) WHERE id = 'bad-input'`); err != nil {
 		t.Fatal(err)
 	}
 	startEngine(t, e)

@@ -39,7 +39,14 @@ var (
 	// ErrNotDatabase is returned by Open for a file that is not a SQLite
 	// database, or is corrupt.
 	ErrNotDatabase = store.ErrNotDatabase
-	// ErrReadOnly is returned by Open for a database it cannot write.
+	// ErrCorrupt is returned by Open and New, with ErrNotDatabase, for a
+	// database whose pages SQLite's quick_check finds damaged: flowlite
+	// refuses to write to it. Restore a backup, or copy out what is
+	// readable (sqlite3 .recover) into a new file.
+	ErrCorrupt = store.ErrCorrupt
+	// ErrReadOnly is returned by Open for a database it cannot write (the
+	// file, or its directory, where SQLite keeps the -wal and -shm files),
+	// and by every write of an engine opened with OpenReadOnly.
 	ErrReadOnly = store.ErrReadOnly
 	// ErrDiskFull matches a write the database refused because it, or the
 	// disk under it, is full. The engine retries such writes, then gives up

@@ -83,8 +83,12 @@ func (e *Engine) Backup(ctx context.Context, dstPath string) error {
 	return e.core.Backup(ctx, dstPath)
 }
 
-// Check runs SQLite's integrity check over the whole database file and
-// returns the problems it found; none means the file is sound. It reads
-// every page, so it takes a while on a large file, but it does not block
-// the engine.
+// Check runs SQLite's integrity check over the whole database file, then
+// checks that every stored value (run, step and schedule inputs, run and
+// step outputs, signal payloads) is JSON, and returns the problems it found,
+// each naming the run, step or signal; none means the file is sound. SQLite
+// checks the file's structure but keeps no checksum of a value, so a
+// damaged value that still parses as JSON goes unnoticed. It reads every
+// page, so it takes a while on a large file, but it does not block the
+// engine.
 func (e *Engine) Check(ctx context.Context) ([]string, error) { return e.core.Check(ctx) }

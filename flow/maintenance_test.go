@@ -39,7 +39,7 @@ func maintenanceConfig(clk flow.Clock) *flow.Config {
 func rowCounts(t *testing.T, db *sql.DB, runID string) [3]int {
 	t.Helper()
 	var n [3]int
-	for i, table := range []string{"steps", "events", "signals"} {
+	for i, table := range []string{"flowlite_steps", "flowlite_events", "flowlite_signals"} {
 		if err := db.QueryRow("SELECT count(*) FROM "+table+" WHERE run_id = ?", runID).Scan(&n[i]); err != nil {
 			t.Fatal(err)
 		}
@@ -393,7 +393,7 @@ func TestCleanDeletesInBatchesWhileWorkflowsRun(t *testing.T) {
 	}
 	t.Logf("Clean deleted %d runs in %v; %d workflows completed meanwhile", n, took, completed.Load())
 	db := rawDB(t, path)
-	for _, table := range []string{"steps", "events", "signals"} {
+	for _, table := range []string{"flowlite_steps", "flowlite_events", "flowlite_signals"} {
 		var n int
 		if err := db.QueryRow("SELECT count(*) FROM " + table + " WHERE run_id LIKE 'synthetic-%'").Scan(&n); err != nil {
 			t.Fatal(err)
@@ -420,15 +420,15 @@ func insertFinishedRuns(t *testing.T, db *sql.DB, n int, finished time.Time) {
 	t.Helper()
 	ms := finished.UnixMilli()
 	stmts := []string{
-		`INSERT INTO runs (id, workflow, version, queue, status, input, output, run_at, created_at, updated_at, finished_at)
+		`INSERT INTO flowlite_runs (id, workflow, version, queue, status, input, output, run_at, created_at, updated_at, finished_at)
 		 SELECT 'synthetic-' || i, 'batch-doubler', 1, 'default', 'completed', CAST('1' AS BLOB), CAST('2' AS BLOB), ?1, ?1, ?1, ?1 FROM n`,
-		`INSERT INTO steps (run_id, name, occurrence, status, attempts, input, output, completed_seq, started_at, finished_at)
+		`INSERT INTO flowlite_steps (run_id, name, occurrence, status, attempts, input, output, completed_seq, started_at, finished_at)
 		 SELECT 'synthetic-' || i, 'double', o.value, 'completed', 1, CAST('1' AS BLOB), CAST('2' AS BLOB), o.value + 1, ?1, ?1
 		 FROM n, json_each('[0,1]') AS o`,
-		`INSERT INTO events (run_id, at, kind)
+		`INSERT INTO flowlite_events (run_id, at, kind)
 		 SELECT 'synthetic-' || i, ?1, k.value FROM n,
 		 json_each('["run.started","run.claimed","step.started","step.completed","run.completed","run.completed"]') AS k`,
-		`INSERT INTO signals (run_id, name, payload, key, sent_at, consumed_by)
+		`INSERT INTO flowlite_signals (run_id, name, payload, key, sent_at, consumed_by)
 		 SELECT 'synthetic-' || i, 'go', CAST('{}' AS BLOB), 'k', ?1, 'wait' FROM n`,
 	}
 	tx, err := db.Begin()
@@ -561,7 +561,7 @@ func (l walLoad) run(t *testing.T, cfg *flow.Config) (e *flow.Engine, peak int64
 					return err
 				}
 				var n int
-				if err := tx.QueryRow("SELECT count(*) FROM runs").Scan(&n); err != nil {
+				if err := tx.QueryRow("SELECT count(*) FROM flowlite_runs").Scan(&n); err != nil {
 					tx.Rollback()
 					return err
 				}

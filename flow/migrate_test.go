@@ -84,7 +84,7 @@ func TestMissingLowerMigrationIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := rawDB(t, path)
-	if _, err := db.ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id = 3"); err != nil {
+	if _, err := db.ExecContext(ctx, "DELETE FROM flowlite_goose_db_version WHERE version_id = 3"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := flow.Open(ctx, path, nil)
@@ -92,7 +92,7 @@ func TestMissingLowerMigrationIsRefused(t *testing.T) {
 		t.Fatalf("open with migration 3 missing: %v, want an error saying a lower migration is missing", err)
 	}
 	var n int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM goose_db_version WHERE version_id = 3").Scan(&n); err != nil || n != 0 {
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM flowlite_goose_db_version WHERE version_id = 3").Scan(&n); err != nil || n != 0 {
 		t.Errorf("the refused open changed the migration record: %d rows for version 3 (%v)", n, err)
 	}
 }

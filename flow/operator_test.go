@@ -45,7 +45,7 @@ func TestDeleteRun(t *testing.T) {
 	if _, err := e.Inspect(ctx, done.ID()); !errors.Is(err, flow.ErrRunNotFound) {
 		t.Errorf("inspect a deleted run: %v, want ErrRunNotFound", err)
 	}
-	for _, table := range []string{"steps", "events", "signals"} {
+	for _, table := range []string{"flowlite_steps", "flowlite_events", "flowlite_signals"} {
 		if n := countRows(t, path, "SELECT count(*) FROM "+table+" WHERE run_id = ?", done.ID()); n != 0 {
 			t.Errorf("%d rows of %s left for the deleted run", n, table)
 		}
@@ -74,7 +74,7 @@ func TestDeleteRun(t *testing.T) {
 	if _, err := child.Result(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rawDB(t, path).Exec("UPDATE runs SET parent_id = ? WHERE id = ?", later.ID(), child.ID()); err != nil {
+	if _, err := rawDB(t, path).Exec("UPDATE flowlite_runs SET parent_id = ? WHERE id = ?", later.ID(), child.ID()); err != nil {
 		t.Fatal(err)
 	}
 	err = e.DeleteRun(ctx, child.ID())

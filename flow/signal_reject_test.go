@@ -141,10 +141,10 @@ func TestRunWedgedByARecordedBadSignalResumes(t *testing.T) {
 	db := rawDB(t, path)
 	const waitKey = "flow.receive:verdict#0 of run wedged"
 	for _, q := range []string{
-		fmt.Sprintf(`INSERT INTO signals (run_id, name, payload, sent_at, consumed_by) VALUES ('wedged', 'verdict', CAST('"yes"' AS BLOB), 1, '%s')`, waitKey),
-		`UPDATE steps SET status = 'completed', output = CAST('{"payload":"yes"}' AS BLOB), completed_seq = 1, finished_at = 1
+		fmt.Sprintf(`INSERT INTO flowlite_signals (run_id, name, payload, sent_at, consumed_by) VALUES ('wedged', 'verdict', CAST('"yes"' AS BLOB), 1, '%s')`, waitKey),
+		`UPDATE flowlite_steps SET status = 'completed', output = CAST('{"payload":"yes"}' AS BLOB), completed_seq = 1, finished_at = 1
 		 WHERE run_id = 'wedged' AND name = 'flow.receive:verdict'`,
-		`UPDATE runs SET status = 'suspended', reason = 'run wedged: decode payload of step signal verdict into flow_test.verdict: json: cannot unmarshal string'
+		`UPDATE flowlite_runs SET status = 'suspended', reason = 'run wedged: decode payload of step signal verdict into flow_test.verdict: json: cannot unmarshal string'
 		 WHERE id = 'wedged'`,
 	} {
 		res, err := db.Exec(q)

@@ -89,7 +89,7 @@ func countKind(t *testing.T, e *flow.Engine, runID, kind string) int {
 func leaseOwner(t *testing.T, path, runID string) string {
 	t.Helper()
 	var owner *string
-	if err := rawDB(t, path).QueryRow(`SELECT lease_owner FROM runs WHERE id = ?`, runID).Scan(&owner); err != nil {
+	if err := rawDB(t, path).QueryRow(`SELECT lease_owner FROM flowlite_runs WHERE id = ?`, runID).Scan(&owner); err != nil {
 		t.Fatal(err)
 	}
 	if owner == nil {
@@ -109,7 +109,7 @@ type storedSignal struct {
 // storedSignals lists the signals stored for a run, oldest first.
 func storedSignals(t *testing.T, path, runID string) []storedSignal {
 	t.Helper()
-	rows, err := rawDB(t, path).Query(`SELECT name, payload, coalesce(key, ''), coalesce(consumed_by, '') FROM signals WHERE run_id = ? ORDER BY id`, runID)
+	rows, err := rawDB(t, path).Query(`SELECT name, payload, coalesce(key, ''), coalesce(consumed_by, '') FROM flowlite_signals WHERE run_id = ? ORDER BY id`, runID)
 	if err != nil {
 		t.Fatal(err)
 	}

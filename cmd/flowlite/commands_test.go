@@ -23,6 +23,7 @@ import (
 
 	"github.com/flowlite/flowlite/db/migrations"
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/internal/migrate"
 )
 
 // fileBytes returns the content of path.
@@ -164,7 +165,8 @@ func oldSchema(t *testing.T) (path string, current, latest int64) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, old, goose.WithDisableGlobalRegistry(true))
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, old, goose.WithDisableGlobalRegistry(true),
+		goose.WithTableName(migrate.VersionTable))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,30 @@ func (a *app) withEngine(ctx context.Context, fn func(*flow.Engine) error) error
 	return a.openEngine(ctx, path, fn)
 }
 
+// withReader is withEngine for commands that only read: the engine is opened
+// with flow.OpenReadOnly, so the command works on a read-only file,
+// directory or mount, leaves no -wal or -shm file behind, and cannot change
+// the database even by mistake.
+func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) (err error) {
+	path, err := a.dbPathOrUsage()
+	if err != nil {
+		return err
+	}
+	if err := a.requireCurrentSchema(ctx, path); err != nil {
+		return err
+	}
+	e, err := flow.OpenReadOnly(ctx, path, &flow.Config{Logger: a.logger})
+	if err != nil {
+		return a.dbError(err)
+	}
+	defer func() {
+		if cerr := e.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", path, cerr)
+		}
+	}()
+	return a.dbError(fn(e))
+}
+
 // openEngine opens an engine on path without starting it, calls fn and
 // closes the engine. With the default busy timeout it is flow.Open; with
 // another, flow.New over a pool opened with flow.SQLiteDSN whose busy_timeout

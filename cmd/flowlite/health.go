@@ -76,7 +76,7 @@ To check the file's integrity, use flowlite check.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			return a.withEngine(ctx, func(e *flow.Engine) error {
+			return a.withReader(ctx, func(e *flow.Engine) error {
 				h, err := e.FileHealth(ctx)
 				if err != nil {
 					return err

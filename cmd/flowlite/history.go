@@ -33,7 +33,7 @@ its detail.`,
 		Args: oneRunArg,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			return a.withEngine(cmd.Context(), func(e *flow.Engine) error {
+			return a.withReader(cmd.Context(), func(e *flow.Engine) error {
 				events, err := e.History(cmd.Context(), id)
 				if err != nil {
 					return runError(id, err)

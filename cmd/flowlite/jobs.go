@@ -213,7 +213,7 @@ requeue and purge need run IDs, a filter, or --all; with a filter or --all,
 				return usageErrorf("invalid --limit %d: must be at least 1", list.limit)
 			}
 			ctx := cmd.Context()
-			return a.withEngine(ctx, func(e *flow.Engine) error {
+			return a.withReader(ctx, func(e *flow.Engine) error {
 				runs, err := e.DeadLetters(ctx, f)
 				if err != nil {
 					return err
@@ -421,7 +421,7 @@ Runs in flight go on; runs can still be started in a paused queue.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			return a.withEngine(ctx, func(e *flow.Engine) error {
+			return a.withReader(ctx, func(e *flow.Engine) error {
 				stats, err := e.QueueStats(ctx)
 				if err != nil {
 					return err

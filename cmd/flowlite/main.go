@@ -26,9 +26,16 @@
 // wrong state, a file that is not a database…), 2 usage error (bad flags or
 // arguments). Errors go to stderr as "flowlite: <message>".
 //
+// Commands that only read (runs, show, history, stats, check, health,
+// queues, dead list, migrate status, serve --read-only) open the database
+// with flow.OpenReadOnly: they work on a read-only file, directory or mount
+// and leave no -wal or -shm file behind; commands that write refuse such a
+// database with "database is read-only", naming the file or directory.
+//
 // It imports flow (the public API), cobra, internal/migrate (migrate only
-// inspects and applies the schema, which flow does not expose) and
-// internal/dashboard (serve).
+// inspects and applies the schema, which flow does not expose),
+// internal/store/sqlitestore (the read-only DSN the schema inspection
+// shares with flow.OpenReadOnly) and internal/dashboard (serve).
 package main
 
 import (

@@ -82,14 +82,16 @@ func (a *app) checkCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "check",
 		Short: "Check the integrity of the database file",
-		Long: `Run SQLite's integrity check over the whole database file. It reads every
+		Long: `Run SQLite's integrity check over the whole database file, then check that
+every stored value (run, step and schedule inputs, outputs, signal payloads)
+is JSON, naming the run, step or signal of each damaged one. It reads every
 page, so it takes a while on a large file, but it does not block engines.
 Exit code 0 when the file is sound, 1 when problems were found (they are
 printed) or the check could not run.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			return a.withEngine(ctx, func(e *flow.Engine) error {
+			return a.withReader(ctx, func(e *flow.Engine) error {
 				stop := a.progress("checking")
 				problems, err := e.Check(ctx)
 				stop()

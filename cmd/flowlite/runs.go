@@ -111,7 +111,7 @@ exclusive.`,
 			if err != nil {
 				return err
 			}
-			return a.withEngine(cmd.Context(), func(e *flow.Engine) error {
+			return a.withReader(cmd.Context(), func(e *flow.Engine) error {
 				f := flow.RunFilter{Status: st, Workflow: workflow, Queue: queue, Limit: limit}
 				runs, err := listRunsIn(cmd.Context(), e, f, window)
 				if err != nil {

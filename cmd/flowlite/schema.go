@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
-	"slices"
 	"strings"
 
 	"modernc.org/sqlite"
@@ -14,33 +12,32 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/internal/migrate"
+	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
-// The schema checks below read sqlite_master, which sqlc does not compile:
-// this query is the CLI's only SQL text. It runs on a read-only connection
+// The schema checks below read sqlite_master through internal/migrate. They
+// run on a read-only connection
 // opened without flowlite's pragmas, so looking at a file never changes it
 // (journal_mode(WAL) alone would rewrite the header of a rollback-journal
 // database).
 
-// gooseTable is the version table goose keeps (its default name, which
-// internal/migrate uses).
-const gooseTable = "goose_db_version"
-
 // schemaInfo describes what a database file holds.
 type schemaInfo struct {
 	Tables   []string       // its tables, sorted
-	Flowlite bool           // it has flowlite's version table (and its runs once migrated)
+	Flowlite bool           // it has flowlite's version table (or, before 00010, goose's with flowlite's tables)
 	Status   migrate.Status // when Flowlite: the applied and known versions
 }
 
 // inspectSchema reads the schema of the database at path without changing
 // the file in any way.
 func (a *app) inspectSchema(ctx context.Context, path string) (schemaInfo, error) {
-	q := url.Values{}
-	q.Set("mode", "ro")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", a.busyTimeout.Milliseconds()))
-	q.Add("_pragma", "query_only(1)")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// The DSN OpenReadOnly uses: it never creates -wal or -shm files it
+	// cannot remove, and reads a file in a read-only directory.
+	dsn, err := sqlitestore.ReadOnlyDSN(path)
+	if err != nil {
+		return schemaInfo{}, err
+	}
+	db, err := sql.Open("sqlite", dsnWithBusyTimeout(dsn, a.busyTimeout))
 	if err != nil {
 		return schemaInfo{}, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -48,24 +45,16 @@ func (a *app) inspectSchema(ctx context.Context, path string) (schemaInfo, error
 	db.SetMaxOpenConns(1)
 
 	var info schemaInfo
-	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+	tables, err := migrate.Tables(ctx, db)
 	if err != nil {
 		return info, fmt.Errorf("open %s: %w", path, notDatabase(err))
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return info, fmt.Errorf("open %s: %w", path, notDatabase(err))
-		}
-		info.Tables = append(info.Tables, name)
-	}
-	if err := rows.Err(); err != nil {
-		return info, fmt.Errorf("open %s: %w", path, notDatabase(err))
-	}
-	rows.Close()
-	if !slices.Contains(info.Tables, gooseTable) {
-		return info, nil
+	info.Tables = tables
+	// flowlite is identified by its own version table, whatever other
+	// tables share the file: the application's tables may sit beside it.
+	isFlowlite, err := migrate.IsFlowlite(ctx, db)
+	if err != nil || !isFlowlite {
+		return info, err
 	}
 	// The version table exists, so SQLiteStatus only reads it.
 	st, err := migrate.SQLiteStatus(ctx, db)
@@ -73,8 +62,7 @@ func (a *app) inspectSchema(ctx context.Context, path string) (schemaInfo, error
 		return info, fmt.Errorf("open %s: %w", path, notDatabase(err))
 	}
 	info.Status = st
-	// Another program's goose table would not come with flowlite's runs.
-	info.Flowlite = st.Current == 0 || slices.Contains(info.Tables, "runs")
+	info.Flowlite = true
 	return info, nil
 }
 

@@ -52,7 +52,13 @@ within their poll interval. It stops on SIGINT or SIGTERM.`,
 				return usageErrorf("invalid --addr %q: want host:port or :port (%v)", addr, err)
 			}
 			ctx := cmd.Context()
-			return a.withEngine(ctx, func(e *flow.Engine) error {
+			with := a.withEngine
+			if readOnly {
+				// Nothing to write: the dashboard reads a read-only file
+				// too, and leaves no -wal or -shm behind.
+				with = a.withReader
+			}
+			return with(ctx, func(e *flow.Engine) error {
 				d, err := dashboard.New(e, &dashboard.Options{ReadOnly: readOnly, Logger: a.logger})
 				if err != nil {
 					return err

@@ -44,7 +44,7 @@ the earlier calls of the same step in the run, from 0.`,
 		Args: oneRunArg,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			return a.withEngine(cmd.Context(), func(e *flow.Engine) error {
+			return a.withReader(cmd.Context(), func(e *flow.Engine) error {
 				info, err := e.Inspect(cmd.Context(), id)
 				if err != nil {
 					return runError(id, err)

@@ -27,7 +27,7 @@ reported: that needs the registered workflows of the engines, which the CLI
 does not have. Engines log such runs once a minute.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
-			return a.withEngine(cmd.Context(), func(e *flow.Engine) error {
+			return a.withReader(cmd.Context(), func(e *flow.Engine) error {
 				counts, err := e.CountRuns(cmd.Context())
 				if err != nil {
 					return err

@@ -45,6 +45,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
 		return nil, fmt.Errorf("error preparing query EventList: %w", err)
 	}
+	if q.payloadInvalidListStmt, err = db.PrepareContext(ctx, payloadInvalidList); err != nil {
+		return nil, fmt.Errorf("error preparing query PayloadInvalidList: %w", err)
+	}
 	if q.queueCountsStmt, err = db.PrepareContext(ctx, queueCounts); err != nil {
 		return nil, fmt.Errorf("error preparing query QueueCounts: %w", err)
 	}
@@ -290,6 +293,11 @@ func (q *Queries) Close() error {
 	if q.eventListStmt != nil {
 		if cerr := q.eventListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
+		}
+	}
+	if q.payloadInvalidListStmt != nil {
+		if cerr := q.payloadInvalidListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing payloadInvalidListStmt: %w", cerr)
 		}
 	}
 	if q.queueCountsStmt != nil {
@@ -683,6 +691,7 @@ type Queries struct {
 	engineReportUpsertStmt          *sql.Stmt
 	eventAppendStmt                 *sql.Stmt
 	eventListStmt                   *sql.Stmt
+	payloadInvalidListStmt          *sql.Stmt
 	queueCountsStmt                 *sql.Stmt
 	queueDurationsStmt              *sql.Stmt
 	queueListStmt                   *sql.Stmt
@@ -765,6 +774,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		engineReportUpsertStmt:          q.engineReportUpsertStmt,
 		eventAppendStmt:                 q.eventAppendStmt,
 		eventListStmt:                   q.eventListStmt,
+		payloadInvalidListStmt:          q.payloadInvalidListStmt,
 		queueCountsStmt:                 q.queueCountsStmt,
 		queueDurationsStmt:              q.queueDurationsStmt,
 		queueListStmt:                   q.queueListStmt,

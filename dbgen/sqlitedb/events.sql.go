@@ -10,7 +10,7 @@ import (
 )
 
 const eventAppend = `-- name: EventAppend :exec
-INSERT INTO events (run_id, at, kind, step, occurrence, attempt, detail)
+INSERT INTO flowlite_events (run_id, at, kind, step, occurrence, attempt, detail)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 `
 
@@ -38,7 +38,7 @@ func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error 
 }
 
 const eventList = `-- name: EventList :many
-SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM events WHERE run_id = ?1 ORDER BY id
+SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM flowlite_events WHERE run_id = ?1 ORDER BY id
 `
 
 func (q *Queries) EventList(ctx context.Context, runID string) ([]Event, error) {

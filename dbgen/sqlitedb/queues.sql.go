@@ -19,7 +19,7 @@ SELECT queue, status, count(*) AS runs,
        CAST(total(finished_at >= ?2) AS INTEGER) AS finished_last_minute,
        CAST(total(finished_at >= ?3) AS INTEGER) AS finished_last_hour,
        CAST(total(status = 'failed' AND requeued_as IS NULL) AS INTEGER) AS dead
-FROM runs
+FROM flowlite_runs
 GROUP BY queue, status
 ORDER BY queue, status
 `
@@ -79,7 +79,7 @@ func (q *Queries) QueueCounts(ctx context.Context, arg QueueCountsParams) ([]Que
 
 const queueDurations = `-- name: QueueDurations :many
 SELECT CAST(finished_at - started_at AS INTEGER) AS duration
-FROM runs
+FROM flowlite_runs
 WHERE status IN ('completed', 'failed', 'cancelled') AND status = 'completed'
   AND finished_at >= ?1 AND queue = ?2 AND started_at IS NOT NULL
 ORDER BY finished_at DESC
@@ -120,7 +120,7 @@ func (q *Queries) QueueDurations(ctx context.Context, arg QueueDurationsParams) 
 }
 
 const queueList = `-- name: QueueList :many
-SELECT name, paused, created_at, updated_at FROM queues ORDER BY name
+SELECT name, paused, created_at, updated_at FROM flowlite_queues ORDER BY name
 `
 
 func (q *Queries) QueueList(ctx context.Context) ([]Queue, error) {
@@ -152,11 +152,11 @@ func (q *Queries) QueueList(ctx context.Context) ([]Queue, error) {
 }
 
 const queuePause = `-- name: QueuePause :execrows
-INSERT INTO queues (name, paused, created_at, updated_at)
+INSERT INTO flowlite_queues (name, paused, created_at, updated_at)
 VALUES (?1, 1, ?2, ?2)
 ON CONFLICT (name) DO UPDATE
 SET paused = 1, updated_at = excluded.updated_at
-WHERE queues.paused = 0
+WHERE flowlite_queues.paused = 0
 `
 
 type QueuePauseParams struct {
@@ -176,7 +176,7 @@ func (q *Queries) QueuePause(ctx context.Context, arg QueuePauseParams) (int64, 
 
 const queuePendingRuns = `-- name: QueuePendingRuns :many
 SELECT queue, count(*) AS runs, CAST(min(created_at) AS INTEGER) AS oldest_created_at
-FROM runs
+FROM flowlite_runs
 WHERE status = 'pending'
 GROUP BY queue
 ORDER BY queue
@@ -214,7 +214,7 @@ func (q *Queries) QueuePendingRuns(ctx context.Context) ([]QueuePendingRunsRow, 
 }
 
 const queueResume = `-- name: QueueResume :execrows
-UPDATE queues SET paused = 0, updated_at = ?1
+UPDATE flowlite_queues SET paused = 0, updated_at = ?1
 WHERE name = ?2 AND paused = 1
 `
 
@@ -234,7 +234,7 @@ func (q *Queries) QueueResume(ctx context.Context, arg QueueResumeParams) (int64
 }
 
 const runDeadBatch = `-- name: RunDeadBatch :many
-SELECT CAST(rowid AS INTEGER) AS seq, r.id, r.finished_at FROM runs AS r
+SELECT CAST(rowid AS INTEGER) AS seq, r.id, r.finished_at FROM flowlite_runs AS r
 WHERE r.status = 'failed' AND r.requeued_as IS NULL
   AND r.finished_at >= ?1 AND r.finished_at < ?2
   AND NOT (r.finished_at = ?3 AND +rowid <= CAST(?4 AS INTEGER))
@@ -299,17 +299,17 @@ func (q *Queries) RunDeadBatch(ctx context.Context, arg RunDeadBatchParams) ([]R
 }
 
 const runDeadDelete = `-- name: RunDeadDelete :execrows
-DELETE FROM runs
-WHERE +runs.status = 'failed' AND runs.requeued_as IS NULL
-  AND runs.id IN (
-    SELECT r.id FROM runs AS r
+DELETE FROM flowlite_runs
+WHERE +flowlite_runs.status = 'failed' AND flowlite_runs.requeued_as IS NULL
+  AND flowlite_runs.id IN (
+    SELECT r.id FROM flowlite_runs AS r
     WHERE r.status = 'failed' AND r.requeued_as IS NULL
       AND r.finished_at >= ?1 AND r.finished_at < ?2
       AND +rowid <= CAST(?3 AS INTEGER)
       AND (?4 = '' OR r.workflow = ?4)
       AND (?5 = '' OR r.queue = ?5)
       AND (r.parent_id IS NULL OR NOT EXISTS (
-        SELECT 1 FROM runs AS p
+        SELECT 1 FROM flowlite_runs AS p
         WHERE p.id = r.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
       ))
     ORDER BY r.finished_at, rowid
@@ -348,11 +348,11 @@ func (q *Queries) RunDeadDelete(ctx context.Context, arg RunDeadDeleteParams) (i
 }
 
 const runDeadDeleteByID = `-- name: RunDeadDeleteByID :execrows
-DELETE FROM runs
-WHERE runs.id = ?1 AND runs.status = 'failed' AND runs.requeued_as IS NULL
-  AND (runs.parent_id IS NULL OR NOT EXISTS (
-    SELECT 1 FROM runs AS p
-    WHERE p.id = runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+DELETE FROM flowlite_runs
+WHERE flowlite_runs.id = ?1 AND flowlite_runs.status = 'failed' AND flowlite_runs.requeued_as IS NULL
+  AND (flowlite_runs.parent_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM flowlite_runs AS p
+    WHERE p.id = flowlite_runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
   ))
 `
 
@@ -368,7 +368,7 @@ func (q *Queries) RunDeadDeleteByID(ctx context.Context, id string) (int64, erro
 }
 
 const runDeadList = `-- name: RunDeadList :many
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs
 WHERE status = 'failed' AND requeued_as IS NULL
   AND finished_at >= ?1 AND finished_at < ?2
   AND (?3 = '' OR workflow = ?3)
@@ -445,7 +445,7 @@ func (q *Queries) RunDeadList(ctx context.Context, arg RunDeadListParams) ([]Run
 }
 
 const runGetKeyHolder = `-- name: RunGetKeyHolder :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs
 WHERE workflow = ?1 AND unique_key = ?2 AND requeued_as IS NULL
   AND (unique_states & (CASE status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
           WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
@@ -496,7 +496,7 @@ func (q *Queries) RunGetKeyHolder(ctx context.Context, arg RunGetKeyHolderParams
 }
 
 const runMarkRequeued = `-- name: RunMarkRequeued :execrows
-UPDATE runs SET requeued_as = ?1, updated_at = ?2
+UPDATE flowlite_runs SET requeued_as = ?1, updated_at = ?2
 WHERE id = ?3 AND status = 'failed' AND requeued_as IS NULL
 `
 
@@ -517,12 +517,12 @@ func (q *Queries) RunMarkRequeued(ctx context.Context, arg RunMarkRequeuedParams
 }
 
 const runRequeueInsert = `-- name: RunRequeueInsert :execrows
-INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
+INSERT INTO flowlite_runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
                   unique_key, unique_states, requeued_from, created_at, updated_at)
 SELECT ?1, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, ?2,
        CASE WHEN f.deadline IS NULL THEN NULL ELSE f.deadline - f.created_at + ?2 END,
        f.unique_key, f.unique_states, f.id, ?2, ?2
-FROM runs AS f
+FROM flowlite_runs AS f
 WHERE f.id = ?3 AND f.status = 'failed' AND f.requeued_as = ?1
 ON CONFLICT DO NOTHING
 `
@@ -549,7 +549,7 @@ func (q *Queries) RunRequeueInsert(ctx context.Context, arg RunRequeueInsertPara
 }
 
 const runSeqMax = `-- name: RunSeqMax :one
-SELECT CAST(coalesce(max(rowid), 0) AS INTEGER) AS seq FROM runs
+SELECT CAST(coalesce(max(rowid), 0) AS INTEGER) AS seq FROM flowlite_runs
 `
 
 // RunSeqMax returns the highest rowid of runs: bulk operations on dead
@@ -563,7 +563,7 @@ func (q *Queries) RunSeqMax(ctx context.Context) (int64, error) {
 }
 
 const runUnmarkRequeued = `-- name: RunUnmarkRequeued :exec
-UPDATE runs SET requeued_as = NULL, updated_at = ?1
+UPDATE flowlite_runs SET requeued_as = NULL, updated_at = ?1
 WHERE id = ?2 AND requeued_as = ?3
 `
 
@@ -581,12 +581,12 @@ func (q *Queries) RunUnmarkRequeued(ctx context.Context, arg RunUnmarkRequeuedPa
 }
 
 const uniqueHoldDrop = `-- name: UniqueHoldDrop :exec
-DELETE FROM unique_holds
-WHERE unique_holds.workflow = ?1 AND unique_holds.key = ?2
-  AND (unique_holds.held_until <= ?3 OR NOT EXISTS (
-    SELECT 1 FROM runs AS r
-    WHERE r.id = unique_holds.run_id
-      AND (unique_holds.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+DELETE FROM flowlite_unique_holds
+WHERE flowlite_unique_holds.workflow = ?1 AND flowlite_unique_holds.key = ?2
+  AND (flowlite_unique_holds.held_until <= ?3 OR NOT EXISTS (
+    SELECT 1 FROM flowlite_runs AS r
+    WHERE r.id = flowlite_unique_holds.run_id
+      AND (flowlite_unique_holds.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
           WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
           WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0
   ))
@@ -608,7 +608,7 @@ func (q *Queries) UniqueHoldDrop(ctx context.Context, arg UniqueHoldDropParams) 
 }
 
 const uniqueHoldGet = `-- name: UniqueHoldGet :one
-SELECT h.run_id FROM unique_holds AS h JOIN runs AS r ON r.id = h.run_id
+SELECT h.run_id FROM flowlite_unique_holds AS h JOIN flowlite_runs AS r ON r.id = h.run_id
 WHERE h.workflow = ?1 AND h.key = ?2 AND h.held_until > ?3
   AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
           WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
@@ -631,7 +631,7 @@ func (q *Queries) UniqueHoldGet(ctx context.Context, arg UniqueHoldGetParams) (s
 }
 
 const uniqueHoldMove = `-- name: UniqueHoldMove :exec
-UPDATE unique_holds SET run_id = ?1 WHERE run_id = ?2
+UPDATE flowlite_unique_holds SET run_id = ?1 WHERE run_id = ?2
 `
 
 type UniqueHoldMoveParams struct {
@@ -647,11 +647,11 @@ func (q *Queries) UniqueHoldMove(ctx context.Context, arg UniqueHoldMoveParams) 
 }
 
 const uniqueHoldTake = `-- name: UniqueHoldTake :execrows
-INSERT INTO unique_holds (workflow, key, run_id, taken_at, held_until, states)
+INSERT INTO flowlite_unique_holds (workflow, key, run_id, taken_at, held_until, states)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
 ON CONFLICT (workflow, key) DO UPDATE
 SET run_id = excluded.run_id, taken_at = excluded.taken_at, held_until = excluded.held_until, states = excluded.states
-WHERE unique_holds.held_until <= excluded.taken_at
+WHERE flowlite_unique_holds.held_until <= excluded.taken_at
 `
 
 type UniqueHoldTakeParams struct {

@@ -11,7 +11,7 @@ import (
 
 const checkpointLast = `-- name: CheckpointLast :many
 SELECT at, owner, mode, wal_bytes, busy, error
-FROM checkpoints WHERE id = 1
+FROM flowlite_checkpoints WHERE id = 1
 `
 
 type CheckpointLastRow struct {
@@ -56,7 +56,7 @@ func (q *Queries) CheckpointLast(ctx context.Context) ([]CheckpointLastRow, erro
 }
 
 const checkpointRecord = `-- name: CheckpointRecord :exec
-INSERT INTO checkpoints (id, at, owner, mode, wal_bytes, busy, error)
+INSERT INTO flowlite_checkpoints (id, at, owner, mode, wal_bytes, busy, error)
 VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)
 ON CONFLICT (id) DO UPDATE SET
     at        = excluded.at,
@@ -90,7 +90,7 @@ func (q *Queries) CheckpointRecord(ctx context.Context, arg CheckpointRecordPara
 }
 
 const engineReportDeleteBefore = `-- name: EngineReportDeleteBefore :execrows
-DELETE FROM engine_reports WHERE reported_at < ?1
+DELETE FROM flowlite_engine_reports WHERE reported_at < ?1
 `
 
 // EngineReportDeleteBefore deletes the reports last written before
@@ -105,7 +105,7 @@ func (q *Queries) EngineReportDeleteBefore(ctx context.Context, reportedBefore i
 
 const engineReportList = `-- name: EngineReportList :many
 SELECT owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at
-FROM engine_reports
+FROM flowlite_engine_reports
 ORDER BY started_at, owner
 `
 
@@ -144,7 +144,7 @@ func (q *Queries) EngineReportList(ctx context.Context) ([]EngineReport, error) 
 }
 
 const engineReportUpsert = `-- name: EngineReportUpsert :exec
-INSERT INTO engine_reports (owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at)
+INSERT INTO flowlite_engine_reports (owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 ON CONFLICT (owner) DO UPDATE SET
     host        = excluded.host,

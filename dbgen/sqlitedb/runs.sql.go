@@ -10,7 +10,7 @@ import (
 )
 
 const runCancelChildren = `-- name: RunCancelChildren :many
-UPDATE runs
+UPDATE flowlite_runs
 SET cancel_requested = 1, wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, ?1) ELSE run_at END,
     updated_at = ?1
@@ -50,13 +50,13 @@ func (q *Queries) RunCancelChildren(ctx context.Context, arg RunCancelChildrenPa
 }
 
 const runCancelIdle = `-- name: RunCancelIdle :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET status = 'cancelled', cancel_requested = 1, error = ?1, wake_seq = wake_seq + 1,
     finished_at = ?2, updated_at = ?2
 WHERE id = ?3 AND lease_owner IS NULL AND status IN ('pending', 'waiting')
   AND NOT EXISTS (
-    SELECT 1 FROM steps
-    WHERE steps.run_id = ?3 AND steps.status = 'completed' AND steps.compensable = 1
+    SELECT 1 FROM flowlite_steps
+    WHERE flowlite_steps.run_id = ?3 AND flowlite_steps.status = 'completed' AND flowlite_steps.compensable = 1
   )
 `
 
@@ -78,7 +78,7 @@ func (q *Queries) RunCancelIdle(ctx context.Context, arg RunCancelIdleParams) (i
 }
 
 const runCancelToUnwind = `-- name: RunCancelToUnwind :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET status = 'compensating', cancel_requested = 1, error = ?1, wake_seq = wake_seq + 1,
     run_at = MIN(run_at, ?2), updated_at = ?2
 WHERE id = ?3 AND lease_owner IS NULL AND status IN ('pending', 'waiting')
@@ -104,7 +104,7 @@ func (q *Queries) RunCancelToUnwind(ctx context.Context, arg RunCancelToUnwindPa
 }
 
 const runClaim = `-- name: RunClaim :many
-UPDATE runs
+UPDATE flowlite_runs
 SET lease_owner      = ?1,
     lease_expires_at = ?2,
     fence            = fence + 1,
@@ -114,14 +114,14 @@ SET lease_owner      = ?1,
 WHERE lease_owner IS NULL
   AND +status IN ('pending', 'waiting', 'compensating')
   AND id IN (
-    SELECT r.id FROM runs AS r
+    SELECT r.id FROM flowlite_runs AS r
     WHERE r.queue = ?4
       AND r.priority = ?5
       AND r.lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= ?3
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(?6))
-      AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = ?4 AND q.paused = 1)
+      AND NOT EXISTS (SELECT 1 FROM flowlite_queues AS q WHERE q.name = ?4 AND q.paused = 1)
     ORDER BY r.run_at, rowid
     LIMIT ?7
   )
@@ -208,7 +208,7 @@ func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, erro
 }
 
 const runCountByStatus = `-- name: RunCountByStatus :many
-SELECT status, count(*) AS runs FROM runs GROUP BY status ORDER BY status
+SELECT status, count(*) AS runs FROM flowlite_runs GROUP BY status ORDER BY status
 `
 
 type RunCountByStatusRow struct {
@@ -241,7 +241,7 @@ func (q *Queries) RunCountByStatus(ctx context.Context) ([]RunCountByStatusRow, 
 
 const runCountUnrunnable = `-- name: RunCountUnrunnable :many
 SELECT workflow, version, count(*) AS runs
-FROM runs
+FROM flowlite_runs
 WHERE lease_owner IS NULL
   AND status IN ('pending', 'waiting', 'compensating')
   AND (workflow || ':' || version) NOT IN (SELECT value FROM json_each(?1))
@@ -281,11 +281,11 @@ func (q *Queries) RunCountUnrunnable(ctx context.Context, known interface{}) ([]
 }
 
 const runDeleteOne = `-- name: RunDeleteOne :execrows
-DELETE FROM runs
-WHERE runs.id = ?1 AND runs.status IN ('completed', 'failed', 'cancelled')
-  AND (runs.parent_id IS NULL OR NOT EXISTS (
-    SELECT 1 FROM runs AS p
-    WHERE p.id = runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+DELETE FROM flowlite_runs
+WHERE flowlite_runs.id = ?1 AND flowlite_runs.status IN ('completed', 'failed', 'cancelled')
+  AND (flowlite_runs.parent_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM flowlite_runs AS p
+    WHERE p.id = flowlite_runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
   ))
 `
 
@@ -301,7 +301,7 @@ func (q *Queries) RunDeleteOne(ctx context.Context, id string) (int64, error) {
 }
 
 const runFinish = `-- name: RunFinish :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET status = ?1, output = ?2, error = ?3, reason = ?4,
     lease_owner = NULL, lease_expires_at = NULL,
     finished_at = ?5, updated_at = ?6
@@ -340,7 +340,7 @@ func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, er
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM runs WHERE id = ?1
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs WHERE id = ?1
 `
 
 func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
@@ -378,7 +378,7 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 }
 
 const runHeartbeat = `-- name: RunHeartbeat :one
-UPDATE runs
+UPDATE flowlite_runs
 SET lease_expires_at = ?1, updated_at = ?2
 WHERE id = ?3 AND lease_owner = ?4 AND fence = ?5
 RETURNING cancel_requested
@@ -408,10 +408,10 @@ func (q *Queries) RunHeartbeat(ctx context.Context, arg RunHeartbeatParams) (int
 }
 
 const runInsert = `-- name: RunInsert :execrows
-INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, unique_states, created_at, updated_at)
+INSERT INTO flowlite_runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, unique_states, created_at, updated_at)
 SELECT ?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12
 WHERE NOT EXISTS (
-    SELECT 1 FROM unique_holds AS h JOIN runs AS r ON r.id = h.run_id
+    SELECT 1 FROM flowlite_unique_holds AS h JOIN flowlite_runs AS r ON r.id = h.run_id
     WHERE h.workflow = ?2 AND h.key = ?10 AND h.held_until > ?12
       AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
           WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
@@ -465,7 +465,7 @@ func (q *Queries) RunInsert(ctx context.Context, arg RunInsertParams) (int64, er
 }
 
 const runLeaseCheck = `-- name: RunLeaseCheck :one
-SELECT cancel_requested FROM runs
+SELECT cancel_requested FROM flowlite_runs
 WHERE id = ?1 AND lease_owner = ?2 AND fence = ?3
 `
 
@@ -487,7 +487,7 @@ func (q *Queries) RunLeaseCheck(ctx context.Context, arg RunLeaseCheckParams) (i
 }
 
 const runList = `-- name: RunList :many
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs
 WHERE (?1 = '' OR status = ?1)
   AND (?2 = '' OR workflow = ?2)
   AND (?3 = '' OR queue = ?3)
@@ -564,7 +564,7 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 }
 
 const runListExpiredLeases = `-- name: RunListExpiredLeases :many
-SELECT id, lease_expires_at, fence FROM runs
+SELECT id, lease_expires_at, fence FROM flowlite_runs
 WHERE lease_owner IS NOT NULL
   AND lease_expires_at < ?1
   AND status IN ('running', 'compensating')
@@ -609,7 +609,7 @@ func (q *Queries) RunListExpiredLeases(ctx context.Context, arg RunListExpiredLe
 }
 
 const runMakeDue = `-- name: RunMakeDue :execrows
-UPDATE runs SET run_at = ?1, updated_at = ?1
+UPDATE flowlite_runs SET run_at = ?1, updated_at = ?1
 WHERE id = ?2 AND status = 'pending' AND lease_owner IS NULL AND run_at > ?1
 `
 
@@ -630,12 +630,12 @@ func (q *Queries) RunMakeDue(ctx context.Context, arg RunMakeDueParams) (int64, 
 }
 
 const runReadyNextPriority = `-- name: RunReadyNextPriority :many
-SELECT r.priority FROM runs AS r
+SELECT r.priority FROM flowlite_runs AS r
 WHERE r.queue = ?1
   AND r.lease_owner IS NULL
   AND r.status IN ('pending', 'waiting', 'compensating')
   AND r.priority <= ?2
-  AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = ?1 AND q.paused = 1)
+  AND NOT EXISTS (SELECT 1 FROM flowlite_queues AS q WHERE q.name = ?1 AND q.paused = 1)
 ORDER BY r.priority DESC
 LIMIT 1
 `
@@ -674,7 +674,7 @@ func (q *Queries) RunReadyNextPriority(ctx context.Context, arg RunReadyNextPrio
 }
 
 const runRelease = `-- name: RunRelease :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET lease_owner = NULL, lease_expires_at = NULL,
     status = CASE status WHEN 'running' THEN ?1 ELSE status END,
     run_at = CASE WHEN wake_seq != ?2 THEN MIN(?3, ?4) ELSE ?3 END,
@@ -713,7 +713,7 @@ func (q *Queries) RunRelease(ctx context.Context, arg RunReleaseParams) (int64, 
 }
 
 const runRequestCancel = `-- name: RunRequestCancel :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET cancel_requested = 1, wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, ?1) ELSE run_at END,
     updated_at = ?1
@@ -734,7 +734,7 @@ func (q *Queries) RunRequestCancel(ctx context.Context, arg RunRequestCancelPara
 }
 
 const runRescue = `-- name: RunRescue :many
-UPDATE runs
+UPDATE flowlite_runs
 SET lease_owner = NULL, lease_expires_at = NULL,
     status = CASE status WHEN 'running' THEN 'pending' ELSE status END,
     updated_at = ?1
@@ -782,7 +782,7 @@ func (q *Queries) RunRescue(ctx context.Context, arg RunRescueParams) ([]RunResc
 }
 
 const runSetStatus = `-- name: RunSetStatus :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET status = ?1, reason = ?2, run_at = ?3, finished_at = ?4, updated_at = ?5
 WHERE id = ?6 AND status = ?7 AND lease_owner IS NULL
 `
@@ -816,7 +816,7 @@ func (q *Queries) RunSetStatus(ctx context.Context, arg RunSetStatusParams) (int
 }
 
 const runStartCompensating = `-- name: RunStartCompensating :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET status = 'compensating', error = ?1, updated_at = ?2
 WHERE id = ?3 AND lease_owner = ?4 AND fence = ?5 AND status IN ('running', 'compensating')
 `
@@ -844,7 +844,7 @@ func (q *Queries) RunStartCompensating(ctx context.Context, arg RunStartCompensa
 }
 
 const runWake = `-- name: RunWake :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, ?1) ELSE run_at END,
     updated_at = ?1

@@ -10,7 +10,7 @@ import (
 )
 
 const scheduleAdvance = `-- name: ScheduleAdvance :execrows
-UPDATE schedules
+UPDATE flowlite_schedules
 SET next_at = ?1, last_slot = ?2, updated_at = ?3
 WHERE name = ?4 AND next_at = ?5 AND paused = 0
 `
@@ -41,7 +41,7 @@ func (q *Queries) ScheduleAdvance(ctx context.Context, arg ScheduleAdvanceParams
 }
 
 const scheduleDelete = `-- name: ScheduleDelete :execrows
-DELETE FROM schedules WHERE name = ?1
+DELETE FROM flowlite_schedules WHERE name = ?1
 `
 
 func (q *Queries) ScheduleDelete(ctx context.Context, name string) (int64, error) {
@@ -53,7 +53,7 @@ func (q *Queries) ScheduleDelete(ctx context.Context, name string) (int64, error
 }
 
 const scheduleGet = `-- name: ScheduleGet :one
-SELECT name, workflow, version, queue, priority, input, spec, catch_up, paused, next_at, last_slot, created_at, updated_at FROM schedules WHERE name = ?1
+SELECT name, workflow, version, queue, priority, input, spec, catch_up, paused, next_at, last_slot, created_at, updated_at FROM flowlite_schedules WHERE name = ?1
 `
 
 func (q *Queries) ScheduleGet(ctx context.Context, name string) (Schedule, error) {
@@ -78,7 +78,7 @@ func (q *Queries) ScheduleGet(ctx context.Context, name string) (Schedule, error
 }
 
 const scheduleList = `-- name: ScheduleList :many
-SELECT name, workflow, version, queue, priority, input, spec, catch_up, paused, next_at, last_slot, created_at, updated_at FROM schedules ORDER BY name
+SELECT name, workflow, version, queue, priority, input, spec, catch_up, paused, next_at, last_slot, created_at, updated_at FROM flowlite_schedules ORDER BY name
 `
 
 func (q *Queries) ScheduleList(ctx context.Context) ([]Schedule, error) {
@@ -119,7 +119,7 @@ func (q *Queries) ScheduleList(ctx context.Context) ([]Schedule, error) {
 }
 
 const scheduleListDue = `-- name: ScheduleListDue :many
-SELECT name, workflow, version, queue, priority, input, spec, catch_up, paused, next_at, last_slot, created_at, updated_at FROM schedules
+SELECT name, workflow, version, queue, priority, input, spec, catch_up, paused, next_at, last_slot, created_at, updated_at FROM flowlite_schedules
 WHERE paused = 0 AND next_at <= ?1
 ORDER BY next_at, name
 LIMIT ?2
@@ -170,7 +170,7 @@ func (q *Queries) ScheduleListDue(ctx context.Context, arg ScheduleListDueParams
 }
 
 const scheduleNextDue = `-- name: ScheduleNextDue :many
-SELECT next_at FROM schedules
+SELECT next_at FROM flowlite_schedules
 WHERE paused = 0
 ORDER BY next_at
 LIMIT 1
@@ -203,7 +203,7 @@ func (q *Queries) ScheduleNextDue(ctx context.Context) ([]int64, error) {
 }
 
 const scheduleSetPaused = `-- name: ScheduleSetPaused :execrows
-UPDATE schedules
+UPDATE flowlite_schedules
 SET paused = ?1, updated_at = ?2
 WHERE name = ?3
 `
@@ -223,7 +223,7 @@ func (q *Queries) ScheduleSetPaused(ctx context.Context, arg ScheduleSetPausedPa
 }
 
 const scheduleUpsert = `-- name: ScheduleUpsert :exec
-INSERT INTO schedules (name, workflow, version, queue, priority, input, spec, catch_up, paused, next_at, last_slot, created_at, updated_at)
+INSERT INTO flowlite_schedules (name, workflow, version, queue, priority, input, spec, catch_up, paused, next_at, last_slot, created_at, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, 0, ?10, ?10)
 ON CONFLICT (name) DO UPDATE
 SET workflow   = excluded.workflow,
@@ -232,7 +232,7 @@ SET workflow   = excluded.workflow,
     priority   = excluded.priority,
     input      = excluded.input,
     catch_up   = excluded.catch_up,
-    next_at    = CASE WHEN schedules.spec = excluded.spec THEN schedules.next_at ELSE excluded.next_at END,
+    next_at    = CASE WHEN flowlite_schedules.spec = excluded.spec THEN flowlite_schedules.next_at ELSE excluded.next_at END,
     spec       = excluded.spec,
     updated_at = excluded.updated_at
 `

@@ -10,7 +10,7 @@ import (
 )
 
 const signalConsume = `-- name: SignalConsume :execrows
-UPDATE signals SET consumed_by = ?1 WHERE id = ?2 AND consumed_by IS NULL
+UPDATE flowlite_signals SET consumed_by = ?1 WHERE id = ?2 AND consumed_by IS NULL
 `
 
 type SignalConsumeParams struct {
@@ -27,7 +27,7 @@ func (q *Queries) SignalConsume(ctx context.Context, arg SignalConsumeParams) (i
 }
 
 const signalList = `-- name: SignalList :many
-SELECT id, run_id, name, payload, "key", sent_at, consumed_by FROM signals WHERE run_id = ?1 ORDER BY id
+SELECT id, run_id, name, payload, "key", sent_at, consumed_by FROM flowlite_signals WHERE run_id = ?1 ORDER BY id
 `
 
 func (q *Queries) SignalList(ctx context.Context, runID string) ([]Signal, error) {
@@ -62,7 +62,7 @@ func (q *Queries) SignalList(ctx context.Context, runID string) ([]Signal, error
 }
 
 const signalNext = `-- name: SignalNext :one
-SELECT id, run_id, name, payload, "key", sent_at, consumed_by FROM signals
+SELECT id, run_id, name, payload, "key", sent_at, consumed_by FROM flowlite_signals
 WHERE run_id = ?1 AND name = ?2 AND consumed_by IS NULL
 ORDER BY id
 LIMIT 1
@@ -90,7 +90,7 @@ func (q *Queries) SignalNext(ctx context.Context, arg SignalNextParams) (Signal,
 }
 
 const signalReject = `-- name: SignalReject :many
-UPDATE signals SET consumed_by = ?1
+UPDATE flowlite_signals SET consumed_by = ?1
 WHERE run_id = ?2 AND consumed_by = ?3
 RETURNING id
 `
@@ -128,7 +128,7 @@ func (q *Queries) SignalReject(ctx context.Context, arg SignalRejectParams) ([]i
 }
 
 const signalSend = `-- name: SignalSend :execrows
-INSERT INTO signals (run_id, name, payload, key, sent_at)
+INSERT INTO flowlite_signals (run_id, name, payload, key, sent_at)
 VALUES (?1, ?2, ?3, ?4, ?5)
 ON CONFLICT (run_id, key) WHERE key IS NOT NULL DO NOTHING
 `

@@ -10,11 +10,11 @@ import (
 )
 
 const stepBegin = `-- name: StepBegin :one
-INSERT INTO steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+INSERT INTO flowlite_steps (run_id, name, occurrence, status, attempts, input, position, started_at)
 VALUES (?1, ?2, ?3, 'running', 1, ?4, ?5, ?6)
 ON CONFLICT (run_id, name, occurrence) DO UPDATE
-SET status = 'running', attempts = steps.attempts + 1, error = '', error_code = '', error_permanent = 0, error_details = NULL
-WHERE steps.status IN ('running', 'retrying')
+SET status = 'running', attempts = flowlite_steps.attempts + 1, error = '', error_code = '', error_permanent = 0, error_details = NULL
+WHERE flowlite_steps.status IN ('running', 'retrying')
 RETURNING attempts
 `
 
@@ -44,7 +44,7 @@ func (q *Queries) StepBegin(ctx context.Context, arg StepBeginParams) (int64, er
 }
 
 const stepCompensationArm = `-- name: StepCompensationArm :execrows
-UPDATE steps
+UPDATE flowlite_steps
 SET compensation = 'pending'
 WHERE run_id = ?1 AND status = 'completed' AND compensable = 1 AND compensation = 'none'
 `
@@ -61,7 +61,7 @@ func (q *Queries) StepCompensationArm(ctx context.Context, runID string) (int64,
 }
 
 const stepCompensationBegin = `-- name: StepCompensationBegin :one
-UPDATE steps
+UPDATE flowlite_steps
 SET compensation = 'running', compensation_attempts = compensation_attempts + 1
 WHERE run_id = ?1 AND name = ?2 AND occurrence = ?3
   AND compensation IN ('pending', 'running', 'retrying')
@@ -82,7 +82,7 @@ func (q *Queries) StepCompensationBegin(ctx context.Context, arg StepCompensatio
 }
 
 const stepCompensationEnd = `-- name: StepCompensationEnd :execrows
-UPDATE steps
+UPDATE flowlite_steps
 SET compensation = ?1, compensation_error = ?2
 WHERE run_id = ?3 AND name = ?4 AND occurrence = ?5 AND compensation = 'running'
 `
@@ -110,7 +110,7 @@ func (q *Queries) StepCompensationEnd(ctx context.Context, arg StepCompensationE
 }
 
 const stepCompensationRetryFailed = `-- name: StepCompensationRetryFailed :execrows
-UPDATE steps
+UPDATE flowlite_steps
 SET compensation = 'pending', compensation_attempts = 0, compensation_error = ''
 WHERE run_id = ?1 AND compensation = 'failed'
 `
@@ -126,7 +126,7 @@ func (q *Queries) StepCompensationRetryFailed(ctx context.Context, runID string)
 }
 
 const stepCompensationSkipFailed = `-- name: StepCompensationSkipFailed :execrows
-UPDATE steps
+UPDATE flowlite_steps
 SET compensation = 'skipped'
 WHERE run_id = ?1 AND compensation = 'failed'
 `
@@ -142,13 +142,13 @@ func (q *Queries) StepCompensationSkipFailed(ctx context.Context, runID string) 
 }
 
 const stepComplete = `-- name: StepComplete :execrows
-UPDATE steps
+UPDATE flowlite_steps
 SET status = 'completed', output = ?1, error = '',
-    completed_seq = (SELECT COALESCE(MAX(s.completed_seq), 0) + 1 FROM steps AS s WHERE s.run_id = steps.run_id),
+    completed_seq = (SELECT COALESCE(MAX(s.completed_seq), 0) + 1 FROM flowlite_steps AS s WHERE s.run_id = flowlite_steps.run_id),
     compensable = ?2,
     finished_at = ?3
-WHERE steps.run_id = ?4 AND steps.name = ?5 AND steps.occurrence = ?6
-  AND steps.status IN ('running', 'waiting')
+WHERE flowlite_steps.run_id = ?4 AND flowlite_steps.name = ?5 AND flowlite_steps.occurrence = ?6
+  AND flowlite_steps.status IN ('running', 'waiting')
 `
 
 type StepCompleteParams struct {
@@ -176,7 +176,7 @@ func (q *Queries) StepComplete(ctx context.Context, arg StepCompleteParams) (int
 }
 
 const stepFail = `-- name: StepFail :execrows
-UPDATE steps
+UPDATE flowlite_steps
 SET status = ?1, error = ?2, error_code = ?3, error_permanent = ?4,
     error_details = ?5, finished_at = ?6
 WHERE run_id = ?7 AND name = ?8 AND occurrence = ?9 AND status = 'running'
@@ -215,7 +215,7 @@ func (q *Queries) StepFail(ctx context.Context, arg StepFailParams) (int64, erro
 }
 
 const stepList = `-- name: StepList :many
-SELECT run_id, name, occurrence, status, attempts, input, output, error, completed_seq, compensable, compensation, compensation_attempts, compensation_error, started_at, finished_at, position, error_code, error_permanent, error_details FROM steps WHERE run_id = ?1 ORDER BY started_at, rowid
+SELECT run_id, name, occurrence, status, attempts, input, output, error, completed_seq, compensable, compensation, compensation_attempts, compensation_error, started_at, finished_at, position, error_code, error_permanent, error_details FROM flowlite_steps WHERE run_id = ?1 ORDER BY started_at, rowid
 `
 
 func (q *Queries) StepList(ctx context.Context, runID string) ([]Step, error) {
@@ -262,7 +262,7 @@ func (q *Queries) StepList(ctx context.Context, runID string) ([]Step, error) {
 }
 
 const stepReopen = `-- name: StepReopen :execrows
-UPDATE steps
+UPDATE flowlite_steps
 SET status = 'waiting', output = NULL, completed_seq = NULL, finished_at = NULL
 WHERE run_id = ?1 AND name = ?2 AND occurrence = ?3 AND status = 'completed'
 `
@@ -285,7 +285,7 @@ func (q *Queries) StepReopen(ctx context.Context, arg StepReopenParams) (int64, 
 }
 
 const stepSnooze = `-- name: StepSnooze :execrows
-UPDATE steps
+UPDATE flowlite_steps
 SET status = 'retrying', attempts = attempts - 1, error = ?1, finished_at = ?2
 WHERE run_id = ?3 AND name = ?4 AND occurrence = ?5 AND status = 'running'
 `
@@ -316,7 +316,7 @@ func (q *Queries) StepSnooze(ctx context.Context, arg StepSnoozeParams) (int64, 
 }
 
 const stepWait = `-- name: StepWait :exec
-INSERT INTO steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+INSERT INTO flowlite_steps (run_id, name, occurrence, status, attempts, input, position, started_at)
 VALUES (?1, ?2, ?3, 'waiting', 0, ?4, ?5, ?6)
 ON CONFLICT (run_id, name, occurrence) DO NOTHING
 `

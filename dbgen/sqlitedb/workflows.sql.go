@@ -10,7 +10,7 @@ import (
 )
 
 const workflowList = `-- name: WorkflowList :many
-SELECT name, version, registered_at FROM workflows ORDER BY name, version
+SELECT name, version, registered_at FROM flowlite_workflows ORDER BY name, version
 `
 
 func (q *Queries) WorkflowList(ctx context.Context) ([]Workflow, error) {
@@ -37,7 +37,7 @@ func (q *Queries) WorkflowList(ctx context.Context) ([]Workflow, error) {
 }
 
 const workflowRegister = `-- name: WorkflowRegister :exec
-INSERT INTO workflows (name, version, registered_at)
+INSERT INTO flowlite_workflows (name, version, registered_at)
 VALUES (?1, ?2, ?3)
 ON CONFLICT (name, version) DO NOTHING
 `

@@ -76,9 +76,9 @@ type runState struct {
 func snapshot(t testing.TB, db rawDB, id string) runState {
 	t.Helper()
 	return runState{
-		run:    dump(t, db, "SELECT * FROM runs WHERE id = ?", id),
-		steps:  dump(t, db, "SELECT * FROM steps WHERE run_id = ? ORDER BY name, occurrence", id),
-		events: dump(t, db, "SELECT * FROM events WHERE run_id = ? ORDER BY id", id),
+		run:    dump(t, db, "SELECT * FROM flowlite_runs WHERE id = ?", id),
+		steps:  dump(t, db, "SELECT * FROM flowlite_steps WHERE run_id = ? ORDER BY name, occurrence", id),
+		events: dump(t, db, "SELECT * FROM flowlite_events WHERE run_id = ? ORDER BY id", id),
 	}
 }
 

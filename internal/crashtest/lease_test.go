@@ -112,7 +112,7 @@ func TestZombieCannotOverwrite(t *testing.T) {
 				t.Fatal("A never ran its step")
 			}
 			raw := openRaw(t, path)
-			fenceA := dump(t, raw, "SELECT fence, lease_owner FROM runs WHERE id = 'r'")
+			fenceA := dump(t, raw, "SELECT fence, lease_owner FROM flowlite_runs WHERE id = 'r'")
 
 			b, err := flow.Open(ctx, path, &flow.Config{
 				LeaseTimeout:      time.Second,
@@ -223,7 +223,7 @@ func TestZombieCannotOverwrite(t *testing.T) {
 			if hist[len(hist)-1].Kind != "run_completed" {
 				t.Errorf("history does not end with run_completed: %v", kinds(hist))
 			}
-			fenceB := dump(t, raw, "SELECT fence, lease_owner FROM runs WHERE id = 'r'")
+			fenceB := dump(t, raw, "SELECT fence, lease_owner FROM flowlite_runs WHERE id = 'r'")
 			t.Logf("A held %v; after B: %v", fenceA, fenceB)
 		})
 	}
@@ -448,9 +448,9 @@ func TestRescueRacesCompletions(t *testing.T) {
 		if k := hist[len(hist)-1].Kind; k != "run_completed" {
 			t.Errorf("run %s: something happened after it completed: %v", id, kinds(hist))
 		}
-		row := dump(t, raw, "SELECT lease_owner IS NULL AND lease_expires_at IS NULL AND updated_at = finished_at FROM runs WHERE id = ?", id)
+		row := dump(t, raw, "SELECT lease_owner IS NULL AND lease_expires_at IS NULL AND updated_at = finished_at FROM flowlite_runs WHERE id = ?", id)
 		if len(row) != 1 || !strings.Contains(row[0], "=1 ") {
-			t.Errorf("run %s: row modified after completion: %v", id, dump(t, raw, "SELECT * FROM runs WHERE id = ?", id))
+			t.Errorf("run %s: row modified after completion: %v", id, dump(t, raw, "SELECT * FROM flowlite_runs WHERE id = ?", id))
 		}
 		final[id] = snapshot(t, raw, id)
 	}

@@ -369,7 +369,7 @@ func claimedBy(db rawDB, inc int, c *child, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		var n int
-		err := db.QueryRow("SELECT COUNT(*) FROM events WHERE kind = ? AND detail LIKE ?",
+		err := db.QueryRow("SELECT COUNT(*) FROM flowlite_events WHERE kind = ? AND detail LIKE ?",
 			flow.EventRunClaimed, "%, child-"+strconv.Itoa(inc)).Scan(&n)
 		if err == nil && n > 0 {
 			return true
@@ -920,7 +920,7 @@ type signalRow struct {
 func signalRows(t *testing.T, db rawDB, runID string) []signalRow {
 	t.Helper()
 	rows, err := db.QueryContext(t.Context(),
-		"SELECT id, name, payload, COALESCE(key, ''), sent_at, COALESCE(consumed_by, '') FROM signals WHERE run_id = ? ORDER BY id", runID)
+		"SELECT id, name, payload, COALESCE(key, ''), sent_at, COALESCE(consumed_by, '') FROM flowlite_signals WHERE run_id = ? ORDER BY id", runID)
 	if err != nil {
 		t.Fatal(err)
 	}

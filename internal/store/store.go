@@ -30,6 +30,9 @@ var (
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
 	// ErrNotDatabase is returned when a file is not a SQLite database.
 	ErrNotDatabase = errors.New("file is not a database")
+	// ErrCorrupt is returned, together with ErrNotDatabase, when a
+	// database file's pages are damaged.
+	ErrCorrupt = errors.New("database file is corrupt")
 	// ErrReadOnly is returned when the database cannot be written.
 	ErrReadOnly = errors.New("database is read-only")
 	// ErrClosed is returned by every operation on a store after Close.

@@ -8,7 +8,7 @@
 -- whenever something the run may wait for happens (a signal, a child
 -- finishing, a cancellation), so a worker parking the run can tell that it
 -- must not sleep past it.
-CREATE TABLE runs (
+CREATE TABLE flowlite_runs (
     id               TEXT    NOT NULL PRIMARY KEY,
     workflow         TEXT    NOT NULL,
     version          INTEGER NOT NULL,
@@ -23,7 +23,7 @@ CREATE TABLE runs (
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     run_at           INTEGER NOT NULL,
     deadline         INTEGER,
-    parent_id        TEXT REFERENCES runs (id) ON DELETE SET NULL,
+    parent_id        TEXT REFERENCES flowlite_runs (id) ON DELETE SET NULL,
     wake_seq         INTEGER NOT NULL DEFAULT 0,
     fence            INTEGER NOT NULL DEFAULT 0,
     lease_owner      TEXT,
@@ -34,21 +34,21 @@ CREATE TABLE runs (
 ) STRICT;
 
 -- runs_ready serves the claim query; finished runs are not in it.
-CREATE INDEX runs_ready ON runs (queue, priority DESC, run_at)
+CREATE INDEX flowlite_runs_ready ON flowlite_runs (queue, priority DESC, run_at)
     WHERE lease_owner IS NULL AND status IN ('pending', 'waiting', 'compensating');
 
 -- runs_leased serves the rescuer.
-CREATE INDEX runs_leased ON runs (lease_expires_at)
+CREATE INDEX flowlite_runs_leased ON flowlite_runs (lease_expires_at)
     WHERE lease_owner IS NOT NULL;
 
-CREATE INDEX runs_status ON runs (status, workflow);
+CREATE INDEX flowlite_runs_status ON flowlite_runs (status, workflow);
 
-CREATE INDEX runs_parent ON runs (parent_id) WHERE parent_id IS NOT NULL;
+CREATE INDEX flowlite_runs_parent ON flowlite_runs (parent_id) WHERE parent_id IS NOT NULL;
 
 -- steps holds one row per step occurrence of a run: its attempts, its
 -- checkpointed output, and the state of its compensation.
-CREATE TABLE steps (
-    run_id              TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+CREATE TABLE flowlite_steps (
+    run_id              TEXT    NOT NULL REFERENCES flowlite_runs (id) ON DELETE CASCADE,
     name                TEXT    NOT NULL,
     occurrence          INTEGER NOT NULL,
     status              TEXT    NOT NULL CHECK (status IN ('running', 'retrying', 'waiting', 'completed', 'failed')),
@@ -68,9 +68,9 @@ CREATE TABLE steps (
 ) STRICT;
 
 -- events is the append-only history of every state change of a run.
-CREATE TABLE events (
+CREATE TABLE flowlite_events (
     id         INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
-    run_id     TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    run_id     TEXT    NOT NULL REFERENCES flowlite_runs (id) ON DELETE CASCADE,
     at         INTEGER NOT NULL,
     kind       TEXT    NOT NULL,
     step       TEXT    NOT NULL DEFAULT '',
@@ -79,15 +79,15 @@ CREATE TABLE events (
     detail     TEXT    NOT NULL DEFAULT ''
 ) STRICT;
 
-CREATE INDEX events_run ON events (run_id, id);
+CREATE INDEX flowlite_events_run ON flowlite_events (run_id, id);
 
 -- signals holds the external events sent to runs. A signal waits here until
 -- the run receives it (consumed_by names the receiving wait), so a signal
 -- sent before the run waits for it is not lost. key makes sending
 -- idempotent.
-CREATE TABLE signals (
+CREATE TABLE flowlite_signals (
     id          INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
-    run_id      TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    run_id      TEXT    NOT NULL REFERENCES flowlite_runs (id) ON DELETE CASCADE,
     name        TEXT    NOT NULL,
     payload     BLOB    NOT NULL,
     key         TEXT,
@@ -95,11 +95,11 @@ CREATE TABLE signals (
     consumed_by TEXT
 ) STRICT;
 
-CREATE UNIQUE INDEX signals_key ON signals (run_id, key) WHERE key IS NOT NULL;
-CREATE INDEX signals_pending ON signals (run_id, name, id) WHERE consumed_by IS NULL;
+CREATE UNIQUE INDEX flowlite_signals_key ON flowlite_signals (run_id, key) WHERE key IS NOT NULL;
+CREATE INDEX flowlite_signals_pending ON flowlite_signals (run_id, name, id) WHERE consumed_by IS NULL;
 
 -- workflows lists the workflow versions engines have registered.
-CREATE TABLE workflows (
+CREATE TABLE flowlite_workflows (
     name          TEXT    NOT NULL,
     version       INTEGER NOT NULL,
     registered_at INTEGER NOT NULL,
@@ -107,8 +107,8 @@ CREATE TABLE workflows (
 ) STRICT;
 
 -- +goose Down
-DROP TABLE workflows;
-DROP TABLE signals;
-DROP TABLE events;
-DROP TABLE steps;
-DROP TABLE runs;
+DROP TABLE flowlite_workflows;
+DROP TABLE flowlite_signals;
+DROP TABLE flowlite_events;
+DROP TABLE flowlite_steps;
+DROP TABLE flowlite_runs;

@@ -8,7 +8,7 @@
 -- database. last_slot is the most recent slot a run was started for (0:
 -- none yet). catch_up says what to do with slots missed while no engine ran
 -- or the schedule was paused.
-CREATE TABLE schedules (
+CREATE TABLE flowlite_schedules (
     name       TEXT    NOT NULL PRIMARY KEY,
     workflow   TEXT    NOT NULL,
     version    INTEGER NOT NULL,
@@ -25,7 +25,7 @@ CREATE TABLE schedules (
 ) STRICT;
 
 -- schedules_due serves the scheduler's search for due slots.
-CREATE INDEX schedules_due ON schedules (next_at) WHERE paused = 0;
+CREATE INDEX flowlite_schedules_due ON flowlite_schedules (next_at) WHERE paused = 0;
 
 -- +goose Down
-DROP TABLE schedules;
+DROP TABLE flowlite_schedules;

@@ -7,7 +7,7 @@
 -- something changed, so processes that run no workflows (flowlite serve,
 -- the CLI) can show what every worker did. The cleaner deletes the rows of
 -- engines that stopped reporting long ago.
-CREATE TABLE engine_reports (
+CREATE TABLE flowlite_engine_reports (
     owner       TEXT    NOT NULL PRIMARY KEY,
     host        TEXT    NOT NULL,
     pid         INTEGER NOT NULL,
@@ -21,7 +21,7 @@ CREATE TABLE engine_reports (
 -- process. It has at most one row. The engine writes it just before it
 -- checkpoints, so the checkpoint copies the record too and a truncated WAL
 -- stays empty, and writes it again when the checkpoint failed or was busy.
-CREATE TABLE checkpoints (
+CREATE TABLE flowlite_checkpoints (
     id        INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
     at        INTEGER NOT NULL,
     owner     TEXT    NOT NULL,
@@ -32,5 +32,5 @@ CREATE TABLE checkpoints (
 ) STRICT;
 
 -- +goose Down
-DROP TABLE checkpoints;
-DROP TABLE engine_reports;
+DROP TABLE flowlite_checkpoints;
+DROP TABLE flowlite_engine_reports;

@@ -6,9 +6,9 @@
 -- deleted. Plain rowids still grow with every insert while any newer event
 -- exists, which is what the history's order (events_run) needs; an id can
 -- come back only after every event newer than it was deleted with its run.
-CREATE TABLE events_rowid (
+CREATE TABLE flowlite_events_rowid (
     id         INTEGER NOT NULL PRIMARY KEY,
-    run_id     TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    run_id     TEXT    NOT NULL REFERENCES flowlite_runs (id) ON DELETE CASCADE,
     at         INTEGER NOT NULL,
     kind       TEXT    NOT NULL,
     step       TEXT    NOT NULL DEFAULT '',
@@ -16,16 +16,16 @@ CREATE TABLE events_rowid (
     attempt    INTEGER NOT NULL DEFAULT 0,
     detail     TEXT    NOT NULL DEFAULT ''
 ) STRICT;
-INSERT INTO events_rowid (id, run_id, at, kind, step, occurrence, attempt, detail)
-SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM events;
-DROP TABLE events;
-ALTER TABLE events_rowid RENAME TO events;
-CREATE INDEX events_run ON events (run_id, id);
+INSERT INTO flowlite_events_rowid (id, run_id, at, kind, step, occurrence, attempt, detail)
+SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM flowlite_events;
+DROP TABLE flowlite_events;
+ALTER TABLE flowlite_events_rowid RENAME TO flowlite_events;
+CREATE INDEX flowlite_events_run ON flowlite_events (run_id, id);
 
 -- +goose Down
-CREATE TABLE events_autoincrement (
+CREATE TABLE flowlite_events_autoincrement (
     id         INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
-    run_id     TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    run_id     TEXT    NOT NULL REFERENCES flowlite_runs (id) ON DELETE CASCADE,
     at         INTEGER NOT NULL,
     kind       TEXT    NOT NULL,
     step       TEXT    NOT NULL DEFAULT '',
@@ -33,8 +33,8 @@ CREATE TABLE events_autoincrement (
     attempt    INTEGER NOT NULL DEFAULT 0,
     detail     TEXT    NOT NULL DEFAULT ''
 ) STRICT;
-INSERT INTO events_autoincrement (id, run_id, at, kind, step, occurrence, attempt, detail)
-SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM events;
-DROP TABLE events;
-ALTER TABLE events_autoincrement RENAME TO events;
-CREATE INDEX events_run ON events (run_id, id);
+INSERT INTO flowlite_events_autoincrement (id, run_id, at, kind, step, occurrence, attempt, detail)
+SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM flowlite_events;
+DROP TABLE flowlite_events;
+ALTER TABLE flowlite_events_autoincrement RENAME TO flowlite_events;
+CREATE INDEX flowlite_events_run ON flowlite_events (run_id, id);

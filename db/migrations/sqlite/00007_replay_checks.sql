@@ -7,18 +7,18 @@
 -- another order, is stopped instead of taking a new path over an old
 -- history. NULL for calls recorded before this migration: they are not
 -- checked.
-ALTER TABLE steps ADD COLUMN position INTEGER;
+ALTER TABLE flowlite_steps ADD COLUMN position INTEGER;
 
 -- A step that failed for good keeps the shape of its error, not only its
 -- message, so that a replay hands the workflow body the same error:
 -- error_code (a flow.Error's Code, empty for other errors), whether it was
 -- permanent, and the flow.Error's details (JSON).
-ALTER TABLE steps ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
-ALTER TABLE steps ADD COLUMN error_permanent INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE steps ADD COLUMN error_details BLOB;
+ALTER TABLE flowlite_steps ADD COLUMN error_code TEXT NOT NULL DEFAULT '';
+ALTER TABLE flowlite_steps ADD COLUMN error_permanent INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE flowlite_steps ADD COLUMN error_details BLOB;
 
 -- +goose Down
-ALTER TABLE steps DROP COLUMN error_details;
-ALTER TABLE steps DROP COLUMN error_permanent;
-ALTER TABLE steps DROP COLUMN error_code;
-ALTER TABLE steps DROP COLUMN position;
+ALTER TABLE flowlite_steps DROP COLUMN error_details;
+ALTER TABLE flowlite_steps DROP COLUMN error_permanent;
+ALTER TABLE flowlite_steps DROP COLUMN error_code;
+ALTER TABLE flowlite_steps DROP COLUMN position;

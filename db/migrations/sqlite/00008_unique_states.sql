@@ -10,7 +10,7 @@
 -- (all but failed and cancelled, River's default). A run that holds its key
 -- in finished states only for a while (a unique period) keeps 31 here and
 -- says which finished states count in its hold (unique_holds.states).
-ALTER TABLE runs ADD COLUMN unique_states INTEGER NOT NULL DEFAULT 31;
+ALTER TABLE flowlite_runs ADD COLUMN unique_states INTEGER NOT NULL DEFAULT 31;
 
 -- runs_unique allows at most one run per workflow and unique key in a state
 -- its unique_states holds. A requeued dead letter holds nothing: its key
@@ -19,8 +19,8 @@ ALTER TABLE runs ADD COLUMN unique_states INTEGER NOT NULL DEFAULT 31;
 -- leaves the holding states, never enters them: no update can break the
 -- index, only an insert, which does nothing instead (ON CONFLICT DO
 -- NOTHING), whichever process attempts it.
-DROP INDEX runs_unique;
-CREATE UNIQUE INDEX runs_unique ON runs (workflow, unique_key)
+DROP INDEX flowlite_runs_unique;
+CREATE UNIQUE INDEX flowlite_runs_unique ON flowlite_runs (workflow, unique_key)
     WHERE unique_key IS NOT NULL AND requeued_as IS NULL
       AND (unique_states & (CASE status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
           WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
@@ -29,12 +29,12 @@ CREATE UNIQUE INDEX runs_unique ON runs (workflow, unique_key)
 -- states is the set of states (same bits) in which the holder of a hold
 -- keeps the key while the hold is current: 255 (any state) for a hold taken
 -- without UniqueStates, as before.
-ALTER TABLE unique_holds ADD COLUMN states INTEGER NOT NULL DEFAULT 255;
+ALTER TABLE flowlite_unique_holds ADD COLUMN states INTEGER NOT NULL DEFAULT 255;
 
 -- +goose Down
-ALTER TABLE unique_holds DROP COLUMN states;
-DROP INDEX runs_unique;
-CREATE UNIQUE INDEX runs_unique ON runs (workflow, unique_key)
+ALTER TABLE flowlite_unique_holds DROP COLUMN states;
+DROP INDEX flowlite_runs_unique;
+CREATE UNIQUE INDEX flowlite_runs_unique ON flowlite_runs (workflow, unique_key)
     WHERE unique_key IS NOT NULL
       AND status IN ('pending', 'running', 'waiting', 'compensating', 'suspended');
-ALTER TABLE runs DROP COLUMN unique_states;
+ALTER TABLE flowlite_runs DROP COLUMN unique_states;

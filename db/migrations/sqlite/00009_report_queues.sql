@@ -11,11 +11,11 @@
 -- runs, so a crashed engine stops counting within a few minutes. stopped_at
 -- is when it stopped (0: it has not). Rows written before this migration
 -- have live_until 0: their engines count as not alive until they report.
-ALTER TABLE engine_reports ADD COLUMN queues TEXT NOT NULL DEFAULT '[]';
-ALTER TABLE engine_reports ADD COLUMN live_until INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE engine_reports ADD COLUMN stopped_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE flowlite_engine_reports ADD COLUMN queues TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE flowlite_engine_reports ADD COLUMN live_until INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE flowlite_engine_reports ADD COLUMN stopped_at INTEGER NOT NULL DEFAULT 0;
 
 -- +goose Down
-ALTER TABLE engine_reports DROP COLUMN stopped_at;
-ALTER TABLE engine_reports DROP COLUMN live_until;
-ALTER TABLE engine_reports DROP COLUMN queues;
+ALTER TABLE flowlite_engine_reports DROP COLUMN stopped_at;
+ALTER TABLE flowlite_engine_reports DROP COLUMN live_until;
+ALTER TABLE flowlite_engine_reports DROP COLUMN queues;

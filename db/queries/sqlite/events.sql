@@ -1,6 +1,6 @@
 -- name: EventAppend :exec
-INSERT INTO events (run_id, at, kind, step, occurrence, attempt, detail)
+INSERT INTO flowlite_events (run_id, at, kind, step, occurrence, attempt, detail)
 VALUES (@run_id, @at, @kind, @step, @occurrence, @attempt, @detail);
 
 -- name: EventList :many
-SELECT * FROM events WHERE run_id = @run_id ORDER BY id;
+SELECT * FROM flowlite_events WHERE run_id = @run_id ORDER BY id;

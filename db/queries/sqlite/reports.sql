@@ -1,6 +1,6 @@
 -- name: EngineReportUpsert :exec
 -- EngineReportUpsert writes an engine's report, replacing its previous one.
-INSERT INTO engine_reports (owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at)
+INSERT INTO flowlite_engine_reports (owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at)
 VALUES (@owner, @host, @pid, @started_at, @reported_at, @metrics, @queues, @live_until, @stopped_at)
 ON CONFLICT (owner) DO UPDATE SET
     host        = excluded.host,
@@ -15,17 +15,17 @@ ON CONFLICT (owner) DO UPDATE SET
 -- name: EngineReportList :many
 -- EngineReportList returns every engine's report, oldest engine first.
 SELECT owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at
-FROM engine_reports
+FROM flowlite_engine_reports
 ORDER BY started_at, owner;
 
 -- name: EngineReportDeleteBefore :execrows
 -- EngineReportDeleteBefore deletes the reports last written before
 -- @reported_before.
-DELETE FROM engine_reports WHERE reported_at < @reported_before;
+DELETE FROM flowlite_engine_reports WHERE reported_at < @reported_before;
 
 -- name: CheckpointRecord :exec
 -- CheckpointRecord replaces the record of the last checkpoint.
-INSERT INTO checkpoints (id, at, owner, mode, wal_bytes, busy, error)
+INSERT INTO flowlite_checkpoints (id, at, owner, mode, wal_bytes, busy, error)
 VALUES (1, @at, @owner, @mode, @wal_bytes, @busy, @error)
 ON CONFLICT (id) DO UPDATE SET
     at        = excluded.at,
@@ -39,4 +39,4 @@ ON CONFLICT (id) DO UPDATE SET
 -- CheckpointLast returns the record of the last checkpoint: no row when no
 -- checkpoint was recorded.
 SELECT at, owner, mode, wal_bytes, busy, error
-FROM checkpoints WHERE id = 1;
+FROM flowlite_checkpoints WHERE id = 1;

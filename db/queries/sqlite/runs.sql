@@ -7,10 +7,10 @@
 -- matches no hold. The SELECT form carries the hold test into the same
 -- statement; its WHERE clause also resolves SQLite's parsing ambiguity
 -- between a SELECT's join constraint and ON CONFLICT.
-INSERT INTO runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, unique_states, created_at, updated_at)
+INSERT INTO flowlite_runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, unique_states, created_at, updated_at)
 SELECT @id, @workflow, @version, @queue, @priority, 'pending', @input, @run_at, @deadline, @parent_id, @unique_key, @unique_states, @created_at, @created_at
 WHERE NOT EXISTS (
-    SELECT 1 FROM unique_holds AS h JOIN runs AS r ON r.id = h.run_id
+    SELECT 1 FROM flowlite_unique_holds AS h JOIN flowlite_runs AS r ON r.id = h.run_id
     WHERE h.workflow = @workflow AND h.key = @unique_key AND h.held_until > @created_at
       AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
           WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
@@ -19,7 +19,7 @@ WHERE NOT EXISTS (
 ON CONFLICT DO NOTHING;
 
 -- name: RunGet :one
-SELECT * FROM runs WHERE id = @id;
+SELECT * FROM flowlite_runs WHERE id = @id;
 
 -- name: RunReadyNextPriority :many
 -- RunReadyNextPriority returns the highest priority up to @at_most among the
@@ -27,12 +27,12 @@ SELECT * FROM runs WHERE id = @id;
 -- compensating, due or not): no row when there is none, or when the queue
 -- is paused. One seek in runs_ready; the claim goes through the queue one
 -- priority at a time with it (see RunClaim).
-SELECT r.priority FROM runs AS r
+SELECT r.priority FROM flowlite_runs AS r
 WHERE r.queue = @queue
   AND r.lease_owner IS NULL
   AND r.status IN ('pending', 'waiting', 'compensating')
   AND r.priority <= @at_most
-  AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = @queue AND q.paused = 1)
+  AND NOT EXISTS (SELECT 1 FROM flowlite_queues AS q WHERE q.name = @queue AND q.paused = 1)
 ORDER BY r.priority DESC
 LIMIT 1;
 
@@ -48,7 +48,7 @@ LIMIT 1;
 -- instead of scanning every unfinished run through runs_status. Ties go to
 -- the run inserted first: rowid ends every entry of runs_ready. started_at
 -- keeps the first claim.
-UPDATE runs
+UPDATE flowlite_runs
 SET lease_owner      = @owner,
     lease_expires_at = @lease_expires_at,
     fence            = fence + 1,
@@ -58,14 +58,14 @@ SET lease_owner      = @owner,
 WHERE lease_owner IS NULL
   AND +status IN ('pending', 'waiting', 'compensating')
   AND id IN (
-    SELECT r.id FROM runs AS r
+    SELECT r.id FROM flowlite_runs AS r
     WHERE r.queue = @queue
       AND r.priority = @priority
       AND r.lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= @now
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(@known))
-      AND NOT EXISTS (SELECT 1 FROM queues AS q WHERE q.name = @queue AND q.paused = 1)
+      AND NOT EXISTS (SELECT 1 FROM flowlite_queues AS q WHERE q.name = @queue AND q.paused = 1)
     ORDER BY r.run_at, rowid
     LIMIT @max_runs
   )
@@ -74,7 +74,7 @@ RETURNING *;
 -- name: RunHeartbeat :one
 -- RunHeartbeat extends the lease of a run and proves the caller still owns
 -- it: no row means the lease was lost.
-UPDATE runs
+UPDATE flowlite_runs
 SET lease_expires_at = @lease_expires_at, updated_at = @now
 WHERE id = @id AND lease_owner = @owner AND fence = @fence
 RETURNING cancel_requested;
@@ -84,11 +84,11 @@ RETURNING cancel_requested;
 -- writing: inside a write transaction, which holds the database's write
 -- lock, the answer stays true until the commit. No row means the lease was
 -- lost.
-SELECT cancel_requested FROM runs
+SELECT cancel_requested FROM flowlite_runs
 WHERE id = @id AND lease_owner = @owner AND fence = @fence;
 
 -- name: RunStartCompensating :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET status = 'compensating', error = @error, updated_at = @now
 WHERE id = @id AND lease_owner = @owner AND fence = @fence AND status IN ('running', 'compensating');
 
@@ -97,7 +97,7 @@ WHERE id = @id AND lease_owner = @owner AND fence = @fence AND status IN ('runni
 -- @run_at, e.g. while it waits for the next attempt of a step (@status
 -- 'pending') or for a timer, signal or child (@status 'waiting'). If the run
 -- was woken since the worker read @wake_seq, it is due at once instead.
-UPDATE runs
+UPDATE flowlite_runs
 SET lease_owner = NULL, lease_expires_at = NULL,
     status = CASE status WHEN 'running' THEN @status ELSE status END,
     run_at = CASE WHEN wake_seq != @wake_seq THEN MIN(@run_at, @now) ELSE @run_at END,
@@ -108,7 +108,7 @@ WHERE id = @id AND lease_owner = @owner AND fence = @fence;
 -- RunWake tells an unfinished run that something it may wait for happened:
 -- an unleased run becomes due now; a leased one learns it through wake_seq
 -- when it releases.
-UPDATE runs
+UPDATE flowlite_runs
 SET wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, @now) ELSE run_at END,
     updated_at = @now
@@ -117,7 +117,7 @@ WHERE id = @id AND status IN ('pending', 'running', 'waiting', 'compensating');
 -- name: RunCancelChildren :many
 -- RunCancelChildren requests cancellation of the unfinished children of a
 -- run.
-UPDATE runs
+UPDATE flowlite_runs
 SET cancel_requested = 1, wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, @now) ELSE run_at END,
     updated_at = @now
@@ -127,7 +127,7 @@ RETURNING id;
 
 -- name: RunFinish :execrows
 -- RunFinish records the outcome of a run and releases its lease.
-UPDATE runs
+UPDATE flowlite_runs
 SET status = @status, output = @output, error = @error, reason = @reason,
     lease_owner = NULL, lease_expires_at = NULL,
     finished_at = @finished_at, updated_at = @now
@@ -137,7 +137,7 @@ WHERE id = @id AND lease_owner = @owner AND fence = @fence;
 -- RunListExpiredLeases lists up to @max_runs runs whose lease expired, with
 -- the expired deadline, which RunRescue cannot return: RETURNING sees the
 -- updated row, whose lease_expires_at is NULL.
-SELECT id, lease_expires_at, fence FROM runs
+SELECT id, lease_expires_at, fence FROM flowlite_runs
 WHERE lease_owner IS NOT NULL
   AND lease_expires_at < @now
   AND status IN ('running', 'compensating')
@@ -147,7 +147,7 @@ LIMIT @max_runs;
 -- RunRescue re-queues the runs of @ids (a JSON array) whose lease expired.
 -- The status and lease tests are in the WHERE clause, so a run completed in
 -- the meantime is untouched.
-UPDATE runs
+UPDATE flowlite_runs
 SET lease_owner = NULL, lease_expires_at = NULL,
     status = CASE status WHEN 'running' THEN 'pending' ELSE status END,
     updated_at = @now
@@ -158,7 +158,7 @@ WHERE lease_owner IS NOT NULL
 RETURNING id, fence;
 
 -- name: RunRequestCancel :execrows
-UPDATE runs
+UPDATE flowlite_runs
 SET cancel_requested = 1, wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, @now) ELSE run_at END,
     updated_at = @now
@@ -168,13 +168,13 @@ WHERE id = @id AND status IN ('pending', 'running', 'waiting', 'compensating');
 -- RunCancelIdle cancels at once a run that no worker executes (pending or
 -- waiting, unleased) and that has nothing to undo: no completed step with a
 -- compensation. It reports 0 rows for any other run.
-UPDATE runs
+UPDATE flowlite_runs
 SET status = 'cancelled', cancel_requested = 1, error = @error, wake_seq = wake_seq + 1,
     finished_at = @now, updated_at = @now
 WHERE id = @id AND lease_owner IS NULL AND status IN ('pending', 'waiting')
   AND NOT EXISTS (
-    SELECT 1 FROM steps
-    WHERE steps.run_id = @id AND steps.status = 'completed' AND steps.compensable = 1
+    SELECT 1 FROM flowlite_steps
+    WHERE flowlite_steps.run_id = @id AND flowlite_steps.status = 'completed' AND flowlite_steps.compensable = 1
   );
 
 -- name: RunCancelToUnwind :execrows
@@ -183,7 +183,7 @@ WHERE id = @id AND lease_owner IS NULL AND status IN ('pending', 'waiting')
 -- requested: the next engine to claim it runs its compensations and ends it
 -- cancelled. Arm the compensations (StepCompensationArm) in the same
 -- transaction.
-UPDATE runs
+UPDATE flowlite_runs
 SET status = 'compensating', cancel_requested = 1, error = @error, wake_seq = wake_seq + 1,
     run_at = MIN(run_at, @now), updated_at = @now
 WHERE id = @id AND lease_owner IS NULL AND status IN ('pending', 'waiting');
@@ -191,7 +191,7 @@ WHERE id = @id AND lease_owner IS NULL AND status IN ('pending', 'waiting');
 -- name: RunSetStatus :execrows
 -- RunSetStatus moves an unleased run from @expected to @status; operators use
 -- it to resume or cancel a suspended run.
-UPDATE runs
+UPDATE flowlite_runs
 SET status = @status, reason = @reason, run_at = @run_at, finished_at = @finished_at, updated_at = @now
 WHERE id = @id AND status = @expected AND lease_owner IS NULL;
 
@@ -199,7 +199,7 @@ WHERE id = @id AND status = @expected AND lease_owner IS NULL;
 -- RunCountUnrunnable counts ready runs whose workflow version is not in
 -- @known, i.e. runs this process cannot execute and leaves alone.
 SELECT workflow, version, count(*) AS runs
-FROM runs
+FROM flowlite_runs
 WHERE lease_owner IS NULL
   AND status IN ('pending', 'waiting', 'compensating')
   AND (workflow || ':' || version) NOT IN (SELECT value FROM json_each(@known))
@@ -207,7 +207,7 @@ GROUP BY workflow, version
 ORDER BY workflow, version;
 
 -- name: RunList :many
-SELECT * FROM runs
+SELECT * FROM flowlite_runs
 WHERE (@status = '' OR status = @status)
   AND (@workflow = '' OR workflow = @workflow)
   AND (@queue = '' OR queue = @queue)
@@ -217,22 +217,22 @@ ORDER BY created_at DESC, id
 LIMIT @max_runs;
 
 -- name: RunCountByStatus :many
-SELECT status, count(*) AS runs FROM runs GROUP BY status ORDER BY status;
+SELECT status, count(*) AS runs FROM flowlite_runs GROUP BY status ORDER BY status;
 
 -- name: RunDeleteOne :execrows
 -- RunDeleteOne deletes the finished run @id, with its steps, events,
 -- signals and holds (ON DELETE CASCADE), unless it is the child of an
 -- unfinished parent, which may still read its outcome.
-DELETE FROM runs
-WHERE runs.id = @id AND runs.status IN ('completed', 'failed', 'cancelled')
-  AND (runs.parent_id IS NULL OR NOT EXISTS (
-    SELECT 1 FROM runs AS p
-    WHERE p.id = runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+DELETE FROM flowlite_runs
+WHERE flowlite_runs.id = @id AND flowlite_runs.status IN ('completed', 'failed', 'cancelled')
+  AND (flowlite_runs.parent_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM flowlite_runs AS p
+    WHERE p.id = flowlite_runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
   ));
 
 -- name: RunMakeDue :execrows
 -- RunMakeDue makes the pending, unleased run @id due at @now: a delayed run,
 -- or one waiting out a retry backoff. It changes nothing for any other run,
 -- or one due already.
-UPDATE runs SET run_at = @now, updated_at = @now
+UPDATE flowlite_runs SET run_at = @now, updated_at = @now
 WHERE id = @id AND status = 'pending' AND lease_owner IS NULL AND run_at > @now;

@@ -1,7 +1,7 @@
 -- name: WorkflowRegister :exec
-INSERT INTO workflows (name, version, registered_at)
+INSERT INTO flowlite_workflows (name, version, registered_at)
 VALUES (@name, @version, @registered_at)
 ON CONFLICT (name, version) DO NOTHING;
 
 -- name: WorkflowList :many
-SELECT * FROM workflows ORDER BY name, version;
+SELECT * FROM flowlite_workflows ORDER BY name, version;

@@ -88,6 +88,10 @@ func (s *Store) Checkpoint(ctx context.Context, mode store.CheckpointMode) (stor
 		return res, ErrClosed
 	default:
 	}
+	if s.readOnly != "" {
+		// A checkpoint writes the main file.
+		return res, fmt.Errorf("checkpoint: %w", s.errReadOnly())
+	}
 	conn, err := s.writer.Conn(ctx)
 	if err != nil {
 		return res, fmt.Errorf("checkpoint: %w", interpretError(err))

@@ -16,8 +16,10 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -50,6 +52,9 @@ type Options struct {
 	// MaxBatch caps how many callers' write transactions commit together;
 	// default 64, and 1 turns group commit off.
 	MaxBatch int
+	// SkipQuickCheck leaves out the PRAGMA quick_check that Open and OpenDB
+	// run before they write anything (see quickCheck for its cost).
+	SkipQuickCheck bool
 }
 
 // Store is a store.Store over one SQLite database.
@@ -64,6 +69,10 @@ type Store struct {
 	// reuses the statements already prepared on the writer connection.
 	writeQ *sqlitedb.Queries
 	readQ  *sqlitedb.Queries
+
+	// readOnly is the file of a store opened with OpenReadOnly, whose
+	// writes fail with ErrReadOnly naming it; empty otherwise.
+	readOnly string
 
 	requests   chan *writeRequest
 	closing    chan struct{}
@@ -114,9 +123,10 @@ func DSN(path string, sync Synchronous) string {
 }
 
 // Open opens (creating it when missing) the database file at path, verifies
-// its settings and migrates its schema. A file that is not a SQLite
-// database, is read-only, or holds a newer schema is refused with an error
-// naming the problem, and left untouched.
+// its settings, checks that its pages are sound (quickCheck) and migrates
+// its schema. A file that is not a SQLite database, is corrupt, is
+// read-only, or holds a newer schema is refused with an error naming the
+// problem, and left untouched.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Synchronous == "" {
 		opts.Synchronous = SynchronousFull
@@ -141,6 +151,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if !opts.SkipQuickCheck {
+		if err := quickCheck(ctx, writer); err != nil {
+			writer.Close()
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+	}
 	if _, err := migrate.SQLite(ctx, writer); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, interpretError(err))
@@ -164,10 +180,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // OpenDB wraps a *sql.DB the caller opened (with DSN, or equivalent
 // settings) and migrates its schema. The pool is used as it is: it is never
 // reconfigured, and Close does not close it. Writes are still serialized
-// through one writer inside this process.
-func OpenDB(ctx context.Context, db *sql.DB) (*Store, error) {
+// through one writer inside this process. Of opts, only SkipQuickCheck
+// applies.
+func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if err := verify(ctx, db, ""); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if !opts.SkipQuickCheck {
+		if err := quickCheck(ctx, db); err != nil {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
 	}
 	if _, err := migrate.SQLite(ctx, db); err != nil {
 		return nil, fmt.Errorf("open database: %w", interpretError(err))
@@ -180,11 +202,17 @@ func OpenDB(ctx context.Context, db *sql.DB) (*Store, error) {
 }
 
 // preflight refuses paths whose problem SQLite would report late or
-// confusingly: a directory, or a file that cannot be written.
+// confusingly ("unable to open database file"): a directory, a file that
+// cannot be written, or a directory in which the file, or the -wal and -shm
+// files WAL mode keeps beside it, cannot be created.
 func preflight(path string) error {
+	dir := filepath.Dir(path)
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		if !dirWritable(dir) {
+			return fmt.Errorf("open %s: %w: cannot create the database: directory %s is not writable", path, store.ErrReadOnly, dir)
+		}
 		return nil
 	case err != nil:
 		return fmt.Errorf("open %s: %w", path, err)
@@ -193,14 +221,136 @@ func preflight(path string) error {
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			return fmt.Errorf("open %s: %w: %v", path, store.ErrReadOnly, err)
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			return fmt.Errorf("open %s: %w: %v (flow.OpenReadOnly reads it)", path, store.ErrReadOnly, err)
 		}
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	// Closing here is safe: SQLite has not opened the file yet, so no POSIX
 	// lock of this process can be dropped.
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if !dirWritable(dir) {
+		return fmt.Errorf("open %s: %w: directory %s is not writable, and a WAL database needs its -wal and -shm files beside it (flow.OpenReadOnly reads it)", path, store.ErrReadOnly, dir)
+	}
+	return nil
+}
+
+// OpenReadOnly opens the existing database at path for reading only: it
+// never creates, migrates or writes the file, every write fails with
+// ErrReadOnly naming the file, and it leaves no -wal or -shm file behind
+// that was not there before. The schema must be this binary's version.
+//
+// How it opens depends on what the process may do (see readOnlyDSN): a file
+// it could write is read through ordinary connections in query_only mode,
+// which take part in SQLite's usual WAL life cycle (the last connection to
+// close removes -wal and -shm); a read-only file or directory is opened
+// with mode=ro, which reads a WAL that exists through its -shm, or, when
+// there is no WAL, with immutable=1, which creates nothing.
+func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	dsn, err := readOnlyDSN(path)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(opts.ReadConns)
+	db.SetMaxIdleConns(opts.ReadConns)
+	if err := checkSchemaReadOnly(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s read-only: %w", path, readOnlyOpenError(path, err))
+	}
+	s, err := newStore(ctx, db, db, true, 1)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s read-only: %w", path, readOnlyOpenError(path, err))
+	}
+	s.readOnly = path
+	return s, nil
+}
+
+// ReadOnlyDSN returns the modernc.org/sqlite DSN OpenReadOnly opens path
+// with, for tools that read a database file with their own *sql.DB and
+// must leave it exactly as they found it. The connections refuse writes.
+func ReadOnlyDSN(path string) (string, error) { return readOnlyDSN(path) }
+
+// readOnlyDSN returns the DSN OpenReadOnly opens path with.
+//
+// SQLite reads a WAL database through its -shm index, which it creates
+// beside the file when missing (sqlite.org/wal.html#readonly). A connection
+// opened with mode=ro creates -wal and -shm too, but never removes them,
+// because only a connection that may checkpoint deletes them on close: so
+// mode=ro is used only where the process cannot write, and then only when
+// the WAL already exists (an engine has the file open, or crashed); with no
+// WAL, everything committed is in the main file, and immutable=1 reads it
+// without locks and without creating anything. That is sound because a
+// process that may not write the file or its directory cannot start a WAL
+// writer there either; a privileged process that writes meanwhile is not
+// seen until the store is opened again.
+func readOnlyDSN(path string) (string, error) {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("open %s read-only: %w", path, err)
+	case err != nil:
+		return "", fmt.Errorf("open %s read-only: %w", path, err)
+	case info.IsDir():
+		return "", fmt.Errorf("open %s read-only: %w: it is a directory", path, store.ErrNotDatabase)
+	case info.Size() == 0:
+		return "", fmt.Errorf("open %s read-only: %w: the file is empty", path, store.ErrNotDatabase)
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeoutMillis))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "query_only(1)")
+	switch {
+	case fileWritable(path) && dirWritable(filepath.Dir(path)):
+	case exists(path + "-wal"):
+		q.Set("mode", "ro")
+	default:
+		q.Set("mode", "ro")
+		q.Set("immutable", "1")
+	}
+	return "file:" + path + "?" + q.Encode(), nil
+}
+
+// fileWritable reports whether this process may open path for writing.
+func fileWritable(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	// Safe: SQLite has not opened the file in this call yet, and the
+	// store's own connections are not open either.
+	f.Close()
+	return true
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// readOnlyOpenError explains SQLite's refusal to read path: a -wal without
+// its -shm in a directory that cannot be written is the one case SQLite
+// cannot read read-only.
+func readOnlyOpenError(path string, err error) error {
+	err = interpretError(err)
+	if errors.Is(err, store.ErrReadOnly) && exists(path+"-wal") && !exists(path+"-shm") {
+		return fmt.Errorf("%w: %s exists without %s-shm, which cannot be created in directory %s; make the directory writable, or checkpoint the database where it is", err, path+"-wal", path, filepath.Dir(path))
+	}
+	return err
+}
+
+// errReadOnly is the error of a write to a store opened with OpenReadOnly.
+func (s *Store) errReadOnly() error {
+	return fmt.Errorf("write %s: %w: it was opened read-only", s.readOnly, store.ErrReadOnly)
 }
 
 // Close stops the writer, failing later writes with ErrClosed, and closes
@@ -237,7 +387,7 @@ func interpretError(err error) error {
 		case sqlite3.SQLITE_FULL:
 			return fmt.Errorf("%w (%v)", store.ErrFull, err)
 		case sqlite3.SQLITE_CORRUPT:
-			return fmt.Errorf("%w: database file is corrupt (%v)", store.ErrNotDatabase, err)
+			return fmt.Errorf("%w: %w (%v)", store.ErrNotDatabase, store.ErrCorrupt, err)
 		}
 	}
 	msg := err.Error()
@@ -250,4 +400,21 @@ func interpretError(err error) error {
 		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
 	}
 	return err
+}
+
+// checkSchemaReadOnly refuses a database a read-only store cannot serve: no
+// flowlite schema, an older one (it cannot be migrated without writing) or
+// a newer one.
+func checkSchemaReadOnly(ctx context.Context, db *sql.DB) error {
+	st, err := migrate.SQLiteStatusReadOnly(ctx, db)
+	switch {
+	case err != nil:
+		return err
+	case st.Current > st.Latest:
+		return fmt.Errorf("%w: database is at version %d, this binary knows up to %d; upgrade flowlite",
+			store.ErrSchemaTooNew, st.Current, st.Latest)
+	case st.Current < st.Latest:
+		return fmt.Errorf("database schema is at version %d, this flowlite needs %d, and a database opened read-only cannot be migrated", st.Current, st.Latest)
+	}
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/flowlite/flowlite/internal/store"
 )
 
 // sqlc does not compile PRAGMA statements, so the few reads that verify a
@@ -45,8 +47,14 @@ func verify(ctx context.Context, db *sql.DB, want Synchronous) error {
 	return nil
 }
 
-// IntegrityCheck runs PRAGMA integrity_check and returns its findings; an
-// empty result means the file is sound.
+// maxPayloadProblems bounds how many damaged values IntegrityCheck lists.
+const maxPayloadProblems = 100
+
+// IntegrityCheck runs PRAGMA integrity_check, then looks for stored values
+// that are not JSON (PayloadInvalidList), and returns the findings of both;
+// an empty result means the file is sound. SQLite checks the structure of
+// the file but not the bytes of a value, so a flipped byte inside a run's
+// input passes integrity_check: the JSON check is what finds it.
 func (s *Store) IntegrityCheck(ctx context.Context) ([]string, error) {
 	rows, err := s.reader.QueryContext(ctx, "PRAGMA integrity_check")
 	if err != nil {
@@ -63,5 +71,58 @@ func (s *Store) IntegrityCheck(ctx context.Context) ([]string, error) {
 			problems = append(problems, line)
 		}
 	}
-	return problems, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	bad, err := s.readQ.PayloadInvalidList(ctx, maxPayloadProblems+1)
+	if err != nil {
+		if len(problems) > 0 {
+			// A damaged file may not be readable far enough to check values.
+			return append(problems, fmt.Sprintf("stored values could not be checked: %v", interpretError(err))), nil
+		}
+		return nil, fmt.Errorf("check stored values: %w", interpretError(err))
+	}
+	for i, b := range bad {
+		if i == maxPayloadProblems {
+			problems = append(problems, fmt.Sprintf("more stored values are not valid JSON (only the first %d are listed)", maxPayloadProblems))
+			break
+		}
+		problems = append(problems, fmt.Sprintf("%s: stored %s is not valid JSON (damaged)", b.Place, b.Field))
+	}
+	return problems, nil
+}
+
+// quickCheck runs PRAGMA quick_check, which verifies every b-tree page of
+// the file (not that indexes match their tables, which integrity_check
+// adds), and returns ErrCorrupt, with ErrNotDatabase, listing what it found.
+// Open runs it before anything is written, so that an engine never writes
+// into a damaged file. It reads the whole file: on a 63 MiB database of
+// 50,000 finished runs (three steps, eight events each) it took about
+// 0.3 s on a 2-core machine with a warm cache, against 0.85 s for
+// integrity_check; the cost is linear in the file's size.
+func quickCheck(ctx context.Context, db *sql.DB) error {
+	const shown = 5
+	rows, err := db.QueryContext(ctx, fmt.Sprintf("PRAGMA quick_check(%d)", shown))
+	if err != nil {
+		return fmt.Errorf("quick check: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("quick check: %w", interpretError(err))
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("quick check: %w", interpretError(err))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %w: SQLite's quick_check found: %s; nothing was written: restore a backup, or copy what is readable with sqlite3 .recover",
+			store.ErrNotDatabase, store.ErrCorrupt, strings.Join(problems, "; "))
+	}
+	return nil
 }

@@ -84,23 +84,23 @@ func TestQueryPlans(t *testing.T) {
 		not        []string
 	}{
 		{"runs.sql", "RunClaim", []string{
-			"SEARCH runs USING INDEX sqlite_autoindex_runs_1 (id=?)",                // the outer update, by primary key
-			"SEARCH r USING INDEX runs_ready (queue=? AND priority=? AND run_at<?)", // due runs only
-			"SEARCH q USING INDEX sqlite_autoindex_queues_1 (name=?)",               // the pause check
-		}, []string{"SCAN r", "SCAN runs", "runs_status", "TEMP B-TREE"}}, // reads only the runs it claims
-		{"runs.sql", "RunReadyNextPriority", []string{"SEARCH r USING INDEX runs_ready (queue=? AND priority<?)"},
+			"SEARCH flowlite_runs USING INDEX sqlite_autoindex_flowlite_runs_1 (id=?)",       // the outer update, by primary key
+			"SEARCH r USING INDEX flowlite_runs_ready (queue=? AND priority=? AND run_at<?)", // due runs only
+			"SEARCH q USING INDEX sqlite_autoindex_flowlite_queues_1 (name=?)",               // the pause check
+		}, []string{"SCAN r", "SCAN flowlite_runs", "flowlite_runs_status", "TEMP B-TREE"}}, // reads only the runs it claims
+		{"runs.sql", "RunReadyNextPriority", []string{"SEARCH r USING INDEX flowlite_runs_ready (queue=? AND priority<?)"},
 			[]string{"SCAN r", "TEMP B-TREE"}},
-		{"runs.sql", "RunInsert", []string{"SEARCH h USING INDEX sqlite_autoindex_unique_holds_1 (workflow=? AND key=?)"}, nil},
-		{"queues.sql", "RunGetKeyHolder", []string{"runs_unique (workflow=? AND unique_key=?)"}, nil},
-		{"queues.sql", "UniqueHoldDrop", []string{"sqlite_autoindex_unique_holds_1 (workflow=? AND key=?)"}, nil},
-		{"runs.sql", "RunDeleteOne", []string{"SEARCH runs USING INDEX sqlite_autoindex_runs_1 (id=?)"}, []string{"SCAN runs"}},
-		{"runs.sql", "RunMakeDue", []string{"SEARCH runs USING INDEX sqlite_autoindex_runs_1 (id=?)"}, nil},
-		{"queues.sql", "UniqueHoldGet", []string{"sqlite_autoindex_unique_holds_1 (workflow=? AND key=?)"}, nil},
-		{"queues.sql", "RunDeadList", []string{"runs_dead (status=? AND finished_at>? AND finished_at<?)"}, []string{"TEMP B-TREE"}},
-		{"queues.sql", "RunDeadBatch", []string{"runs_dead (status=? AND finished_at>? AND finished_at<?)"}, []string{"TEMP B-TREE"}},
-		{"queues.sql", "RunDeadDelete", []string{"SEARCH runs USING INDEX sqlite_autoindex_runs_1 (id=?)", "runs_dead (status=? AND finished_at>? AND finished_at<?)"}, []string{"TEMP B-TREE"}},
-		{"queues.sql", "RunRequeueInsert", []string{"SEARCH f USING INDEX sqlite_autoindex_runs_1 (id=?)"}, nil},
-		{"queues.sql", "QueueDurations", []string{"runs_finished (status=? AND finished_at>?)"}, nil},
+		{"runs.sql", "RunInsert", []string{"SEARCH h USING INDEX sqlite_autoindex_flowlite_unique_holds_1 (workflow=? AND key=?)"}, nil},
+		{"queues.sql", "RunGetKeyHolder", []string{"flowlite_runs_unique (workflow=? AND unique_key=?)"}, nil},
+		{"queues.sql", "UniqueHoldDrop", []string{"sqlite_autoindex_flowlite_unique_holds_1 (workflow=? AND key=?)"}, nil},
+		{"runs.sql", "RunDeleteOne", []string{"SEARCH flowlite_runs USING INDEX sqlite_autoindex_flowlite_runs_1 (id=?)"}, []string{"SCAN flowlite_runs"}},
+		{"runs.sql", "RunMakeDue", []string{"SEARCH flowlite_runs USING INDEX sqlite_autoindex_flowlite_runs_1 (id=?)"}, nil},
+		{"queues.sql", "UniqueHoldGet", []string{"sqlite_autoindex_flowlite_unique_holds_1 (workflow=? AND key=?)"}, nil},
+		{"queues.sql", "RunDeadList", []string{"flowlite_runs_dead (status=? AND finished_at>? AND finished_at<?)"}, []string{"TEMP B-TREE"}},
+		{"queues.sql", "RunDeadBatch", []string{"flowlite_runs_dead (status=? AND finished_at>? AND finished_at<?)"}, []string{"TEMP B-TREE"}},
+		{"queues.sql", "RunDeadDelete", []string{"SEARCH flowlite_runs USING INDEX sqlite_autoindex_flowlite_runs_1 (id=?)", "flowlite_runs_dead (status=? AND finished_at>? AND finished_at<?)"}, []string{"TEMP B-TREE"}},
+		{"queues.sql", "RunRequeueInsert", []string{"SEARCH f USING INDEX sqlite_autoindex_flowlite_runs_1 (id=?)"}, nil},
+		{"queues.sql", "QueueDurations", []string{"flowlite_runs_finished (status=? AND finished_at>?)"}, nil},
 	}
 	check := func(when string) {
 		for _, tt := range tests {

@@ -49,7 +49,7 @@ func TestConformanceOpenDB(t *testing.T) {
 	t.Parallel()
 	storetest.Exercise(t, func(t *testing.T) store.Store {
 		db := openDSN(t, filepath.Join(t.TempDir(), "flowlite.db"), "")
-		s, err := sqlitestore.OpenDB(t.Context(), db)
+		s, err := sqlitestore.OpenDB(t.Context(), db, sqlitestore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,7 +377,7 @@ func TestOpenSchemaTooNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.ExecContext(t.Context(), "INSERT INTO goose_db_version (version_id, is_applied) VALUES (99, 1)")
+	_, err = db.ExecContext(t.Context(), "INSERT INTO flowlite_goose_db_version (version_id, is_applied) VALUES (99, 1)")
 	if err := errors.Join(err, db.Close()); err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestOpenSchemaTooNew(t *testing.T) {
 
 	// OpenDB refuses it too.
 	db = openDSN(t, path, "")
-	if _, err := sqlitestore.OpenDB(t.Context(), db); !errors.Is(err, store.ErrSchemaTooNew) {
+	if _, err := sqlitestore.OpenDB(t.Context(), db, sqlitestore.Options{}); !errors.Is(err, store.ErrSchemaTooNew) {
 		t.Errorf("OpenDB: error %v, want ErrSchemaTooNew", err)
 	}
 }
@@ -504,7 +504,7 @@ func TestWriteInTx(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	db := openDSN(t, filepath.Join(t.TempDir(), "flowlite.db"), "")
-	s, err := sqlitestore.OpenDB(ctx, db)
+	s, err := sqlitestore.OpenDB(ctx, db, sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +582,7 @@ func TestOpenDBRefusesNonWAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	_, err = sqlitestore.OpenDB(ctx, db)
+	_, err = sqlitestore.OpenDB(ctx, db, sqlitestore.Options{})
 	if err == nil || !strings.Contains(err.Error(), "journal_mode") {
 		t.Fatalf("OpenDB of a pool without WAL: error %v, want one naming journal_mode", err)
 	}

@@ -17,6 +17,9 @@ func (s *Store) WriteInTx(ctx context.Context, sqlTx *sql.Tx, fn func(store.Tx) 
 	if sqlTx == nil {
 		return errors.New("write in caller's transaction: tx is nil")
 	}
+	if s.readOnly != "" {
+		return s.errReadOnly()
+	}
 	// The caller's transaction may come from another *sql.DB, on which the
 	// store's prepared statements cannot run: use unprepared queries.
 	return fn(&tx{reader: reader{q: sqlitedb.New(sqlTx)}, sqlTx: sqlTx})

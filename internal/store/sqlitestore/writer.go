@@ -46,6 +46,9 @@ func (r *writeRequest) call(t store.Tx) (err error) {
 // Callers of this process queue for the single writer, honouring ctx until
 // their turn comes; once fn started, Write waits for the commit.
 func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
+	if s.readOnly != "" {
+		return s.errReadOnly()
+	}
 	req := &writeRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case s.requests <- req:
