@@ -4,13 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/flowlite/flowlite/internal/engine"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
 // EventRunRequeued is recorded on a dead letter when it is requeued; its
 // detail names the new run, whose run_started event names the dead letter.
-const EventRunRequeued = engine.EventRunRequeued
+const EventRunRequeued = flowtype.EventRunRequeued
 
 // DeadLetterFilter selects dead letters; zero fields match all.
 type DeadLetterFilter struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
 )
 
@@ -12,10 +13,10 @@ import (
 const (
 	// EventStepSnoozed: a step (a job's handler) snoozed itself; see
 	// JobSnooze. Detail: "snoozed for <d>".
-	EventStepSnoozed = engine.EventStepSnoozed
+	EventStepSnoozed = flowtype.EventStepSnoozed
 	// EventRunMadeDue: an operator ran a delayed or backing-off run now;
 	// see RunNow. Detail: when it was due.
-	EventRunMadeDue = engine.EventRunMadeDue
+	EventRunMadeDue = flowtype.EventRunMadeDue
 )
 
 // DeleteRun deletes the finished (completed, failed or cancelled) run

@@ -79,4 +79,13 @@ const (
 	EventRunSuspended = "run_suspended"
 	// EventRunCancelled: the run was cancelled.
 	EventRunCancelled = "run_cancelled"
+	// EventStepSnoozed: a step (a job's handler) snoozed itself, without
+	// using an attempt; Detail: "snoozed for <d>".
+	EventStepSnoozed = "step_snoozed"
+	// EventRunMadeDue: an operator made a delayed or backing-off run due
+	// now; Detail says when it was due.
+	EventRunMadeDue = "run_made_due"
+	// EventRunRequeued: a dead letter was requeued; Detail names the new
+	// run, whose run_started event names the dead letter.
+	EventRunRequeued = "run_requeued"
 )

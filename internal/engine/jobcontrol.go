@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -16,7 +17,7 @@ import (
 
 // EventStepSnoozed is recorded when a step body snoozed its step; its
 // detail says for how long ("snoozed for 5s").
-const EventStepSnoozed = "step_snoozed"
+const EventStepSnoozed = flowtype.EventStepSnoozed
 
 // SnoozeError, returned by a step body, releases the run and calls the body
 // again after Delay (0: at once), without using an attempt: the attempt

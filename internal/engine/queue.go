@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -37,7 +38,7 @@ import (
 
 // EventRunRequeued is recorded on a dead letter when it is requeued; its
 // detail names the new run.
-const EventRunRequeued = "run_requeued"
+const EventRunRequeued = flowtype.EventRunRequeued
 
 // DurationSample bounds how many of the most recent completed runs of a
 // queue QueueStats measures durations on, and DurationWindow how far back

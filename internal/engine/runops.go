@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -13,7 +14,7 @@ import (
 
 // EventRunMadeDue is recorded when an operator made a pending run due now;
 // its detail says when it was due.
-const EventRunMadeDue = "run_made_due"
+const EventRunMadeDue = flowtype.EventRunMadeDue
 
 // DeleteRun deletes the finished (completed, failed or cancelled) run id
 // with its steps, events and signals, and its unique key and holds with it,
