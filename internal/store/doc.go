@@ -70,10 +70,10 @@
 //     engine starts a slot's runs, in the same transaction; it must be one
 //     guarded UPDATE (which takes the schedule's row lock on PostgreSQL),
 //     never a read followed by a write.
-//   - Signals: a signal key is unique per run (a unique index), and
-//     SignalNext followed by SignalConsume must not hand one signal to two
-//     waits; both happen under the run's lease, which the fenced writes of
-//     the same transaction prove.
+//   - Signals: a signal key is unique per run (a unique index). SignalNext
+//     followed by SignalConsume must not hand one signal to two waits; the
+//     engine calls them only in a transaction that checked the run's lease
+//     first, so the row lock of RunLeaseCheck keeps a second worker out.
 //
 // Time. Every time crossing the seam is Unix milliseconds in an int64,
 // stored as a 64-bit integer (INTEGER on SQLite, BIGINT on PostgreSQL),
