@@ -36,8 +36,9 @@ type RunDeleteFinishedParams struct {
 type FileMaintainer interface {
 	// FileStats returns the sizes of the database file and its WAL.
 	FileStats(ctx context.Context) (FileStats, error)
-	// Checkpoint copies the WAL into the database file. It runs on the
-	// writer connection, between write transactions.
+	// Checkpoint copies the WAL into the database file. It runs between
+	// write transactions, never inside one (the SQLite adapter runs it on
+	// its writer connection).
 	Checkpoint(ctx context.Context, mode CheckpointMode) (CheckpointResult, error)
 	// Backup writes a consistent copy of the database to dst, a path that
 	// must not exist yet (errors.Is(err, fs.ErrExist) otherwise). The copy

@@ -1,12 +1,3 @@
-// Package store is the storage seam of flowlite: the interfaces a database
-// adapter implements, the record types they exchange, and the sentinel errors
-// they return. The engine depends on this package only, never on an adapter,
-// so an adapter (SQLite today, PostgreSQL next) can be swapped, and a
-// group-commit writer can be put behind Write, without the engine changing.
-//
-// It imports the standard library and flow/flowtype only: the record types
-// flow shows its users (RunStatus, CatchUp, checkpoint modes…) are defined
-// there, in a leaf package go doc can show, and aliased here.
 package store
 
 import (
@@ -28,7 +19,9 @@ var (
 	// ErrSchemaTooNew is returned when the database was migrated by a newer
 	// binary than this one.
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
-	// ErrNotDatabase is returned when a file is not a SQLite database.
+	// ErrNotDatabase is returned when what the store was opened on is not a
+	// database of the adapter's kind (a file that is not a SQLite database,
+	// say), so nothing can be read from it.
 	ErrNotDatabase = errors.New("file is not a database")
 	// ErrCorrupt is returned, together with ErrNotDatabase, when a
 	// database file's pages are damaged.
@@ -44,12 +37,14 @@ var (
 
 // Store is a database holding runs, their steps and their history.
 //
-// All writes go through Write, which serializes them through one writer, so
-// a later adapter can commit many callers' transactions in one database
-// transaction without the engine noticing.
+// Every change goes through Write or WriteInTx as one atomic unit of work;
+// the package doc says what the engine relies on from them. How an adapter
+// commits is its own affair: the SQLite adapter serializes writes through
+// one writer and commits many callers' units in one database transaction.
 type Store interface {
-	// Write runs fn in a write transaction (BEGIN IMMEDIATE on SQLite) and
-	// commits it when fn returns nil. It returns after the commit is durable.
+	// Write runs fn as one atomic unit of work and commits it when fn
+	// returns nil; an error or panic of fn rolls back fn's writes only. It
+	// returns after the commit is durable.
 	Write(ctx context.Context, fn func(Tx) error) error
 	// WriteInTx runs fn on the caller's own transaction; the caller commits.
 	WriteInTx(ctx context.Context, tx *sql.Tx, fn func(Tx) error) error
@@ -59,23 +54,22 @@ type Store interface {
 	Close() error
 }
 
-// Reader reads state.
+// Reader reads state: the readers of every entity.
 type Reader interface {
-	RunGet(ctx context.Context, id string) (Run, error)
-	RunList(ctx context.Context, p RunListParams) ([]Run, error)
-	RunCountByStatus(ctx context.Context) (map[RunStatus]int64, error)
-	RunCountUnrunnable(ctx context.Context, known []WorkflowKey) ([]UnrunnableCount, error)
-	StepList(ctx context.Context, runID string) ([]Step, error)
-	EventList(ctx context.Context, runID string) ([]Event, error)
-	SignalList(ctx context.Context, runID string) ([]Signal, error)
-	WorkflowList(ctx context.Context) ([]WorkflowKey, error)
+	RunReader
+	StepReader
+	EventReader
+	SignalReader
+	WorkflowReader
 	ScheduleReader
 	QueueReader
 	ReportReader
 }
 
-// Tx is a write transaction. Methods that take a Lease are fenced: they
-// return ErrLeaseLost when the lease no longer belongs to the caller.
+// Tx is a write transaction: it reads like a Reader, seeing its own
+// writes, and holds the writes of every entity. Methods that take a Lease
+// are fenced: they return ErrLeaseLost when the lease no longer belongs to
+// the caller.
 type Tx interface {
 	Reader
 
@@ -83,80 +77,11 @@ type Tx interface {
 	// commit together with their checkpoint.
 	SQL() *sql.Tx
 
-	// RunInsert inserts a pending run; it reports false (changing nothing)
-	// when a run with that ID already exists, or when p.UniqueKey is taken
-	// (see QueueReader).
-	RunInsert(ctx context.Context, p RunInsertParams) (bool, error)
-	RunClaim(ctx context.Context, p RunClaimParams) ([]Run, error)
-	// RunHeartbeat extends a lease and reports whether cancellation of the
-	// run was requested.
-	RunHeartbeat(ctx context.Context, l Lease, expiresAt, now int64) (cancelRequested bool, err error)
-	// RunLeaseCheck proves, without writing, that the lease still belongs
-	// to the caller (until the transaction commits), and reports whether
-	// cancellation of the run was requested.
-	RunLeaseCheck(ctx context.Context, l Lease) (cancelRequested bool, err error)
-	RunStartCompensating(ctx context.Context, l Lease, errMsg string, now int64) error
-	// RunRelease gives the lease back; the run is due again at p.RunAt, or
-	// at once if it was woken after the worker read p.WakeSeq.
-	RunRelease(ctx context.Context, l Lease, p RunReleaseParams) error
-	// RunWake tells an unfinished run that something it may wait for
-	// happened; it reports false for a finished or unknown run.
-	RunWake(ctx context.Context, id string, now int64) (bool, error)
-	// RunCancelChildren requests cancellation of the unfinished children of
-	// a run and returns their IDs.
-	RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error)
-	RunFinish(ctx context.Context, l Lease, p RunFinishParams) error
-	RunRescue(ctx context.Context, now int64, limit int) ([]RescuedRun, error)
-	// RunCancelIdle cancels, at once and with error errMsg, a run that no
-	// worker executes (pending or waiting, unleased) and that has no
-	// completed step with a compensation; it reports false, changing
-	// nothing, for any other run.
-	RunCancelIdle(ctx context.Context, id, errMsg string, now int64) (bool, error)
-	// RunCancelToUnwind moves a run that no worker executes (pending or
-	// waiting, unleased) to compensating with its cancellation requested,
-	// due now; it reports false, changing nothing, for any other run.
-	RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64) (bool, error)
-	// RunRequestCancel marks an unfinished run for cancellation and reports
-	// false when the run is not pending, running or compensating.
-	RunRequestCancel(ctx context.Context, id string, now int64) (bool, error)
-	// RunSetStatus moves an unleased run from expected to status, or returns
-	// ErrConflict.
-	RunSetStatus(ctx context.Context, p RunSetStatusParams) error
-
-	// StepBegin records the start of an attempt and returns its number.
-	StepBegin(ctx context.Context, p StepBeginParams) (attempt int, err error)
-	StepComplete(ctx context.Context, p StepCompleteParams) error
-	// StepWait records a durable wait the first time a run reaches it; an
-	// existing record is left as it is.
-	StepWait(ctx context.Context, p StepBeginParams) error
-	StepFail(ctx context.Context, p StepFailParams) error
-	// StepCompensationArm marks the compensation of every completed,
-	// compensable step of a run pending; the unwind of the run starts.
-	StepCompensationArm(ctx context.Context, runID string) error
-	StepCompensationBegin(ctx context.Context, key StepKey) (attempt int, err error)
-	StepCompensationEnd(ctx context.Context, key StepKey, state CompensationState, errMsg string) error
-	StepCompensationRetryFailed(ctx context.Context, runID string) (int64, error)
-	StepCompensationSkipFailed(ctx context.Context, runID string) (int64, error)
-
-	// SignalSend stores a signal; it reports false when a signal with the
-	// same key was already sent to the run.
-	SignalSend(ctx context.Context, sig Signal) (bool, error)
-	// SignalNext returns the oldest signal of that name the run has not
-	// received, or ErrNotFound.
-	SignalNext(ctx context.Context, runID, name string) (Signal, error)
-	// SignalConsume marks a signal received by the wait consumedBy.
-	SignalConsume(ctx context.Context, id int64, consumedBy string) error
-	// SignalReject relabels the signals of the run received by the wait
-	// consumedBy as rejectedBy, and returns their IDs: the wait set their
-	// payload aside and waits again.
-	SignalReject(ctx context.Context, runID, consumedBy, rejectedBy string) ([]int64, error)
-	// StepReopen turns a completed wait back into an open one (status
-	// waiting, no output), keeping its input and position; ErrConflict
-	// when the step is not a completed record.
-	StepReopen(ctx context.Context, key StepKey) error
-
-	EventAppend(ctx context.Context, e Event) error
-	WorkflowRegister(ctx context.Context, k WorkflowKey, now int64) error
+	RunTx
+	StepTx
+	SignalTx
+	EventTx
+	WorkflowTx
 	ScheduleTx
 	QueueTx
 	MaintenanceTx

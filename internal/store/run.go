@@ -1,7 +1,7 @@
 package store
 
 import (
-	"strconv"
+	"context"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
@@ -24,37 +24,6 @@ const (
 	RunSuspended    = flowtype.StatusSuspended
 	RunCancelled    = flowtype.StatusCancelled
 )
-
-// StepStatus is the state of one step occurrence.
-type StepStatus string
-
-// Step states.
-const (
-	StepRunning   StepStatus = "running"
-	StepRetrying  StepStatus = "retrying"
-	StepWaiting   StepStatus = "waiting"
-	StepCompleted StepStatus = "completed"
-	StepFailed    StepStatus = "failed"
-)
-
-// CompensationState is the state of the compensation of a completed step.
-type CompensationState string
-
-// Compensation states. None means nothing is to be undone: the step has no
-// compensate hook, or its run has not started unwinding.
-const (
-	CompensationNone      CompensationState = "none"
-	CompensationPending   CompensationState = "pending"
-	CompensationRunning   CompensationState = "running"
-	CompensationRetrying  CompensationState = "retrying"
-	CompensationCompleted CompensationState = "completed"
-	CompensationFailed    CompensationState = "failed"
-	CompensationSkipped   CompensationState = "skipped"
-)
-
-// WorkflowKey identifies one version of a workflow. It is defined in
-// flow/flowtype, where go doc shows its fields.
-type WorkflowKey = flowtype.WorkflowKey
 
 // Run is a stored run. Times are Unix milliseconds.
 type Run struct {
@@ -94,63 +63,6 @@ type Lease struct {
 	RunID string
 	Owner string
 	Fence int64
-}
-
-// Step is a stored step occurrence.
-type Step struct {
-	RunID                string
-	Name                 string
-	Occurrence           int
-	Status               StepStatus
-	Attempts             int
-	Input                []byte
-	Output               []byte
-	Error                string
-	CompletedSeq         int64
-	Compensable          bool
-	Compensation         CompensationState
-	CompensationAttempts int
-	CompensationError    string
-	StartedAt            int64
-	FinishedAt           int64
-	// Position is the index of the call among the calls of its branch;
-	// -1 for calls recorded before positions were (not checked on replay).
-	Position int
-	// Failure is the shape of the error of a step that failed; its Message
-	// is Error.
-	Failure Failure
-}
-
-// Failure is the recorded shape of a step's error beyond its message: the
-// code of the flow.Error it carried, whether it was permanent, and the
-// flow.Error's details.
-type Failure struct {
-	Code      string
-	Permanent bool
-	Details   []byte
-}
-
-// Key returns the identity of the step within its run.
-func (s Step) Key() StepKey { return StepKey{RunID: s.RunID, Name: s.Name, Occurrence: s.Occurrence} }
-
-// StepKey identifies a step occurrence: a step name and how many times the
-// run called a step of that name before.
-type StepKey struct {
-	RunID      string
-	Name       string
-	Occurrence int
-}
-
-// Event is one entry of a run's append-only history.
-type Event struct {
-	ID         int64
-	RunID      string
-	At         int64
-	Kind       string
-	Step       string
-	Occurrence int
-	Attempt    int
-	Detail     string
 }
 
 // UnrunnableCount counts ready runs of a workflow version a process lacks.
@@ -195,17 +107,6 @@ type RunReleaseParams struct {
 	Now     int64
 }
 
-// Signal is an external event sent to a run.
-type Signal struct {
-	ID         int64
-	RunID      string
-	Name       string
-	Payload    []byte
-	Key        string // empty: no deduplication
-	SentAt     int64
-	ConsumedBy string // the wait that received it; empty while pending
-}
-
 // RunClaimParams selects runs to lease.
 type RunClaimParams struct {
 	Queue          string
@@ -248,37 +149,6 @@ type RunListParams struct {
 	Limit    int
 }
 
-// StepBeginParams starts an attempt of a step.
-type StepBeginParams struct {
-	Key      StepKey
-	Input    []byte
-	Position int // the call's index in its branch (see Step.Position)
-	Now      int64
-}
-
-// StepCompleteParams checkpoints the output of a step.
-type StepCompleteParams struct {
-	Key         StepKey
-	Output      []byte
-	Compensable bool
-	Now         int64
-}
-
-// StepFailParams records a failed attempt; Final is true when no attempt
-// follows.
-type StepFailParams struct {
-	Key     StepKey
-	Error   string
-	Failure Failure
-	Final   bool
-	Now     int64
-}
-
-// String returns "name#occurrence of run ID" for messages.
-func (k StepKey) String() string {
-	return k.Name + "#" + strconv.Itoa(k.Occurrence) + " of run " + k.RunID
-}
-
 // UnfinishedStates returns the states of an unfinished run, in which a run
 // with a unique key always holds it.
 func UnfinishedStates() []RunStatus {
@@ -288,4 +158,58 @@ func UnfinishedStates() []RunStatus {
 // AllStates returns the states of a run, in lifecycle order.
 func AllStates() []RunStatus {
 	return []RunStatus{RunPending, RunRunning, RunWaiting, RunCompensating, RunSuspended, RunCompleted, RunFailed, RunCancelled}
+}
+
+// RunReader reads runs.
+type RunReader interface {
+	RunGet(ctx context.Context, id string) (Run, error)
+	RunList(ctx context.Context, p RunListParams) ([]Run, error)
+	RunCountByStatus(ctx context.Context) (map[RunStatus]int64, error)
+	RunCountUnrunnable(ctx context.Context, known []WorkflowKey) ([]UnrunnableCount, error)
+}
+
+// RunTx writes runs inside a write transaction: their insertion, the
+// leases workers claim them with, and their state changes. Methods that
+// take a Lease are fenced: they return ErrLeaseLost when the lease no
+// longer belongs to the caller.
+type RunTx interface {
+	// RunInsert inserts a pending run; it reports false (changing nothing)
+	// when a run with that ID already exists, or when p.UniqueKey is taken
+	// (see QueueReader).
+	RunInsert(ctx context.Context, p RunInsertParams) (bool, error)
+	RunClaim(ctx context.Context, p RunClaimParams) ([]Run, error)
+	// RunHeartbeat extends a lease and reports whether cancellation of the
+	// run was requested.
+	RunHeartbeat(ctx context.Context, l Lease, expiresAt, now int64) (cancelRequested bool, err error)
+	// RunLeaseCheck proves, without writing, that the lease still belongs
+	// to the caller (until the transaction commits), and reports whether
+	// cancellation of the run was requested.
+	RunLeaseCheck(ctx context.Context, l Lease) (cancelRequested bool, err error)
+	RunStartCompensating(ctx context.Context, l Lease, errMsg string, now int64) error
+	// RunRelease gives the lease back; the run is due again at p.RunAt, or
+	// at once if it was woken after the worker read p.WakeSeq.
+	RunRelease(ctx context.Context, l Lease, p RunReleaseParams) error
+	// RunWake tells an unfinished run that something it may wait for
+	// happened; it reports false for a finished or unknown run.
+	RunWake(ctx context.Context, id string, now int64) (bool, error)
+	// RunCancelChildren requests cancellation of the unfinished children of
+	// a run and returns their IDs.
+	RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error)
+	RunFinish(ctx context.Context, l Lease, p RunFinishParams) error
+	RunRescue(ctx context.Context, now int64, limit int) ([]RescuedRun, error)
+	// RunCancelIdle cancels, at once and with error errMsg, a run that no
+	// worker executes (pending or waiting, unleased) and that has no
+	// completed step with a compensation; it reports false, changing
+	// nothing, for any other run.
+	RunCancelIdle(ctx context.Context, id, errMsg string, now int64) (bool, error)
+	// RunCancelToUnwind moves a run that no worker executes (pending or
+	// waiting, unleased) to compensating with its cancellation requested,
+	// due now; it reports false, changing nothing, for any other run.
+	RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64) (bool, error)
+	// RunRequestCancel marks an unfinished run for cancellation and reports
+	// false when the run is not pending, running or compensating.
+	RunRequestCancel(ctx context.Context, id string, now int64) (bool, error)
+	// RunSetStatus moves an unleased run from expected to status, or returns
+	// ErrConflict.
+	RunSetStatus(ctx context.Context, p RunSetStatusParams) error
 }

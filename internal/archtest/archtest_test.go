@@ -1,0 +1,266 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// module is the path of flowlite's module; every rule speaks of its
+// packages relative to it.
+const module = "github.com/flowlite/flowlite"
+
+// pkg is what go list reports about one package. Imports and Deps are the
+// imports of its non-test files (Deps transitively); test files may cross
+// boundaries that the code may not, e.g. the engine's tests open a SQLite
+// store.
+type pkg struct {
+	ImportPath   string
+	Standard     bool
+	Imports      []string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
+}
+
+var (
+	loadOnce sync.Once
+	loaded   map[string]*pkg
+	loadErr  error
+)
+
+// packages lists the module's packages and everything they import, once
+// per test binary.
+func packages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	loadOnce.Do(func() {
+		cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Standard,Imports,Deps,TestImports,XTestImports", module+"/...")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			loadErr = errors.New("go list: " + err.Error() + ": " + stderr.String())
+			return
+		}
+		loaded = make(map[string]*pkg)
+		dec := json.NewDecoder(bytes.NewReader(out))
+		for {
+			var p pkg
+			if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				loadErr = err
+				return
+			}
+			loaded[p.ImportPath] = &p
+		}
+	})
+	if loadErr != nil {
+		t.Fatal(loadErr)
+	}
+	return loaded
+}
+
+// under returns the module's packages at dir (relative to the module) or
+// below it, sorted, and fails the test when there is none: a rule that
+// matches nothing after a rename would pass without checking anything.
+func under(t *testing.T, pkgs map[string]*pkg, dir string) []*pkg {
+	t.Helper()
+	root := module + "/" + dir
+	var out []*pkg
+	for path, p := range pkgs {
+		if path == root || strings.HasPrefix(path, root+"/") {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no package at %s: update the rule to the new layout", dir)
+	}
+	slices.SortFunc(out, func(a, b *pkg) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	return out
+}
+
+// rel shortens a path of the module for messages.
+func rel(path string) string {
+	if r, ok := strings.CutPrefix(path, module+"/"); ok {
+		return r
+	}
+	return path
+}
+
+// isAdapter reports whether path is a store adapter: a package below
+// internal/store other than the conformance suite.
+func isAdapter(path string) bool {
+	r, ok := strings.CutPrefix(path, module+"/internal/store/")
+	return ok && r != "storetest" && !strings.HasPrefix(r, "storetest/")
+}
+
+// isDBGen reports whether path is generated database code.
+func isDBGen(path string) bool {
+	return path == module+"/dbgen" || strings.HasPrefix(path, module+"/dbgen/")
+}
+
+// isDriver reports whether path belongs to a database driver.
+func isDriver(path string) bool {
+	for _, prefix := range []string{"modernc.org/sqlite", "github.com/jackc/pgx", "github.com/jackc/pgconn"} {
+		if path == prefix || strings.HasPrefix(path, prefix+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// chain returns how from reaches to through non-test imports, as
+// "a → b → c", for messages about transitive imports.
+func chain(pkgs map[string]*pkg, from, to string) string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == to {
+			var path []string
+			for p := to; p != ""; p = prev[p] {
+				path = append(path, rel(p))
+			}
+			slices.Reverse(path)
+			return strings.Join(path, " → ")
+		}
+		p := pkgs[cur]
+		if p == nil {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if _, seen := prev[imp]; !seen {
+				prev[imp] = cur
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return rel(from) + " → … → " + rel(to)
+}
+
+// allowOnly fails for every non-test import of the packages at dir that is
+// neither in the standard library nor one of allowed (paths relative to the
+// module).
+func allowOnly(t *testing.T, dir string, allowed ...string) {
+	t.Helper()
+	pkgs := packages(t)
+	for _, p := range under(t, pkgs, dir) {
+		for _, imp := range p.Imports {
+			if dep := pkgs[imp]; dep != nil && dep.Standard {
+				continue
+			}
+			if slices.Contains(allowed, rel(imp)) {
+				continue
+			}
+			t.Errorf("%s imports %s; it may import only the standard library and %v", rel(p.ImportPath), imp, allowed)
+		}
+	}
+}
+
+// The engine is store-agnostic: it sees the database only through the
+// internal/store interfaces. So a second adapter (PostgreSQL) needs no
+// engine change, and no SQL dialect, generated query code or driver can
+// creep into it. The check is transitive, through any package in between;
+// only the engine's tests may open an adapter.
+func TestEngineImportsNoAdapter(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	for _, p := range under(t, pkgs, "internal/engine") {
+		for _, dep := range p.Deps {
+			if isAdapter(dep) || isDBGen(dep) || isDriver(dep) {
+				t.Errorf("%s imports %s (%s): the engine reaches the database only through internal/store",
+					rel(p.ImportPath), dep, chain(pkgs, p.ImportPath, dep))
+			}
+		}
+	}
+}
+
+// internal/store is the seam every adapter implements and the engine
+// consumes: if it imported an adapter, a driver or the engine, the seam
+// would carry one database's (or the engine's) vocabulary into the other
+// side. Its record types that users see are defined in flow/flowtype.
+func TestStoreImportsOnlyStdAndFlowtype(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	p := pkgs[module+"/internal/store"]
+	if p == nil {
+		t.Fatal("no package internal/store: update the rule to the new layout")
+	}
+	for _, imp := range p.Imports {
+		if dep := pkgs[imp]; (dep != nil && dep.Standard) || imp == module+"/flow/flowtype" {
+			continue
+		}
+		t.Errorf("internal/store imports %s; the seam may import only the standard library and flow/flowtype", imp)
+	}
+}
+
+// flow/flowtype is the leaf of public types that both flow and the
+// internal packages use (as rivertype is for River); anything it imported
+// would be imported by every package of the project, and its go doc would
+// point into packages users cannot read.
+func TestFlowtypeImportsOnlyStd(t *testing.T) {
+	t.Parallel()
+	allowOnly(t, "flow/flowtype")
+}
+
+// dbgen holds sqlc's output for one dialect per package. Only the adapter
+// of that dialect may use it (tests included), so the generated row types
+// and query names never become the vocabulary of the engine, flow or the
+// CLI, and a schema change touches one adapter only.
+func TestDBGenOnlyInAdapters(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	var paths []string
+	for path := range pkgs {
+		if strings.HasPrefix(path, module+"/") {
+			paths = append(paths, path)
+		}
+	}
+	slices.Sort(paths)
+	for _, path := range paths {
+		if isAdapter(path) || isDBGen(path) {
+			continue
+		}
+		p := pkgs[path]
+		for _, imps := range [][]string{p.Imports, p.TestImports, p.XTestImports} {
+			for _, imp := range imps {
+				if isDBGen(imp) {
+					t.Errorf("%s imports %s; only store adapters (internal/store/<adapter>) may import dbgen", rel(path), imp)
+				}
+			}
+		}
+	}
+}
+
+// steps are ready-made steps a user could have written: built only on
+// flow's public API, they prove that API is enough and stay usable with
+// any store.
+func TestStepsImportOnlyFlow(t *testing.T) {
+	t.Parallel()
+	allowOnly(t, "steps", "flow")
+}
+
+// The dashboard is a client of flow's public API, like any user program:
+// it must not reach into the engine or a store adapter, whose internals it
+// would then depend on. (flow itself uses the engine, so this rule is on
+// the dashboard's own imports.)
+func TestDashboardImportsNoEngine(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	for _, p := range under(t, pkgs, "internal/dashboard") {
+		for _, imp := range p.Imports {
+			engine := imp == module+"/internal/engine" || strings.HasPrefix(imp, module+"/internal/engine/")
+			if engine || isAdapter(imp) || isDBGen(imp) || isDriver(imp) {
+				t.Errorf("%s imports %s; the dashboard works through flow's public API only", rel(p.ImportPath), imp)
+			}
+		}
+	}
+}

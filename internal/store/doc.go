@@ -1,0 +1,126 @@
+// Package store is the storage seam of flowlite: the interfaces a database
+// adapter implements, the record types they exchange, and the sentinel errors
+// they return. The engine depends on this package only, never on an adapter,
+// so an adapter (SQLite today, PostgreSQL next) can be swapped, and a
+// group-commit writer can be put behind Write, without the engine changing.
+//
+// It imports the standard library and flow/flowtype only: the record types
+// flow shows its users (RunStatus, CatchUp, checkpoint modes…) are defined
+// there, in a leaf package go doc can show, and aliased here.
+//
+// # Layout
+//
+// The seam is cut by entity, and every entity has four files with the same
+// name: its queries (db/queries/<dialect>/runs.sql), its interfaces and
+// records here (run.go: RunReader, RunTx), each adapter's methods
+// (sqlitestore/runs.go) and its conformance tests (storetest/runs.go). The
+// entities are runs, steps, signals, events, workflows, schedules, queues,
+// reports, maintenance and operator actions. store.go only assembles them:
+// Reader embeds every XReader, Tx every XTx.
+//
+// # The contract
+//
+// The engine relies on the guarantees below, not on how SQLite provides
+// them. SQLite gets most of them from its single writer (every write
+// transaction is BEGIN IMMEDIATE, so it holds the database's write lock
+// from its first statement); a database without a global write lock, such
+// as PostgreSQL under READ COMMITTED, must provide each one itself.
+//
+// Write. Store.Write runs fn as one atomic unit of work: all of fn's writes
+// commit or none do, and Write returns nil only after they are durable. An
+// error or a panic of fn rolls back fn's writes and nothing else: one
+// caller's failure never spoils another caller's work, even when an adapter
+// commits many callers in one database transaction (the SQLite adapter's
+// group commit runs each caller inside its own SAVEPOINT). Reads inside fn
+// see fn's own writes. ctx is honoured until fn starts; after that Write
+// waits for the outcome. Write calls fn once: the engine does not assume fn
+// can run twice, so an adapter whose database aborts a transaction
+// (a serialization failure, a deadlock) returns that error instead of
+// calling fn again.
+//
+// Fencing. A claim (RunTx.RunClaim) gives a run a lease: an owner and a
+// fence token that grows with every claim. Every write that takes a Lease
+// is conditioned on the run's row still holding that (owner, fence) and
+// returns ErrLeaseLost, changing nothing, when it does not; the engine then
+// rolls the whole unit of work back. Guarded state changes that take no
+// lease (RunSetStatus, ScheduleAdvance, StepComplete…) are compare-and-sets
+// in one statement and return ErrConflict, or report false, when the row
+// is not in the expected state.
+//
+// Reads that must lock. Some reads inside a Tx decide a write that commits
+// later in the same transaction. Under a global write lock their answer
+// cannot change before the commit; elsewhere the adapter must make it so:
+//
+//   - RunTx.RunLeaseCheck proves the lease "until the transaction commits":
+//     it must hold the run's row, e.g. SELECT … FOR SHARE (or FOR UPDATE)
+//     on PostgreSQL, so a rescuer or another claim cannot take the lease
+//     between the check and the commit.
+//   - RunTx.RunClaim must never hand one run to two workers, and should not
+//     make concurrent claimers wait on each other: on PostgreSQL, select
+//     the candidates with FOR UPDATE SKIP LOCKED and update only those.
+//     RunRescue reads the expired leases and then clears them; its update
+//     repeats the expiry test, so a lease renewed in between stays, and on
+//     PostgreSQL its read can skip locked rows the same way.
+//   - Unique keys (RunInsert with a UniqueKey, UniqueHoldTake, RunRequeue)
+//     must stay unique under concurrent inserts: the key held for good is
+//     a unique index (runs_unique in the SQLite migrations); the test
+//     against current holds needs a constraint, a row lock on the hold or
+//     an advisory lock on (workflow, key).
+//   - Cron slots: ScheduleAdvance is the compare-and-set that decides which
+//     engine starts a slot's runs, in the same transaction; it must be one
+//     guarded UPDATE (which takes the schedule's row lock on PostgreSQL),
+//     never a read followed by a write.
+//   - Signals: a signal key is unique per run (a unique index). SignalNext
+//     followed by SignalConsume must not hand one signal to two waits; the
+//     engine calls them only in a transaction that checked the run's lease
+//     first, so the row lock of RunLeaseCheck keeps a second worker out.
+//
+// Time. Every time crossing the seam is Unix milliseconds in an int64,
+// stored as a 64-bit integer (INTEGER on SQLite, BIGINT on PostgreSQL),
+// never a database timestamp type: both dialects then store and compare the
+// same numbers, and the engine's clock (real or fake) is the only clock.
+// Adapters never read the database's clock; every method that needs "now"
+// takes it as an argument.
+//
+// IDs. Run IDs are strings the caller chooses (the engine's are 23
+// characters of lowercase base32 that sort by creation time); inserting a
+// taken ID reports false, which makes a run ID an idempotency key. Events
+// and signals get int64 IDs from the database, and a run's events and
+// signals are listed by ID, which is the order they were inserted in. A
+// run's sequence number (RunSeqMax) grows with its insertion.
+//
+// Errors. Adapters map their driver's errors onto the sentinels below
+// (ErrNotFound for no row, ErrFull, ErrReadOnly, ErrNotDatabase…), wrapped
+// with what they were doing, so callers test them with errors.Is whatever
+// the database.
+//
+// # Adding an adapter
+//
+// A new adapter (pgstore, say) adds these files, in this order, translating
+// one entity at a time:
+//
+//  1. db/queries/<dialect>/*.sql: the queries of each entity, one file per
+//     entity, with the same query names as db/queries/sqlite (runs.sql,
+//     steps.sql, signals.sql, events.sql, workflows.sql, schedules.sql,
+//     queues.sql, reports.sql, maintenance.sql).
+//  2. db/migrations/<dialect>/: the goose migrations, the one source of
+//     that dialect's schema, embedded by db/migrations/migrations.go, with
+//     every table in flowlite's own namespace (a prefix on SQLite, a schema
+//     on PostgreSQL) so it can share a database with the application's.
+//  3. sqlc.yaml: an entry generating dbgen/<dialect>db from those two
+//     trees; `go generate ./dbgen` regenerates it and CI fails on drift.
+//     Only the adapter imports dbgen/<dialect>db.
+//  4. internal/store/<adapter>/: an Open, a Store with Write, WriteInTx,
+//     Reader and Close, and one file per entity holding the reader and tx
+//     methods of that entity (runs.go, steps.go, signals.go, events.go,
+//     workflows.go, schedules.go, queues.go, reports.go, maintenance.go,
+//     operator.go), as in sqlitestore.
+//  5. A test calling storetest.Exercise with a function that opens a fresh,
+//     empty store; the adapter is done when it passes.
+//
+// Optional interfaces extend a Store for what only some databases have;
+// callers type-assert to them and fall back to ErrNotSupported.
+// FileMaintainer is one: stores kept in one database file report its size,
+// checkpoint its write-ahead log, back it up and check its integrity. An
+// adapter implements the ones its database has and no others.
+package store

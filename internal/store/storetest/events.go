@@ -1,0 +1,155 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// eventTests are the conformance tests of store.EventReader and
+// store.EventTx; Exercise runs them with the others.
+func eventTests() []struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
+} {
+	return []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"Events", testEvents},
+		{"EventsOfConcurrentWrites", testEventsOfConcurrentWrites},
+	}
+}
+
+func testEvents(t *testing.T, s store.Store) {
+	insert(t, s, newRun("a"), newRun("b"))
+	// At decreases: the history is in append order, not time order.
+	appended := []store.Event{
+		{RunID: "a", At: base + 30, Kind: "run.started"},
+		{RunID: "b", At: base + 29, Kind: "run.started"},
+		{RunID: "a", At: base + 20, Kind: "step.failed", Step: "charge", Occurrence: 1, Attempt: 2, Detail: "card declined"},
+		{RunID: "a", At: base + 10, Kind: "run.failed", Detail: "card declined"},
+	}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		for _, e := range appended[:2] {
+			if err := tx.EventAppend(ctx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		for _, e := range appended[2:] {
+			if err := tx.EventAppend(ctx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for run, want := range map[string][]store.Event{
+		"a": {appended[0], appended[2], appended[3]},
+		"b": {appended[1]},
+	} {
+		got, err := s.Reader().EventList(t.Context(), run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("run %s has %d events, want %d: %+v", run, len(got), len(want), got)
+		}
+		var last int64
+		for i := range got {
+			if got[i].ID <= last {
+				t.Errorf("run %s event %d has ID %d, not above %d", run, i, got[i].ID, last)
+			}
+			last = got[i].ID
+			w := want[i]
+			w.ID = got[i].ID
+			if d := diff(w, got[i]); d != "" {
+				t.Errorf("run %s event %d: %s", run, i, d)
+			}
+		}
+	}
+	err := s.Write(t.Context(), func(tx store.Tx) error {
+		return tx.EventAppend(t.Context(), store.Event{RunID: "ghost", At: base, Kind: "run.started"})
+	})
+	if err == nil {
+		t.Error("event of an unknown run was appended")
+	}
+	// Among several events of one write, one of an unknown run fails the
+	// write and none is kept.
+	err = s.Write(t.Context(), func(tx store.Tx) error {
+		for _, id := range []string{"b", "ghost", "b"} {
+			if err := tx.EventAppend(t.Context(), store.Event{RunID: id, At: base, Kind: "lost"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		t.Error("events with one of an unknown run were appended")
+	}
+	if got, err := s.Reader().EventList(t.Context(), "b"); err != nil || len(got) != 1 {
+		t.Errorf("run b after a failed write of events: %+v, %v; want its one event", got, err)
+	}
+}
+
+// Events of concurrent writes, some of which fail after appending, land in
+// the order each write appended them, values intact, and those of a failed
+// write never land, however the writes were batched together.
+func testEventsOfConcurrentWrites(t *testing.T, s store.Store) {
+	insert(t, s, newRun("a"))
+	const writers = 20
+	detail := func(w, i int) string { return fmt.Sprintf("w%02d e%d \"quoted\"\n\tüñí €", w, i) }
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = s.Write(t.Context(), func(tx store.Tx) error {
+				for i := range 3 {
+					e := store.Event{RunID: "a", At: base + int64(w), Kind: "k", Step: "s", Occurrence: w, Attempt: i, Detail: detail(w, i)}
+					if err := tx.EventAppend(t.Context(), e); err != nil {
+						return err
+					}
+				}
+				if w%3 == 0 {
+					return errors.New("refused")
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	got, err := s.Reader().EventList(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byWriter := map[int][]store.Event{}
+	for _, e := range got {
+		byWriter[e.Occurrence] = append(byWriter[e.Occurrence], e)
+	}
+	for w := range writers {
+		evs := byWriter[w]
+		if failed := w%3 == 0; failed {
+			if errs[w] == nil || len(evs) != 0 {
+				t.Errorf("writer %d: error %v, %d events; want its error and none", w, errs[w], len(evs))
+			}
+			continue
+		}
+		if errs[w] != nil || len(evs) != 3 {
+			t.Fatalf("writer %d: error %v, %d events; want 3", w, errs[w], len(evs))
+		}
+		for i, e := range evs {
+			if e.Attempt != i || e.Detail != detail(w, i) || e.At != base+int64(w) || e.Kind != "k" || e.Step != "s" ||
+				(i > 0 && e.ID != evs[i-1].ID+1) {
+				t.Errorf("writer %d event %d: %+v", w, i, e)
+			}
+		}
+	}
+}

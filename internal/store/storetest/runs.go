@@ -1,0 +1,873 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// runTests are the conformance tests of store.RunReader and store.RunTx:
+// insertion, claims and their leases, fenced writes, rescue, cancellation
+// and state changes, counts and lists; Exercise runs them with the others.
+func runTests() []struct {
+	name string
+	fn   func(t *testing.T, s store.Store)
+} {
+	return []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"RunInsert", testRunInsert},
+		{"RunGetNotFound", testRunGetNotFound},
+		{"RunClaimSelectsReadyRuns", testRunClaimSelectsReadyRuns},
+		{"RunClaimRespectsMax", testRunClaimRespectsMax},
+		{"RunClaimOrder", testRunClaimOrder},
+		{"RunClaimFenceAndStatus", testRunClaimFenceAndStatus},
+		{"RunClaimConcurrent", testRunClaimConcurrent},
+		{"FencedWritesRejectLostLease", testFencedWritesRejectLostLease},
+		{"RunFinish", testRunFinish},
+		{"RunRescue", testRunRescue},
+		{"RunRescueLimit", testRunRescueLimit},
+		{"RunRequestCancel", testRunRequestCancel},
+		{"RunSetStatus", testRunSetStatus},
+		{"RunCountUnrunnable", testRunCountUnrunnable},
+		{"RunCountByStatus", testRunCountByStatus},
+		{"RunList", testRunList},
+	}
+}
+
+func testRunInsert(t *testing.T, s store.Store) {
+	p := store.RunInsertParams{
+		ID: "r1", Workflow: order2, Queue: "emails", Priority: 3,
+		Input: []byte(`{"to":"a@example.com"}`), RunAt: base + 10, Now: base,
+	}
+	var inserted bool
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		inserted, err = tx.RunInsert(ctx, p)
+		return err
+	})
+	if !inserted {
+		t.Fatal("insert of a new run reported false")
+	}
+	want := store.Run{
+		ID: "r1", Workflow: "order", Version: 2, Queue: "emails", Priority: 3, Status: store.RunPending,
+		Input: p.Input, RunAt: base + 10, CreatedAt: base, UpdatedAt: base,
+	}
+	checkRun(t, s, want)
+
+	dup := store.RunInsertParams{
+		ID: "r1", Workflow: invoice1, Queue: "other", Priority: 9, Input: []byte(`{"x":1}`), RunAt: base + 99, Now: base + 50,
+	}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		inserted, err = tx.RunInsert(ctx, dup)
+		return err
+	})
+	if inserted {
+		t.Error("insert of a duplicate ID reported true")
+	}
+	checkRun(t, s, want)
+
+	runs, err := s.Reader().RunList(t.Context(), store.RunListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Errorf("after a duplicate insert the store holds %d runs, want 1", len(runs))
+	}
+}
+
+func testRunGetNotFound(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if _, err := s.Reader().RunGet(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("reader RunGet of unknown ID: error %v, want ErrNotFound", err)
+	}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.RunGet(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("tx RunGet of unknown ID: error %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	if st, err := s.Reader().StepList(ctx, "missing"); err != nil || len(st) != 0 {
+		t.Errorf("StepList of unknown run = %v, %v; want empty, nil", st, err)
+	}
+	if ev, err := s.Reader().EventList(ctx, "missing"); err != nil || len(ev) != 0 {
+		t.Errorf("EventList of unknown run = %v, %v; want empty, nil", ev, err)
+	}
+}
+
+func testRunClaimSelectsReadyRuns(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	// Runs of queue q that are not ready, each driven to its state while it
+	// is the only ready run of q.
+	for _, st := range []store.RunStatus{store.RunRunning, store.RunCompleted, store.RunFailed, store.RunSuspended, store.RunCancelled} {
+		insertWithStatus(t, s, newRun("was-"+string(st)), st)
+	}
+	future := newRun("future")
+	future.RunAt = base + 1
+	otherQueue := newRun("other-queue")
+	otherQueue.Queue = "q2"
+	unknownVersion := newRun("unknown-version")
+	unknownVersion.Workflow = order2
+	unknownName := newRun("unknown-name")
+	unknownName.Workflow = invoice1
+	past := newRun("past")
+	past.RunAt = base - 10
+	dueNow := newRun("due-now") // RunAt == now is ready
+	insert(t, s, future, otherQueue, unknownVersion, unknownName, past, dueNow)
+
+	all, err := s.Reader().RunList(ctx, store.RunListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := make(map[string]store.Run, len(all))
+	for _, r := range all {
+		before[r.ID] = r
+	}
+	unchanged := func(except ...string) {
+		t.Helper()
+		for id, r := range before {
+			if !slices.Contains(except, id) {
+				checkRun(t, s, r)
+			}
+		}
+	}
+	// expectClaimed checks the claimed runs are exactly want and that each
+	// returned record is the stored row, leased to owner.
+	expectClaimed := func(got []store.Run, owner string, now int64, want ...string) {
+		t.Helper()
+		if !slices.Equal(ids(got), want) {
+			t.Fatalf("claimed %v, want %v", ids(got), want)
+		}
+		for _, r := range got {
+			w := before[r.ID]
+			w.Status, w.LeaseOwner, w.LeaseExpiresAt, w.Fence, w.UpdatedAt = store.RunRunning, owner, now+30_000, w.Fence+1, now
+			if w.StartedAt == 0 { // the first claim
+				w.StartedAt = now
+			}
+			if d := diff(w, r); d != "" {
+				t.Errorf("claimed run %s as returned: %s", r.ID, d)
+			}
+			checkRun(t, s, w)
+			before[r.ID] = w
+		}
+	}
+	params := func(owner string, now int64, known ...store.WorkflowKey) store.RunClaimParams {
+		return store.RunClaimParams{Queue: "q", Known: known, Owner: owner, Max: 10, Now: now, LeaseExpiresAt: now + 30_000}
+	}
+
+	got := claim(t, s, params("w1", base, order1))
+	expectClaimed(got, "w1", base, "past", "due-now")
+	unchanged()
+
+	got = claim(t, s, params("w2", base+1, order1))
+	expectClaimed(got, "w2", base+1, "future")
+	unchanged()
+
+	// Without known versions nothing is claimed, even long after every
+	// lease expired: claiming never steals a lease (rescue does).
+	if got := claim(t, s, params("w3", base+100_000)); len(got) != 0 {
+		t.Errorf("claim with no known versions got %v", ids(got))
+	}
+	if got := claim(t, s, params("w3", base+100_000, store.WorkflowKey{Name: "order", Version: 9})); len(got) != 0 {
+		t.Errorf("claim with only an absent version got %v", ids(got))
+	}
+	unchanged()
+
+	got = claim(t, s, params("w4", base+100_000, order1, order2, invoice1))
+	expectClaimed(got, "w4", base+100_000, "unknown-name", "unknown-version")
+	unchanged()
+
+	got = claim(t, s, store.RunClaimParams{Queue: "q2", Known: []store.WorkflowKey{order1}, Owner: "w5", Max: 10, Now: base, LeaseExpiresAt: base + 30_000})
+	expectClaimed(got, "w5", base, "other-queue")
+	unchanged()
+}
+
+func testRunClaimRespectsMax(t *testing.T, s store.Store) {
+	var ps []store.RunInsertParams
+	for i := range 5 {
+		p := newRun(fmt.Sprintf("r%d", i))
+		p.RunAt = base - int64(i)
+		ps = append(ps, p)
+	}
+	insert(t, s, ps...)
+	seen := map[string]bool{}
+	for i, want := range []int{2, 2, 1, 0} {
+		got := claim(t, s, store.RunClaimParams{
+			Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 2, Now: base, LeaseExpiresAt: base + 1000,
+		})
+		if len(got) != want {
+			t.Fatalf("claim %d with Max 2: got %d runs, want %d", i, len(got), want)
+		}
+		for _, r := range got {
+			if seen[r.ID] {
+				t.Errorf("run %s claimed twice", r.ID)
+			}
+			seen[r.ID] = true
+		}
+	}
+	if len(seen) != 5 {
+		t.Errorf("claimed %d distinct runs, want 5", len(seen))
+	}
+}
+
+func testRunClaimOrder(t *testing.T, s store.Store) {
+	// IDs deliberately disagree with the expected order.
+	spec := []struct {
+		id       string
+		priority int
+		runAt    int64
+	}{
+		{"a", 0, base - 300},
+		{"b", 5, base - 10},
+		{"c", 5, base - 200},
+		{"d", 1, base - 500},
+		{"e", -1, base - 1000},
+		{"f", 5, base - 100},
+		// Not due yet, at the top and in the middle: never claimed.
+		{"g", 9, base + 1},
+		{"h", 1, base + 50_000},
+		// The lowest priority there is.
+		{"i", math.MinInt64, base - 1},
+	}
+	var ps []store.RunInsertParams
+	for _, sp := range spec {
+		p := newRun(sp.id)
+		p.Priority, p.RunAt = sp.priority, sp.runAt
+		ps = append(ps, p)
+	}
+	insert(t, s, ps...)
+	for _, want := range [][]string{{"c", "f", "b"}, {"d", "a"}, {"e", "i"}, {}} {
+		n := len(want)
+		if n == 0 {
+			n = 10 // whatever is left: only runs not due yet
+		}
+		got := claim(t, s, store.RunClaimParams{
+			Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: n, Now: base, LeaseExpiresAt: base + 1000,
+		})
+		if !slices.Equal(ids(got), want) {
+			t.Errorf("claim of %d: got %v, want %v (priority first, then run_at)", n, ids(got), want)
+		}
+	}
+}
+
+func testRunClaimFenceAndStatus(t *testing.T, s store.Store) {
+	insert(t, s, newRun("r"))
+	before := get(t, s, "r")
+	if before.Fence != 0 || before.LeaseOwner != "" {
+		t.Fatalf("new run has fence %d, owner %q; want 0 and none", before.Fence, before.LeaseOwner)
+	}
+	c1 := claimQueue(t, s, "q", "w1", base)
+	if c1.Fence != 1 || c1.Status != store.RunRunning || c1.LeaseOwner != "w1" {
+		t.Errorf("first claim: fence %d, status %s, owner %q; want 1, running, w1", c1.Fence, c1.Status, c1.LeaseOwner)
+	}
+
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunRelease(ctx, c1.Lease(), store.RunReleaseParams{RunAt: base + 5_000, Now: base + 10})
+	})
+	want := c1
+	want.Status, want.LeaseOwner, want.LeaseExpiresAt, want.RunAt, want.UpdatedAt = store.RunPending, "", 0, base+5_000, base+10
+	checkRun(t, s, want)
+	if got := claim(t, s, store.RunClaimParams{Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w2", Max: 1, Now: base + 4_999, LeaseExpiresAt: base + 9_999}); len(got) != 0 {
+		t.Errorf("claim before the released run_at got %v", ids(got))
+	}
+
+	c2 := claimQueue(t, s, "q", "w2", base+5_000)
+	if c2.Fence != 2 || c2.Status != store.RunRunning {
+		t.Errorf("second claim: fence %d, status %s; want 2, running", c2.Fence, c2.Status)
+	}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunStartCompensating(ctx, c2.Lease(), "charge failed", base+5_001)
+	})
+	want = c2
+	want.Status, want.Error, want.UpdatedAt = store.RunCompensating, "charge failed", base+5_001
+	checkRun(t, s, want)
+
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunRelease(ctx, c2.Lease(), store.RunReleaseParams{RunAt: base + 6_000, Now: base + 5_002})
+	})
+	want.LeaseOwner, want.LeaseExpiresAt, want.RunAt, want.UpdatedAt = "", 0, base+6_000, base+5_002
+	checkRun(t, s, want) // still compensating
+
+	c3 := claimQueue(t, s, "q", "w3", base+6_000)
+	if c3.Fence != 3 || c3.Status != store.RunCompensating || c3.Error != "charge failed" {
+		t.Errorf("claim of a compensating run: fence %d, status %s, error %q; want 3, compensating, the error kept",
+			c3.Fence, c3.Status, c3.Error)
+	}
+	expectErr(t, s, store.ErrLeaseLost, "heartbeat with the previous claim's lease", func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.RunHeartbeat(ctx, c2.Lease(), base+99_999, base+6_001)
+		return err
+	})
+	checkRun(t, s, c3)
+}
+
+func testRunClaimConcurrent(t *testing.T, s store.Store) {
+	const runs, workers = 40, 4
+	var ps []store.RunInsertParams
+	for i := range runs {
+		ps = append(ps, newRun(fmt.Sprintf("r%02d", i)))
+	}
+	insert(t, s, ps...)
+
+	var mu sync.Mutex
+	owners := map[string]string{}
+	g, ctx := errgroup.WithContext(t.Context())
+	for w := range workers {
+		owner := fmt.Sprintf("w%d", w)
+		g.Go(func() error {
+			for {
+				var got []store.Run
+				err := s.Write(ctx, func(tx store.Tx) error {
+					var err error
+					got, err = tx.RunClaim(ctx, store.RunClaimParams{
+						Queue: "q", Known: []store.WorkflowKey{order1}, Owner: owner, Max: 3, Now: base, LeaseExpiresAt: base + 1000,
+					})
+					return err
+				})
+				if err != nil || len(got) == 0 {
+					return err
+				}
+				mu.Lock()
+				for _, r := range got {
+					if prev, dup := owners[r.ID]; dup {
+						mu.Unlock()
+						return fmt.Errorf("run %s claimed by %s and %s", r.ID, prev, owner)
+					}
+					owners[r.ID] = owner
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if len(owners) != runs {
+		t.Errorf("claimed %d runs, want %d", len(owners), runs)
+	}
+	for id, owner := range owners {
+		r := get(t, s, id)
+		if r.LeaseOwner != owner || r.Fence != 1 {
+			t.Errorf("run %s: owner %q fence %d, want %q and 1", id, r.LeaseOwner, r.Fence, owner)
+		}
+	}
+}
+
+// fencedOps are the writes that must apply only under the current lease.
+var fencedOps = []struct {
+	name string
+	fn   func(ctx context.Context, tx store.Tx, l store.Lease) error
+}{
+	{"RunHeartbeat", func(ctx context.Context, tx store.Tx, l store.Lease) error {
+		_, err := tx.RunHeartbeat(ctx, l, base+999_999, base+7)
+		return err
+	}},
+	{"RunLeaseCheck", func(ctx context.Context, tx store.Tx, l store.Lease) error {
+		_, err := tx.RunLeaseCheck(ctx, l)
+		return err
+	}},
+	{"RunFinish", func(ctx context.Context, tx store.Tx, l store.Lease) error {
+		return tx.RunFinish(ctx, l, store.RunFinishParams{
+			Status: store.RunCompleted, Output: []byte(`"stolen"`), FinishedAt: base + 7, Now: base + 7,
+		})
+	}},
+	{"RunRelease", func(ctx context.Context, tx store.Tx, l store.Lease) error {
+		return tx.RunRelease(ctx, l, store.RunReleaseParams{RunAt: base + 999_999, Now: base + 7})
+	}},
+	{"RunStartCompensating", func(ctx context.Context, tx store.Tx, l store.Lease) error {
+		return tx.RunStartCompensating(ctx, l, "stolen", base+7)
+	}},
+}
+
+func testFencedWritesRejectLostLease(t *testing.T, s store.Store) {
+	insert(t, s, newRun("r"))
+	c := claimQueue(t, s, "q", "w1", base)
+	l := c.Lease()
+	lost := []struct {
+		name  string
+		lease store.Lease
+	}{
+		{"stale fence", store.Lease{RunID: l.RunID, Owner: l.Owner, Fence: l.Fence - 1}},
+		{"future fence", store.Lease{RunID: l.RunID, Owner: l.Owner, Fence: l.Fence + 1}},
+		{"wrong owner", store.Lease{RunID: l.RunID, Owner: "w2", Fence: l.Fence}},
+		{"empty owner", store.Lease{RunID: l.RunID, Owner: "", Fence: l.Fence}},
+		{"unknown run", store.Lease{RunID: "ghost", Owner: l.Owner, Fence: l.Fence}},
+	}
+	for _, op := range fencedOps {
+		for _, bad := range lost {
+			expectErr(t, s, store.ErrLeaseLost, op.name+" with "+bad.name, func(ctx context.Context, tx store.Tx) error {
+				return op.fn(ctx, tx, bad.lease)
+			})
+			checkRun(t, s, c)
+		}
+	}
+
+	// The current lease works.
+	var cancel bool
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		cancel, err = tx.RunHeartbeat(ctx, l, base+60_000, base+10)
+		return err
+	})
+	if cancel {
+		t.Error("heartbeat reported a cancellation nobody requested")
+	}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		cancel, err = tx.RunLeaseCheck(ctx, l)
+		return err
+	})
+	if cancel {
+		t.Error("lease check reported a cancellation nobody requested")
+	}
+	want := c
+	want.LeaseExpiresAt, want.UpdatedAt = base+60_000, base+10
+	checkRun(t, s, want)
+}
+
+func testRunFinish(t *testing.T, s store.Store) {
+	p := runIn(t, s, "done")
+	c := claimQueue(t, s, p.Queue, "w1", base)
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunFinish(ctx, c.Lease(), store.RunFinishParams{
+			Status: store.RunCompleted, Output: []byte(`{"total":42}`), FinishedAt: base + 50, Now: base + 51,
+		})
+	})
+	want := c
+	want.Status, want.Output, want.LeaseOwner, want.LeaseExpiresAt, want.FinishedAt, want.UpdatedAt =
+		store.RunCompleted, []byte(`{"total":42}`), "", 0, base+50, base+51
+	checkRun(t, s, want)
+	// Finishing released the lease: it can no longer write.
+	for _, op := range fencedOps {
+		expectErr(t, s, store.ErrLeaseLost, op.name+" after finish", func(ctx context.Context, tx store.Tx) error {
+			return op.fn(ctx, tx, c.Lease())
+		})
+	}
+	checkRun(t, s, want)
+
+	// A suspended run is not finished: FinishedAt stays zero.
+	p = runIn(t, s, "parked")
+	c = claimQueue(t, s, p.Queue, "w1", base)
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunStartCompensating(ctx, c.Lease(), "charge failed", base+1)
+	})
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunFinish(ctx, c.Lease(), store.RunFinishParams{
+			Status: store.RunSuspended, Error: "refund failed", Reason: "compensation of refund exhausted its retries", Now: base + 2,
+		})
+	})
+	want = c
+	want.Status, want.Error, want.Reason, want.LeaseOwner, want.LeaseExpiresAt, want.UpdatedAt =
+		store.RunSuspended, "refund failed", "compensation of refund exhausted its retries", "", 0, base+2
+	checkRun(t, s, want)
+}
+
+func testRunRescue(t *testing.T, s store.Store) {
+	claimWithLease := func(id string, expires int64) store.Run {
+		t.Helper()
+		p := runIn(t, s, id)
+		runs := claim(t, s, store.RunClaimParams{
+			Queue: p.Queue, Known: []store.WorkflowKey{order1}, Owner: "w1", Max: 1, Now: base, LeaseExpiresAt: expires,
+		})
+		if len(runs) != 1 {
+			t.Fatalf("claim %s: got %v", id, ids(runs))
+		}
+		return runs[0]
+	}
+	expired := claimWithLease("expired", base+100)
+	alive := claimWithLease("alive", base+10_000)
+	compensating := claimWithLease("compensating", base+100)
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunStartCompensating(ctx, compensating.Lease(), "step failed", base+1)
+	})
+	compensating = get(t, s, "compensating")
+	finished := claimWithLease("finished", base+100)
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunFinish(ctx, finished.Lease(), store.RunFinishParams{
+			Status: store.RunCompleted, Output: []byte(`"ok"`), FinishedAt: base + 50, Now: base + 50,
+		})
+	})
+	finished = get(t, s, "finished")
+	pending := runWithStatus(t, s, "pending", store.RunPending)
+
+	var rescued []store.RescuedRun
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		rescued, err = tx.RunRescue(ctx, base+500, 10)
+		return err
+	})
+	slices.SortFunc(rescued, func(a, b store.RescuedRun) int { return strings.Compare(a.ID, b.ID) })
+	wantRescued := []store.RescuedRun{
+		{ID: "compensating", LeaseExpiresAt: base + 100, Fence: 1},
+		{ID: "expired", LeaseExpiresAt: base + 100, Fence: 1},
+	}
+	if !slices.Equal(rescued, wantRescued) {
+		t.Errorf("rescued %+v, want %+v", rescued, wantRescued)
+	}
+	wantExpired := expired
+	wantExpired.Status, wantExpired.LeaseOwner, wantExpired.LeaseExpiresAt, wantExpired.UpdatedAt = store.RunPending, "", 0, base+500
+	checkRun(t, s, wantExpired)
+	wantComp := compensating
+	wantComp.LeaseOwner, wantComp.LeaseExpiresAt, wantComp.UpdatedAt = "", 0, base+500
+	checkRun(t, s, wantComp)
+	checkRun(t, s, alive)
+	checkRun(t, s, finished)
+	checkRun(t, s, pending)
+
+	// The rescued run's old lease can no longer write.
+	for _, op := range fencedOps {
+		expectErr(t, s, store.ErrLeaseLost, op.name+" with a rescued lease", func(ctx context.Context, tx store.Tx) error {
+			return op.fn(ctx, tx, expired.Lease())
+		})
+	}
+	checkRun(t, s, wantExpired)
+
+	// Nor after the run is claimed again, by another owner or the same one.
+	again := claimQueue(t, s, "queue-expired", "w2", base+600)
+	if again.Fence != 2 {
+		t.Errorf("reclaimed run has fence %d, want 2", again.Fence)
+	}
+	for _, old := range []store.Lease{expired.Lease(), {RunID: "expired", Owner: "w1", Fence: again.Fence}} {
+		for _, op := range fencedOps {
+			expectErr(t, s, store.ErrLeaseLost, fmt.Sprintf("%s with %+v after reclaim", op.name, old), func(ctx context.Context, tx store.Tx) error {
+				return op.fn(ctx, tx, old)
+			})
+		}
+	}
+	checkRun(t, s, again)
+
+	// A second rescue at the same time finds nothing.
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		rescued, err = tx.RunRescue(ctx, base+500, 10)
+		return err
+	})
+	if len(rescued) != 0 {
+		t.Errorf("second rescue got %+v, want nothing", rescued)
+	}
+	checkRun(t, s, alive)
+	checkRun(t, s, finished)
+}
+
+func testRunRescueLimit(t *testing.T, s store.Store) {
+	var ps []store.RunInsertParams
+	for i := range 3 {
+		ps = append(ps, newRun(fmt.Sprintf("r%d", i)))
+	}
+	insert(t, s, ps...)
+	if got := claim(t, s, store.RunClaimParams{Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 3, Now: base, LeaseExpiresAt: base + 10}); len(got) != 3 {
+		t.Fatalf("claimed %d runs, want 3", len(got))
+	}
+	seen := map[string]bool{}
+	for _, want := range []int{2, 1, 0} {
+		var rescued []store.RescuedRun
+		do(t, s, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			rescued, err = tx.RunRescue(ctx, base+100, 2)
+			return err
+		})
+		if len(rescued) != want {
+			t.Fatalf("rescue with limit 2 got %d runs, want %d", len(rescued), want)
+		}
+		for _, r := range rescued {
+			if seen[r.ID] {
+				t.Errorf("run %s rescued twice", r.ID)
+			}
+			seen[r.ID] = true
+		}
+	}
+}
+
+func testRunRequestCancel(t *testing.T, s store.Store) {
+	const now = base + 1000
+	cases := []struct {
+		status store.RunStatus
+		want   bool
+	}{
+		{store.RunPending, true},
+		{store.RunRunning, true},
+		{store.RunCompensating, true},
+		{store.RunCompleted, false},
+		{store.RunFailed, false},
+		{store.RunSuspended, false},
+		{store.RunCancelled, false},
+	}
+	before := map[store.RunStatus]store.Run{}
+	for _, c := range cases {
+		before[c.status] = runWithStatus(t, s, string(c.status), c.status)
+	}
+	// A delayed pending run.
+	delayed := newRun("delayed")
+	delayed.RunAt = base + 60_000
+	insert(t, s, delayed)
+	for _, c := range cases {
+		var ok bool
+		do(t, s, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			ok, err = tx.RunRequestCancel(ctx, string(c.status), now)
+			return err
+		})
+		if ok != c.want {
+			t.Errorf("request cancel of a %s run reported %v, want %v", c.status, ok, c.want)
+		}
+		if !c.want {
+			checkRun(t, s, before[c.status])
+			continue
+		}
+		r := get(t, s, string(c.status))
+		if !r.CancelRequested || r.Status != c.status || r.UpdatedAt != now {
+			t.Errorf("after request cancel of a %s run: cancel requested %v, status %s, updated %d; want true, %s, %d",
+				c.status, r.CancelRequested, r.Status, r.UpdatedAt, c.status, now)
+		}
+		if r.LeaseOwner != before[c.status].LeaseOwner || r.Fence != before[c.status].Fence {
+			t.Errorf("request cancel of a %s run changed its lease", c.status)
+		}
+	}
+	// Running code learns of it through its heartbeat.
+	for _, st := range []store.RunStatus{store.RunRunning, store.RunCompensating} {
+		var cancel bool
+		do(t, s, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			cancel, err = tx.RunHeartbeat(ctx, before[st].Lease(), now+30_000, now+1)
+			return err
+		})
+		if !cancel {
+			t.Errorf("heartbeat of a %s run does not report the requested cancellation", st)
+		}
+	}
+	// A delayed run becomes claimable now, so its cancellation is handled
+	// promptly.
+	var ok bool
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		ok, err = tx.RunRequestCancel(ctx, "delayed", now)
+		return err
+	})
+	if r := get(t, s, "delayed"); !ok || !r.CancelRequested || r.RunAt > now {
+		t.Errorf("request cancel of a delayed run: reported %v, cancel requested %v, run_at %d; want true, true, <= %d",
+			ok, r.CancelRequested, r.RunAt, now)
+	}
+	// An unknown run is not cancellable.
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		ok, err := tx.RunRequestCancel(ctx, "ghost", now)
+		if ok || (err != nil && !errors.Is(err, store.ErrNotFound)) {
+			t.Errorf("request cancel of an unknown run = %v, %v; want false and no error or ErrNotFound", ok, err)
+		}
+		return nil
+	})
+}
+
+func testRunSetStatus(t *testing.T, s store.Store) {
+	suspended := runWithStatus(t, s, "suspended", store.RunSuspended)
+	pending := runWithStatus(t, s, "pending", store.RunPending)
+	running := runWithStatus(t, s, "running", store.RunRunning)
+
+	// Resume a suspended run: it becomes claimable as compensating.
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunSetStatus(ctx, store.RunSetStatusParams{
+			ID: "suspended", Expected: store.RunSuspended, Status: store.RunCompensating, Reason: "resumed by operator",
+			RunAt: base + 10, Now: base + 10,
+		})
+	})
+	want := suspended
+	want.Status, want.Reason, want.RunAt, want.UpdatedAt = store.RunCompensating, "resumed by operator", base+10, base+10
+	checkRun(t, s, want)
+	if c := claimQueue(t, s, "queue-suspended", "w9", base+10); c.Status != store.RunCompensating {
+		t.Errorf("resumed run claimed as %s, want compensating", c.Status)
+	}
+
+	conflicts := []struct {
+		name string
+		p    store.RunSetStatusParams
+		run  store.Run
+	}{
+		{"wrong expected status", store.RunSetStatusParams{
+			ID: "pending", Expected: store.RunSuspended, Status: store.RunCancelled, FinishedAt: base + 20, Now: base + 20,
+		}, pending},
+		{"leased run", store.RunSetStatusParams{
+			ID: "running", Expected: store.RunRunning, Status: store.RunCancelled, FinishedAt: base + 20, Now: base + 20,
+		}, running},
+	}
+	for _, c := range conflicts {
+		expectErr(t, s, store.ErrConflict, "set status of a "+c.name, func(ctx context.Context, tx store.Tx) error {
+			return tx.RunSetStatus(ctx, c.p)
+		})
+		checkRun(t, s, c.run)
+	}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: "ghost", Expected: store.RunPending, Status: store.RunCancelled, Now: base})
+		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("set status of an unknown run: error %v, want ErrConflict or ErrNotFound", err)
+		}
+		return nil
+	})
+
+	// Cancel a pending run.
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunSetStatus(ctx, store.RunSetStatusParams{
+			ID: "pending", Expected: store.RunPending, Status: store.RunCancelled, Reason: "cancelled by operator",
+			RunAt: pending.RunAt, FinishedAt: base + 30, Now: base + 30,
+		})
+	})
+	want = pending
+	want.Status, want.Reason, want.FinishedAt, want.UpdatedAt = store.RunCancelled, "cancelled by operator", base+30, base+30
+	checkRun(t, s, want)
+}
+
+func testRunCountUnrunnable(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if got, err := s.Reader().RunCountUnrunnable(ctx, []store.WorkflowKey{order1}); err != nil || len(got) != 0 {
+		t.Fatalf("empty store: %v, %v", got, err)
+	}
+	add := func(id string, wf store.WorkflowKey) store.RunInsertParams {
+		p := newRun(id)
+		p.Workflow, p.Queue = wf, "queue-"+id
+		return p
+	}
+	insert(t, s, add("o1-a", order1), add("o1-b", order1), add("o2-a", order2), add("o2-b", order2), add("o2-c", order2),
+		add("o3", order3), add("inv-a", invoice1))
+	insertWithStatus(t, s, add("inv-comp", invoice1), store.RunCompensating)
+	// Unleased and compensating: ready again, counts.
+	invComp := get(t, s, "inv-comp")
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.RunRelease(ctx, invComp.Lease(), store.RunReleaseParams{RunAt: base, Now: base + 2})
+	})
+	// Leased or finished runs do not count.
+	insertWithStatus(t, s, add("inv-leased", invoice1), store.RunRunning)
+	insertWithStatus(t, s, add("o2-done", order2), store.RunCompleted)
+	insertWithStatus(t, s, add("o3-parked", order3), store.RunSuspended)
+	insertWithStatus(t, s, add("o3-comp-leased", order3), store.RunCompensating)
+
+	count := func(known ...store.WorkflowKey) []store.UnrunnableCount {
+		t.Helper()
+		got, err := s.Reader().RunCountUnrunnable(ctx, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(got, func(a, b store.UnrunnableCount) int {
+			if c := strings.Compare(a.Workflow.Name, b.Workflow.Name); c != 0 {
+				return c
+			}
+			return a.Workflow.Version - b.Workflow.Version
+		})
+		return got
+	}
+	want := []store.UnrunnableCount{{Workflow: invoice1, Runs: 2}, {Workflow: order2, Runs: 3}, {Workflow: order3, Runs: 1}}
+	if got := count(order1); !slices.Equal(got, want) {
+		t.Errorf("unrunnable with order:1 known = %+v, want %+v", got, want)
+	}
+	want = append([]store.UnrunnableCount{{Workflow: invoice1, Runs: 2}, {Workflow: order1, Runs: 2}}, want[1:]...)
+	if got := count(); !slices.Equal(got, want) {
+		t.Errorf("unrunnable with nothing known = %+v, want %+v", got, want)
+	}
+	if got := count(order1, order2, order3, invoice1); len(got) != 0 {
+		t.Errorf("unrunnable with everything known = %+v, want none", got)
+	}
+}
+
+func testRunCountByStatus(t *testing.T, s store.Store) {
+	nonzero := func() map[store.RunStatus]int64 {
+		t.Helper()
+		got, err := s.Reader().RunCountByStatus(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[store.RunStatus]int64{}
+		for k, v := range got {
+			if v != 0 {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	if got := nonzero(); len(got) != 0 {
+		t.Fatalf("empty store counts %v", got)
+	}
+	want := map[store.RunStatus]int64{
+		store.RunPending: 3, store.RunRunning: 1, store.RunCompensating: 1, store.RunCompleted: 2,
+		store.RunFailed: 1, store.RunSuspended: 1, store.RunCancelled: 1,
+	}
+	for st, n := range want {
+		for i := range n {
+			runWithStatus(t, s, fmt.Sprintf("%s-%d", st, i), st)
+		}
+	}
+	if got := nonzero(); !reflect.DeepEqual(got, want) {
+		t.Errorf("counts %v, want %v", got, want)
+	}
+}
+
+func testRunList(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	add := func(id string, wf store.WorkflowKey, queue string, created int64, status store.RunStatus) {
+		t.Helper()
+		p := newRun(id)
+		p.Workflow, p.Queue, p.Now = wf, queue, created
+		if status == store.RunPending {
+			insert(t, s, p)
+			return
+		}
+		// Drive it alone in a private queue, then no other run interferes.
+		p.Queue = "private-" + id
+		insertWithStatus(t, s, p, status)
+	}
+	add("p1", order1, "q1", base+1, store.RunPending)
+	add("p2", order1, "q2", base+2, store.RunPending)
+	add("i1", invoice1, "q1", base+3, store.RunPending)
+	add("r1", order1, "x", base+4, store.RunRunning)
+	add("c1", invoice1, "x", base+5, store.RunCompleted)
+	add("c2", order2, "x", base+6, store.RunCompleted)
+
+	list := func(p store.RunListParams) []string {
+		t.Helper()
+		runs, err := s.Reader().RunList(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ids(runs)
+		for _, r := range runs {
+			checkRun(t, s, r) // listed runs are whole rows
+		}
+		slices.Sort(out)
+		return out
+	}
+	cases := []struct {
+		p    store.RunListParams
+		want []string
+	}{
+		{store.RunListParams{}, []string{"c1", "c2", "i1", "p1", "p2", "r1"}},
+		{store.RunListParams{Status: store.RunPending}, []string{"i1", "p1", "p2"}},
+		{store.RunListParams{Status: store.RunCompleted}, []string{"c1", "c2"}},
+		{store.RunListParams{Workflow: "invoice"}, []string{"c1", "i1"}},
+		{store.RunListParams{Queue: "q1"}, []string{"i1", "p1"}},
+		{store.RunListParams{Status: store.RunPending, Workflow: "order", Queue: "q2"}, []string{"p2"}},
+		{store.RunListParams{Status: store.RunFailed}, []string{}},
+		{store.RunListParams{Workflow: "nope"}, []string{}},
+	}
+	for _, c := range cases {
+		if got := list(c.p); !slices.Equal(got, c.want) {
+			t.Errorf("RunList(%+v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+	all := list(store.RunListParams{})
+	got := list(store.RunListParams{Limit: 2})
+	if len(got) != 2 {
+		t.Errorf("RunList with Limit 2 returned %d runs", len(got))
+	}
+	for _, id := range got {
+		if !slices.Contains(all, id) {
+			t.Errorf("RunList with Limit 2 returned unknown run %s", id)
+		}
+	}
+}
