@@ -34,6 +34,10 @@ var (
 	ErrReadOnly = errors.New("database is read-only")
 	// ErrClosed is returned by every operation on a store after Close.
 	ErrClosed = errors.New("store is closed")
+	// ErrBusy is returned when another connection (usually another
+	// process) held the database's write lock for longer than the store's
+	// busy timeout. Nothing of the failed call was written.
+	ErrBusy = errors.New("database is locked")
 )
 
 // Store is a database holding runs, their steps and their history.

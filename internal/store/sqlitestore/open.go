@@ -18,6 +18,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -39,9 +40,12 @@ const (
 	SynchronousNormal Synchronous = "NORMAL"
 )
 
-// BusyTimeoutMillis is how long a connection waits for a lock held by
-// another connection before it reports SQLITE_BUSY.
+// BusyTimeoutMillis is the default of how long a connection waits for a
+// lock held by another connection before it reports SQLITE_BUSY (ErrBusy).
 const BusyTimeoutMillis = 5000
+
+// DefaultBusyTimeout is BusyTimeoutMillis as a duration.
+const DefaultBusyTimeout = BusyTimeoutMillis * time.Millisecond
 
 // Options tune how a database file is opened. The zero value is the default.
 type Options struct {
@@ -50,6 +54,10 @@ type Options struct {
 	// MaxBatch caps how many callers' write transactions commit together;
 	// default 64, and 1 turns group commit off.
 	MaxBatch int
+	// BusyTimeout is how long a write waits for the lock another process
+	// holds before it fails with store.ErrBusy; default DefaultBusyTimeout.
+	// It is set in the DSN (busy_timeout), in whole milliseconds.
+	BusyTimeout time.Duration
 }
 
 // Store is a store.Store over one SQLite database.
@@ -58,6 +66,10 @@ type Store struct {
 	reader   *sql.DB // read-only pool; the same handle as writer for OpenDB
 	ownsDBs  bool    // whether Close closes the handles
 	maxBatch int
+
+	// path and busyTimeout name the file and the wait in ErrBusy errors.
+	path        string
+	busyTimeout time.Duration
 
 	// Statements are prepared once: parsing SQL would otherwise cost more
 	// CPU than executing it. Transactions bind writeQ with WithTx, which
@@ -73,7 +85,7 @@ type Store struct {
 
 // newStore prepares the queries of a migrated database and starts the
 // writer.
-func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch int) (*Store, error) {
+func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch int, path string, busyTimeout time.Duration) (*Store, error) {
 	if maxBatch <= 0 {
 		maxBatch = 64
 	}
@@ -88,6 +100,7 @@ func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch i
 	}
 	s := &Store{
 		writer: writer, reader: reader, ownsDBs: owns, maxBatch: maxBatch, writeQ: writeQ, readQ: readQ,
+		path: path, busyTimeout: busyTimeout,
 		requests: make(chan *writeRequest), closing: make(chan struct{}), writerDone: make(chan struct{}),
 	}
 	go s.runWriter()
@@ -97,14 +110,21 @@ func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch i
 var _ store.Store = (*Store)(nil)
 
 // DSN returns the modernc.org/sqlite data source name flowlite opens path
-// with. Users who open their own *sql.DB for OpenDB should use it.
+// with, with the default busy timeout. Users who open their own *sql.DB for
+// OpenDB should use it, or DSNBusy for another busy timeout.
 func DSN(path string, sync Synchronous) string {
+	return DSNBusy(path, sync, DefaultBusyTimeout)
+}
+
+// DSNBusy is DSN with busy_timeout set to busy (rounded up to a whole
+// millisecond; zero or less means DefaultBusyTimeout).
+func DSNBusy(path string, sync Synchronous, busy time.Duration) string {
 	if sync == "" {
 		sync = SynchronousFull
 	}
 	q := url.Values{}
 	// busy_timeout first: setting journal_mode may itself wait for a lock.
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeoutMillis))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMillis(busy)))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+string(sync)+")")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -127,10 +147,17 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = 4
 	}
+	if opts.BusyTimeout < 0 {
+		return nil, fmt.Errorf("open %s: busy timeout must not be negative, got %s", path, opts.BusyTimeout)
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
 	if err := preflight(path); err != nil {
 		return nil, err
 	}
-	writer, err := sql.Open("sqlite", DSN(path, opts.Synchronous))
+	dsn := DSNBusy(path, opts.Synchronous, opts.BusyTimeout)
+	writer, err := openWriterDB(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -145,14 +172,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, interpretError(err))
 	}
-	reader, err := sql.Open("sqlite", DSN(path, opts.Synchronous)+"&_pragma=query_only(1)")
+	reader, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	reader.SetMaxOpenConns(opts.ReadConns)
 	reader.SetMaxIdleConns(opts.ReadConns)
-	s, err := newStore(ctx, writer, reader, true, opts.MaxBatch)
+	busy := time.Duration(busyMillis(opts.BusyTimeout)) * time.Millisecond
+	s, err := newStore(ctx, writer, reader, true, opts.MaxBatch, path, busy)
 	if err != nil {
 		reader.Close()
 		writer.Close()
@@ -169,10 +197,14 @@ func OpenDB(ctx context.Context, db *sql.DB) (*Store, error) {
 	if err := verify(ctx, db, ""); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	path, busy, err := fileAndBusyTimeout(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
 	if _, err := migrate.SQLite(ctx, db); err != nil {
 		return nil, fmt.Errorf("open database: %w", interpretError(err))
 	}
-	s, err := newStore(ctx, db, db, false, 0)
+	s, err := newStore(ctx, db, db, false, 0, path, busy)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -236,6 +268,8 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w (%v)", store.ErrReadOnly, err)
 		case sqlite3.SQLITE_CORRUPT:
 			return fmt.Errorf("%w: database file is corrupt (%v)", store.ErrNotDatabase, err)
+		case sqlite3.SQLITE_BUSY:
+			return fmt.Errorf("%w (%v)", store.ErrBusy, err)
 		}
 	}
 	msg := err.Error()
@@ -248,4 +282,27 @@ func interpretError(err error) error {
 		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
 	}
 	return err
+}
+
+// busyMillis is d in whole milliseconds for busy_timeout, rounded up so
+// that a positive timeout never becomes 0 (no wait at all).
+func busyMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return BusyTimeoutMillis
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// BusyTimeout returns how long a write of this store waits for a lock
+// another connection holds.
+func (s *Store) BusyTimeout() time.Duration { return s.busyTimeout }
+
+// busyError explains an ErrBusy of a write: which file, and how long the
+// write waited. Other errors pass unchanged.
+func (s *Store) busyError(err error, waited time.Duration) error {
+	if !errors.Is(err, store.ErrBusy) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: another connection held the write lock past the busy timeout of %s (waited %s)",
+		store.ErrBusy, s.path, s.busyTimeout, waited.Round(time.Millisecond))
 }
