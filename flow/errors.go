@@ -44,6 +44,12 @@ var (
 	// ErrClosed is returned by the calls of an engine whose database Close
 	// closed, e.g. Run.Result waiting while the engine closes.
 	ErrClosed = store.ErrClosed
+	// ErrBusy is returned by a call that writes (Start, Signal, Cancel,
+	// operator actions…) when another connection, usually another process
+	// or a tool, held the database's write lock for longer than
+	// Config.BusyTimeout. The message names the file and the wait; nothing
+	// of the call was written, so it can be retried.
+	ErrBusy = store.ErrBusy
 )
 
 // Error types. Each unwraps to its cause where it has one. They are

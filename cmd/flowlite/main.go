@@ -27,8 +27,10 @@
 // arguments). Errors go to stderr as "flowlite: <message>".
 //
 // It imports flow (the public API), cobra, internal/migrate (migrate only
-// inspects and applies the schema, which flow does not expose) and
-// internal/dashboard (serve).
+// inspects and applies the schema, which flow does not expose),
+// internal/store/sqlitestore (to read the errors of the connections it
+// opens itself in flow's terms, e.g. flow.ErrBusy) and internal/dashboard
+// (serve).
 package main
 
 import (

@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/internal/migrate"
+	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // The schema checks below read sqlite_master, which sqlc does not compile:
@@ -78,23 +75,11 @@ func (a *app) inspectSchema(ctx context.Context, path string) (schemaInfo, error
 	return info, nil
 }
 
-// notDatabase maps SQLite's "not a database" and "corrupt" results to
-// flow.ErrNotDatabase.
-func notDatabase(err error) error {
-	var serr *sqlite.Error
-	if errors.As(err, &serr) {
-		switch serr.Code() & 0xff {
-		case sqlite3.SQLITE_NOTADB:
-			return fmt.Errorf("%w (%v)", flow.ErrNotDatabase, err)
-		case sqlite3.SQLITE_CORRUPT:
-			return fmt.Errorf("%w: database file is corrupt (%v)", flow.ErrNotDatabase, err)
-		}
-	}
-	if strings.Contains(err.Error(), "file is not a database") {
-		return fmt.Errorf("%w (%v)", flow.ErrNotDatabase, err)
-	}
-	return err
-}
+// notDatabase maps the driver's errors to the sentinels flow re-exports
+// (ErrNotDatabase for a file that is not a database or is corrupt,
+// ErrBusy for a lock held past the busy timeout), through the SQLite
+// adapter, the one place that reads SQLite's result codes.
+func notDatabase(err error) error { return sqlitestore.InterpretError(err) }
 
 // notFlowliteError explains why path is refused.
 func notFlowliteError(path string, info schemaInfo) error {

@@ -161,6 +161,7 @@ func childConfig(inc int, ledger *ledgerWriter, log *slog.Logger) *flow.Config {
 		Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 8}},
 		LeaseTimeout:      time.Second,
 		HeartbeatInterval: 200 * time.Millisecond,
+		BusyTimeout:       shortBusy,
 		RescueInterval:    200 * time.Millisecond,
 		PollInterval:      20 * time.Millisecond,
 		DefaultRetry:      *fastRetry,
