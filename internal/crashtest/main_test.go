@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == childWaits {
 		os.Exit(waitsChildMain())
 	}
+	if os.Getenv(envChild) == childShared {
+		os.Exit(sharedChildMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 

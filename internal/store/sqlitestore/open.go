@@ -168,7 +168,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if _, err := migrate.SQLite(ctx, writer); err != nil {
+	if err := migrateShared(ctx, writer); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, interpretError(err))
 	}
@@ -201,7 +201,7 @@ func OpenDB(ctx context.Context, db *sql.DB) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	if _, err := migrate.SQLite(ctx, db); err != nil {
+	if err := migrateShared(ctx, db); err != nil {
 		return nil, fmt.Errorf("open database: %w", interpretError(err))
 	}
 	s, err := newStore(ctx, db, db, false, 0, path, busy)
@@ -310,4 +310,27 @@ func (s *Store) busyError(err error, waited time.Duration) error {
 	}
 	return fmt.Errorf("%w: %s: another connection held the write lock past the busy timeout of %s (waited %s)",
 		store.ErrBusy, s.path, s.busyTimeout, waited.Round(time.Millisecond))
+}
+
+// migrateShared migrates db's schema, tolerating other processes that
+// migrate the same fresh file at the same moment: both read version 0, one
+// applies a migration first, and the other's copy of it fails (e.g. "table
+// runs already exists") and rolls back. Each migration is its own
+// transaction, so a retry reads the new version and applies only what is
+// still missing; a failure that persists is reported.
+func migrateShared(ctx context.Context, db *sql.DB) error {
+	var err error
+	for attempt := range 5 {
+		if _, err = migrate.SQLite(ctx, db); err == nil || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(time.Duration(20<<attempt) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+	return err
 }
