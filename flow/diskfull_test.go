@@ -23,7 +23,7 @@ func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
-	const lease = 2 * time.Second
+	const lease, busy = 2 * time.Second, 500 * time.Millisecond
 
 	// Create the schema and one finished run while there is room.
 	small := flow.Workflow[string, int]{Name: "small", Run: func(_ flow.Context, s string) (int, error) { return len(s), nil }}
@@ -48,14 +48,14 @@ func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	e0.Close()
 
 	// Reopen with the database capped just above its size.
-	capped, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull)+"&_pragma=max_page_count(120)")
+	capped, err := sql.Open("sqlite", flow.SQLiteDSNBusy(path, flow.SynchronousFull, busy)+"&_pragma=max_page_count(120)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { capped.Close() })
 	logs := &syncBuffer{}
 	e1, err := flow.New(ctx, capped, &flow.Config{
-		PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, WorkerID: "full",
+		PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, BusyTimeout: busy, WorkerID: "full",
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	if err != nil {
@@ -86,7 +86,7 @@ func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	e1.Close()
 
 	// The earlier run is intact, and with room again the run completes.
-	e2 := openEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 100 * time.Millisecond})
+	e2 := openEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, BusyTimeout: busy, RescueInterval: 100 * time.Millisecond})
 	flow.Register(e2, fill)
 	flow.Register(e2, small)
 	startEngine(t, e2)

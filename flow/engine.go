@@ -80,11 +80,24 @@ type Config struct {
 	// writes into a file whose b-trees are broken. Skip it for very large
 	// files whose integrity flowlite check (or a backup's) vouches for.
 	SkipQuickCheck bool
+	// BusyTimeout is how long a write waits for the database lock another
+	// process holds (SQLite's busy_timeout) before it fails with ErrBusy.
+	// Several processes may share one file: the engine's own writes
+	// (starts, claims, heartbeats, checkpoints of steps) wait and retry
+	// within this bound, so with each process holding the lock briefly no
+	// caller sees ErrBusy. Default 5s; it is set in the DSN, in whole
+	// milliseconds. New takes the busy_timeout of the caller's pool and
+	// refuses a different non-zero BusyTimeout.
+	BusyTimeout time.Duration
 	// PollInterval bounds how late a run started by another process, or
 	// becoming due, is noticed. Default 200ms.
 	PollInterval time.Duration
 	// LeaseTimeout is how long a run stays owned by a worker that stopped
 	// heartbeating (e.g. crashed) before another takes it over. Default 30s.
+	// It must be longer than HeartbeatInterval plus BusyTimeout (Open and
+	// New refuse it otherwise), because a heartbeat may wait that long for
+	// the database lock, and a lease that lapsed meanwhile would let
+	// another worker rescue a run whose worker is alive.
 	LeaseTimeout time.Duration
 	// HeartbeatInterval is how often leases are renewed; default a third of
 	// LeaseTimeout. Cancellation by another process is seen at the latest
@@ -163,8 +176,10 @@ func Open(ctx context.Context, path string, cfg *Config) (*Engine, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{Synchronous: sqlitestore.Synchronous(cfg.Synchronous),
-		SkipQuickCheck: cfg.SkipQuickCheck})
+	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{
+		Synchronous: sqlitestore.Synchronous(cfg.Synchronous), BusyTimeout: cfg.BusyTimeout,
+		SkipQuickCheck: cfg.SkipQuickCheck,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +212,7 @@ func OpenReadOnly(ctx context.Context, path string, cfg *Config) (*Engine, error
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	s, err := sqlitestore.OpenReadOnly(ctx, path, sqlitestore.Options{})
+	s, err := sqlitestore.OpenReadOnly(ctx, path, sqlitestore.Options{BusyTimeout: cfg.BusyTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +232,12 @@ func SQLiteDSN(path string, sync Synchronous) string {
 	return sqlitestore.DSN(path, sqlitestore.Synchronous(sync))
 }
 
+// SQLiteDSNBusy is SQLiteDSN with a busy timeout other than the default
+// 5s (see Config.BusyTimeout); zero or less means the default.
+func SQLiteDSNBusy(path string, sync Synchronous, busy time.Duration) string {
+	return sqlitestore.DSNBusy(path, sqlitestore.Synchronous(sync), busy)
+}
+
 // New returns an engine on a SQLite database the caller opened (see
 // SQLiteDSN) and migrates its schema. The pool is used as it is; Close does
 // not close it.
@@ -228,10 +249,20 @@ func New(ctx context.Context, db *sql.DB, cfg *Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newEngine(s, cfg)
+	if cfg.BusyTimeout != 0 && cfg.BusyTimeout != s.BusyTimeout() {
+		s.Close()
+		return nil, fmt.Errorf("new engine: Config.BusyTimeout is %s but the pool's busy_timeout is %s: open the pool with SQLiteDSNBusy(path, sync, %s) or leave BusyTimeout zero",
+			cfg.BusyTimeout, s.BusyTimeout(), cfg.BusyTimeout)
+	}
+	e, err := newEngine(s, cfg)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return e, nil
 }
 
-func newEngine(s store.Store, cfg *Config) (*Engine, error) {
+func newEngine(s *sqlitestore.Store, cfg *Config) (*Engine, error) {
 	queues := make(map[string]int, len(cfg.Queues))
 	for name, q := range cfg.Queues {
 		queues[name] = q.Concurrency
@@ -242,6 +273,7 @@ func newEngine(s store.Store, cfg *Config) (*Engine, error) {
 		LeaseTimeout:      cfg.LeaseTimeout,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		RescueInterval:    cfg.RescueInterval,
+		BusyTimeout:       s.BusyTimeout(),
 		DefaultRetry:      cfg.DefaultRetry,
 		Logger:            cfg.Logger,
 		Clock:             cfg.Clock,

@@ -65,6 +65,12 @@ var (
 	// step, queue, signal or schedule name that breaks the naming rules
 	// (see MaxNameBytes).
 	ErrInvalidName = flowtype.ErrInvalidName
+	// ErrBusy is returned by a call that writes (Start, Signal, Cancel,
+	// operator actions…) when another connection, usually another process
+	// or a tool, held the database's write lock for longer than
+	// Config.BusyTimeout. The message names the file and the wait; nothing
+	// of the call was written, so it can be retried.
+	ErrBusy = store.ErrBusy
 )
 
 // MaxNameBytes is the longest name of a workflow, job, step, queue, signal

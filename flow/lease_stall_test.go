@@ -34,7 +34,9 @@ func (s *syncBuffer) count(sub string) int {
 // When the database stalls every write for longer than the lease (here a
 // second connection holds the write lock), the engine's own rescuer must
 // not take away the runs the engine is still executing: no run is rescued,
-// and no step body runs twice.
+// and no step body runs twice. The stall outlasts the busy timeout too, so
+// the executions' writes fail with ErrBusy and must be retried, not
+// abandoned.
 func TestWriteStallLongerThanTheLeaseRescuesNoLiveRun(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
@@ -58,7 +60,8 @@ func TestWriteStallLongerThanTheLeaseRescuesNoLiveRun(t *testing.T) {
 		}
 		return n, nil
 	}}
-	e := openEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 50 * time.Millisecond})
+	e := openEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 50 * time.Millisecond,
+		BusyTimeout: 100 * time.Millisecond}) // a lease this short needs a short lock wait
 	flow.Register(e, wf)
 	startEngine(t, e)
 	var runs []*flow.Run[int]
@@ -115,7 +118,7 @@ func TestNoLeaseLostWarningAfterARunsOwnFinish(t *testing.T) {
 	ctx := waitCtx(t)
 	logs := &syncBuffer{}
 	e := openEngine(t, dbPath(t), &flow.Config{
-		PollInterval: 10 * time.Millisecond, LeaseTimeout: 50 * time.Millisecond, HeartbeatInterval: time.Millisecond,
+		PollInterval: 10 * time.Millisecond, LeaseTimeout: 50 * time.Millisecond, HeartbeatInterval: time.Millisecond, BusyTimeout: 20 * time.Millisecond,
 		DefaultRetry: flow.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond},
 		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})

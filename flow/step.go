@@ -33,6 +33,13 @@ type Step[In, Out any] struct {
 	// RunTx performs the step inside the engine's write transaction: its
 	// writes through tx commit together with the step's checkpoint, or not
 	// at all. Keep it short: it holds the database's single writer.
+	//
+	// tx is shared with other callers' writes (group commit), so ctx cannot
+	// interrupt a statement once it started (with Open; an interrupt would
+	// roll back the others' work too): a statement started before ctx
+	// ended runs to its end, the next one fails with ctx's error, and an
+	// attempt that returns after ctx ended (its Timeout, a cancel, a stop)
+	// fails with that error, its writes rolled back.
 	RunTx func(ctx context.Context, tx *sql.Tx, in In) (Out, error)
 	// Compensate, when set, undoes a completed step. It receives the step's
 	// recorded input and output, may run more than once, and must tolerate

@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
-	"strings"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/flowlite/flowlite/flow"
 )
@@ -80,7 +74,7 @@ func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) (err 
 	if err := a.requireCurrentSchema(ctx, path); err != nil {
 		return err
 	}
-	e, err := flow.OpenReadOnly(ctx, path, &flow.Config{Logger: a.logger})
+	e, err := flow.OpenReadOnly(ctx, path, &flow.Config{Logger: a.logger, BusyTimeout: a.busyTimeout})
 	if err != nil {
 		return a.dbError(err)
 	}
@@ -92,77 +86,34 @@ func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) (err 
 	return a.dbError(fn(e))
 }
 
-// openEngine opens an engine on path without starting it, calls fn and
-// closes the engine. With the default busy timeout it is flow.Open; with
-// another, flow.New over a pool opened with flow.SQLiteDSN whose busy_timeout
-// is replaced (flow.Config has no busy timeout).
+// openEngine opens an engine on path without starting it, with the busy
+// timeout of --busy-timeout, calls fn and closes the engine.
 func (a *app) openEngine(ctx context.Context, path string, fn func(*flow.Engine) error) (err error) {
-	cfg := &flow.Config{Logger: a.logger, Retention: a.retention}
-	var e *flow.Engine
-	var db *sql.DB
-	if a.busyTimeout == defaultBusyTimeout {
-		e, err = flow.Open(ctx, path, cfg)
-	} else {
-		db, err = sql.Open("sqlite", dsnWithBusyTimeout(flow.SQLiteDSN(path, flow.SynchronousFull), a.busyTimeout))
-		if err != nil {
-			return fmt.Errorf("open %s: %w", path, err)
-		}
-		db.SetMaxOpenConns(4)
-		e, err = flow.New(ctx, db, cfg)
-		if err != nil {
-			db.Close()
-			err = fmt.Errorf("open %s: %w", path, err)
-		}
+	cfg := &flow.Config{
+		Logger: a.logger, Retention: a.retention, BusyTimeout: a.busyTimeout,
+		// The CLI's engine is never started, so it holds no lease; a long
+		// --busy-timeout must not trip the lease-versus-busy check.
+		LeaseTimeout: max(30*time.Second, 2*a.busyTimeout),
 	}
+	e, err := flow.Open(ctx, path, cfg)
 	if err != nil {
 		return a.dbError(err)
 	}
 	defer func() {
-		cerr := e.Close()
-		if db != nil {
-			cerr = errors.Join(cerr, db.Close())
-		}
-		if cerr != nil && err == nil {
+		if cerr := e.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close %s: %w", path, cerr)
 		}
 	}()
 	return a.dbError(fn(e))
 }
 
-// dsnWithBusyTimeout replaces the busy_timeout pragma of a modernc DSN.
-func dsnWithBusyTimeout(dsn string, d time.Duration) string {
-	base, rawQuery, _ := strings.Cut(dsn, "?")
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return dsn
-	}
-	pragmas := q["_pragma"]
-	for i, p := range pragmas {
-		if strings.HasPrefix(p, "busy_timeout(") {
-			pragmas[i] = fmt.Sprintf("busy_timeout(%d)", d.Milliseconds())
-		}
-	}
-	return base + "?" + q.Encode()
-}
-
-// dbError rewrites a lock timeout into a message an operator can act on.
-// Other errors pass unchanged.
+// dbError rewrites a lock timeout (flow.ErrBusy) into a message an operator
+// can act on. Other errors pass unchanged.
 func (a *app) dbError(err error) error {
-	if err == nil || !isBusy(err) {
+	if err == nil || !errors.Is(err, flow.ErrBusy) {
 		return err
 	}
 	return fmt.Errorf("database is locked: another connection holds the write lock and did not release it within the busy timeout of %s (--busy-timeout); nothing was changed: %w", a.busyTimeout, err)
-}
-
-func isBusy(err error) bool {
-	var serr *sqlite.Error
-	if errors.As(err, &serr) {
-		switch serr.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return true
-		}
-	}
-	return strings.Contains(err.Error(), "database is locked") || strings.Contains(err.Error(), "SQLITE_BUSY")
 }
 
 // runError rewrites the error of a read or action on run id so that an

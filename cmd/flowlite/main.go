@@ -35,7 +35,8 @@
 // It imports flow (the public API), cobra, internal/migrate (migrate only
 // inspects and applies the schema, which flow does not expose),
 // internal/store/sqlitestore (the read-only DSN the schema inspection
-// shares with flow.OpenReadOnly) and internal/dashboard (serve).
+// shares with flow.OpenReadOnly, and the errors of the connections it opens
+// itself in flow's terms, e.g. flow.ErrBusy) and internal/dashboard (serve).
 package main
 
 import (

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/internal/migrate"
+	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // migrateJSON is the --json output of migrate status and migrate up.
@@ -86,7 +87,7 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 				return notFlowliteError(path, info)
 			}
 			from := info.Status.Current
-			db, err := sql.Open("sqlite", dsnWithBusyTimeout(flow.SQLiteDSN(path, flow.SynchronousFull), a.busyTimeout))
+			db, err := sql.Open("sqlite", flow.SQLiteDSNBusy(path, flow.SynchronousFull, a.busyTimeout))
 			if err != nil {
 				return fmt.Errorf("open %s: %w", path, err)
 			}
@@ -94,7 +95,7 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 			db.SetMaxOpenConns(1)
 			st, err := migrate.SQLite(ctx, db)
 			if err != nil {
-				return a.dbError(fmt.Errorf("migrate %s: %w", path, err))
+				return a.dbError(fmt.Errorf("migrate %s: %w", path, sqlitestore.InterpretError(err)))
 			}
 			msg := fmt.Sprintf("schema is up to date at version %d", st.Current)
 			if st.Current != from {

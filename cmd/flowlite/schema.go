@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"net/url"
 	"strings"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	"time"
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/internal/migrate"
@@ -66,23 +64,11 @@ func (a *app) inspectSchema(ctx context.Context, path string) (schemaInfo, error
 	return info, nil
 }
 
-// notDatabase maps SQLite's "not a database" and "corrupt" results to
-// flow.ErrNotDatabase.
-func notDatabase(err error) error {
-	var serr *sqlite.Error
-	if errors.As(err, &serr) {
-		switch serr.Code() & 0xff {
-		case sqlite3.SQLITE_NOTADB:
-			return fmt.Errorf("%w (%v)", flow.ErrNotDatabase, err)
-		case sqlite3.SQLITE_CORRUPT:
-			return fmt.Errorf("%w: database file is corrupt (%v)", flow.ErrNotDatabase, err)
-		}
-	}
-	if strings.Contains(err.Error(), "file is not a database") {
-		return fmt.Errorf("%w (%v)", flow.ErrNotDatabase, err)
-	}
-	return err
-}
+// notDatabase maps the driver's errors to the sentinels flow re-exports
+// (ErrNotDatabase for a file that is not a database or is corrupt,
+// ErrBusy for a lock held past the busy timeout), through the SQLite
+// adapter, the one place that reads SQLite's result codes.
+func notDatabase(err error) error { return sqlitestore.InterpretError(err) }
 
 // notFlowliteError explains why path is refused.
 func notFlowliteError(path string, info schemaInfo) error {
@@ -114,4 +100,21 @@ func (a *app) requireCurrentSchema(ctx context.Context, path string) error {
 			path, st.Current, st.Latest)
 	}
 	return nil
+}
+
+// dsnWithBusyTimeout returns dsn with its busy_timeout pragma, if it has
+// one, set to d.
+func dsnWithBusyTimeout(dsn string, d time.Duration) string {
+	base, rawQuery, _ := strings.Cut(dsn, "?")
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return dsn
+	}
+	pragmas := q["_pragma"]
+	for i, p := range pragmas {
+		if strings.HasPrefix(p, "busy_timeout(") {
+			pragmas[i] = fmt.Sprintf("busy_timeout(%d)", d.Milliseconds())
+		}
+	}
+	return base + "?" + q.Encode()
 }

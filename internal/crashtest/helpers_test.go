@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver, for raw checks
 
@@ -16,6 +17,10 @@ import (
 )
 
 type rawDB = *sql.DB
+
+// shortBusy is the busy timeout of the engines with one-second leases: a
+// lease must outlast a heartbeat's interval plus its wait for the lock.
+const shortBusy = 500 * time.Millisecond
 
 // openRaw opens the database file for raw SQL checks, with the settings
 // flowlite uses.

@@ -86,6 +86,7 @@ func TestZombieCannotOverwrite(t *testing.T) {
 				Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 1}},
 				LeaseTimeout:      time.Second,
 				HeartbeatInterval: 100 * time.Millisecond,
+				BusyTimeout:       shortBusy,
 				PollInterval:      20 * time.Millisecond,
 				Logger:            logsA.logger(),
 				WorkerID:          "A",
@@ -117,6 +118,7 @@ func TestZombieCannotOverwrite(t *testing.T) {
 			b, err := flow.Open(ctx, path, &flow.Config{
 				LeaseTimeout:      time.Second,
 				HeartbeatInterval: 100 * time.Millisecond,
+				BusyTimeout:       shortBusy,
 				RescueInterval:    50 * time.Millisecond,
 				PollInterval:      20 * time.Millisecond,
 				Clock:             newOffsetClock(time.Hour),
@@ -242,7 +244,7 @@ func TestRescueLeavesFinishedRunsAlone(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "flow.db")
-	w, err := flow.Open(ctx, path, &flow.Config{LeaseTimeout: time.Second, PollInterval: 20 * time.Millisecond, WorkerID: "worker"})
+	w, err := flow.Open(ctx, path, &flow.Config{LeaseTimeout: time.Second, BusyTimeout: shortBusy, PollInterval: 20 * time.Millisecond, WorkerID: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +279,7 @@ func TestRescueLeavesFinishedRunsAlone(t *testing.T) {
 	}
 
 	r, err := flow.Open(ctx, path, &flow.Config{
-		LeaseTimeout: time.Second, RescueInterval: 10 * time.Millisecond, PollInterval: 10 * time.Millisecond,
+		LeaseTimeout: time.Second, BusyTimeout: shortBusy, RescueInterval: 10 * time.Millisecond, PollInterval: 10 * time.Millisecond,
 		Clock: newOffsetClock(24 * time.Hour), WorkerID: "rescuer",
 	})
 	if err != nil {
@@ -351,6 +353,7 @@ func TestRescueRacesCompletions(t *testing.T) {
 		Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 8}},
 		LeaseTimeout:      lease,
 		HeartbeatInterval: 200 * time.Millisecond,
+		BusyTimeout:       shortBusy,
 		PollInterval:      10 * time.Millisecond,
 		Logger:            logsW.logger(),
 		WorkerID:          "worker",
@@ -368,7 +371,7 @@ func TestRescueRacesCompletions(t *testing.T) {
 	flow.Register(w, wf)
 
 	clock := newOffsetClock(0)
-	r, err := flow.Open(ctx, path, &flow.Config{LeaseTimeout: lease, Clock: clock, WorkerID: "rescuer"})
+	r, err := flow.Open(ctx, path, &flow.Config{LeaseTimeout: lease, BusyTimeout: shortBusy, Clock: clock, WorkerID: "rescuer"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == childWaits {
 		os.Exit(waitsChildMain())
 	}
+	if os.Getenv(envChild) == childShared {
+		os.Exit(sharedChildMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -161,6 +164,7 @@ func childConfig(inc int, ledger *ledgerWriter, log *slog.Logger) *flow.Config {
 		Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 8}},
 		LeaseTimeout:      time.Second,
 		HeartbeatInterval: 200 * time.Millisecond,
+		BusyTimeout:       shortBusy,
 		RescueInterval:    200 * time.Millisecond,
 		PollInterval:      20 * time.Millisecond,
 		DefaultRetry:      *fastRetry,

@@ -45,6 +45,12 @@ type Config struct {
 	// RescueInterval is how often expired leases are looked for. Default
 	// LeaseTimeout/2.
 	RescueInterval time.Duration
+	// BusyTimeout is how long a write of the store may wait for a lock
+	// another process holds (zero: unknown, not checked). A heartbeat can
+	// wait that long, so LeaseTimeout must exceed HeartbeatInterval plus
+	// BusyTimeout, or a live worker's lease could lapse and its run be
+	// rescued while it still works on it.
+	BusyTimeout time.Duration
 	// ClaimBatch caps how many runs one claim transaction takes. Default 32.
 	ClaimBatch int
 	// DefaultRetry fills the zero fields of every step's retry policy.
@@ -146,6 +152,14 @@ func (c Config) validate() error {
 	if c.HeartbeatInterval >= c.LeaseTimeout {
 		return fmt.Errorf("config: heartbeat interval %s must be shorter than lease timeout %s",
 			c.HeartbeatInterval, c.LeaseTimeout)
+	}
+	if c.BusyTimeout < 0 {
+		return fmt.Errorf("config: busy timeout must not be negative, got %s", c.BusyTimeout)
+	}
+	if c.BusyTimeout > 0 && c.HeartbeatInterval+c.BusyTimeout >= c.LeaseTimeout {
+		return fmt.Errorf("config: lease timeout %s must be longer than the heartbeat interval %s plus the busy timeout %s: "+
+			"a lease could lapse while its heartbeat waits for the database lock; raise LeaseTimeout or lower BusyTimeout",
+			c.LeaseTimeout, c.HeartbeatInterval, c.BusyTimeout)
 	}
 	return nil
 }

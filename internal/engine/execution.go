@@ -185,7 +185,7 @@ func (x *execution) writeTx(proof leaseProof, fn func(ctx context.Context, tx st
 	deferred := x.deferred
 	x.deferred = nil
 	x.deferredMu.Unlock()
-	err := x.e.store.Write(ctx, func(tx store.Tx) error {
+	err := x.writeRetryingBusy(ctx, func(tx store.Tx) error {
 		now := x.e.nowMs()
 		var cancelRequested bool
 		var err error
@@ -224,6 +224,37 @@ func (x *execution) writeTx(proof leaseProof, fn func(ctx context.Context, tx st
 		x.cancelLease(store.ErrLeaseLost)
 	}
 	return err
+}
+
+// writeRetryingBusy is store.Write for the writes of an execution, which
+// retries a write that waited out the busy timeout (store.ErrBusy: another
+// process held the lock that long) for as long as the execution holds its
+// lease. Failing would abort the run and, once its lease expired, run its
+// current step again; retrying is safe because every write is fenced: if
+// the lease lapsed meanwhile and another worker took the run, the write
+// fails with store.ErrLeaseLost instead. Stopping the engine or losing the
+// lease ends the retries.
+func (x *execution) writeRetryingBusy(ctx context.Context, fn func(store.Tx) error) error {
+	backoff := 10 * time.Millisecond
+	warned := false
+	for {
+		err := x.e.store.Write(ctx, fn)
+		if !errors.Is(err, store.ErrBusy) || x.leaseCtx.Err() != nil {
+			return err
+		}
+		if !warned {
+			x.e.log.Warn("database locked past the busy timeout; retrying the run's write", "run", x.run.ID, "err", err)
+			warned = true
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-x.leaseCtx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 // warnLeaseLost logs that a write found the run's lease gone, saying what

@@ -365,6 +365,14 @@ func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attemp
 	err := x.callAttempt(rc.Context, info, def.Timeout, func(ctx context.Context) error {
 		var err error
 		output, err = def.Run(ctx, tx)
+		if err == nil && tx != nil {
+			// The shared transaction runs the body's statements detached
+			// from ctx (an interrupt would roll back the other callers of
+			// its group commit), so a statement that outlived the timeout
+			// completed: the attempt fails here instead, and its writes
+			// are rolled back with it.
+			err = ctx.Err()
+		}
 		return err
 	})
 	if err == nil {

@@ -33,6 +33,10 @@ var (
 	// ErrFull is returned for a write the database refused because it, or
 	// the disk under it, is full.
 	ErrFull = errors.New("database or disk is full")
+	// ErrBusy is returned when another connection (usually another
+	// process) held the database's write lock for longer than the store's
+	// busy timeout. Nothing of the failed call was written.
+	ErrBusy = errors.New("database is locked")
 )
 
 // Store is a database holding runs, their steps and their history.

@@ -25,6 +25,15 @@ import (
 // it is much shorter than BusyTimeoutMillis.
 const checkpointBusyMillis = 1000
 
+// checkpointBusyMillis is checkpointBusyMillis, or a quarter of the store's
+// busy timeout when that is shorter: a blocking checkpoint holds the write
+// lock while it waits for readers, and the writes of other processes,
+// which wait for as long as their own busy timeout, must not time out
+// behind it (processes sharing a file are expected to use one setting).
+func (s *Store) checkpointBusyMillis() int64 {
+	return max(1, min(checkpointBusyMillis, busyMillis(s.busyTimeout)/4))
+}
+
 // Path returns the file of the main database, or "" for one in memory.
 func (s *Store) Path(ctx context.Context) (string, error) {
 	rows, err := s.reader.QueryContext(ctx, "PRAGMA database_list")
@@ -108,7 +117,7 @@ func (s *Store) Checkpoint(ctx context.Context, mode store.CheckpointMode) (stor
 	if mode == store.CheckpointPassive { // never waits
 		err = run()
 	} else {
-		err = withConnPragma(ctx, conn, "busy_timeout", checkpointBusyMillis, run)
+		err = withConnPragma(ctx, conn, "busy_timeout", s.checkpointBusyMillis(), run)
 	}
 	if err != nil {
 		return res, fmt.Errorf("checkpoint %s: %w", mode, err)

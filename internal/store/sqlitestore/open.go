@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -41,9 +42,12 @@ const (
 	SynchronousNormal Synchronous = "NORMAL"
 )
 
-// BusyTimeoutMillis is how long a connection waits for a lock held by
-// another connection before it reports SQLITE_BUSY.
+// BusyTimeoutMillis is the default of how long a connection waits for a
+// lock held by another connection before it reports SQLITE_BUSY (ErrBusy).
 const BusyTimeoutMillis = 5000
+
+// DefaultBusyTimeout is BusyTimeoutMillis as a duration.
+const DefaultBusyTimeout = BusyTimeoutMillis * time.Millisecond
 
 // Options tune how a database file is opened. The zero value is the default.
 type Options struct {
@@ -55,6 +59,10 @@ type Options struct {
 	// SkipQuickCheck leaves out the PRAGMA quick_check that Open and OpenDB
 	// run before they write anything (see quickCheck for its cost).
 	SkipQuickCheck bool
+	// BusyTimeout is how long a write waits for the lock another process
+	// holds before it fails with store.ErrBusy; default DefaultBusyTimeout.
+	// It is set in the DSN (busy_timeout), in whole milliseconds.
+	BusyTimeout time.Duration
 }
 
 // Store is a store.Store over one SQLite database.
@@ -63,6 +71,10 @@ type Store struct {
 	reader   *sql.DB // read-only pool; the same handle as writer for OpenDB
 	ownsDBs  bool    // whether Close closes the handles
 	maxBatch int
+
+	// path and busyTimeout name the file and the wait in ErrBusy errors.
+	path        string
+	busyTimeout time.Duration
 
 	// Statements are prepared once: parsing SQL would otherwise cost more
 	// CPU than executing it. Transactions bind writeQ with WithTx, which
@@ -82,7 +94,7 @@ type Store struct {
 
 // newStore prepares the queries of a migrated database and starts the
 // writer.
-func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch int) (*Store, error) {
+func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch int, path string, busyTimeout time.Duration) (*Store, error) {
 	if maxBatch <= 0 {
 		maxBatch = 64
 	}
@@ -97,6 +109,7 @@ func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch i
 	}
 	s := &Store{
 		writer: writer, reader: reader, ownsDBs: owns, maxBatch: maxBatch, writeQ: writeQ, readQ: readQ,
+		path: path, busyTimeout: busyTimeout,
 		requests: make(chan *writeRequest), closing: make(chan struct{}), writerDone: make(chan struct{}),
 	}
 	go s.runWriter()
@@ -106,14 +119,21 @@ func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch i
 var _ store.Store = (*Store)(nil)
 
 // DSN returns the modernc.org/sqlite data source name flowlite opens path
-// with. Users who open their own *sql.DB for OpenDB should use it.
+// with, with the default busy timeout. Users who open their own *sql.DB for
+// OpenDB should use it, or DSNBusy for another busy timeout.
 func DSN(path string, sync Synchronous) string {
+	return DSNBusy(path, sync, DefaultBusyTimeout)
+}
+
+// DSNBusy is DSN with busy_timeout set to busy (rounded up to a whole
+// millisecond; zero or less means DefaultBusyTimeout).
+func DSNBusy(path string, sync Synchronous, busy time.Duration) string {
 	if sync == "" {
 		sync = SynchronousFull
 	}
 	q := url.Values{}
 	// busy_timeout first: setting journal_mode may itself wait for a lock.
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeoutMillis))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMillis(busy)))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+string(sync)+")")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -137,10 +157,17 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = 4
 	}
+	if opts.BusyTimeout < 0 {
+		return nil, fmt.Errorf("open %s: busy timeout must not be negative, got %s", path, opts.BusyTimeout)
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
 	if err := preflight(path); err != nil {
 		return nil, err
 	}
-	writer, err := sql.Open("sqlite", DSN(path, opts.Synchronous))
+	dsn := DSNBusy(path, opts.Synchronous, opts.BusyTimeout)
+	writer, err := openWriterDB(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -157,18 +184,19 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
 	}
-	if _, err := migrate.SQLite(ctx, writer); err != nil {
+	if err := migrateShared(ctx, writer); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, interpretError(err))
 	}
-	reader, err := sql.Open("sqlite", DSN(path, opts.Synchronous)+"&_pragma=query_only(1)")
+	reader, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	reader.SetMaxOpenConns(opts.ReadConns)
 	reader.SetMaxIdleConns(opts.ReadConns)
-	s, err := newStore(ctx, writer, reader, true, opts.MaxBatch)
+	busy := time.Duration(busyMillis(opts.BusyTimeout)) * time.Millisecond
+	s, err := newStore(ctx, writer, reader, true, opts.MaxBatch, path, busy)
 	if err != nil {
 		reader.Close()
 		writer.Close()
@@ -191,10 +219,14 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open database: %w", err)
 		}
 	}
-	if _, err := migrate.SQLite(ctx, db); err != nil {
+	path, busy, err := fileAndBusyTimeout(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := migrateShared(ctx, db); err != nil {
 		return nil, fmt.Errorf("open database: %w", interpretError(err))
 	}
-	s, err := newStore(ctx, db, db, false, 0)
+	s, err := newStore(ctx, db, db, false, 0, path, busy)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -266,7 +298,7 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 		db.Close()
 		return nil, fmt.Errorf("open %s read-only: %w", path, readOnlyOpenError(path, err))
 	}
-	s, err := newStore(ctx, db, db, true, 1)
+	s, err := newStore(ctx, db, db, true, 1, path, time.Duration(busyMillis(opts.BusyTimeout))*time.Millisecond)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s read-only: %w", path, readOnlyOpenError(path, err))
@@ -368,6 +400,11 @@ func (s *Store) Close() error {
 	return err
 }
 
+// InterpretError maps an error of a modernc.org/sqlite connection to the
+// store's sentinels (store.ErrBusy, store.ErrNotDatabase …), for programs
+// such as the CLI that also open the file directly. It is interpretError.
+func InterpretError(err error) error { return interpretError(err) }
+
 // interpretError maps SQLite result codes to the store's sentinel errors. It
 // is the one place where driver errors are translated.
 func interpretError(err error) error {
@@ -388,6 +425,8 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w (%v)", store.ErrFull, err)
 		case sqlite3.SQLITE_CORRUPT:
 			return fmt.Errorf("%w: %w (%v)", store.ErrNotDatabase, store.ErrCorrupt, err)
+		case sqlite3.SQLITE_BUSY:
+			return fmt.Errorf("%w (%v)", store.ErrBusy, err)
 		}
 	}
 	msg := err.Error()
@@ -417,4 +456,50 @@ func checkSchemaReadOnly(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("database schema is at version %d, this flowlite needs %d, and a database opened read-only cannot be migrated", st.Current, st.Latest)
 	}
 	return nil
+}
+
+// busyMillis is d in whole milliseconds for busy_timeout, rounded up so
+// that a positive timeout never becomes 0 (no wait at all).
+func busyMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return BusyTimeoutMillis
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// BusyTimeout returns how long a write of this store waits for a lock
+// another connection holds.
+func (s *Store) BusyTimeout() time.Duration { return s.busyTimeout }
+
+// busyError explains an ErrBusy of a write: which file, and how long the
+// write waited. Other errors pass unchanged.
+func (s *Store) busyError(err error, waited time.Duration) error {
+	if !errors.Is(err, store.ErrBusy) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: another connection held the write lock past the busy timeout of %s (waited %s)",
+		store.ErrBusy, s.path, s.busyTimeout, waited.Round(time.Millisecond))
+}
+
+// migrateShared migrates db's schema, tolerating other processes that
+// migrate the same fresh file at the same moment: both read version 0, one
+// applies a migration first, and the other's copy of it fails (e.g. "table
+// runs already exists") and rolls back. Each migration is its own
+// transaction, so a retry reads the new version and applies only what is
+// still missing; a failure that persists is reported.
+func migrateShared(ctx context.Context, db *sql.DB) error {
+	var err error
+	for attempt := range 5 {
+		if _, err = migrate.SQLite(ctx, db); err == nil || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(time.Duration(20<<attempt) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+	return err
 }

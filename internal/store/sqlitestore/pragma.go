@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
 )
@@ -125,4 +126,18 @@ func quickCheck(ctx context.Context, db *sql.DB) error {
 			store.ErrNotDatabase, store.ErrCorrupt, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// fileAndBusyTimeout reads the file name and the busy timeout of a pool the
+// caller opened, which ErrBusy errors report.
+func fileAndBusyTimeout(ctx context.Context, db *sql.DB) (string, time.Duration, error) {
+	var busy int64
+	if err := db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
+		return "", 0, fmt.Errorf("read busy_timeout: %w", interpretError(err))
+	}
+	var file string
+	if err := db.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
+		return "", 0, fmt.Errorf("read database file name: %w", interpretError(err))
+	}
+	return file, time.Duration(busy) * time.Millisecond, nil
 }

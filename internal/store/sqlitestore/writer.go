@@ -3,7 +3,9 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
 )
@@ -14,7 +16,10 @@ import (
 // sync rate; a batch shares one fsync among all its callers.
 //
 // Each caller's work runs inside its own SAVEPOINT, so a caller whose
-// function fails is rolled back alone and cannot poison the batch. A caller
+// function fails is rolled back alone and cannot poison the batch. Its
+// statements run detached from its context (see detach.go), which is
+// checked before and after its function instead; a batch whose transaction
+// is lost anyway is retried without the caller at fault (see commitBatch). A caller
 // returns only after the batch's COMMIT, so nothing is acknowledged before it
 // is durable. Batches form only from callers already waiting: the writer
 // never delays a commit to grow one.
@@ -89,63 +94,157 @@ func (s *Store) runWriter() {
 }
 
 // commitBatch runs the batch's functions in one BEGIN IMMEDIATE transaction
-// and tells each caller its outcome.
+// and tells each caller its outcome. One caller never fails another: when
+// the batch's transaction is lost as a whole (an interrupt, SQLITE_FULL,
+// an I/O error roll it back, not just the failing statement), the callers
+// whose work was lost with it are retried in a fresh transaction, and after
+// a second loss each alone, so that only the caller at fault keeps failing.
 func (s *Store) commitBatch(batch []*writeRequest) {
-	results := make([]error, len(batch))
+	for round := 0; len(batch) > 0; round++ {
+		if round < 2 {
+			batch = s.commitGroup(batch)
+			continue
+		}
+		for _, req := range batch {
+			// A group of one runs no savepoint and so is never retried.
+			s.commitGroup([]*writeRequest{req})
+		}
+		return
+	}
+}
+
+// commitGroup runs one transaction for group, tells each caller whose
+// outcome it settled, and returns the callers to retry: those whose work
+// was rolled back with the whole transaction through no fault of theirs.
+func (s *Store) commitGroup(group []*writeRequest) (retry []*writeRequest) {
+	results := make([]error, len(group))
+	settled := make([]bool, len(group))
 	defer func() {
-		for i, req := range batch {
-			req.done <- results[i]
+		for i, req := range group {
+			if settled[i] {
+				req.done <- results[i]
+			}
 		}
 	}()
-	fail := func(err error) {
-		for i := range results {
-			if results[i] == nil {
-				results[i] = err
+	settle := func(i int, err error) { results[i], settled[i] = err, true }
+	failRest := func(err error) {
+		for i := range group {
+			if !settled[i] {
+				settle(i, err)
 			}
 		}
 	}
 
-	sqlTx, err := s.writer.BeginTx(context.Background(), nil)
+	sqlTx, err := s.begin()
 	if err != nil {
-		fail(fmt.Errorf("begin write: %w", interpretError(err)))
-		return
+		failRest(err)
+		return nil
 	}
 	t := s.newTx(sqlTx)
 	committed := 0
-	for i, req := range batch {
-		if err := req.ctx.Err(); err != nil {
-			results[i] = err
-			continue
-		}
-		if len(batch) == 1 {
-			results[i] = req.call(t)
-		} else {
-			results[i], err = s.inSavepoint(sqlTx, func() error { return req.call(t) })
-			if err != nil {
-				// The transaction itself is broken: nothing of it commits.
-				fail(err)
-				_ = sqlTx.Rollback()
-				return
+	for i, req := range group {
+		if len(group) == 1 {
+			settle(i, req.callChecked(t))
+			if results[i] == nil {
+				committed++
 			}
+			break
 		}
-		if results[i] == nil {
+		fnErr, txErr := s.inSavepoint(sqlTx, func() error { return req.callChecked(t) })
+		if txErr != nil {
+			// The transaction is gone: nothing of it commits. The callers
+			// before i whose function succeeded lost their work, and those
+			// after i have not run: retry them. Caller i is retried too
+			// unless its own context ended (its statement was the one
+			// interrupted); if it is at fault otherwise, the retries that
+			// end with each caller alone single it out.
+			_ = ignoreDone(sqlTx.Rollback())
+			for j := range group {
+				switch {
+				case j < i && results[j] != nil:
+					// Its own failure, rolled back alone: settled.
+				case j == i && req.ctx.Err() != nil:
+					settle(j, firstErr(fnErr, req.ctx.Err()))
+				default:
+					settled[j] = false
+					retry = append(retry, group[j])
+				}
+			}
+			return retry
+		}
+		settle(i, fnErr)
+		if fnErr == nil {
 			committed++
 		}
 	}
 	if committed == 0 {
 		_ = ignoreDone(sqlTx.Rollback())
-		return
+		return nil
 	}
 	if err := sqlTx.Commit(); err != nil {
-		fail(fmt.Errorf("commit: %w", interpretError(err)))
 		// Callers whose own function failed keep their error; the others
 		// learn that their work did not commit.
+		err = fmt.Errorf("commit: %w", s.busyError(interpretError(err), 0))
+		for i := range group {
+			if results[i] == nil {
+				results[i] = err
+			}
+		}
 	}
+	return nil
+}
+
+// begin starts the batch's BEGIN IMMEDIATE transaction. SQLite waits out a
+// lock held by another connection for busy_timeout itself, but a few busy
+// cases return at once (e.g. while another process recovers the WAL), so a
+// BUSY is retried with backoff until the busy timeout is spent; only then
+// does the batch fail, with ErrBusy naming the file and the wait.
+func (s *Store) begin() (*sql.Tx, error) {
+	start := time.Now()
+	backoff := time.Millisecond
+	for {
+		sqlTx, err := s.writer.BeginTx(context.Background(), nil)
+		if err == nil {
+			return sqlTx, nil
+		}
+		err = interpretError(err)
+		waited := time.Since(start)
+		if !errors.Is(err, store.ErrBusy) || waited+backoff > s.busyTimeout {
+			return nil, fmt.Errorf("begin write: %w", s.busyError(err, waited))
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+// callChecked runs the caller's function unless its context ended, and
+// reports the context's error when it ended while the function ran: the
+// statements ran detached from it (see detach.go), so the check here is
+// what makes a caller that gave up roll back rather than commit.
+func (r *writeRequest) callChecked(t store.Tx) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	err := r.call(t)
+	if err == nil {
+		err = r.ctx.Err()
+	}
+	return err
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inSavepoint runs fn inside a savepoint and rolls only fn's work back when
 // it fails. fnErr is fn's error; err reports a failure of the savepoint
-// statements themselves, after which the transaction cannot go on.
+// statements themselves, which means the transaction was rolled back as a
+// whole (ROLLBACK TO or RELEASE then find no savepoint) or cannot go on.
 //
 // SAVEPOINT statements are not queries sqlc compiles, so their text lives
 // here, next to the pragma reads, as the only SQL outside db/queries.

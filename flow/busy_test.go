@@ -1,0 +1,114 @@
+package flow_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowlite/flowlite/flow"
+)
+
+// TestLeaseMustOutlastBusyTimeout: a heartbeat may wait BusyTimeout for
+// the lock, so a lease shorter than a heartbeat interval plus that wait
+// could lapse under a live worker. Open refuses it, naming the values.
+func TestLeaseMustOutlastBusyTimeout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  flow.Config
+		want string // "" = accepted
+	}{
+		{"default busy timeout", flow.Config{LeaseTimeout: time.Second},
+			"lease timeout 1s must be longer than the heartbeat interval 333.333333ms plus the busy timeout 5s"},
+		{"equal", flow.Config{LeaseTimeout: 5 * time.Second, HeartbeatInterval: time.Second, BusyTimeout: 4 * time.Second},
+			"lease timeout 5s must be longer than the heartbeat interval 1s plus the busy timeout 4s"},
+		{"negative busy timeout", flow.Config{BusyTimeout: -time.Second}, "busy timeout must not be negative, got -1s"},
+		{"short lease, short wait", flow.Config{LeaseTimeout: time.Second, BusyTimeout: 500 * time.Millisecond}, ""},
+		{"defaults", flow.Config{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e, err := flow.Open(t.Context(), dbPath(t), &tc.cfg)
+			if err == nil {
+				e.Close()
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestBusyTimeoutAndErrBusy: a third process holding BEGIN EXCLUSIVE keeps
+// a Start waiting for Config.BusyTimeout, after which it fails with
+// ErrBusy naming the file and the wait, and writes nothing.
+func TestBusyTimeoutAndErrBusy(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	path := dbPath(t)
+	e := openEngine(t, path, &flow.Config{BusyTimeout: 300 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+	wf := flow.Workflow[int, int]{Name: "id", Run: func(wc flow.Context, n int) (int, error) { return n, nil }}
+	flow.Register(e, wf)
+
+	locker := rawDB(t, path)
+	conn, err := locker.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = flow.Start(ctx, e, wf, 1, &flow.StartOptions{RunID: "blocked"})
+	waited := time.Since(start)
+	if !errors.Is(err, flow.ErrBusy) {
+		t.Fatalf("Start under an exclusive lock: %v, want ErrBusy", err)
+	}
+	for _, want := range []string{path, "busy timeout of 300ms", "database is locked"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if waited < 300*time.Millisecond || waited > 3*time.Second {
+		t.Errorf("Start gave up after %s, want about the busy timeout of 300ms", waited)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Inspect(ctx, "blocked"); !errors.Is(err, flow.ErrRunNotFound) {
+		t.Errorf("the refused Start left a run behind: %v", err)
+	}
+	startEngine(t, e)
+	if got := runToEnd(t, ctx, e, wf, 7); got != 7 {
+		t.Errorf("after the lock: %d, want 7", got)
+	}
+}
+
+// TestNewBusyTimeoutMustMatchPool: New cannot change the busy_timeout of
+// the caller's pool, so a different Config.BusyTimeout is refused rather
+// than ignored.
+func TestNewBusyTimeoutMustMatchPool(t *testing.T) {
+	t.Parallel()
+	path := dbPath(t)
+	db, err := sql.Open("sqlite", flow.SQLiteDSNBusy(path, flow.SynchronousFull, 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := flow.New(t.Context(), db, &flow.Config{BusyTimeout: time.Second}); err == nil ||
+		!strings.Contains(err.Error(), "Config.BusyTimeout is 1s but the pool's busy_timeout is 2s") {
+		t.Fatalf("New with a mismatched busy timeout: %v", err)
+	}
+	e, err := flow.New(context.Background(), db, &flow.Config{BusyTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+}
