@@ -64,7 +64,8 @@ var knownImports = map[string]string{
 	"testing":  "testing",
 	"time":     "time",
 	"flow":     "github.com/flowlite/flowlite/flow",
-	"flowtest": "github.com/flowlite/flowlite/flow/flowtest",
+	"flowtest":   "github.com/flowlite/flowlite/flow/flowtest",
+	"flowsqlite": "github.com/flowlite/flowlite/flow/flowsqlite",
 }
 
 // goFile returns a file of package main holding the blocks, importing the
