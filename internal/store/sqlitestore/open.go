@@ -428,11 +428,6 @@ func (s *Store) Close() error {
 	return err
 }
 
-// InterpretError maps an error of a modernc.org/sqlite connection to the
-// store's sentinels (store.ErrBusy, store.ErrNotDatabase …), for programs
-// such as the CLI that also open the file directly. It is interpretError.
-func InterpretError(err error) error { return interpretError(err) }
-
 // interpretError maps SQLite result codes to the store's sentinel errors. It
 // is the one place where driver errors are translated.
 func interpretError(err error) error {
