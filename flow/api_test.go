@@ -19,6 +19,13 @@ import (
 // parses flow and its public subpackages and fails on an exported alias of
 // an internal type, and on an internal type in an exported field or an
 // exported function's signature.
+//
+// One exception is deliberate: Backend's method returns internal/store's
+// Opened. That is what seals the seam: no package outside this module can
+// name the type, so only flowlite's own backend packages (flow/flowsqlite,
+// later flow/flowpg) can implement Backend, and users choose a backend by
+// importing its package, never by writing one. sealedSeam lists it; a new
+// entry needs the same reason.
 func TestAPIHidesNoInternalTypes(t *testing.T) {
 	fset := token.NewFileSet()
 	var files int
@@ -41,7 +48,9 @@ func TestAPIHidesNoInternalTypes(t *testing.T) {
 		}
 		files++
 		for _, problem := range checkFile(fset, f) {
-			t.Error(problem)
+			if !sealedSeam(problem) {
+				t.Error(problem)
+			}
 		}
 		return nil
 	})
@@ -51,6 +60,12 @@ func TestAPIHidesNoInternalTypes(t *testing.T) {
 	if files == 0 {
 		t.Fatal("no Go files found; the test must run in the flow directory")
 	}
+}
+
+// sealedSeam reports whether problem is about the sealed Backend seam, the
+// one internal type flow's API shows on purpose (see above).
+func sealedSeam(problem string) bool {
+	return strings.Contains(problem, " Backend.OpenStore uses github.com/flowlite/flowlite/internal/store.Opened;")
 }
 
 // TestAPICheckFindsInternalTypes makes sure the check above would catch

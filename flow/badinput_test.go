@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 var double = flow.Step[int, int]{
@@ -249,17 +250,17 @@ func TestOpenRefusesFilesItCannotUse(t *testing.T) {
 	if err := os.WriteFile(notDB, content, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := flow.Open(ctx, notDB, nil)
+	_, err := flowsqlite.Open(ctx, notDB, nil, nil)
 	if !errors.Is(err, flow.ErrNotDatabase) || !strings.Contains(err.Error(), notDB) {
 		t.Fatalf("open text file: err = %v, want ErrNotDatabase naming the path", err)
 	}
 	if got, _ := os.ReadFile(notDB); string(got) != string(content) {
 		t.Fatal("the refused file was modified")
 	}
-	if _, err := flow.Open(ctx, t.TempDir(), nil); !errors.Is(err, flow.ErrNotDatabase) {
+	if _, err := flowsqlite.Open(ctx, t.TempDir(), nil, nil); !errors.Is(err, flow.ErrNotDatabase) {
 		t.Fatalf("open a directory: err = %v, want ErrNotDatabase", err)
 	}
-	if _, err := flow.Open(ctx, dbPath(t), &flow.Config{Synchronous: "OFF"}); err == nil {
+	if _, err := flowsqlite.Open(ctx, dbPath(t), nil, &flowsqlite.Options{Synchronous: "OFF"}); err == nil {
 		t.Fatal("open with synchronous OFF: want an error")
 	}
 }
@@ -297,7 +298,7 @@ func TestCancelFinishedOrUnknownRun(t *testing.T) {
 func TestClosedEngine(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	e, err := flow.Open(ctx, dbPath(t), testConfig())
+	e, err := flowsqlite.Open(ctx, dbPath(t), testConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

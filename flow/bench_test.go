@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // The benchmarks start b.N runs and wait for all of them, reporting runs/s
@@ -72,15 +73,14 @@ func benchWorkflows() []struct {
 const producers = 16
 
 func BenchmarkRuns(b *testing.B) {
-	for _, sync := range []flow.Synchronous{flow.SynchronousFull, flow.SynchronousNormal} {
+	for _, sync := range []flowsqlite.Synchronous{flowsqlite.SynchronousFull, flowsqlite.SynchronousNormal} {
 		for _, bw := range benchWorkflows() {
 			b.Run(bw.name+"/"+string(sync), func(b *testing.B) {
 				ctx := context.Background()
-				e, err := flow.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), &flow.Config{
-					Synchronous:  sync,
+				e, err := flowsqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), &flow.Config{
 					Queues:       map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 32}},
 					PollInterval: 50 * time.Millisecond,
-				})
+				}, &flowsqlite.Options{Synchronous: sync})
 				if err != nil {
 					b.Fatal(err)
 				}

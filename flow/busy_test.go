@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // TestLeaseMustOutlastBusyTimeout: a heartbeat may wait BusyTimeout for
@@ -19,19 +20,20 @@ func TestLeaseMustOutlastBusyTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  flow.Config
-		want string // "" = accepted
+		busy time.Duration // flowsqlite.Options.BusyTimeout
+		want string        // "" = accepted
 	}{
-		{"default busy timeout", flow.Config{LeaseTimeout: time.Second},
+		{"default busy timeout", flow.Config{LeaseTimeout: time.Second}, 0,
 			"lease timeout 1s must be longer than the heartbeat interval 333.333333ms plus the busy timeout 5s"},
-		{"equal", flow.Config{LeaseTimeout: 5 * time.Second, HeartbeatInterval: time.Second, BusyTimeout: 4 * time.Second},
+		{"equal", flow.Config{LeaseTimeout: 5 * time.Second, HeartbeatInterval: time.Second}, 4 * time.Second,
 			"lease timeout 5s must be longer than the heartbeat interval 1s plus the busy timeout 4s"},
-		{"negative busy timeout", flow.Config{BusyTimeout: -time.Second}, "busy timeout must not be negative, got -1s"},
-		{"short lease, short wait", flow.Config{LeaseTimeout: time.Second, BusyTimeout: 500 * time.Millisecond}, ""},
-		{"defaults", flow.Config{}, ""},
+		{"negative busy timeout", flow.Config{}, -time.Second, "busy timeout must not be negative, got -1s"},
+		{"short lease, short wait", flow.Config{LeaseTimeout: time.Second}, 500 * time.Millisecond, ""},
+		{"defaults", flow.Config{}, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e, err := flow.Open(t.Context(), dbPath(t), &tc.cfg)
+			e, err := flowsqlite.Open(t.Context(), dbPath(t), &tc.cfg, &flowsqlite.Options{BusyTimeout: tc.busy})
 			if err == nil {
 				e.Close()
 			}
@@ -46,13 +48,13 @@ func TestLeaseMustOutlastBusyTimeout(t *testing.T) {
 }
 
 // TestBusyTimeoutAndErrBusy: a third process holding BEGIN EXCLUSIVE keeps
-// a Start waiting for Config.BusyTimeout, after which it fails with
+// a Start waiting for Options.BusyTimeout, after which it fails with
 // ErrBusy naming the file and the wait, and writes nothing.
 func TestBusyTimeoutAndErrBusy(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
-	e := openEngine(t, path, &flow.Config{BusyTimeout: 300 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+	e := openEngineOpts(t, path, &flow.Config{PollInterval: 10 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: 300 * time.Millisecond})
 	wf := flow.Workflow[int, int]{Name: "id", Run: func(wc flow.Context, n int) (int, error) { return n, nil }}
 	flow.Register(e, wf)
 
@@ -92,21 +94,21 @@ func TestBusyTimeoutAndErrBusy(t *testing.T) {
 }
 
 // TestNewBusyTimeoutMustMatchPool: New cannot change the busy_timeout of
-// the caller's pool, so a different Config.BusyTimeout is refused rather
+// the caller's pool, so a different Options.BusyTimeout is refused rather
 // than ignored.
 func TestNewBusyTimeoutMustMatchPool(t *testing.T) {
 	t.Parallel()
 	path := dbPath(t)
-	db, err := sql.Open("sqlite", flow.SQLiteDSNBusy(path, flow.SynchronousFull, 2*time.Second))
+	db, err := sql.Open("sqlite", flowsqlite.DSNBusy(path, flowsqlite.SynchronousFull, 2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := flow.New(t.Context(), db, &flow.Config{BusyTimeout: time.Second}); err == nil ||
-		!strings.Contains(err.Error(), "Config.BusyTimeout is 1s but the pool's busy_timeout is 2s") {
+	if _, err := flowsqlite.New(t.Context(), db, &flow.Config{}, &flowsqlite.Options{BusyTimeout: time.Second}); err == nil ||
+		!strings.Contains(err.Error(), "Options.BusyTimeout is 1s but the pool's busy_timeout is 2s") {
 		t.Fatalf("New with a mismatched busy timeout: %v", err)
 	}
-	e, err := flow.New(context.Background(), db, &flow.Config{BusyTimeout: 2 * time.Second})
+	e, err := flowsqlite.New(context.Background(), db, &flow.Config{}, &flowsqlite.Options{BusyTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

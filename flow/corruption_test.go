@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 var twice = flow.Step[int, int]{Name: "double", Run: func(_ context.Context, n int) (int, error) { return 2 * n, nil }}
@@ -94,7 +95,7 @@ func TestOpenRefusesCorruptFile(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
-	e, err := flow.Open(ctx, path, testConfig())
+	e, err := flowsqlite.Open(ctx, path, testConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestOpenRefusesCorruptFile(t *testing.T) {
 	}
 	before := sha256File(t, path)
 
-	e, err = flow.Open(ctx, path, testConfig())
+	e, err = flowsqlite.Open(ctx, path, testConfig(), nil)
 	if err == nil {
 		e.Close()
 		t.Fatal("Open accepted a database with a damaged page")
@@ -145,7 +146,7 @@ func TestOpenRefusesCorruptFile(t *testing.T) {
 	}
 
 	// The check can be skipped for files known to be sound.
-	e, err = flow.Open(ctx, path, &flow.Config{SkipQuickCheck: true})
+	e, err = flowsqlite.Open(ctx, path, nil, &flowsqlite.Options{SkipQuickCheck: true})
 	if err != nil {
 		t.Fatalf("Open with SkipQuickCheck: %v", err)
 	}

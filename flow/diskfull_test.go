@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // A database that refuses writes (here: capped at a page count, as a full
@@ -48,16 +49,16 @@ func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	e0.Close()
 
 	// Reopen with the database capped just above its size.
-	capped, err := sql.Open("sqlite", flow.SQLiteDSNBusy(path, flow.SynchronousFull, busy)+"&_pragma=max_page_count(120)")
+	capped, err := sql.Open("sqlite", flowsqlite.DSNBusy(path, flowsqlite.SynchronousFull, busy)+"&_pragma=max_page_count(120)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { capped.Close() })
 	logs := &syncBuffer{}
-	e1, err := flow.New(ctx, capped, &flow.Config{
-		PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, BusyTimeout: busy, WorkerID: "full",
+	e1, err := flowsqlite.New(ctx, capped, &flow.Config{
+		PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, WorkerID: "full",
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
-	})
+	}, &flowsqlite.Options{BusyTimeout: busy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	e1.Close()
 
 	// The earlier run is intact, and with room again the run completes.
-	e2 := openEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, BusyTimeout: busy, RescueInterval: 100 * time.Millisecond})
+	e2 := openEngineOpts(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 100 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: busy})
 	flow.Register(e2, fill)
 	flow.Register(e2, small)
 	startEngine(t, e2)

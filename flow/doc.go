@@ -1,5 +1,5 @@
 // Package flow is the public API of flowlite, a durable workflow and job
-// engine that lives in one SQLite file.
+// engine that lives in one SQLite file (or, later, a PostgreSQL database).
 //
 // # Steps and workflows
 //
@@ -48,10 +48,17 @@
 //
 // # Engine
 //
-// Open opens an engine on a SQLite file with every default; New takes a
-// *sql.DB the caller opened with SQLiteDSN. Register workflows, Start the
-// engine, then start runs with Start (or StartTx inside your own
-// transaction) and wait with Run.Result. Stop drains gracefully.
+// An Engine runs on a backend, chosen by the package a program imports:
+// flow/flowsqlite for a SQLite file. flowsqlite.Open opens an engine on a
+// file with every default, flowsqlite.New on a *sql.DB the caller opened
+// with flowsqlite.DSN; both call New with their Backend. flow itself
+// imports no backend and no database driver, and Config holds only what
+// every backend shares; what only SQLite has (synchronous, busy timeout,
+// WAL bounds) is flowsqlite.Options. Register workflows, Start the engine,
+// then start runs with Start (or StartTx inside your own transaction) and
+// wait with Run.Result. Stop drains gracefully.
+//
+//	eng, err := flowsqlite.Open(ctx, "app.db", &flow.Config{…}, nil)
 //
 // # Bad input
 //
@@ -73,4 +80,8 @@
 // package flowtype and re-exported here under the same names, so code
 // writes flow.RetryPolicy. go doc shows an alias without its fields: read
 // them with go doc github.com/flowlite/flowlite/flow/flowtype.
+//
+// It imports flow/flowtype and flowlite's internal packages (engine, store,
+// codec, clock), never a store adapter or a database driver
+// (internal/archtest checks it).
 package flow

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 var noopJob = flow.Job[int]{Name: "noop_job", Handler: func(context.Context, int) error { return nil }}
@@ -20,10 +21,10 @@ var noopJob = flow.Job[int]{Name: "noop_job", Handler: func(context.Context, int
 //	go test -run '^$' -bench DrainJobs -benchtime 20000x ./flow/
 func BenchmarkDrainJobs(b *testing.B) {
 	ctx := context.Background()
-	e, err := flow.Open(ctx, filepath.Join(b.TempDir(), "drain.db"), &flow.Config{
+	e, err := flowsqlite.Open(ctx, filepath.Join(b.TempDir(), "drain.db"), &flow.Config{
 		Queues:       map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 64}},
 		PollInterval: 50 * time.Millisecond,
-	})
+	}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

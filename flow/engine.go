@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,30 +9,10 @@ import (
 	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // DefaultQueue is the queue of runs started without one.
 const DefaultQueue = engine.DefaultQueue
-
-// Synchronous is the SQLite durability setting (PRAGMA synchronous) of the
-// connections Open makes, or SQLiteDSN describes: how much of a commit
-// survives a crash. The database runs in WAL mode, where only FULL and
-// NORMAL make sense, so those are the two values; the empty value means
-// SynchronousFull.
-type Synchronous string
-
-// Durability settings.
-const (
-	// SynchronousFull syncs the WAL on every commit, so that every commit
-	// survives power loss. It is the default: a workflow engine that loses
-	// a checkpoint repeats a step's side effect.
-	SynchronousFull Synchronous = "FULL"
-	// SynchronousNormal syncs at checkpoints only: commits survive a crash
-	// of the process but possibly not a power loss, for several times the
-	// write throughput.
-	SynchronousNormal Synchronous = "NORMAL"
-)
 
 // Clock tells the engine the time; flowtest provides one that tests move.
 // See [flowtype.Clock] for its method.
@@ -70,34 +49,16 @@ type Config struct {
 	// lists the queue runs. Listing a queue replaces the default, so list
 	// DefaultQueue too if this engine should also work it.
 	Queues map[string]QueueConfig
-	// Synchronous applies to Open only. Default SynchronousFull.
-	Synchronous Synchronous
-	// SkipQuickCheck leaves out the check Open and New make before they
-	// write to a database: SQLite's PRAGMA quick_check, which reads every
-	// page of the file (about 0.3 s for a 63 MiB file of 50,000 finished
-	// runs on a 2-core machine, warm cache; linear in the file's size) and
-	// refuses a damaged file with ErrCorrupt, so that an engine never
-	// writes into a file whose b-trees are broken. Skip it for very large
-	// files whose integrity flowlite check (or a backup's) vouches for.
-	SkipQuickCheck bool
-	// BusyTimeout is how long a write waits for the database lock another
-	// process holds (SQLite's busy_timeout) before it fails with ErrBusy.
-	// Several processes may share one file: the engine's own writes
-	// (starts, claims, heartbeats, checkpoints of steps) wait and retry
-	// within this bound, so with each process holding the lock briefly no
-	// caller sees ErrBusy. Default 5s; it is set in the DSN, in whole
-	// milliseconds. New takes the busy_timeout of the caller's pool and
-	// refuses a different non-zero BusyTimeout.
-	BusyTimeout time.Duration
 	// PollInterval bounds how late a run started by another process, or
 	// becoming due, is noticed. Default 200ms.
 	PollInterval time.Duration
 	// LeaseTimeout is how long a run stays owned by a worker that stopped
 	// heartbeating (e.g. crashed) before another takes it over. Default 30s.
-	// It must be longer than HeartbeatInterval plus BusyTimeout (Open and
-	// New refuse it otherwise), because a heartbeat may wait that long for
-	// the database lock, and a lease that lapsed meanwhile would let
-	// another worker rescue a run whose worker is alive.
+	// It must be longer than HeartbeatInterval plus the backend's busy
+	// timeout (flowsqlite's Options.BusyTimeout; New refuses it otherwise),
+	// because a heartbeat may wait that long for the database lock, and a
+	// lease that lapsed meanwhile would let another worker rescue a run
+	// whose worker is alive.
 	LeaseTimeout time.Duration
 	// HeartbeatInterval is how often leases are renewed; default a third of
 	// LeaseTimeout. Cancellation by another process is seen at the latest
@@ -127,15 +88,6 @@ type Config struct {
 	// CleanInterval is how often finished runs past their retention are
 	// deleted. Default 1m; negative: never automatically (call Clean).
 	CleanInterval time.Duration
-	// CheckpointInterval is how often the WAL is checkpointed routinely
-	// (truncated when no run is in flight). Its size is checked several
-	// times a second regardless. Default 1s; negative: no automatic
-	// checkpoints beyond SQLite's own.
-	CheckpointInterval time.Duration
-	// WALLimit is the size in bytes the WAL file should stay under; past
-	// half of it the engine truncates the WAL, briefly holding writes back
-	// until readers move on. Default 64 MiB.
-	WALLimit int64
 	// ReportInterval is how often a started engine writes its metrics
 	// (EngineMetrics) to the database when they changed, so that processes
 	// that run no workflows, like flowlite serve, can show them (see
@@ -161,137 +113,74 @@ type Config struct {
 type Engine struct {
 	core  *engine.Engine
 	store store.Store
-	// readOnly is the file of an engine opened with OpenReadOnly.
+	// readOnly names the database of an engine whose backend opened it
+	// only to read (flowsqlite.OpenReadOnly).
 	readOnly string
 }
 
-// Open opens an engine on the SQLite file at path (created when missing)
-// with WAL, synchronous=FULL unless cfg says NORMAL, and the schema migrated.
-// Before writing anything it checks the file's pages (see
-// Config.SkipQuickCheck). A file that is not a SQLite database, is corrupt,
-// is read-only, or was migrated by a newer flowlite is refused with
-// ErrNotDatabase, ErrCorrupt, ErrReadOnly or ErrSchemaTooNew naming the
-// file, and left untouched.
-func Open(ctx context.Context, path string, cfg *Config) (*Engine, error) {
-	if cfg == nil {
-		cfg = &Config{}
-	}
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.Options{
-		Synchronous: sqlitestore.Synchronous(cfg.Synchronous), BusyTimeout: cfg.BusyTimeout,
-		SkipQuickCheck: cfg.SkipQuickCheck,
-	})
-	if err != nil {
-		return nil, err
-	}
-	e, err := newEngine(s, cfg)
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	return e, nil
-}
-
-// OpenReadOnly opens an engine that only reads the existing SQLite file at
-// path: Inspect, ListRuns, History, Check, QueueStats and the other reads
-// work, while every write (Start, Cancel, Signal, Checkpoint…) and Engine.Start
-// fail with ErrReadOnly naming the file. It never creates, migrates or
-// changes the file and leaves no -wal or -shm file behind, so it reads a
-// file that is read-only, in a read-only directory or on a read-only mount,
-// as well as one engines are working. The schema must be this flowlite's
-// version: an older one cannot be migrated without writing.
+// Backend is a database an Engine runs on. A backend package makes one and
+// passes it to New: flow/flowsqlite for a SQLite file (flowsqlite.Open
+// does both), flow/flowpg for PostgreSQL. flow itself imports no backend
+// and no database driver, so a program links only the one it chooses.
 //
-// On a file this process could write, the engine reads through ordinary
-// SQLite connections that refuse writes (query_only). On a file it cannot
-// write, it opens SQLite read-only (mode=ro), reading the WAL through its
-// -shm if engines have the file open; if there is no WAL, SQLite's
-// immutable mode reads the main file, which then holds every commit, and
-// creates nothing beside it (sqlite.org/wal.html#readonly). Writes by
-// another process that start after OpenReadOnly may then go unseen until
-// the engine is opened again.
-func OpenReadOnly(ctx context.Context, path string, cfg *Config) (*Engine, error) {
+// The set of backends is sealed: OpenStore returns a type of flowlite's
+// internal packages, which no package outside this module can name, so
+// only this module's backend packages can implement Backend. It is the
+// one place where flow's API shows an internal type.
+type Backend interface {
+	// OpenStore opens the store of one engine. New calls it once and the
+	// engine closes the store.
+	OpenStore(ctx context.Context) (store.Opened, error)
+}
+
+// New returns an engine on the database of b, a backend made by a backend
+// package; most programs call that package's Open instead (flowsqlite.Open),
+// which calls New. Errors of opening the database are the backend's (see
+// its Open). When New fails, the store b opened is closed.
+func New(ctx context.Context, b Backend, cfg *Config) (*Engine, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	s, err := sqlitestore.OpenReadOnly(ctx, path, sqlitestore.Options{BusyTimeout: cfg.BusyTimeout})
+	o, err := b.OpenStore(ctx)
 	if err != nil {
 		return nil, err
 	}
-	e, err := newEngine(s, cfg)
+	e, err := newEngine(o, cfg)
 	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	e.readOnly = path
-	return e, nil
-}
-
-// SQLiteDSN returns the data source name to open a database for New with
-// sql.Open("sqlite", …) (modernc.org/sqlite): WAL, busy timeout, foreign
-// keys and BEGIN IMMEDIATE write transactions.
-func SQLiteDSN(path string, sync Synchronous) string {
-	return sqlitestore.DSN(path, sqlitestore.Synchronous(sync))
-}
-
-// SQLiteDSNBusy is SQLiteDSN with a busy timeout other than the default
-// 5s (see Config.BusyTimeout); zero or less means the default.
-func SQLiteDSNBusy(path string, sync Synchronous, busy time.Duration) string {
-	return sqlitestore.DSNBusy(path, sqlitestore.Synchronous(sync), busy)
-}
-
-// New returns an engine on a SQLite database the caller opened (see
-// SQLiteDSN) and migrates its schema. The pool is used as it is; Close does
-// not close it.
-func New(ctx context.Context, db *sql.DB, cfg *Config) (*Engine, error) {
-	if cfg == nil {
-		cfg = &Config{}
-	}
-	s, err := sqlitestore.OpenDB(ctx, db, sqlitestore.Options{SkipQuickCheck: cfg.SkipQuickCheck})
-	if err != nil {
-		return nil, err
-	}
-	if cfg.BusyTimeout != 0 && cfg.BusyTimeout != s.BusyTimeout() {
-		s.Close()
-		return nil, fmt.Errorf("new engine: Config.BusyTimeout is %s but the pool's busy_timeout is %s: open the pool with SQLiteDSNBusy(path, sync, %s) or leave BusyTimeout zero",
-			cfg.BusyTimeout, s.BusyTimeout(), cfg.BusyTimeout)
-	}
-	e, err := newEngine(s, cfg)
-	if err != nil {
-		s.Close()
+		o.Store.Close()
 		return nil, err
 	}
 	return e, nil
 }
 
-func newEngine(s *sqlitestore.Store, cfg *Config) (*Engine, error) {
+func newEngine(o store.Opened, cfg *Config) (*Engine, error) {
 	queues := make(map[string]int, len(cfg.Queues))
 	for name, q := range cfg.Queues {
 		queues[name] = q.Concurrency
 	}
-	core, err := engine.New(s, engine.Config{
+	core, err := engine.New(o.Store, engine.Config{
 		Queues:            queues,
 		PollInterval:      cfg.PollInterval,
 		LeaseTimeout:      cfg.LeaseTimeout,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		RescueInterval:    cfg.RescueInterval,
-		BusyTimeout:       s.BusyTimeout(),
+		BusyTimeout:       o.BusyTimeout,
 		DefaultRetry:      cfg.DefaultRetry,
 		Logger:            cfg.Logger,
 		Clock:             cfg.Clock,
 		WorkerID:          cfg.WorkerID,
 		Intercept:         cfg.Intercept,
 
-		Retention:          cfg.Retention,
-		CleanInterval:      cfg.CleanInterval,
-		CheckpointInterval: cfg.CheckpointInterval,
-		WALLimit:           cfg.WALLimit,
-		ReportInterval:     cfg.ReportInterval,
-		ReportRetention:    cfg.ReportRetention,
-		MaxPayloadBytes:    cfg.MaxPayloadBytes,
+		Retention:       cfg.Retention,
+		CleanInterval:   cfg.CleanInterval,
+		ReportInterval:  cfg.ReportInterval,
+		ReportRetention: cfg.ReportRetention,
+		MaxPayloadBytes: cfg.MaxPayloadBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
-	return &Engine{core: core, store: s}, nil
+	return &Engine{core: core, store: o.Store, readOnly: o.ReadOnly}, nil
 }
 
 // Register adds a workflow version to the engine, or panics if it is
@@ -320,7 +209,8 @@ func RegisterSafely[In, Out any](e *Engine, wf Workflow[In, Out]) error {
 // Start starts working: claiming runs of the configured queues, renewing
 // leases and rescuing runs of crashed workers. Runs can be started and
 // inspected before Start.
-// An engine opened with OpenReadOnly cannot start: it returns ErrReadOnly.
+// An engine opened only to read (flowsqlite.OpenReadOnly) cannot start: it
+// returns ErrReadOnly.
 func (e *Engine) Start(ctx context.Context) error {
 	if e.readOnly != "" {
 		return fmt.Errorf("start engine on %s: %w: it was opened with OpenReadOnly", e.readOnly, ErrReadOnly)
@@ -334,7 +224,8 @@ func (e *Engine) Start(ctx context.Context) error {
 func (e *Engine) Stop(ctx context.Context) error { return e.core.Stop(ctx) }
 
 // Close stops the engine at once (interrupting runs in flight, which are
-// released and resume later) and closes the database if Open opened it.
+// released and resume later) and closes its store, and the database if the
+// backend opened it (a pool the caller opened stays open).
 // Call Stop first for a graceful drain.
 func (e *Engine) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
 )
 
@@ -87,12 +88,12 @@ func TestTransactionalStepCommitsWithItsCheckpoint(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e, err := flow.New(ctx, db, testConfig())
+	e, err := flowsqlite.New(ctx, db, testConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,12 +141,12 @@ func TestStartTxFollowsTheCallersTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e, err := flow.New(ctx, db, testConfig())
+	e, err := flowsqlite.New(ctx, db, testConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,20 +33,22 @@ var (
 	// ErrConflict is returned by operator actions on a run in the wrong
 	// state, e.g. Resume of a run that is not suspended.
 	ErrConflict = store.ErrConflict
-	// ErrSchemaTooNew is returned by Open and New for a database migrated by
-	// a newer flowlite.
+	// ErrSchemaTooNew is returned by a backend's Open (flowsqlite.Open,
+	// flowsqlite.New) for a database migrated by a newer flowlite.
 	ErrSchemaTooNew = store.ErrSchemaTooNew
-	// ErrNotDatabase is returned by Open for a file that is not a SQLite
-	// database, or is corrupt.
+	// ErrNotDatabase is returned by a backend's Open for what is not a
+	// database of its kind (flowsqlite.Open: a file that is not a SQLite
+	// database, or is corrupt).
 	ErrNotDatabase = store.ErrNotDatabase
-	// ErrCorrupt is returned by Open and New, with ErrNotDatabase, for a
+	// ErrCorrupt is returned by flowsqlite.Open and New, with ErrNotDatabase, for a
 	// database whose pages SQLite's quick_check finds damaged: flowlite
 	// refuses to write to it. Restore a backup, or copy out what is
 	// readable (sqlite3 .recover) into a new file.
 	ErrCorrupt = store.ErrCorrupt
-	// ErrReadOnly is returned by Open for a database it cannot write (the
-	// file, or its directory, where SQLite keeps the -wal and -shm files),
-	// and by every write of an engine opened with OpenReadOnly.
+	// ErrReadOnly is returned by flowsqlite.Open for a database it cannot
+	// write (the file, or its directory, where SQLite keeps the -wal and
+	// -shm files), and by every write of an engine opened with
+	// flowsqlite.OpenReadOnly.
 	ErrReadOnly = store.ErrReadOnly
 	// ErrDiskFull matches a write the database refused because it, or the
 	// disk under it, is full. The engine retries such writes, then gives up
@@ -67,8 +69,8 @@ var (
 	ErrInvalidName = flowtype.ErrInvalidName
 	// ErrBusy is returned by a call that writes (Start, Signal, Cancel,
 	// operator actions…) when another connection, usually another process
-	// or a tool, held the database's write lock for longer than
-	// Config.BusyTimeout. The message names the file and the wait; nothing
+	// or a tool, held the database's write lock for longer than the
+	// backend's busy timeout (flowsqlite's Options.BusyTimeout). The message names the file and the wait; nothing
 	// of the call was written, so it can be retried.
 	ErrBusy = store.ErrBusy
 )

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // A job queue: a one-step job, a unique enqueue, and a dead letter
@@ -17,7 +18,7 @@ func ExampleEnqueue() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "flowlite-example")
 	defer os.RemoveAll(dir)
-	eng, err := flow.Open(ctx, filepath.Join(dir, "app.db"), nil)
+	eng, err := flowsqlite.Open(ctx, filepath.Join(dir, "app.db"), nil, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

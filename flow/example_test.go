@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // A saga: the payment is declined for good, so the reservation made before
@@ -17,7 +18,7 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "flowlite-example")
 	defer os.RemoveAll(dir)
 
-	eng, err := flow.Open(ctx, filepath.Join(dir, "app.db"), nil)
+	eng, err := flowsqlite.Open(ctx, filepath.Join(dir, "app.db"), nil, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

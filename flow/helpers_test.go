@@ -10,6 +10,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // fastRetry makes retries quick enough for tests.
@@ -22,10 +23,16 @@ func testConfig() *flow.Config {
 // openEngine opens an engine on path, closing it when the test ends.
 func openEngine(t *testing.T, path string, cfg *flow.Config) *flow.Engine {
 	t.Helper()
+	return openEngineOpts(t, path, cfg, nil)
+}
+
+// openEngineOpts is openEngine with SQLite options.
+func openEngineOpts(t *testing.T, path string, cfg *flow.Config, opts *flowsqlite.Options) *flow.Engine {
+	t.Helper()
 	if cfg == nil {
 		cfg = testConfig()
 	}
-	e, err := flow.Open(context.Background(), path, cfg)
+	e, err := flowsqlite.Open(context.Background(), path, cfg, opts)
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
 	}
@@ -60,7 +67,7 @@ func dbPath(t *testing.T) string { return filepath.Join(t.TempDir(), "flow.db") 
 // deliberately does not offer.
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // BenchmarkStartLatency starts runs one after the other on an idle engine
@@ -26,7 +27,7 @@ func BenchmarkStartLatency(b *testing.B) {
 	wf := flow.Workflow[int, int]{Name: "latency", Run: func(wc flow.Context, n int) (int, error) {
 		return flow.Do(wc, step, n)
 	}}
-	e, err := flow.Open(ctx, filepath.Join(b.TempDir(), "latency.db"), &flow.Config{PollInterval: time.Second})
+	e, err := flowsqlite.Open(ctx, filepath.Join(b.TempDir(), "latency.db"), &flow.Config{PollInterval: time.Second}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

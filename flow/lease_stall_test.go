@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // syncBuffer is a log sink safe for the engine's goroutines.
@@ -60,8 +61,7 @@ func TestWriteStallLongerThanTheLeaseRescuesNoLiveRun(t *testing.T) {
 		}
 		return n, nil
 	}}
-	e := openEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 50 * time.Millisecond,
-		BusyTimeout: 100 * time.Millisecond}) // a lease this short needs a short lock wait
+	e := openEngineOpts(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 50 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: 100 * time.Millisecond}) // a lease this short needs a short lock wait
 	flow.Register(e, wf)
 	startEngine(t, e)
 	var runs []*flow.Run[int]
@@ -117,11 +117,10 @@ func TestNoLeaseLostWarningAfterARunsOwnFinish(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	logs := &syncBuffer{}
-	e := openEngine(t, dbPath(t), &flow.Config{
-		PollInterval: 10 * time.Millisecond, LeaseTimeout: 50 * time.Millisecond, HeartbeatInterval: time.Millisecond, BusyTimeout: 20 * time.Millisecond,
-		DefaultRetry: flow.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond},
-		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	e := openEngineOpts(t, dbPath(t), &flow.Config{
+		PollInterval: 10 * time.Millisecond, LeaseTimeout: 50 * time.Millisecond, HeartbeatInterval: time.Millisecond, DefaultRetry: flow.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond},
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}, &flowsqlite.Options{BusyTimeout: 20 * time.Millisecond})
 	step := flow.Step[int, int]{Name: "blink", Run: func(ctx context.Context, n int) (int, error) {
 		info, _ := flow.Attempt(ctx)
 		time.Sleep(time.Duration(n%3) * time.Millisecond)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // echoText returns its input; big returns a string of n bytes.
@@ -246,7 +247,7 @@ func TestInvalidNamesAreRefused(t *testing.T) {
 		nameErr(t, "Signal", err, "signal", name, rule)
 		err = flow.Schedule(ctx, e, name, "0 3 * * *", echoText, "x", nil)
 		nameErr(t, "Schedule", err, "schedule", name, rule)
-		_, err = flow.Open(ctx, dbPath(t), &flow.Config{Queues: map[string]flow.QueueConfig{name: {}}})
+		_, err = flowsqlite.Open(ctx, dbPath(t), &flow.Config{Queues: map[string]flow.QueueConfig{name: {}}}, nil)
 		nameErr(t, "Open with Config.Queues", err, "queue", name, rule)
 	}
 	if runs, err := e.ListRuns(ctx, flow.RunFilter{}); err != nil || len(runs) != 1 {

@@ -8,8 +8,8 @@ import (
 )
 
 // ErrNotSupported is returned by the file operations (FileHealth,
-// Checkpoint, Backup, Check) of an engine whose store is not a database
-// file.
+// Checkpoint, Backup, Check) of an engine whose backend keeps no database
+// file (they are the SQLite backend's, flow/flowsqlite).
 var ErrNotSupported = store.ErrNotSupported
 
 // Retention says how long finished runs are kept, counted from when they
@@ -26,28 +26,6 @@ const (
 	DefaultRetainCancelled = flowtype.DefaultRetainCancelled
 )
 
-// CheckpointMode is how hard a checkpoint of the WAL tries; see the
-// Checkpoint* modes and [flowtype.CheckpointMode].
-type CheckpointMode = flowtype.CheckpointMode
-
-// Checkpoint modes, SQLite's wal_checkpoint modes.
-const (
-	// CheckpointPassive copies what it can without waiting.
-	CheckpointPassive = flowtype.CheckpointPassive
-	// CheckpointFull waits for writers, then copies the whole WAL.
-	CheckpointFull = flowtype.CheckpointFull
-	// CheckpointRestart is CheckpointFull, then waits for readers so the
-	// WAL starts over.
-	CheckpointRestart = flowtype.CheckpointRestart
-	// CheckpointTruncate is CheckpointRestart, then truncates the WAL file
-	// to zero bytes.
-	CheckpointTruncate = flowtype.CheckpointTruncate
-)
-
-// CheckpointResult is the outcome of a checkpoint. See
-// [flowtype.CheckpointResult] for its fields.
-type CheckpointResult = flowtype.CheckpointResult
-
 // FileHealth describes the database file, its WAL and the checkpoints run
 // on it. See [flowtype.FileHealth] for its fields.
 type FileHealth = flowtype.FileHealth
@@ -59,15 +37,23 @@ type FileHealth = flowtype.FileHealth
 // through the engine's single writer, so runs in flight keep progressing.
 func (e *Engine) Clean(ctx context.Context) (deleted int, err error) { return e.core.Clean(ctx) }
 
+// The file operations below are those of a database kept in one file with
+// a write-ahead log, which is what flowsqlite's backend is. They stay on
+// Engine, returning ErrNotSupported on other backends, so that operator
+// tools (flowlite, its dashboard) work through Engine alone, whatever the
+// backend.
+
 // FileHealth returns the sizes of the database file and its WAL, and what
 // this engine's last checkpoint did.
 func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) { return e.core.FileHealth(ctx) }
 
-// Checkpoint checkpoints the WAL now. The engine does so by itself (see
-// Config.CheckpointInterval); this is for operators and tests. Modes other
-// than CheckpointPassive hold writes back while they wait for readers, at
-// most about a second.
-func (e *Engine) Checkpoint(ctx context.Context, mode CheckpointMode) (CheckpointResult, error) {
+// Checkpoint checkpoints the WAL now, in one of SQLite's modes
+// (flowsqlite.CheckpointPassive, …), and records it under this engine's
+// worker ID. The SQLite backend does so by itself (see flowsqlite's
+// Options.CheckpointInterval); this is for operators and tests. Modes
+// other than passive hold writes back while they wait for readers, at most
+// about a second.
+func (e *Engine) Checkpoint(ctx context.Context, mode flowtype.CheckpointMode) (flowtype.CheckpointResult, error) {
 	return e.core.Checkpoint(ctx, mode)
 }
 

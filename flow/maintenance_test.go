@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
 )
 
@@ -502,12 +503,12 @@ type walLoad struct {
 // readers keep overlapping read transactions open on their own pool
 // (staggered, so one is always open), and returns the engine, the largest
 // WAL size seen and the number of workflows completed.
-func (l walLoad) run(t *testing.T, cfg *flow.Config) (e *flow.Engine, peak int64, runs int64) {
+func (l walLoad) run(t *testing.T, cfg *flow.Config, opts *flowsqlite.Options) (e *flow.Engine, peak int64, runs int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), l.runFor+3*time.Minute)
 	defer cancel()
 	path := dbPath(t)
-	e = openEngine(t, path, cfg)
+	e = openEngineOpts(t, path, cfg, opts)
 	payload := strings.Repeat("x", 8<<10) // large, so the WAL grows fast even under -race
 	step := flow.Step[string, string]{Name: "echo", Run: func(_ context.Context, s string) (string, error) { return s, nil }}
 	wf := flow.Workflow[string, string]{Name: "wal-writer", Run: func(wc flow.Context, s string) (string, error) {
@@ -633,17 +634,17 @@ func TestWALStaysBoundedUnderConstantReaders(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 16}}
-			cfg.WALLimit = c.limit
+			opts := &flowsqlite.Options{WALLimit: c.limit}
 			limit := cmp.Or(c.limit, 64<<20)
 
 			// The premise: without the watch, the WAL passes the limit.
 			control := c.load
 			control.runFor = 0
 			control.enough = func(_ *flow.Engine, peak int64) bool { return peak >= limit }
-			ctlCfg := *cfg
-			ctlCfg.CheckpointInterval = -1
+			ctlOpts := *opts
+			ctlOpts.CheckpointInterval = -1
 			ctlStart := time.Now()
-			_, ctlPeak, _ := control.run(t, &ctlCfg)
+			_, ctlPeak, _ := control.run(t, cfg, &ctlOpts)
 			t.Logf("without the WAL watch, the WAL reached %.2f MiB in %v", float64(ctlPeak)/(1<<20), time.Since(ctlStart).Round(time.Millisecond))
 			if ctlPeak < limit {
 				t.Fatalf("without the WAL watch the WAL reached only %d bytes: the load does not starve checkpoints", ctlPeak)
@@ -654,7 +655,7 @@ func TestWALStaysBoundedUnderConstantReaders(t *testing.T) {
 				h, err := e.FileHealth(context.Background())
 				return err == nil && h.Forced >= 3
 			}
-			e, peak, runs := load.run(t, cfg)
+			e, peak, runs := load.run(t, cfg, opts)
 			h, err := e.FileHealth(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -682,8 +683,7 @@ func TestFileHealthAndCheckpoint(t *testing.T) {
 	path := dbPath(t)
 	clk := clock.NewManual(maintenanceEpoch)
 	cfg := maintenanceConfig(clk)
-	cfg.CheckpointInterval = -1
-	e := openEngine(t, path, cfg)
+	e := openEngineOpts(t, path, cfg, &flowsqlite.Options{CheckpointInterval: -1})
 	wf := doubler("health", 1)
 	flow.Register(e, wf)
 	startEngine(t, e)
@@ -706,7 +706,7 @@ func TestFileHealthAndCheckpoint(t *testing.T) {
 	if _, err := e.Checkpoint(ctx, "HARD"); err == nil {
 		t.Error("checkpoint in an unknown mode succeeded")
 	}
-	res, err := e.Checkpoint(ctx, flow.CheckpointTruncate)
+	res, err := e.Checkpoint(ctx, flowsqlite.CheckpointTruncate)
 	if err != nil || res.Busy {
 		t.Fatalf("truncate checkpoint: %+v, %v", res, err)
 	}
@@ -714,7 +714,7 @@ func TestFileHealthAndCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.WALBytes != 0 || h.LastCheckpointMode != flow.CheckpointTruncate || !h.LastCheckpoint.Equal(clk.Now()) ||
+	if h.WALBytes != 0 || h.LastCheckpointMode != flowsqlite.CheckpointTruncate || !h.LastCheckpoint.Equal(clk.Now()) ||
 		h.Checkpoints != 1 || h.PeakWALBytes == 0 {
 		t.Errorf("after a truncate checkpoint: %+v", h)
 	}
@@ -724,16 +724,14 @@ func TestFileHealthAndCheckpoint(t *testing.T) {
 func TestIdleEngineTruncatesWAL(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	cfg := testConfig()
-	cfg.CheckpointInterval = 20 * time.Millisecond
-	e := openEngine(t, dbPath(t), cfg)
+	e := openEngineOpts(t, dbPath(t), testConfig(), &flowsqlite.Options{CheckpointInterval: 20 * time.Millisecond})
 	wf := doubler("idle", 1)
 	flow.Register(e, wf)
 	startEngine(t, e)
 	runToEnd(t, ctx, e, wf, 1)
 	eventually(t, "an idle truncate", func() bool {
 		h, err := e.FileHealth(ctx)
-		return err == nil && h.WALBytes == 0 && h.LastCheckpointMode == flow.CheckpointTruncate
+		return err == nil && h.WALBytes == 0 && h.LastCheckpointMode == flowsqlite.CheckpointTruncate
 	})
 }
 

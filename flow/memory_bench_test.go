@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // BenchmarkFinishedRunsMemory runs five rounds of 10,000 one-step runs on
@@ -21,10 +22,10 @@ func BenchmarkFinishedRunsMemory(b *testing.B) {
 	wf := flow.Workflow[int, int]{Name: "finite", Run: func(wc flow.Context, n int) (int, error) { return flow.Do(wc, noop, n) }}
 	for b.Loop() {
 		ctx := context.Background()
-		e, err := flow.Open(ctx, filepath.Join(b.TempDir(), "memory.db"), &flow.Config{
+		e, err := flowsqlite.Open(ctx, filepath.Join(b.TempDir(), "memory.db"), &flow.Config{
 			Queues:       map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 32}},
 			PollInterval: 50 * time.Millisecond,
-		})
+		}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowlite/flowlite/db/migrations"
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // Migration 00006 rebuilds the events table: a database migrated down past
@@ -87,7 +88,7 @@ func TestMissingLowerMigrationIsRefused(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "DELETE FROM flowlite_goose_db_version WHERE version_id = 3"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := flow.Open(ctx, path, nil)
+	_, err := flowsqlite.Open(ctx, path, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "lacks a lower migration") {
 		t.Fatalf("open with migration 3 missing: %v, want an error saying a lower migration is missing", err)
 	}

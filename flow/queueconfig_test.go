@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // A queue configured with a zero QueueConfig works, at DefaultConcurrency,
@@ -17,7 +18,7 @@ func TestZeroQueueConcurrencyMeansTheDefault(t *testing.T) {
 	ctx := waitCtx(t)
 	cfg := testConfig()
 	cfg.Queues = map[string]flow.QueueConfig{"orders": {}}
-	e, err := flow.Open(ctx, dbPath(t), cfg)
+	e, err := flowsqlite.Open(ctx, dbPath(t), cfg, nil)
 	if err != nil {
 		t.Fatalf("open with Queues{orders: {}}: %v", err)
 	}
@@ -80,7 +81,7 @@ func TestNegativeQueueConcurrencyIsRefusedNamingTheQueue(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
 	cfg.Queues = map[string]flow.QueueConfig{"orders": {Concurrency: -1}}
-	e, err := flow.Open(context.Background(), dbPath(t), cfg)
+	e, err := flowsqlite.Open(context.Background(), dbPath(t), cfg, nil)
 	if err == nil {
 		e.Close()
 		t.Fatal("open with concurrency -1: want an error")

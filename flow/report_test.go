@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
 )
 
@@ -146,16 +147,14 @@ func TestCheckpointVisibleToOtherEngines(t *testing.T) {
 	path := dbPath(t)
 	clk := clock.NewManual(maintenanceEpoch)
 	cfg := maintenanceConfig(clk)
-	cfg.CheckpointInterval = -1
 	cfg.WorkerID = "checkpointer"
-	worker := openEngine(t, path, cfg)
+	noWatch := &flowsqlite.Options{CheckpointInterval: -1}
+	worker := openEngineOpts(t, path, cfg, noWatch)
 	wf := doubler("checkpointed", 1)
 	flow.Register(worker, wf)
 	startEngine(t, worker)
 	runToEnd(t, ctx, worker, wf, 1)
-	obsCfg := maintenanceConfig(clk)
-	obsCfg.CheckpointInterval = -1
-	observer := openEngine(t, path, obsCfg)
+	observer := openEngineOpts(t, path, maintenanceConfig(clk), noWatch)
 	h, err := observer.FileHealth(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +173,7 @@ func TestCheckpointVisibleToOtherEngines(t *testing.T) {
 	}
 
 	clk.Advance(time.Minute)
-	if _, err := worker.Checkpoint(ctx, flow.CheckpointTruncate); err != nil {
+	if _, err := worker.Checkpoint(ctx, flowsqlite.CheckpointTruncate); err != nil {
 		t.Fatal(err)
 	}
 	h, err = observer.FileHealth(ctx)
@@ -184,7 +183,7 @@ func TestCheckpointVisibleToOtherEngines(t *testing.T) {
 	if h.WALBytes != 0 {
 		t.Errorf("WAL %d bytes after a TRUNCATE, want 0: the record must be written before the checkpoint", h.WALBytes)
 	}
-	if !h.LastCheckpoint.Equal(clk.Now()) || h.LastCheckpointBy != "checkpointer" || h.LastCheckpointMode != flow.CheckpointTruncate ||
+	if !h.LastCheckpoint.Equal(clk.Now()) || h.LastCheckpointBy != "checkpointer" || h.LastCheckpointMode != flowsqlite.CheckpointTruncate ||
 		h.LastCheckpointBusy || h.LastCheckpointError != "" || h.LastCheckpointWALBytes < walBefore || h.Checkpoints != 0 {
 		t.Errorf("observer's view of the worker's checkpoint: %+v (WAL was %d bytes)", h, walBefore)
 	}
@@ -197,9 +196,8 @@ func TestIdleEngineWritesNothing(t *testing.T) {
 	ctx := waitCtx(t)
 	path := dbPath(t)
 	cfg := testConfig()
-	cfg.CheckpointInterval = 10 * time.Millisecond
 	cfg.ReportInterval = 10 * time.Millisecond
-	e := openEngine(t, path, cfg)
+	e := openEngineOpts(t, path, cfg, &flowsqlite.Options{CheckpointInterval: 10 * time.Millisecond})
 	wf := doubler("quiet", 1)
 	flow.Register(e, wf)
 	startEngine(t, e)

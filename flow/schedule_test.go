@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
 )
 
@@ -206,7 +207,7 @@ func TestScheduleCatchUpAfterDowntime(t *testing.T) {
 			// The first process declares the schedule, runs a while, and stops
 			// before the first slot. The workflow is registered nowhere: its
 			// runs are recorded anyway and wait for an engine that has it.
-			before, err := flow.Open(ctx, path, scheduleConfig(clk, "before"))
+			before, err := flowsqlite.Open(ctx, path, scheduleConfig(clk, "before"), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

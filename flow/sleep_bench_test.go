@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
 )
 
@@ -72,7 +73,7 @@ func openBenchEngine(b *testing.B, clk *clock.Manual) *flow.Engine {
 }
 
 func openBenchEngineAt(b *testing.B, path string, clk *clock.Manual) *flow.Engine {
-	e, err := flow.Open(context.Background(), path, &flow.Config{
+	e, err := flowsqlite.Open(context.Background(), path, &flow.Config{
 		Clock: clk,
 		Queues: map[string]flow.QueueConfig{
 			"sleepy": {Concurrency: 64},
@@ -83,7 +84,7 @@ func openBenchEngineAt(b *testing.B, path string, clk *clock.Manual) *flow.Engin
 		// The day-long jump would make the cleaner delete the runs this
 		// benchmark counts.
 		CleanInterval: -1,
-	})
+	}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func waitCount(b *testing.B, e *flow.Engine, status flow.RunStatus, want int64) 
 // checkpointedSize moves the WAL into the database file and returns the
 // file's size.
 func checkpointedSize(b *testing.B, path string) int64 {
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
 )
 
@@ -45,7 +46,7 @@ func (l *unworkedLog) get() []string {
 func TestStartInAnUnworkedQueueWarnsOncePerQueue(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(dbPath(t), flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(dbPath(t), flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestStartInAnUnworkedQueueWarnsOncePerQueue(t *testing.T) {
 	var log unworkedLog
 	cfg := testConfig()
 	cfg.Logger = slog.New(&log)
-	e, err := flow.New(ctx, db, cfg)
+	e, err := flowsqlite.New(ctx, db, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // TestCheckDamagedValue flips a byte of a run's stored input, which
@@ -17,7 +17,7 @@ func TestCheckDamagedValue(t *testing.T) {
 	if out := ok(t, path, "check"); !strings.Contains(out, "sound") {
 		t.Fatalf("check of the fixture: %q", out)
 	}
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,8 @@ import (
 
 	"github.com/flowlite/flowlite/db/migrations"
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/internal/migrate"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
+	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // fileBytes returns the content of path.
@@ -160,13 +161,13 @@ func oldSchema(t *testing.T) (path string, current, latest int64) {
 		old[name] = &fstest.MapFile{Data: b}
 	}
 	path = filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, old, goose.WithDisableGlobalRegistry(true),
-		goose.WithTableName(migrate.VersionTable))
+		goose.WithTableName(sqlitestore.VersionTable))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestLockedDatabase(t *testing.T) {
 	before := runState(t, path, pendingRun)
 
 	// Another connection holds the write lock.
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestMaintenance(t *testing.T) {
 		t.Errorf("checkpoint: %q", out)
 	}
 	cp := decode[checkpointJSON](t, ok(t, path, "checkpoint", "--json", "--mode", "passive"))
-	if cp.Mode != flow.CheckpointPassive || cp.Busy {
+	if cp.Mode != flowsqlite.CheckpointPassive || cp.Busy {
 		t.Errorf("checkpoint --json: %+v", cp)
 	}
 	fails(t, exitUsage, `invalid --mode "hard"`, "--db", path, "checkpoint", "--mode", "hard")
@@ -372,7 +373,7 @@ func TestHealth(t *testing.T) {
 
 	ok(t, path, "checkpoint", "--mode", "passive")
 	h = decode[healthJSON](t, ok(t, path, "health", "--json"))
-	if c := h.LastCheckpoint; c == nil || c.Mode != flow.CheckpointPassive || c.By == "" || c.By == fx.ID || c.Busy ||
+	if c := h.LastCheckpoint; c == nil || c.Mode != flowsqlite.CheckpointPassive || c.By == "" || c.By == fx.ID || c.Busy ||
 		time.Since(c.At) > time.Minute {
 		t.Errorf("last checkpoint after flowlite checkpoint: %+v", c)
 	}

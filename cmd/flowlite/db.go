@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // defaultBusyTimeout is how long a write waits for a lock another process
-// holds, as flow.Open sets it.
+// holds, as flowsqlite.Open sets it.
 const defaultBusyTimeout = 5 * time.Second
 
 // ErrNotFlowlite is returned for a SQLite database that flowlite did not
@@ -29,7 +30,7 @@ func (a *app) dbPathOrUsage() (string, error) {
 	if path == "" {
 		return "", usageErrorf("no database: pass --db PATH or set %s", envDB)
 	}
-	// flow.Open creates a missing file; an operator tool must not.
+	// flowsqlite.Open creates a missing file; an operator tool must not.
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -48,7 +49,7 @@ func (a *app) dbPathOrUsage() (string, error) {
 
 // withEngine opens the database named by --db or $FLOWLITE_DB, calls fn
 // with an engine that is never started, and closes it. The database must be
-// a flowlite database at this binary's schema version: flow.Open would
+// a flowlite database at this binary's schema version: flowsqlite.Open would
 // migrate an older one, which only "migrate up" may do, and would write
 // flowlite's schema into any other SQLite database.
 func (a *app) withEngine(ctx context.Context, fn func(*flow.Engine) error) error {
@@ -63,7 +64,7 @@ func (a *app) withEngine(ctx context.Context, fn func(*flow.Engine) error) error
 }
 
 // withReader is withEngine for commands that only read: the engine is opened
-// with flow.OpenReadOnly, so the command works on a read-only file,
+// with flowsqlite.OpenReadOnly, so the command works on a read-only file,
 // directory or mount, leaves no -wal or -shm file behind, and cannot change
 // the database even by mistake.
 func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) (err error) {
@@ -74,7 +75,7 @@ func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) (err 
 	if err := a.requireCurrentSchema(ctx, path); err != nil {
 		return err
 	}
-	e, err := flow.OpenReadOnly(ctx, path, &flow.Config{Logger: a.logger, BusyTimeout: a.busyTimeout})
+	e, err := flowsqlite.OpenReadOnly(ctx, path, &flow.Config{Logger: a.logger}, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
 	if err != nil {
 		return a.dbError(err)
 	}
@@ -90,12 +91,12 @@ func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) (err 
 // timeout of --busy-timeout, calls fn and closes the engine.
 func (a *app) openEngine(ctx context.Context, path string, fn func(*flow.Engine) error) (err error) {
 	cfg := &flow.Config{
-		Logger: a.logger, Retention: a.retention, BusyTimeout: a.busyTimeout,
+		Logger: a.logger, Retention: a.retention,
 		// The CLI's engine is never started, so it holds no lease; a long
 		// --busy-timeout must not trip the lease-versus-busy check.
 		LeaseTimeout: max(30*time.Second, 2*a.busyTimeout),
 	}
-	e, err := flow.Open(ctx, path, cfg)
+	e, err := flowsqlite.Open(ctx, path, cfg, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
 	if err != nil {
 		return a.dbError(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // healthJSON is the --json output of health.
@@ -30,12 +31,12 @@ type unworkedJSON struct {
 }
 
 type checkpointInfo struct {
-	At       time.Time           `json:"at"`
-	By       string              `json:"by"`
-	Mode     flow.CheckpointMode `json:"mode"`
-	WALBytes int64               `json:"wal_bytes_before"`
-	Busy     bool                `json:"busy"`
-	Error    string              `json:"error,omitempty"`
+	At       time.Time                 `json:"at"`
+	By       string                    `json:"by"`
+	Mode     flowsqlite.CheckpointMode `json:"mode"`
+	WALBytes int64                     `json:"wal_bytes_before"`
+	Busy     bool                      `json:"busy"`
+	Error    string                    `json:"error,omitempty"`
 }
 
 type engineJSON struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // mailDead is how many dead letters jobFixture adds, in queue "mail".
@@ -29,7 +30,7 @@ func jobFixture(t *testing.T) string {
 	path := fixtureDB(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	e, err := flow.Open(ctx, path, &flow.Config{PollInterval: 5 * time.Millisecond, Queues: map[string]flow.QueueConfig{"mail": {Concurrency: 4}}})
+	e, err := flowsqlite.Open(ctx, path, &flow.Config{PollInterval: 5 * time.Millisecond, Queues: map[string]flow.QueueConfig{"mail": {Concurrency: 4}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,15 +28,16 @@
 //
 // Commands that only read (runs, show, history, stats, check, health,
 // queues, dead list, migrate status, serve --read-only) open the database
-// with flow.OpenReadOnly: they work on a read-only file, directory or mount
+// with flowsqlite.OpenReadOnly: they work on a read-only file, directory or mount
 // and leave no -wal or -shm file behind; commands that write refuse such a
 // database with "database is read-only", naming the file or directory.
 //
-// It imports flow (the public API), cobra, internal/migrate (migrate only
-// inspects and applies the schema, which flow does not expose),
-// internal/store/sqlitestore (the read-only DSN the schema inspection
-// shares with flow.OpenReadOnly, and the errors of the connections it opens
-// itself in flow's terms, e.g. flow.ErrBusy) and internal/dashboard (serve).
+// It imports flow (the public API), flow/flowsqlite (the SQLite backend it
+// opens engines with), cobra, internal/store/sqlitestore (Inspect and
+// Migrate read and migrate a file's schema, which flow does not expose,
+// with errors in flow's terms, e.g. flow.ErrBusy) and internal/dashboard
+// (serve). It imports no database driver and reads no SQLite result code
+// itself (internal/archtest checks the driver).
 package main
 
 import (

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // backupJSON is the --json output of backup.
@@ -123,12 +124,12 @@ printed) or the check could not run.`,
 
 // checkpointJSON is the --json output of checkpoint.
 type checkpointJSON struct {
-	Mode           flow.CheckpointMode `json:"mode"`
-	Busy           bool                `json:"busy"`
-	WALFrames      int                 `json:"wal_frames"`
-	Checkpointed   int                 `json:"checkpointed_frames"`
-	WALBytesBefore int64               `json:"wal_bytes_before"`
-	WALBytesAfter  int64               `json:"wal_bytes_after"`
+	Mode           flowsqlite.CheckpointMode `json:"mode"`
+	Busy           bool                      `json:"busy"`
+	WALFrames      int                       `json:"wal_frames"`
+	Checkpointed   int                       `json:"checkpointed_frames"`
+	WALBytesBefore int64                     `json:"wal_bytes_before"`
+	WALBytesAfter  int64                     `json:"wal_bytes_after"`
 }
 
 func (a *app) checkpointCommand() *cobra.Command {
@@ -144,7 +145,7 @@ restart, truncate (default). A checkpoint that readers or writers kept from
 finishing exits with code 1.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
-			m := flow.CheckpointMode(strings.ToUpper(mode))
+			m := flowsqlite.CheckpointMode(strings.ToUpper(mode))
 			if !m.Valid() {
 				return usageErrorf("invalid --mode %q: must be passive, full, restart or truncate", mode)
 			}

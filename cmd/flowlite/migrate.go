@@ -1,13 +1,10 @@
 package main
 
 import (
-	"database/sql"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/internal/migrate"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
@@ -87,15 +84,9 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 				return notFlowliteError(path, info)
 			}
 			from := info.Status.Current
-			db, err := sql.Open("sqlite", flow.SQLiteDSNBusy(path, flow.SynchronousFull, a.busyTimeout))
+			st, err := sqlitestore.Migrate(ctx, path, a.busyTimeout)
 			if err != nil {
-				return fmt.Errorf("open %s: %w", path, err)
-			}
-			defer db.Close()
-			db.SetMaxOpenConns(1)
-			st, err := migrate.SQLite(ctx, db)
-			if err != nil {
-				return a.dbError(fmt.Errorf("migrate %s: %w", path, sqlitestore.InterpretError(err)))
+				return a.dbError(err)
 			}
 			msg := fmt.Sprintf("schema is up to date at version %d", st.Current)
 			if st.Current != from {

@@ -11,7 +11,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/flowlite/flowlite/db/migrations"
-	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // TestSharedFile runs the CLI on a file that holds an application's tables
@@ -20,7 +20,7 @@ import (
 func TestSharedFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "app.db")
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestSharedFile(t *testing.T) {
 	// Before flowlite opens it, the file is the application's alone.
 	fails(t, exitError, "not a flowlite database", "--db", path, "runs")
 
-	e, err := flow.Open(t.Context(), path, nil)
+	e, err := flowsqlite.Open(t.Context(), path, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestOldLayout(t *testing.T) {
 		old[name] = &fstest.MapFile{Data: []byte(strings.ReplaceAll(string(b), "flowlite_", ""))}
 	}
 	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/fixture"
 )
 
@@ -19,7 +20,7 @@ func delayedFixture(t *testing.T) string {
 	path := fixtureDB(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	e, err := flow.Open(ctx, path, nil)
+	e, err := flowsqlite.Open(ctx, path, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,73 +2,26 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net/url"
 	"strings"
-	"time"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/internal/migrate"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
-// The schema checks below read sqlite_master through internal/migrate. They
-// run on a read-only connection
-// opened without flowlite's pragmas, so looking at a file never changes it
-// (journal_mode(WAL) alone would rewrite the header of a rollback-journal
-// database).
+// The schema checks below read the file through the SQLite adapter
+// (sqlitestore.Inspect), on a read-only connection opened without
+// flowlite's pragmas, so looking at a file never changes it. The adapter
+// maps SQLite's errors to the sentinels flow re-exports.
 
 // schemaInfo describes what a database file holds.
-type schemaInfo struct {
-	Tables   []string       // its tables, sorted
-	Flowlite bool           // it has flowlite's version table (or, before 00010, goose's with flowlite's tables)
-	Status   migrate.Status // when Flowlite: the applied and known versions
-}
+type schemaInfo = sqlitestore.Schema
 
 // inspectSchema reads the schema of the database at path without changing
 // the file in any way.
 func (a *app) inspectSchema(ctx context.Context, path string) (schemaInfo, error) {
-	// The DSN OpenReadOnly uses: it never creates -wal or -shm files it
-	// cannot remove, and reads a file in a read-only directory.
-	dsn, err := sqlitestore.ReadOnlyDSN(path)
-	if err != nil {
-		return schemaInfo{}, err
-	}
-	db, err := sql.Open("sqlite", dsnWithBusyTimeout(dsn, a.busyTimeout))
-	if err != nil {
-		return schemaInfo{}, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-
-	var info schemaInfo
-	tables, err := migrate.Tables(ctx, db)
-	if err != nil {
-		return info, fmt.Errorf("open %s: %w", path, notDatabase(err))
-	}
-	info.Tables = tables
-	// flowlite is identified by its own version table, whatever other
-	// tables share the file: the application's tables may sit beside it.
-	isFlowlite, err := migrate.IsFlowlite(ctx, db)
-	if err != nil || !isFlowlite {
-		return info, err
-	}
-	// The version table exists, so SQLiteStatus only reads it.
-	st, err := migrate.SQLiteStatus(ctx, db)
-	if err != nil {
-		return info, fmt.Errorf("open %s: %w", path, notDatabase(err))
-	}
-	info.Status = st
-	info.Flowlite = true
-	return info, nil
+	return sqlitestore.Inspect(ctx, path, a.busyTimeout)
 }
-
-// notDatabase maps the driver's errors to the sentinels flow re-exports
-// (ErrNotDatabase for a file that is not a database or is corrupt,
-// ErrBusy for a lock held past the busy timeout), through the SQLite
-// adapter, the one place that reads SQLite's result codes.
-func notDatabase(err error) error { return sqlitestore.InterpretError(err) }
 
 // notFlowliteError explains why path is refused.
 func notFlowliteError(path string, info schemaInfo) error {
@@ -100,21 +53,4 @@ func (a *app) requireCurrentSchema(ctx context.Context, path string) error {
 			path, st.Current, st.Latest)
 	}
 	return nil
-}
-
-// dsnWithBusyTimeout returns dsn with its busy_timeout pragma, if it has
-// one, set to d.
-func dsnWithBusyTimeout(dsn string, d time.Duration) string {
-	base, rawQuery, _ := strings.Cut(dsn, "?")
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return dsn
-	}
-	pragmas := q["_pragma"]
-	for i, p := range pragmas {
-		if strings.HasPrefix(p, "busy_timeout(") {
-			pragmas[i] = fmt.Sprintf("busy_timeout(%d)", d.Milliseconds())
-		}
-	}
-	return base + "?" + q.Encode()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // health names the queues whose pending runs no live engine works: the
@@ -35,7 +36,7 @@ func TestHealthNamesUnworkedQueues(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	e, err := flow.Open(ctx, path, &flow.Config{Queues: map[string]flow.QueueConfig{"batch": {}}})
+	e, err := flowsqlite.Open(ctx, path, &flow.Config{Queues: map[string]flow.QueueConfig{"batch": {}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

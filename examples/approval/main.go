@@ -29,6 +29,7 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowsim"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 func main() {
@@ -145,7 +146,7 @@ type timeline struct {
 // expense, plays the managers' script and collects the outcome.
 func simulate(ctx context.Context, path string) (*outcome, error) {
 	clk := flowsim.New(simStart)
-	e, err := flow.Open(ctx, path, &flow.Config{Clock: clk, PollInterval: 20 * time.Millisecond})
+	e, err := flowsqlite.Open(ctx, path, &flow.Config{Clock: clk, PollInterval: 20 * time.Millisecond}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 func main() {
@@ -132,7 +133,7 @@ type timeline struct {
 // them to settle and collects the outcome.
 func simulate(ctx context.Context, path string, orders []Order) (*outcome, error) {
 	svc := newServices(skus, warehouses, stockPerSKU)
-	e, err := flow.Open(ctx, path, &flow.Config{PollInterval: 50 * time.Millisecond})
+	e, err := flowsqlite.Open(ctx, path, &flow.Config{PollInterval: 50 * time.Millisecond}, nil)
 	if err != nil {
 		return nil, err
 	}

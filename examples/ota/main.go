@@ -39,6 +39,7 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowsim"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 func main() {
@@ -174,13 +175,13 @@ var simStart = time.Date(2025, 6, 2, 22, 0, 0, 0, time.UTC) // a Monday, 22:00: 
 // cancels the rollout at that simulated time since its start.
 func simulate(ctx context.Context, path string, plan Plan, f *fleet, cancelAt time.Duration) (*outcome, error) {
 	clk := flowsim.New(simStart)
-	e, err := flow.Open(ctx, path, &flow.Config{
+	e, err := flowsqlite.Open(ctx, path, &flow.Config{
 		Clock:        clk,
 		PollInterval: 20 * time.Millisecond,
 		// Batches run their devices' steps concurrently; more runs at once
 		// give the writer bigger group commits.
 		Queues: map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 32}},
-	})
+	}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowotel"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -51,10 +52,10 @@ func TestSpans(t *testing.T) {
 		return flow.Do(wc, fail, m)
 	}}
 
-	e, err := flow.Open(ctx, filepath.Join(t.TempDir(), "flow.db"), &flow.Config{
+	e, err := flowsqlite.Open(ctx, filepath.Join(t.TempDir(), "flow.db"), &flow.Config{
 		PollInterval: 5 * time.Millisecond,
 		Intercept:    flowotel.Interceptor(&flowotel.Options{TracerProvider: tp}),
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

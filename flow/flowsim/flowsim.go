@@ -10,7 +10,7 @@
 // safe.
 //
 //	clk := flowsim.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-//	e, _ := flow.Open(ctx, path, &flow.Config{Clock: clk})
+//	e, _ := flowsqlite.Open(ctx, path, &flow.Config{Clock: clk}, nil)
 //	// register, start the engine, start runs…
 //	err := clk.Run(ctx, e) // until every run finished
 //

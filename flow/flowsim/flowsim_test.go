@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowsim"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -20,7 +21,7 @@ var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // engine opens a started engine on clk.
 func engine(t *testing.T, clk *flowsim.Clock, wfs ...flow.Workflow[int, time.Time]) *flow.Engine {
 	t.Helper()
-	e, err := flow.Open(t.Context(), filepath.Join(t.TempDir(), "sim.db"), &flow.Config{Clock: clk, PollInterval: 20 * time.Millisecond})
+	e, err := flowsqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sim.db"), &flow.Config{Clock: clk, PollInterval: 20 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
 )
 
@@ -62,10 +63,10 @@ type Env struct {
 // New returns an Env for the test t. cfg may be nil; New copies it and
 // overrides Clock with the Env's manual clock, wraps Intercept (the caller's
 // interceptor still runs, inside the Env's), and defaults PollInterval to
-// DefaultPollInterval, LeaseTimeout to DefaultLeaseTimeout and Synchronous
-// to flow.SynchronousNormal (a test has no power loss to survive). The
-// engine is started on a database file in t.TempDir() and stopped and
-// closed by t.Cleanup.
+// DefaultPollInterval and LeaseTimeout to DefaultLeaseTimeout. The engine
+// is started on a SQLite file in t.TempDir(), opened with flowsqlite.Open
+// and synchronous=NORMAL (a test has no power loss to survive), and
+// stopped and closed by t.Cleanup.
 func New(t TB, cfg *flow.Config) *Env {
 	t.Helper()
 	var c flow.Config
@@ -91,13 +92,11 @@ func New(t TB, cfg *flow.Config) *Env {
 	if c.LeaseTimeout <= 0 {
 		c.LeaseTimeout = DefaultLeaseTimeout
 	}
-	if c.Synchronous == "" {
-		c.Synchronous = flow.SynchronousNormal
-	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	e, err := flow.Open(ctx, filepath.Join(t.TempDir(), "flowtest.db"), &c)
+	e, err := flowsqlite.Open(ctx, filepath.Join(t.TempDir(), "flowtest.db"), &c,
+		&flowsqlite.Options{Synchronous: flowsqlite.SynchronousNormal})
 	if err != nil {
 		t.Fatalf("flowtest: open engine: %v", err)
 		return nil

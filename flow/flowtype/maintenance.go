@@ -82,8 +82,8 @@ type FileHealth struct {
 	DBBytes int64
 	// WALBytes is the size of the -wal file now.
 	WALBytes int64
-	// WALLimit is the configured bound of the -wal file (flow's
-	// Config.WALLimit).
+	// WALLimit is the configured bound of the -wal file (flowsqlite's
+	// Options.WALLimit).
 	WALLimit int64
 	// PeakWALBytes is the largest WAL size this engine saw since it was
 	// created (by its WAL watch or FileHealth).

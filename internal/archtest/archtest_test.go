@@ -264,3 +264,58 @@ func TestDashboardImportsNoEngine(t *testing.T) {
 		}
 	}
 }
+
+// flow is the backend-neutral API: a program chooses its backend by
+// importing flow/flowsqlite (or, later, flow/flowpg), so flow itself must
+// reach no store adapter and no database driver, even transitively, or
+// every program would link every backend.
+func TestFlowImportsNoBackend(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	p := pkgs[module+"/flow"]
+	if p == nil {
+		t.Fatal("no package flow: update the rule to the new layout")
+	}
+	for _, dep := range p.Deps {
+		if isAdapter(dep) || isDBGen(dep) || isDriver(dep) {
+			t.Errorf("flow imports %s (%s): flow reaches a database only through a Backend that a backend package (flow/flowsqlite) hands it",
+				dep, chain(pkgs, p.ImportPath, dep))
+		}
+	}
+}
+
+// SQLite is one room: only its adapter and its public backend package may
+// import the SQLite driver, so that SQLite's error codes, pragmas and DSNs
+// cannot leak into the engine, flow or the CLI. Tests may open a file
+// directly.
+func TestOnlySQLiteBackendImportsSQLiteDriver(t *testing.T) {
+	t.Parallel()
+	allowed := []string{module + "/internal/store/sqlitestore", module + "/flow/flowsqlite"}
+	pkgs := packages(t)
+	for path, p := range pkgs {
+		if !strings.HasPrefix(path, module+"/") || slices.Contains(allowed, path) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == "modernc.org/sqlite" || strings.HasPrefix(imp, "modernc.org/sqlite/") {
+				t.Errorf("%s imports %s; only %v may import the SQLite driver", rel(path), imp, allowed)
+			}
+		}
+	}
+}
+
+// The CLI is an operator of flow's API: it reads a file's schema and
+// migrates it through the SQLite adapter (sqlitestore.Inspect, Migrate) and
+// speaks flow's sentinels, never SQLite's result codes, so it imports no
+// driver itself.
+func TestCLIImportsNoDriver(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	for _, p := range under(t, pkgs, "cmd/flowlite") {
+		for _, imp := range p.Imports {
+			if isDriver(imp) || isDBGen(imp) {
+				t.Errorf("%s imports %s; the CLI reaches the database through flow, flow/flowsqlite and the adapter", rel(p.ImportPath), imp)
+			}
+		}
+	}
+}

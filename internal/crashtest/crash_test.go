@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 var longFlag = flag.Bool("long", false, "run the long crash test (500 runs, 100 kills); also FLOWLITE_CRASH_LONG=1")
@@ -57,7 +58,7 @@ func TestCrashResume(t *testing.T) {
 
 	// The parent's engine is never started: it only records runs and reads
 	// them back, while the children work.
-	parent, err := flow.Open(ctx, h.db, nil)
+	parent, err := flowsqlite.Open(ctx, h.db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

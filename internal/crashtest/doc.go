@@ -7,5 +7,6 @@
 //
 // Run the long crash test with FLOWLITE_CRASH_LONG=1 or -args -long.
 //
-// It imports flow and, in tests only, modernc.org/sqlite for raw checks.
+// Its tests import flow, flow/flowsqlite (the engines' backend) and
+// modernc.org/sqlite for raw checks.
 package crashtest

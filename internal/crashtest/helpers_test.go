@@ -13,7 +13,7 @@ import (
 
 	_ "modernc.org/sqlite" // the "sqlite" driver, for raw checks
 
-	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 type rawDB = *sql.DB
@@ -26,7 +26,7 @@ const shortBusy = 500 * time.Millisecond
 // flowlite uses.
 func openRaw(t testing.TB, path string) rawDB {
 	t.Helper()
-	db, err := sql.Open("sqlite", flow.SQLiteDSN(path, flow.SynchronousFull))
+	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
 	}

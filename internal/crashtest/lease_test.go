@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // offsetClock is the system clock shifted by a settable offset: an engine
@@ -81,16 +82,15 @@ func TestZombieCannotOverwrite(t *testing.T) {
 			}}
 
 			logsA := &logBuffer{}
-			a, err := flow.Open(ctx, path, &flow.Config{
+			a, err := flowsqlite.Open(ctx, path, &flow.Config{
 				// One slot: A cannot claim the run again while its step hangs.
 				Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 1}},
 				LeaseTimeout:      time.Second,
 				HeartbeatInterval: 100 * time.Millisecond,
-				BusyTimeout:       shortBusy,
 				PollInterval:      20 * time.Millisecond,
 				Logger:            logsA.logger(),
 				WorkerID:          "A",
-			})
+			}, &flowsqlite.Options{BusyTimeout: shortBusy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,15 +115,14 @@ func TestZombieCannotOverwrite(t *testing.T) {
 			raw := openRaw(t, path)
 			fenceA := dump(t, raw, "SELECT fence, lease_owner FROM flowlite_runs WHERE id = 'r'")
 
-			b, err := flow.Open(ctx, path, &flow.Config{
+			b, err := flowsqlite.Open(ctx, path, &flow.Config{
 				LeaseTimeout:      time.Second,
 				HeartbeatInterval: 100 * time.Millisecond,
-				BusyTimeout:       shortBusy,
 				RescueInterval:    50 * time.Millisecond,
 				PollInterval:      20 * time.Millisecond,
 				Clock:             newOffsetClock(time.Hour),
 				WorkerID:          "B",
-			})
+			}, &flowsqlite.Options{BusyTimeout: shortBusy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +243,7 @@ func TestRescueLeavesFinishedRunsAlone(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "flow.db")
-	w, err := flow.Open(ctx, path, &flow.Config{LeaseTimeout: time.Second, BusyTimeout: shortBusy, PollInterval: 20 * time.Millisecond, WorkerID: "worker"})
+	w, err := flowsqlite.Open(ctx, path, &flow.Config{LeaseTimeout: time.Second, PollInterval: 20 * time.Millisecond, WorkerID: "worker"}, &flowsqlite.Options{BusyTimeout: shortBusy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,10 +277,10 @@ func TestRescueLeavesFinishedRunsAlone(t *testing.T) {
 		before[id] = snapshot(t, raw, id)
 	}
 
-	r, err := flow.Open(ctx, path, &flow.Config{
-		LeaseTimeout: time.Second, BusyTimeout: shortBusy, RescueInterval: 10 * time.Millisecond, PollInterval: 10 * time.Millisecond,
+	r, err := flowsqlite.Open(ctx, path, &flow.Config{
+		LeaseTimeout: time.Second, RescueInterval: 10 * time.Millisecond, PollInterval: 10 * time.Millisecond,
 		Clock: newOffsetClock(24 * time.Hour), WorkerID: "rescuer",
-	})
+	}, &flowsqlite.Options{BusyTimeout: shortBusy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,11 +348,10 @@ func TestRescueRacesCompletions(t *testing.T) {
 	want := func(v int) int { return ((v*2+1)*2+1)*2 + 1 }
 
 	logsW := &logBuffer{}
-	w, err := flow.Open(ctx, path, &flow.Config{
+	w, err := flowsqlite.Open(ctx, path, &flow.Config{
 		Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 8}},
 		LeaseTimeout:      lease,
 		HeartbeatInterval: 200 * time.Millisecond,
-		BusyTimeout:       shortBusy,
 		PollInterval:      10 * time.Millisecond,
 		Logger:            logsW.logger(),
 		WorkerID:          "worker",
@@ -363,7 +361,7 @@ func TestRescueRacesCompletions(t *testing.T) {
 			mu.Unlock()
 			return call(ctx)
 		},
-	})
+	}, &flowsqlite.Options{BusyTimeout: shortBusy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +369,7 @@ func TestRescueRacesCompletions(t *testing.T) {
 	flow.Register(w, wf)
 
 	clock := newOffsetClock(0)
-	r, err := flow.Open(ctx, path, &flow.Config{LeaseTimeout: lease, BusyTimeout: shortBusy, Clock: clock, WorkerID: "rescuer"})
+	r, err := flowsqlite.Open(ctx, path, &flow.Config{LeaseTimeout: lease, Clock: clock, WorkerID: "rescuer"}, &flowsqlite.Options{BusyTimeout: shortBusy})
 	if err != nil {
 		t.Fatal(err)
 	}

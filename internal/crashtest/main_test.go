@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // Environment of a child process. The test binary re-executes itself with
@@ -157,14 +158,17 @@ func runNumber(id string) (int, error) {
 	return n, err
 }
 
+// childOptions are the SQLite options of every child.
+var childOptions = &flowsqlite.Options{BusyTimeout: shortBusy}
+
 // childConfig is the engine configuration of every child: short leases so
-// that the runs of a killed child are taken over quickly.
+// that the runs of a killed child are taken over quickly (with childOptions'
+// short busy timeout, which such leases need).
 func childConfig(inc int, ledger *ledgerWriter, log *slog.Logger) *flow.Config {
 	return &flow.Config{
 		Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 8}},
 		LeaseTimeout:      time.Second,
 		HeartbeatInterval: 200 * time.Millisecond,
-		BusyTimeout:       shortBusy,
 		RescueInterval:    200 * time.Millisecond,
 		PollInterval:      20 * time.Millisecond,
 		DefaultRetry:      *fastRetry,
@@ -194,7 +198,7 @@ func childMain() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	e, err := flow.Open(ctx, os.Getenv(envDB), childConfig(inc, lw, log))
+	e, err := flowsqlite.Open(ctx, os.Getenv(envDB), childConfig(inc, lw, log), childOptions)
 	if err != nil {
 		return fail("open: %v", err)
 	}

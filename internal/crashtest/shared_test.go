@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // Several worker processes on one file at once (issue 9): each child starts
@@ -57,9 +58,9 @@ func sharedChildMain() int {
 	// binaries: another process's checkpoint or commit can hold the write
 	// lock for seconds (a 2s wait ran out under go test ./...), so these
 	// workers keep the default busy timeout, with leases to match.
-	cfg.BusyTimeout, cfg.LeaseTimeout, cfg.HeartbeatInterval = 5*time.Second, 6*time.Second, 300*time.Millisecond
+	cfg.LeaseTimeout, cfg.HeartbeatInterval = 6*time.Second, 300*time.Millisecond
 	cfg.RescueInterval = 300 * time.Millisecond
-	e, err := flow.Open(ctx, os.Getenv(envDB), cfg)
+	e, err := flowsqlite.Open(ctx, os.Getenv(envDB), cfg, &flowsqlite.Options{BusyTimeout: 5 * time.Second})
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0 // SIGTERM while opening
@@ -152,7 +153,7 @@ func checkShared(t *testing.T, h *harness, total, children int, alive func(owner
 			}
 		}
 	}
-	e, err := flow.Open(ctx, h.db, nil)
+	e, err := flowsqlite.Open(ctx, h.db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // TestCrashResumeWaits is the kill -9 loop of TestCrashResume for runs that
@@ -60,7 +61,7 @@ func TestCrashResumeWaits(t *testing.T) {
 
 	// The test's engine is never started: it records runs, sends signals
 	// and reads the database back, while the children work.
-	tester, err := flow.Open(t.Context(), h.db, nil)
+	tester, err := flowsqlite.Open(t.Context(), h.db, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // The workflows of TestCrashResumeWaits and the child process that works
@@ -305,7 +306,7 @@ func waitsChildMain() int {
 	defer stop()
 	cfg := childConfig(inc, lw, log)
 	cfg.Intercept = lw.interceptWaits
-	e, err := flow.Open(ctx, os.Getenv(envDB), cfg)
+	e, err := flowsqlite.Open(ctx, os.Getenv(envDB), cfg, childOptions)
 	if err != nil {
 		return fail("open: %v", err)
 	}

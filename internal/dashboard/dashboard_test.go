@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/fixture"
 )
 
@@ -190,7 +191,7 @@ func TestReadOnly(t *testing.T) {
 
 func TestHealthz(t *testing.T) {
 	t.Parallel()
-	e, err := flow.Open(context.Background(), fixtureDB(t), nil)
+	e, err := flowsqlite.Open(context.Background(), fixtureDB(t), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestMetrics(t *testing.T) {
 	// A worker engine works and stops; the dashboard's engine, which runs
 	// nothing, shows what the worker reported, added to what the engine
 	// that built the fixture reported.
-	e, err := flow.Open(ctx, path, &flow.Config{PollInterval: 5 * time.Millisecond})
+	e, err := flowsqlite.Open(ctx, path, &flow.Config{PollInterval: 5 * time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,12 +264,12 @@ func TestMetrics(t *testing.T) {
 	if err := e.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	observer, err := flow.Open(ctx, path, nil)
+	observer, err := flowsqlite.Open(ctx, path, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer observer.Close()
-	if _, err := e.Checkpoint(ctx, flow.CheckpointPassive); err != nil {
+	if _, err := e.Checkpoint(ctx, flowsqlite.CheckpointPassive); err != nil {
 		t.Fatal(err)
 	}
 	d, err := New(observer, nil)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/fixture"
 )
 
@@ -25,7 +26,7 @@ func fixtureDB(t testing.TB) string { return fixture.Build(t) }
 // and serves its dashboard.
 func server(t testing.TB, path string, opts *Options) (*httptest.Server, *flow.Engine) {
 	t.Helper()
-	e, err := flow.Open(context.Background(), path, nil)
+	e, err := flowsqlite.Open(context.Background(), path, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

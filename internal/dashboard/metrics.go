@@ -53,7 +53,7 @@ func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 		mw.Family("flowlite_wal_bytes", metrics.Gauge, "Size of the write-ahead log file.")
 		mw.Sample("flowlite_wal_bytes", nil, float64(h.WALBytes))
 		if h.WALLimit > 0 {
-			mw.Family("flowlite_wal_limit_bytes", metrics.Gauge, "Size the WAL file should stay under (Config.WALLimit).")
+			mw.Family("flowlite_wal_limit_bytes", metrics.Gauge, "Size the WAL file should stay under (flowsqlite.Options.WALLimit).")
 			mw.Sample("flowlite_wal_limit_bytes", nil, float64(h.WALLimit))
 		}
 		if !h.LastCheckpoint.IsZero() {

@@ -21,12 +21,10 @@ const (
 
 // Maintenance defaults.
 const (
-	DefaultCleanInterval      = time.Minute
-	DefaultCleanBatch         = 500
-	DefaultCheckpointInterval = time.Second
-	DefaultWALLimit           = 64 << 20
-	DefaultReportInterval     = 10 * time.Second
-	DefaultReportRetention    = 7 * 24 * time.Hour
+	DefaultCleanInterval   = time.Minute
+	DefaultCleanBatch      = 500
+	DefaultReportInterval  = 10 * time.Second
+	DefaultReportRetention = 7 * 24 * time.Hour
 )
 
 // retentionWithDefaults returns r with its zero fields set to the defaults.
@@ -43,8 +41,8 @@ func retentionWithDefaults(r Retention) Retention {
 	return r
 }
 
-// withMaintenanceDefaults fills the zero fields of the cleaner's and the WAL
-// watch's settings. Negative intervals stay negative: that loop is off.
+// withMaintenanceDefaults fills the zero fields of the cleaner's and the
+// reporter's settings. Negative intervals stay negative: that loop is off.
 func (c Config) withMaintenanceDefaults() Config {
 	c.Retention = retentionWithDefaults(c.Retention)
 	if c.CleanInterval == 0 {
@@ -52,12 +50,6 @@ func (c Config) withMaintenanceDefaults() Config {
 	}
 	if c.CleanBatch <= 0 {
 		c.CleanBatch = DefaultCleanBatch
-	}
-	if c.CheckpointInterval == 0 {
-		c.CheckpointInterval = DefaultCheckpointInterval
-	}
-	if c.WALLimit <= 0 {
-		c.WALLimit = DefaultWALLimit
 	}
 	if c.ReportInterval == 0 {
 		c.ReportInterval = DefaultReportInterval

@@ -10,4 +10,9 @@
 // adapter; the one exception is flow/flowtype, the leaf package that defines
 // the types flow shows its users (errors, RetryPolicy, metrics…), which the
 // engine aliases under its own names.
+//
+// It speaks no database dialect: a store's own upkeep (the SQLite adapter's
+// WAL watch) is a store.Maintainer that the engine merely starts, handing
+// it MaintainHooks, and the file operations (FileHealth, Checkpoint,
+// Backup, Check) pass through to store.FileMaintainer.
 package engine

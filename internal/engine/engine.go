@@ -72,13 +72,6 @@ type Config struct {
 	// CleanBatch caps how many runs one cleaner transaction deletes.
 	// Default 500.
 	CleanBatch int
-	// CheckpointInterval is how often the WAL watch checkpoints routinely
-	// (walwatch.go); it looks at the WAL's size more often. Default 1s;
-	// negative: no WAL watch.
-	CheckpointInterval time.Duration
-	// WALLimit is the size in bytes the WAL file should stay under. Default
-	// 64 MiB.
-	WALLimit int64
 	// ReportInterval is how often the engine writes its metrics to the
 	// database when they changed (report.go). Default 10s; negative: never.
 	ReportInterval time.Duration
@@ -180,7 +173,6 @@ type Engine struct {
 	settledCh chan struct{}          // closed and replaced whenever a run settles here
 	unwritten map[string]unwritten   // runs whose last write here failed for good (writefail.go)
 	metrics   metrics                // instrumentation read by Metrics (metrics.go)
-	wal       walState               // what the WAL watch saw and did
 	running   bool
 	startedAt time.Time // of the last Start, engine clock
 	host      string    // this machine's name, for reports
@@ -315,7 +307,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.loops.Go(func() error { e.runUnrunnableReporter(loopCtx); return nil })
 	e.loops.Go(func() error { e.runScheduler(loopCtx); return nil })
 	e.loops.Go(func() error { e.runCleaner(loopCtx); return nil })
-	e.loops.Go(func() error { e.runWALWatch(loopCtx); return nil })
+	e.loops.Go(func() error { e.runMaintainer(loopCtx); return nil })
 	e.loops.Go(func() error { e.runReporter(loopCtx); return nil })
 	return nil
 }

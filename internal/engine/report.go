@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -19,8 +18,8 @@ import (
 // processes that run no workflows: flowlite serve and the CLI. So every
 // engine writes its metrics snapshot to its own row of the database (a few
 // hundred bytes), at Start, every ReportInterval when something changed,
-// and at Stop; and every checkpoint it runs is recorded (walwatch.go,
-// checkpoint). Readers add the rows up (SumMetrics).
+// and at Stop; and a store with a file records every checkpoint it runs
+// (the SQLite adapter's walwatch.go). Readers add the rows up (SumMetrics).
 //
 // A report also lists the queues the engine works and says whether it is
 // alive (LiveUntil, StoppedAt), so that readers can name the queues whose
@@ -130,28 +129,6 @@ func (e *Engine) Reports(ctx context.Context) ([]Report, error) {
 		out[i] = r
 	}
 	return out, nil
-}
-
-// recordCheckpoint stores c as the last checkpoint. A failure is logged, not
-// returned: the checkpoint matters, its record does not.
-func (e *Engine) recordCheckpoint(ctx context.Context, c store.CheckpointRecord) {
-	err := e.store.Write(ctx, func(tx store.Tx) error { return tx.CheckpointSave(ctx, c) })
-	if err != nil && ctx.Err() == nil {
-		e.log.Warn("record checkpoint", "mode", c.Mode, "err", err)
-	}
-}
-
-// lastRecordedCheckpoint returns the last checkpoint any engine recorded,
-// and false when none did.
-func (e *Engine) lastRecordedCheckpoint(ctx context.Context) (store.CheckpointRecord, bool, error) {
-	c, err := e.store.Reader().CheckpointLast(ctx)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return c, false, nil
-	case err != nil:
-		return c, false, err
-	}
-	return c, true, nil
 }
 
 // cleanReports deletes the reports of engines silent for longer than

@@ -56,15 +56,16 @@ func goBlocks(t *testing.T, path string) (blocks []string, lines []int) {
 // knownImports are the packages README snippets may use, by name; a file
 // imports those whose name it uses as a qualifier.
 var knownImports = map[string]string{
-	"context":  "context",
-	"errors":   "errors",
-	"fmt":      "fmt",
-	"log":      "log",
-	"slices":   "slices",
-	"testing":  "testing",
-	"time":     "time",
-	"flow":     "github.com/flowlite/flowlite/flow",
-	"flowtest": "github.com/flowlite/flowlite/flow/flowtest",
+	"context":    "context",
+	"errors":     "errors",
+	"fmt":        "fmt",
+	"log":        "log",
+	"slices":     "slices",
+	"testing":    "testing",
+	"time":       "time",
+	"flow":       "github.com/flowlite/flowlite/flow",
+	"flowtest":   "github.com/flowlite/flowlite/flow/flowtest",
+	"flowsqlite": "github.com/flowlite/flowlite/flow/flowsqlite",
 }
 
 // goFile returns a file of package main holding the blocks, importing the

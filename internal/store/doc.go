@@ -121,6 +121,10 @@
 // Optional interfaces extend a Store for what only some databases have;
 // callers type-assert to them and fall back to ErrNotSupported.
 // FileMaintainer is one: stores kept in one database file report its size,
-// checkpoint its write-ahead log, back it up and check its integrity. An
-// adapter implements the ones its database has and no others.
+// checkpoint its write-ahead log, back it up and check its integrity.
+// Maintainer is another: a store with upkeep of its own (the SQLite WAL
+// watch) runs it while the engine works, with MaintainHooks for what it
+// needs from the engine. An adapter implements the ones its database has
+// and no others; the dialect's policies live in the adapter, never in the
+// engine.
 package store

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
@@ -30,6 +32,31 @@ type RunDeleteFinishedParams struct {
 	Max            int       // positive
 }
 
+// Maintainer is implemented by stores with upkeep of their own, which only
+// the adapter knows how to do: the SQLite adapter keeps its write-ahead log
+// bounded. A started engine runs Maintain beside its other loops; a store
+// without such upkeep does not implement it. Callers type-assert a Store to
+// it.
+type Maintainer interface {
+	// Maintain does the store's upkeep until ctx ends. h tells it what it
+	// needs to know about the engine it works for.
+	Maintain(ctx context.Context, h MaintainHooks)
+}
+
+// MaintainHooks is what a store's upkeep needs from the engine it works
+// for.
+type MaintainHooks struct {
+	// Owner is the engine's worker ID, which records of the upkeep name.
+	Owner string
+	// Now is the engine's clock, on which records of the upkeep are dated.
+	Now func() time.Time
+	// Idle reports whether no run is in flight in this engine, when upkeep
+	// that holds writes back costs nothing.
+	Idle func() bool
+	// Log receives what the upkeep has to say.
+	Log *slog.Logger
+}
+
 // FileMaintainer is implemented by stores kept in one database file, which
 // can report the file's size, checkpoint its write-ahead log, copy it
 // consistently and check it. Callers type-assert a Store to it.
@@ -47,7 +74,19 @@ type FileMaintainer interface {
 	// IntegrityCheck checks the whole file and returns the problems found;
 	// none means the file is sound.
 	IntegrityCheck(ctx context.Context) ([]string, error)
+	// CheckpointRecorded is Checkpoint on an operator's request: it is
+	// recorded in the database under h.Owner, and counted in FileHealth,
+	// like the checkpoints of the store's own upkeep.
+	CheckpointRecorded(ctx context.Context, mode CheckpointMode, h MaintainHooks) (CheckpointResult, error)
+	// FileHealth describes the file, its WAL, the checkpoints this store
+	// ran and the last checkpoint recorded in the database, which another
+	// process may have run.
+	FileHealth(ctx context.Context) (FileHealth, error)
 }
+
+// FileHealth describes a database file and the checkpoints run on it. It is
+// defined in flow/flowtype, where go doc shows its fields.
+type FileHealth = flowtype.FileHealth
 
 // FileStats describes a database file.
 type FileStats struct {

@@ -6,7 +6,14 @@
 // separate pool of read-only connections serves reads. Every pragma is set in
 // the DSN, so it reaches every pooled connection, and verified after open.
 //
-// It imports internal/store, internal/migrate and dbgen/sqlitedb.
+// It owns everything SQLite in flowlite: the DSN and pragmas, the
+// migrations' dialect and the schema of old files (schema.go), the WAL
+// watch (walwatch.go, a store.Maintainer), the file operations
+// (health.go, a store.FileMaintainer) and the meaning of SQLite's result
+// codes (interpretError). Nothing above the store seam speaks SQLite.
+//
+// It imports internal/store, internal/migrate, db/migrations, dbgen/sqlitedb,
+// modernc.org/sqlite and goose (for its dialect's name).
 package sqlitestore
 
 import (
@@ -63,6 +70,13 @@ type Options struct {
 	// holds before it fails with store.ErrBusy; default DefaultBusyTimeout.
 	// It is set in the DSN (busy_timeout), in whole milliseconds.
 	BusyTimeout time.Duration
+	// CheckpointInterval is how often the WAL watch (walwatch.go)
+	// checkpoints routinely; it looks at the WAL's size more often.
+	// Default DefaultCheckpointInterval; negative: no WAL watch.
+	CheckpointInterval time.Duration
+	// WALLimit is the size in bytes the WAL file should stay under.
+	// Default DefaultWALLimit.
+	WALLimit int64
 }
 
 // Store is a store.Store over one SQLite database.
@@ -86,6 +100,12 @@ type Store struct {
 	// writes fail with ErrReadOnly naming it; empty otherwise.
 	readOnly string
 
+	// The WAL watch's settings (Options) and what it and operators'
+	// checkpoints did (walwatch.go).
+	checkpointInterval time.Duration
+	walLimit           int64
+	wal                walState
+
 	requests   chan *writeRequest
 	closing    chan struct{}
 	writerDone chan struct{}
@@ -93,10 +113,17 @@ type Store struct {
 }
 
 // newStore prepares the queries of a migrated database and starts the
-// writer.
-func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch int, path string, busyTimeout time.Duration) (*Store, error) {
+// writer. Of opts, it reads MaxBatch and the WAL watch's settings.
+func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, opts Options, path string, busyTimeout time.Duration) (*Store, error) {
+	maxBatch := opts.MaxBatch
 	if maxBatch <= 0 {
 		maxBatch = 64
+	}
+	if opts.CheckpointInterval == 0 {
+		opts.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if opts.WALLimit <= 0 {
+		opts.WALLimit = DefaultWALLimit
 	}
 	writeQ, err := sqlitedb.Prepare(ctx, writer)
 	if err != nil {
@@ -110,6 +137,7 @@ func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, maxBatch i
 	s := &Store{
 		writer: writer, reader: reader, ownsDBs: owns, maxBatch: maxBatch, writeQ: writeQ, readQ: readQ,
 		path: path, busyTimeout: busyTimeout,
+		checkpointInterval: opts.CheckpointInterval, walLimit: opts.WALLimit,
 		requests: make(chan *writeRequest), closing: make(chan struct{}), writerDone: make(chan struct{}),
 	}
 	go s.runWriter()
@@ -196,7 +224,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	reader.SetMaxOpenConns(opts.ReadConns)
 	reader.SetMaxIdleConns(opts.ReadConns)
 	busy := time.Duration(busyMillis(opts.BusyTimeout)) * time.Millisecond
-	s, err := newStore(ctx, writer, reader, true, opts.MaxBatch, path, busy)
+	s, err := newStore(ctx, writer, reader, true, opts, path, busy)
 	if err != nil {
 		reader.Close()
 		writer.Close()
@@ -208,8 +236,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // OpenDB wraps a *sql.DB the caller opened (with DSN, or equivalent
 // settings) and migrates its schema. The pool is used as it is: it is never
 // reconfigured, and Close does not close it. Writes are still serialized
-// through one writer inside this process. Of opts, only SkipQuickCheck
-// applies.
+// through one writer inside this process. Of opts, Synchronous, ReadConns
+// and BusyTimeout do not apply: they are the pool's.
 func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if err := verify(ctx, db, ""); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -226,7 +254,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	if err := migrateShared(ctx, db); err != nil {
 		return nil, fmt.Errorf("open database: %w", interpretError(err))
 	}
-	s, err := newStore(ctx, db, db, false, 0, path, busy)
+	s, err := newStore(ctx, db, db, false, opts, path, busy)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -254,7 +282,7 @@ func preflight(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
-			return fmt.Errorf("open %s: %w: %v (flow.OpenReadOnly reads it)", path, store.ErrReadOnly, err)
+			return fmt.Errorf("open %s: %w: %v (flowsqlite.OpenReadOnly reads it)", path, store.ErrReadOnly, err)
 		}
 		return fmt.Errorf("open %s: %w", path, err)
 	}
@@ -264,7 +292,7 @@ func preflight(path string) error {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	if !dirWritable(dir) {
-		return fmt.Errorf("open %s: %w: directory %s is not writable, and a WAL database needs its -wal and -shm files beside it (flow.OpenReadOnly reads it)", path, store.ErrReadOnly, dir)
+		return fmt.Errorf("open %s: %w: directory %s is not writable, and a WAL database needs its -wal and -shm files beside it (flowsqlite.OpenReadOnly reads it)", path, store.ErrReadOnly, dir)
 	}
 	return nil
 }
@@ -298,7 +326,8 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 		db.Close()
 		return nil, fmt.Errorf("open %s read-only: %w", path, readOnlyOpenError(path, err))
 	}
-	s, err := newStore(ctx, db, db, true, 1, path, time.Duration(busyMillis(opts.BusyTimeout))*time.Millisecond)
+	opts.MaxBatch = 1
+	s, err := newStore(ctx, db, db, true, opts, path, time.Duration(busyMillis(opts.BusyTimeout))*time.Millisecond)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s read-only: %w", path, readOnlyOpenError(path, err))
@@ -306,11 +335,6 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 	s.readOnly = path
 	return s, nil
 }
-
-// ReadOnlyDSN returns the modernc.org/sqlite DSN OpenReadOnly opens path
-// with, for tools that read a database file with their own *sql.DB and
-// must leave it exactly as they found it. The connections refuse writes.
-func ReadOnlyDSN(path string) (string, error) { return readOnlyDSN(path) }
 
 // readOnlyDSN returns the DSN OpenReadOnly opens path with.
 //
@@ -325,7 +349,11 @@ func ReadOnlyDSN(path string) (string, error) { return readOnlyDSN(path) }
 // process that may not write the file or its directory cannot start a WAL
 // writer there either; a privileged process that writes meanwhile is not
 // seen until the store is opened again.
-func readOnlyDSN(path string) (string, error) {
+func readOnlyDSN(path string) (string, error) { return readOnlyDSNBusy(path, 0) }
+
+// readOnlyDSNBusy is readOnlyDSN with busy as the busy timeout (zero or
+// less: the default).
+func readOnlyDSNBusy(path string, busy time.Duration) (string, error) {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -338,7 +366,7 @@ func readOnlyDSN(path string) (string, error) {
 		return "", fmt.Errorf("open %s read-only: %w: the file is empty", path, store.ErrNotDatabase)
 	}
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeoutMillis))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMillis(busy)))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "query_only(1)")
 	switch {
@@ -400,11 +428,6 @@ func (s *Store) Close() error {
 	return err
 }
 
-// InterpretError maps an error of a modernc.org/sqlite connection to the
-// store's sentinels (store.ErrBusy, store.ErrNotDatabase …), for programs
-// such as the CLI that also open the file directly. It is interpretError.
-func InterpretError(err error) error { return interpretError(err) }
-
 // interpretError maps SQLite result codes to the store's sentinel errors. It
 // is the one place where driver errors are translated.
 func interpretError(err error) error {
@@ -445,7 +468,7 @@ func interpretError(err error) error {
 // flowlite schema, an older one (it cannot be migrated without writing) or
 // a newer one.
 func checkSchemaReadOnly(ctx context.Context, db *sql.DB) error {
-	st, err := migrate.SQLiteStatusReadOnly(ctx, db)
+	st, err := migrate.StatusOf(ctx, db, Dialect())
 	switch {
 	case err != nil:
 		return err
@@ -490,7 +513,7 @@ func (s *Store) busyError(err error, waited time.Duration) error {
 func migrateShared(ctx context.Context, db *sql.DB) error {
 	var err error
 	for attempt := range 5 {
-		if _, err = migrate.SQLite(ctx, db); err == nil || ctx.Err() != nil {
+		if _, err = migrate.Up(ctx, db, Dialect()); err == nil || ctx.Err() != nil {
 			return err
 		}
 		t := time.NewTimer(time.Duration(20<<attempt) * time.Millisecond)

@@ -1,17 +1,20 @@
-package engine
+package sqlitestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// The WAL watch keeps the write-ahead log of a SQLite file bounded.
+var _ store.Maintainer = (*Store)(nil)
+
+// The WAL watch keeps the write-ahead log of the file bounded. It is the
+// store's upkeep (store.Maintainer): a started engine runs it.
 //
 // SQLite checkpoints the WAL by itself (PASSIVE, every 1000 pages), but a
 // passive checkpoint never waits: while readers keep overlapping read
@@ -19,14 +22,14 @@ import (
 // over, and the file grows without bound (checkpoint starvation). So the
 // watch looks at the size of the -wal file (stat(2) only) ten times a
 // second, and more often while the WAL grows fast enough to pass half of
-// WALLimit before the next look, and runs:
+// Options.WALLimit before the next look, and runs:
 //
 //   - TRUNCATE as soon as the WAL passed half of WALLimit. It waits briefly
 //     for readers to move to the newest snapshot, with writes held back,
 //     and leaves an empty file;
-//   - every CheckpointInterval, TRUNCATE when the engine is idle (no run in
-//     flight here), which then costs nothing, and PASSIVE otherwise, which
-//     never waits.
+//   - every Options.CheckpointInterval, TRUNCATE when the engine is idle
+//     (no run in flight in it), which then costs nothing, and PASSIVE
+//     otherwise, which never waits.
 //
 // A TRUNCATE waits for readers at most about a second. Overlapping short
 // readers make one fail now and then by chance, so the watch retries at
@@ -35,18 +38,22 @@ import (
 // backup) cannot stall the writer again and again.
 //
 // Checkpoints go through the store's writer connection, between its
-// transactions.
+// transactions. Each is recorded in the database (the checkpoints table)
+// under the engine's worker ID, so that processes that run no workflows can
+// tell whether the WAL is kept in check, and counted in FileHealth.
 
-// FileHealth describes the database file, the checkpoints this engine ran
-// on it, and the last checkpoint any engine ran on it. It is defined in
-// flow/flowtype, where go doc shows its fields.
-type FileHealth = flowtype.FileHealth
+// WAL watch defaults: see Options.
+const (
+	DefaultCheckpointInterval = time.Second
+	DefaultWALLimit           = 64 << 20
+)
 
-// walState records the checkpoints this engine ran, for FileHealth.
+// walState records the checkpoints this store ran, for FileHealth.
 type walState struct {
 	mu      sync.Mutex
 	last    store.CheckpointResult
 	lastAt  time.Time
+	lastBy  string // the engine that asked for it
 	lastErr error
 	// lastWALBytes is the WAL's size before the last checkpoint.
 	lastWALBytes int64
@@ -63,15 +70,14 @@ const walQuickRetries = 3
 // checkpoint again after readers outlasted one.
 const maxForcedBackoff = time.Minute
 
-// runWALWatch checkpoints the WAL as described at the top of this file. It
-// does nothing for a store without a file.
-func (e *Engine) runWALWatch(ctx context.Context) {
-	fm, ok := e.store.(store.FileMaintainer)
-	if !ok || e.cfg.CheckpointInterval < 0 {
+// Maintain runs the WAL watch described at the top of this file until ctx
+// ends. It does nothing when Options.CheckpointInterval is negative.
+func (s *Store) Maintain(ctx context.Context, h store.MaintainHooks) {
+	if s.checkpointInterval < 0 {
 		return
 	}
 	now := time.Now()
-	w := &walWatch{e: e, fm: fm, lastRoutine: now, baseAt: now}
+	w := &walWatch{s: s, h: h, lastRoutine: now, baseAt: now}
 	timer := time.NewTimer(w.maxLook())
 	defer timer.Stop()
 	for {
@@ -95,8 +101,8 @@ const (
 
 // walWatch is the state of the WAL watch loop.
 type walWatch struct {
-	e  *Engine
-	fm store.FileMaintainer
+	s *Store
+	h store.MaintainHooks
 
 	size        int64     // WAL size at the last look, or 0 after a truncate
 	baseAt      time.Time // start of the growth measurement window
@@ -108,19 +114,19 @@ type walWatch struct {
 	holdUntil   time.Time // no blocking checkpoint before then
 }
 
-func (w *walWatch) maxLook() time.Duration { return min(maxWALLook, w.e.cfg.CheckpointInterval) }
+func (w *walWatch) maxLook() time.Duration { return min(maxWALLook, w.s.checkpointInterval) }
 
 // check looks at the WAL, checkpoints when due, and returns when to look
 // again: soon enough that, growing at its recent rate, the WAL cannot pass
 // half of WALLimit unseen. A look only stats the file and reads its path.
 func (w *walWatch) check(ctx context.Context) time.Duration {
-	e, limit := w.e, w.e.cfg.WALLimit
-	st, err := e.fileStats(ctx, w.fm)
+	s, limit := w.s, w.s.walLimit
+	st, err := s.fileStats(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			e.log.Error("read WAL size", "err", err)
+			w.h.Log.Error("read WAL size", "err", err)
 		}
-		return e.cfg.CheckpointInterval
+		return s.checkpointInterval
 	}
 	now := time.Now()
 	w.size = st.WALBytes
@@ -138,8 +144,8 @@ func (w *walWatch) check(ctx context.Context) time.Duration {
 	switch {
 	case w.size > limit/2 && !holding:
 		mode, forced = store.CheckpointTruncate, true
-	case now.Sub(w.lastRoutine) < e.cfg.CheckpointInterval || w.size == 0:
-	case e.idle() && !holding:
+	case now.Sub(w.lastRoutine) < s.checkpointInterval || w.size == 0:
+	case w.h.Idle() && !holding:
 		mode = store.CheckpointTruncate
 	default:
 		mode = store.CheckpointPassive
@@ -168,12 +174,12 @@ func (w *walWatch) check(ctx context.Context) time.Duration {
 // checkpoints that readers defeat, and reports whether the WAL file was
 // truncated.
 func (w *walWatch) checkpoint(ctx context.Context, mode store.CheckpointMode, forced bool, walBytes int64) (truncated bool) {
-	e := w.e
-	res, err := e.checkpoint(ctx, w.fm, mode, forced, walBytes)
+	s, log := w.s, w.h.Log
+	res, err := s.checkpointRecorded(ctx, w.h, mode, forced, walBytes)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			e.log.Error("checkpoint WAL", "mode", mode, "wal_bytes", walBytes, "err", err)
+			log.Error("checkpoint WAL", "mode", mode, "wal_bytes", walBytes, "err", err)
 		}
 	case mode != store.CheckpointPassive && res.Busy:
 		// Overlapping short readers defeat a blocking checkpoint now and
@@ -182,62 +188,46 @@ func (w *walWatch) checkpoint(ctx context.Context, mode store.CheckpointMode, fo
 		if w.failures++; w.failures < walQuickRetries {
 			return false
 		}
-		w.backoff = min(max(2*w.backoff, e.cfg.CheckpointInterval), maxForcedBackoff)
+		w.backoff = min(max(2*w.backoff, s.checkpointInterval), maxForcedBackoff)
 		w.holdUntil = time.Now().Add(w.backoff)
 		level := slog.LevelDebug
 		if forced {
 			level = slog.LevelWarn
 		}
-		e.log.Log(ctx, level, "readers kept the WAL from being truncated; checkpointing passively for a while",
-			"wal_bytes", walBytes, "wal_limit", e.cfg.WALLimit, "attempts", w.failures, "retry_in", w.backoff)
+		log.Log(ctx, level, "readers kept the WAL from being truncated; checkpointing passively for a while",
+			"wal_bytes", walBytes, "wal_limit", s.walLimit, "attempts", w.failures, "retry_in", w.backoff)
 	case mode == store.CheckpointTruncate:
 		w.backoff, w.failures = 0, 0
-		e.log.Debug("WAL truncated", "forced", forced, "wal_bytes", walBytes, "wal_limit", e.cfg.WALLimit)
+		log.Debug("WAL truncated", "forced", forced, "wal_bytes", walBytes, "wal_limit", s.walLimit)
 		return true
 	}
 	return false
 }
 
-// idle reports whether no run is in flight in this engine.
-func (e *Engine) idle() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.active) == 0
-}
-
-// fileMaintainer returns the store's file operations, or an error wrapping
-// store.ErrNotSupported.
-func (e *Engine) fileMaintainer(op string) (store.FileMaintainer, error) {
-	fm, ok := e.store.(store.FileMaintainer)
-	if !ok {
-		return nil, fmt.Errorf("%s: %w", op, store.ErrNotSupported)
-	}
-	return fm, nil
-}
-
 // fileStats reads the file sizes and keeps the peak WAL size.
-func (e *Engine) fileStats(ctx context.Context, fm store.FileMaintainer) (store.FileStats, error) {
-	st, err := fm.FileStats(ctx)
+func (s *Store) fileStats(ctx context.Context) (store.FileStats, error) {
+	st, err := s.FileStats(ctx)
 	if err != nil {
 		return st, err
 	}
-	e.wal.mu.Lock()
-	e.wal.peak = max(e.wal.peak, st.WALBytes)
-	e.wal.mu.Unlock()
+	s.wal.mu.Lock()
+	s.wal.peak = max(s.wal.peak, st.WALBytes)
+	s.wal.mu.Unlock()
 	return st, nil
 }
 
-// checkpoint runs a checkpoint and records it, in memory for FileHealth and
-// in the database for other processes. walBytes is the WAL's size before.
+// checkpointRecorded runs a checkpoint and records it, in memory for
+// FileHealth and in the database for other processes. walBytes is the
+// WAL's size before.
 //
 // The database record is written just before the checkpoint, so that the
 // checkpoint copies it too (a truncated WAL stays empty, and an idle engine
 // does not write a record after each of its checkpoints forever); it is
 // written again after a checkpoint that failed or was busy.
-func (e *Engine) checkpoint(ctx context.Context, fm store.FileMaintainer, mode store.CheckpointMode, forced bool, walBytes int64) (store.CheckpointResult, error) {
-	rec := store.CheckpointRecord{At: e.nowMs(), Owner: e.cfg.WorkerID, Mode: mode, WALBytes: walBytes}
-	e.recordCheckpoint(ctx, rec)
-	res, err := fm.Checkpoint(ctx, mode)
+func (s *Store) checkpointRecorded(ctx context.Context, h store.MaintainHooks, mode store.CheckpointMode, forced bool, walBytes int64) (store.CheckpointResult, error) {
+	rec := store.CheckpointRecord{At: h.Now().UnixMilli(), Owner: h.Owner, Mode: mode, WALBytes: walBytes}
+	s.recordCheckpoint(ctx, h, rec)
+	res, err := s.Checkpoint(ctx, mode)
 	if err != nil && ctx.Err() != nil {
 		return res, err // interrupted by the caller: nothing to record
 	}
@@ -246,93 +236,72 @@ func (e *Engine) checkpoint(ctx context.Context, fm store.FileMaintainer, mode s
 		if err != nil {
 			rec.Error = err.Error()
 		}
-		e.recordCheckpoint(ctx, rec)
+		s.recordCheckpoint(ctx, h, rec)
 	}
-	e.wal.mu.Lock()
-	defer e.wal.mu.Unlock()
-	e.wal.last, e.wal.lastAt, e.wal.lastErr, e.wal.lastWALBytes = res, time.UnixMilli(rec.At), err, walBytes
-	e.wal.checkpoints++
+	s.wal.mu.Lock()
+	defer s.wal.mu.Unlock()
+	s.wal.last, s.wal.lastAt, s.wal.lastBy, s.wal.lastErr, s.wal.lastWALBytes = res, time.UnixMilli(rec.At), h.Owner, err, walBytes
+	s.wal.checkpoints++
 	if forced {
-		e.wal.forced++
+		s.wal.forced++
 	}
 	return res, err
 }
 
-// Checkpoint runs a checkpoint of the WAL now.
-func (e *Engine) Checkpoint(ctx context.Context, mode store.CheckpointMode) (store.CheckpointResult, error) {
-	fm, err := e.fileMaintainer("checkpoint")
-	if err != nil {
-		return store.CheckpointResult{}, err
+// recordCheckpoint stores c as the last checkpoint. A failure is logged, not
+// returned: the checkpoint matters, its record does not.
+func (s *Store) recordCheckpoint(ctx context.Context, h store.MaintainHooks, c store.CheckpointRecord) {
+	err := s.Write(ctx, func(tx store.Tx) error { return tx.CheckpointSave(ctx, c) })
+	if err != nil && ctx.Err() == nil && h.Log != nil {
+		h.Log.Warn("record checkpoint", "mode", c.Mode, "err", err)
 	}
+}
+
+// CheckpointRecorded runs a checkpoint of the WAL now, on an operator's
+// request, and records it like the watch's own.
+func (s *Store) CheckpointRecorded(ctx context.Context, mode store.CheckpointMode, h store.MaintainHooks) (store.CheckpointResult, error) {
 	if !mode.Valid() { // before anything is recorded
 		return store.CheckpointResult{}, fmt.Errorf("checkpoint: unknown mode %q: want PASSIVE, FULL, RESTART or TRUNCATE", mode)
 	}
-	st, err := e.fileStats(ctx, fm)
+	st, err := s.fileStats(ctx)
 	if err != nil {
 		return store.CheckpointResult{}, fmt.Errorf("checkpoint: %w", err)
 	}
-	return e.checkpoint(ctx, fm, mode, false, st.WALBytes)
+	return s.checkpointRecorded(ctx, h, mode, false, st.WALBytes)
 }
 
 // FileHealth returns the sizes of the database file and its WAL, the
-// checkpoints this engine ran, and the last checkpoint recorded in the
+// checkpoints this store ran, and the last checkpoint recorded in the
 // database, which another process may have run.
-func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) {
-	fm, err := e.fileMaintainer("file health")
+func (s *Store) FileHealth(ctx context.Context) (store.FileHealth, error) {
+	st, err := s.fileStats(ctx)
 	if err != nil {
-		return FileHealth{}, err
+		return store.FileHealth{}, err
 	}
-	st, err := e.fileStats(ctx, fm)
-	if err != nil {
-		return FileHealth{}, err
+	recorded, err := s.Reader().CheckpointLast(ctx)
+	ok := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.FileHealth{}, fmt.Errorf("file health: %w", err)
 	}
-	recorded, ok, err := e.lastRecordedCheckpoint(ctx)
-	if err != nil {
-		return FileHealth{}, fmt.Errorf("file health: %w", err)
+	s.wal.mu.Lock()
+	defer s.wal.mu.Unlock()
+	h := store.FileHealth{
+		Path: st.Path, DBBytes: st.DBBytes, WALBytes: st.WALBytes, WALLimit: s.walLimit,
+		PeakWALBytes: s.wal.peak, Checkpoints: s.wal.checkpoints, Forced: s.wal.forced,
 	}
-	e.wal.mu.Lock()
-	defer e.wal.mu.Unlock()
-	h := FileHealth{
-		Path: st.Path, DBBytes: st.DBBytes, WALBytes: st.WALBytes, WALLimit: e.cfg.WALLimit,
-		PeakWALBytes: e.wal.peak, Checkpoints: e.wal.checkpoints, Forced: e.wal.forced,
-	}
-	if !e.wal.lastAt.IsZero() {
-		h.LastCheckpoint, h.LastCheckpointBy, h.LastCheckpointMode = e.wal.lastAt, e.cfg.WorkerID, e.wal.last.Mode
-		h.LastCheckpointWALBytes, h.LastCheckpointBusy = e.wal.lastWALBytes, e.wal.last.Busy
-		h.WALFrames, h.CheckpointedFrames = e.wal.last.WALFrames, e.wal.last.Checkpointed
-		if e.wal.lastErr != nil {
-			h.LastCheckpointError = e.wal.lastErr.Error()
+	if !s.wal.lastAt.IsZero() {
+		h.LastCheckpoint, h.LastCheckpointBy, h.LastCheckpointMode = s.wal.lastAt, s.wal.lastBy, s.wal.last.Mode
+		h.LastCheckpointWALBytes, h.LastCheckpointBusy = s.wal.lastWALBytes, s.wal.last.Busy
+		h.WALFrames, h.CheckpointedFrames = s.wal.last.WALFrames, s.wal.last.Checkpointed
+		if s.wal.lastErr != nil {
+			h.LastCheckpointError = s.wal.lastErr.Error()
 		}
 	}
-	// A record newer than this engine's last checkpoint is another's.
+	// A record newer than this store's last checkpoint is another's.
 	if ok && (h.LastCheckpoint.IsZero() || recorded.At > h.LastCheckpoint.UnixMilli()) {
 		h.LastCheckpoint, h.LastCheckpointBy, h.LastCheckpointMode = time.UnixMilli(recorded.At), recorded.Owner, recorded.Mode
 		h.LastCheckpointWALBytes, h.LastCheckpointBusy, h.LastCheckpointError = recorded.WALBytes, recorded.Busy, recorded.Error
 		h.WALFrames, h.CheckpointedFrames = 0, 0
 	}
 	return h, nil
-}
-
-// Backup writes a consistent copy of the database to dst, which must not
-// exist.
-func (e *Engine) Backup(ctx context.Context, dst string) error {
-	fm, err := e.fileMaintainer("backup")
-	if err != nil {
-		return err
-	}
-	return fm.Backup(ctx, dst)
-}
-
-// Check runs an integrity check of the whole database file and returns the
-// problems found; none means it is sound.
-func (e *Engine) Check(ctx context.Context) ([]string, error) {
-	fm, err := e.fileMaintainer("integrity check")
-	if err != nil {
-		return nil, err
-	}
-	problems, err := fm.IntegrityCheck(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("integrity check: %w", err)
-	}
-	return problems, nil
 }

@@ -1,0 +1,189 @@
+package flowsqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowtype"
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/sqlitestore"
+)
+
+// Synchronous is the SQLite durability setting (PRAGMA synchronous) of the
+// connections Open makes, or DSN describes: how much of a commit survives
+// a crash. The database runs in WAL mode, where only FULL and NORMAL make
+// sense, so those are the two values; the empty value means
+// SynchronousFull.
+type Synchronous string
+
+// Durability settings.
+const (
+	// SynchronousFull syncs the WAL on every commit, so that every commit
+	// survives power loss. It is the default: a workflow engine that loses
+	// a checkpoint repeats a step's side effect.
+	SynchronousFull Synchronous = "FULL"
+	// SynchronousNormal syncs at checkpoints only: commits survive a crash
+	// of the process but possibly not a power loss, for several times the
+	// write throughput.
+	SynchronousNormal Synchronous = "NORMAL"
+)
+
+// Options configures the SQLite side of an engine. A nil *Options, and
+// every zero field, means the default.
+type Options struct {
+	// Synchronous applies to Open only. Default SynchronousFull.
+	Synchronous Synchronous
+	// SkipQuickCheck leaves out the check Open and New make before they
+	// write to a database: SQLite's PRAGMA quick_check, which reads every
+	// page of the file (about 0.3 s for a 63 MiB file of 50,000 finished
+	// runs on a 2-core machine, warm cache; linear in the file's size) and
+	// refuses a damaged file with flow.ErrCorrupt, so that an engine never
+	// writes into a file whose b-trees are broken. Skip it for very large
+	// files whose integrity flowlite check (or a backup's) vouches for.
+	SkipQuickCheck bool
+	// BusyTimeout is how long a write waits for the database lock another
+	// process holds (SQLite's busy_timeout) before it fails with
+	// flow.ErrBusy. Several processes may share one file: the engine's own
+	// writes (starts, claims, heartbeats, checkpoints of steps) wait and
+	// retry within this bound, so with each process holding the lock
+	// briefly no caller sees ErrBusy. flow.Config.LeaseTimeout must outlast
+	// HeartbeatInterval plus BusyTimeout. Default 5s; it is set in the DSN,
+	// in whole milliseconds. New takes the busy_timeout of the caller's
+	// pool and refuses a different non-zero BusyTimeout.
+	BusyTimeout time.Duration
+	// CheckpointInterval is how often a started engine checkpoints the WAL
+	// routinely (truncated when no run is in flight). Its size is checked
+	// several times a second regardless. Default 1s; negative: no automatic
+	// checkpoints beyond SQLite's own.
+	CheckpointInterval time.Duration
+	// WALLimit is the size in bytes the WAL file should stay under; past
+	// half of it a started engine truncates the WAL, briefly holding writes
+	// back until readers move on. Default 64 MiB.
+	WALLimit int64
+}
+
+// storeOptions returns the adapter's options for o (nil: the defaults).
+func (o *Options) storeOptions() sqlitestore.Options {
+	if o == nil {
+		return sqlitestore.Options{}
+	}
+	return sqlitestore.Options{
+		Synchronous: sqlitestore.Synchronous(o.Synchronous), BusyTimeout: o.BusyTimeout,
+		SkipQuickCheck: o.SkipQuickCheck, CheckpointInterval: o.CheckpointInterval, WALLimit: o.WALLimit,
+	}
+}
+
+// backend is the flow.Backend of a SQLite database: open opens its store.
+type backend struct {
+	open     func(ctx context.Context) (*sqlitestore.Store, error)
+	readOnly string // the file, for a backend that only reads it
+}
+
+func (b *backend) OpenStore(ctx context.Context) (store.Opened, error) {
+	s, err := b.open(ctx)
+	if err != nil {
+		return store.Opened{}, err
+	}
+	return store.Opened{Store: s, BusyTimeout: s.BusyTimeout(), ReadOnly: b.readOnly}, nil
+}
+
+// Open opens an engine on the SQLite file at path (created when missing)
+// with WAL, synchronous=FULL unless opts says NORMAL, and the schema
+// migrated. Before writing anything it checks the file's pages (see
+// Options.SkipQuickCheck). A file that is not a SQLite database, is
+// corrupt, is read-only, or was migrated by a newer flowlite is refused
+// with flow.ErrNotDatabase, ErrCorrupt, ErrReadOnly or ErrSchemaTooNew
+// naming the file, and left untouched.
+func Open(ctx context.Context, path string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	so := opts.storeOptions()
+	return flow.New(ctx, &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
+		return sqlitestore.Open(ctx, path, so)
+	}}, cfg)
+}
+
+// OpenReadOnly opens an engine that only reads the existing SQLite file at
+// path: Inspect, ListRuns, History, Check, QueueStats and the other reads
+// work, while every write (Start, Cancel, Signal, Checkpoint…) and
+// Engine.Start fail with flow.ErrReadOnly naming the file. It never
+// creates, migrates or changes the file and leaves no -wal or -shm file
+// behind, so it reads a file that is read-only, in a read-only directory
+// or on a read-only mount, as well as one engines are working. The schema
+// must be this flowlite's version: an older one cannot be migrated without
+// writing. Of opts, only BusyTimeout applies.
+//
+// On a file this process could write, the engine reads through ordinary
+// SQLite connections that refuse writes (query_only). On a file it cannot
+// write, it opens SQLite read-only (mode=ro), reading the WAL through its
+// -shm if engines have the file open; if there is no WAL, SQLite's
+// immutable mode reads the main file, which then holds every commit, and
+// creates nothing beside it (sqlite.org/wal.html#readonly). Writes by
+// another process that start after OpenReadOnly may then go unseen until
+// the engine is opened again.
+func OpenReadOnly(ctx context.Context, path string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	var so sqlitestore.Options
+	if opts != nil {
+		so.BusyTimeout = opts.BusyTimeout
+	}
+	return flow.New(ctx, &backend{readOnly: path, open: func(ctx context.Context) (*sqlitestore.Store, error) {
+		return sqlitestore.OpenReadOnly(ctx, path, so)
+	}}, cfg)
+}
+
+// New returns an engine on a SQLite database the caller opened (see DSN)
+// and migrates its schema. The pool is used as it is; Close does not close
+// it. Of opts, Synchronous does not apply (it is the pool's), and a
+// non-zero BusyTimeout must be the pool's busy_timeout.
+func New(ctx context.Context, db *sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	so := opts.storeOptions()
+	return flow.New(ctx, &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
+		s, err := sqlitestore.OpenDB(ctx, db, so)
+		if err != nil {
+			return nil, err
+		}
+		if so.BusyTimeout != 0 && so.BusyTimeout != s.BusyTimeout() {
+			s.Close()
+			return nil, fmt.Errorf("new engine: Options.BusyTimeout is %s but the pool's busy_timeout is %s: open the pool with DSNBusy(path, sync, %s) or leave BusyTimeout zero",
+				so.BusyTimeout, s.BusyTimeout(), so.BusyTimeout)
+		}
+		return s, nil
+	}}, cfg)
+}
+
+// DSN returns the data source name to open a database for New with
+// sql.Open("sqlite", …) (modernc.org/sqlite, which this package imports):
+// WAL, busy timeout, foreign keys and BEGIN IMMEDIATE write transactions.
+func DSN(path string, sync Synchronous) string {
+	return sqlitestore.DSN(path, sqlitestore.Synchronous(sync))
+}
+
+// DSNBusy is DSN with a busy timeout other than the default 5s (see
+// Options.BusyTimeout); zero or less means the default.
+func DSNBusy(path string, sync Synchronous, busy time.Duration) string {
+	return sqlitestore.DSNBusy(path, sqlitestore.Synchronous(sync), busy)
+}
+
+// CheckpointMode is how hard a checkpoint of the WAL tries (see
+// flow.Engine.Checkpoint): one of SQLite's wal_checkpoint modes below. See
+// [flowtype.CheckpointMode].
+type CheckpointMode = flowtype.CheckpointMode
+
+// Checkpoint modes, SQLite's wal_checkpoint modes.
+const (
+	// CheckpointPassive copies what it can without waiting.
+	CheckpointPassive = flowtype.CheckpointPassive
+	// CheckpointFull waits for writers, then copies the whole WAL.
+	CheckpointFull = flowtype.CheckpointFull
+	// CheckpointRestart is CheckpointFull, then waits for readers so the
+	// WAL starts over.
+	CheckpointRestart = flowtype.CheckpointRestart
+	// CheckpointTruncate is CheckpointRestart, then truncates the WAL file
+	// to zero bytes.
+	CheckpointTruncate = flowtype.CheckpointTruncate
+)
+
+// CheckpointResult is the outcome of a checkpoint. See
+// [flowtype.CheckpointResult] for its fields.
+type CheckpointResult = flowtype.CheckpointResult

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// The store's own upkeep (store.Maintainer, e.g. the SQLite adapter's WAL
+// watch) and the file operations (store.FileMaintainer) belong to the
+// adapter, which knows its database; the engine only starts the upkeep and
+// hands both what they need to know about it (maintainHooks).
+
+// FileHealth describes the database file, the checkpoints this engine ran
+// on it, and the last checkpoint any engine ran on it. It is defined in
+// flow/flowtype, where go doc shows its fields.
+type FileHealth = flowtype.FileHealth
+
+// maintainHooks tells the store's upkeep about this engine.
+func (e *Engine) maintainHooks() store.MaintainHooks {
+	return store.MaintainHooks{Owner: e.cfg.WorkerID, Now: e.now, Idle: e.idle, Log: e.log}
+}
+
+// runMaintainer runs the store's own upkeep, if it has any, until ctx ends.
+func (e *Engine) runMaintainer(ctx context.Context) {
+	if m, ok := e.store.(store.Maintainer); ok {
+		m.Maintain(ctx, e.maintainHooks())
+	}
+}
+
+// idle reports whether no run is in flight in this engine.
+func (e *Engine) idle() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.active) == 0
+}
+
+// fileMaintainer returns the store's file operations, or an error wrapping
+// store.ErrNotSupported.
+func (e *Engine) fileMaintainer(op string) (store.FileMaintainer, error) {
+	fm, ok := e.store.(store.FileMaintainer)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", op, store.ErrNotSupported)
+	}
+	return fm, nil
+}
+
+// Checkpoint runs a checkpoint of the WAL now, recorded under this
+// engine's worker ID.
+func (e *Engine) Checkpoint(ctx context.Context, mode store.CheckpointMode) (store.CheckpointResult, error) {
+	fm, err := e.fileMaintainer("checkpoint")
+	if err != nil {
+		return store.CheckpointResult{}, err
+	}
+	return fm.CheckpointRecorded(ctx, mode, e.maintainHooks())
+}
+
+// FileHealth returns the sizes of the database file and its WAL, the
+// checkpoints this engine ran, and the last checkpoint recorded in the
+// database, which another process may have run.
+func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) {
+	fm, err := e.fileMaintainer("file health")
+	if err != nil {
+		return FileHealth{}, err
+	}
+	return fm.FileHealth(ctx)
+}
+
+// Backup writes a consistent copy of the database to dst, which must not
+// exist.
+func (e *Engine) Backup(ctx context.Context, dst string) error {
+	fm, err := e.fileMaintainer("backup")
+	if err != nil {
+		return err
+	}
+	return fm.Backup(ctx, dst)
+}
+
+// Check runs an integrity check of the whole database file and returns the
+// problems found; none means it is sound.
+func (e *Engine) Check(ctx context.Context) ([]string, error) {
+	fm, err := e.fileMaintainer("integrity check")
+	if err != nil {
+		return nil, err
+	}
+	problems, err := fm.IntegrityCheck(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("integrity check: %w", err)
+	}
+	return problems, nil
+}
