@@ -28,6 +28,9 @@ import (
 // gets a fresh schema in it. When the server cannot be reached, the tests
 // skip, unless FLOWLITE_PG_TEST=1 (CI sets it) makes that a failure.
 
+// base is the clock of the tests: times are Unix milliseconds.
+const base = int64(1_700_000_000_000)
+
 const defaultAdminDSN = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 var testDB struct {
