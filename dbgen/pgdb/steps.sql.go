@@ -164,10 +164,14 @@ type StepCompleteParams struct {
 }
 
 // StepComplete checkpoints a step's output and numbers the completion
-// within its run (compensations run in reverse completion order). Counting
-// from the run's other steps is safe because the engine completes steps
-// only in transactions that hold the run's row (RunLeaseCheck, or a fenced
-// write), which keeps a second completion of the run out until the commit.
+// within its run (compensations run in reverse completion order). The
+// number counts the run's completions this statement can see, so two
+// transactions of one run that overlap can draw the same one where SQLite
+// would have ordered them. A transaction that checked the lease first
+// holds the run's row (RunLeaseCheck) and keeps any other such transaction
+// out until it commits; the overlap left is two branches of one run (All,
+// First) completing at the same moment, whose compensations may then run
+// in either order, as their completions could have.
 func (q *Queries) StepComplete(ctx context.Context, arg StepCompleteParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, stepComplete,
 		arg.Output,

@@ -14,10 +14,14 @@ RETURNING attempts;
 
 -- name: StepComplete :execrows
 -- StepComplete checkpoints a step's output and numbers the completion
--- within its run (compensations run in reverse completion order). Counting
--- from the run's other steps is safe because the engine completes steps
--- only in transactions that hold the run's row (RunLeaseCheck, or a fenced
--- write), which keeps a second completion of the run out until the commit.
+-- within its run (compensations run in reverse completion order). The
+-- number counts the run's completions this statement can see, so two
+-- transactions of one run that overlap can draw the same one where SQLite
+-- would have ordered them. A transaction that checked the lease first
+-- holds the run's row (RunLeaseCheck) and keeps any other such transaction
+-- out until it commits; the overlap left is two branches of one run (All,
+-- First) completing at the same moment, whose compensations may then run
+-- in either order, as their completions could have.
 UPDATE flowlite.steps AS t
 SET status = 'completed', output = sqlc.arg(output)::bytea, error = '',
     completed_seq = (SELECT COALESCE(MAX(s.completed_seq), 0) + 1 FROM flowlite.steps AS s WHERE s.run_id = t.run_id),

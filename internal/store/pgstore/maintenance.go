@@ -23,3 +23,8 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 	}
 	return int(n), nil
 }
+
+// pgstore implements no store.FileMaintainer: a PostgreSQL database is no
+// file of the application's, and the server checkpoints its WAL, and is
+// backed up and checked, by its own tools. The engine's WAL watch and the
+// CLI's backup and checkpoint get store.ErrNotSupported.
