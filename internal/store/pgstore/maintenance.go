@@ -26,5 +26,5 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 
 // pgstore implements no store.FileMaintainer: a PostgreSQL database is no
 // file of the application's, and the server checkpoints its WAL, and is
-// backed up and checked, by its own tools. The engine's WAL watch and the
-// CLI's backup and checkpoint get store.ErrNotSupported.
+// backed up and checked, by its own tools. Callers that type-assert a store
+// to it fall back to store.ErrNotSupported.
