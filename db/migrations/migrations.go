@@ -1,5 +1,6 @@
 // Package migrations embeds the goose migrations, the one source of the
-// database schema. It imports nothing from the project.
+// database schema, one tree per dialect. It imports nothing from the
+// project.
 package migrations
 
 import (
@@ -7,15 +8,26 @@ import (
 	"io/fs"
 )
 
-//go:embed sqlite/*.sql
+//go:embed sqlite/*.sql postgres/*.sql
 var embedded embed.FS
 
 // SQLite returns the SQLite migrations as a file system rooted at their folder.
-func SQLite() fs.FS {
-	sub, err := fs.Sub(embedded, "sqlite")
+func SQLite() fs.FS { return sub("sqlite") }
+
+// Postgres returns the PostgreSQL migrations as a file system rooted at
+// their folder. They create flowlite's objects in the schema PostgresSchema,
+// naming it in every statement; a store kept in another schema rewrites
+// that qualifier (see internal/store/pgstore).
+func Postgres() fs.FS { return sub("postgres") }
+
+// PostgresSchema is the schema the PostgreSQL migrations and queries name.
+const PostgresSchema = "flowlite"
+
+func sub(dir string) fs.FS {
+	s, err := fs.Sub(embedded, dir)
 	if err != nil {
-		// fs.Sub fails only on an invalid path, and "sqlite" is valid.
+		// fs.Sub fails only on an invalid path, and dir is valid.
 		panic(err)
 	}
-	return sub
+	return s
 }

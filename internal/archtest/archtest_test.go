@@ -319,3 +319,48 @@ func TestCLIImportsNoDriver(t *testing.T) {
 		}
 	}
 }
+
+// pgx is the PostgreSQL adapter's driver, as modernc is SQLite's: only the
+// adapter (internal/store/pgstore, tests included) and the public package
+// that will open a PostgreSQL-backed engine (flow/flowpg) may import it, or
+// the PostgreSQL-only generated queries in dbgen/pgdb. Anything else would
+// make a SQLite-only program link a PostgreSQL driver, or carry pgx's
+// types across the store seam.
+func TestPgxOnlyInPostgresAdapter(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	under(t, pkgs, "internal/store/pgstore") // the rule must match something
+	allowed := func(path string) bool {
+		for _, dir := range []string{"internal/store/pgstore", "flow/flowpg"} {
+			root := module + "/" + dir
+			if path == root || strings.HasPrefix(path, root+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	pgx := func(imp string) bool {
+		return imp == "github.com/jackc/pgx" || strings.HasPrefix(imp, "github.com/jackc/pgx/") ||
+			imp == "github.com/jackc/pgconn" || strings.HasPrefix(imp, "github.com/jackc/pgconn/")
+	}
+	var paths []string
+	for path := range pkgs {
+		if strings.HasPrefix(path, module+"/") {
+			paths = append(paths, path)
+		}
+	}
+	slices.Sort(paths)
+	for _, path := range paths {
+		p := pkgs[path]
+		for _, imps := range [][]string{p.Imports, p.TestImports, p.XTestImports} {
+			for _, imp := range imps {
+				switch {
+				case pgx(imp) && !allowed(path):
+					t.Errorf("%s imports %s; only internal/store/pgstore and flow/flowpg may import pgx", rel(path), imp)
+				case imp == module+"/dbgen/pgdb" && path != module+"/internal/store/pgstore":
+					t.Errorf("%s imports dbgen/pgdb; only internal/store/pgstore may", rel(path))
+				}
+			}
+		}
+	}
+}

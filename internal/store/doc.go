@@ -1,7 +1,7 @@
 // Package store is the storage seam of flowlite: the interfaces a database
 // adapter implements, the record types they exchange, and the sentinel errors
 // they return. The engine depends on this package only, never on an adapter,
-// so an adapter (SQLite today, PostgreSQL next) can be swapped, and a
+// so an adapter (sqlitestore, pgstore) can be swapped, and a
 // group-commit writer can be put behind Write, without the engine changing.
 //
 // It imports the standard library and flow/flowtype only: the record types
@@ -36,7 +36,8 @@
 // waits for the outcome. Write calls fn once: the engine does not assume fn
 // can run twice, so an adapter whose database aborts a transaction
 // (a serialization failure, a deadlock) returns that error instead of
-// calling fn again.
+// calling fn again. (pgstore runs each fn in its own READ COMMITTED
+// transaction, where no serialization failure arises.)
 //
 // Fencing. A claim (RunTx.RunClaim) gives a run a lease: an owner and a
 // fence token that grows with every claim. Every write that takes a Lease
@@ -52,9 +53,12 @@
 // cannot change before the commit; elsewhere the adapter must make it so:
 //
 //   - RunTx.RunLeaseCheck proves the lease "until the transaction commits":
-//     it must hold the run's row, e.g. SELECT … FOR SHARE (or FOR UPDATE)
-//     on PostgreSQL, so a rescuer or another claim cannot take the lease
-//     between the check and the commit.
+//     it must hold the run's row, so a rescuer or another claim cannot
+//     take the lease between the check and the commit. pgstore locks it
+//     FOR NO KEY UPDATE: FOR SHARE would deadlock two writes of one run
+//     that both checked the lease and then update the row, and FOR UPDATE
+//     would also block other transactions' inserts of the run's steps and
+//     events (their foreign key checks).
 //   - RunTx.RunClaim must never hand one run to two workers, and should not
 //     make concurrent claimers wait on each other: on PostgreSQL, select
 //     the candidates with FOR UPDATE SKIP LOCKED and update only those.
@@ -63,9 +67,10 @@
 //     PostgreSQL its read can skip locked rows the same way.
 //   - Unique keys (RunInsert with a UniqueKey, UniqueHoldTake, RunRequeue)
 //     must stay unique under concurrent inserts: the key held for good is
-//     a unique index (runs_unique in the SQLite migrations); the test
+//     a unique index (runs_unique in both dialects' migrations); the test
 //     against current holds needs a constraint, a row lock on the hold or
-//     an advisory lock on (workflow, key).
+//     an advisory lock on (workflow, key). pgstore takes a transaction
+//     advisory lock of the key before that test.
 //   - Cron slots: ScheduleAdvance is the compare-and-set that decides which
 //     engine starts a slot's runs, in the same transaction; it must be one
 //     guarded UPDATE (which takes the schedule's row lock on PostgreSQL),

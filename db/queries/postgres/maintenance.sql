@@ -1,0 +1,46 @@
+-- name: RunDeleteFinished :execrows
+-- RunDeleteFinished deletes up to @max_runs runs in state @status (completed,
+-- failed or cancelled) that finished before @finished_before, oldest first.
+-- Their steps, events and signals go with them (ON DELETE CASCADE); their
+-- children, if any, lose their parent_id (ON DELETE SET NULL). A finished
+-- child of an unfinished parent is kept: the parent may still read its
+-- outcome. The outer WHERE repeats the state test, so the statement can
+-- never delete an unfinished run whatever @status says.
+DELETE FROM flowlite.runs AS d
+WHERE d.status IN ('completed', 'failed', 'cancelled')
+  AND d.id IN (
+    SELECT r.id FROM flowlite.runs AS r
+    WHERE r.status IN ('completed', 'failed', 'cancelled')
+      AND r.status = sqlc.arg(status)::text
+      AND r.finished_at < sqlc.arg(finished_before)::bigint
+      AND (r.parent_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM flowlite.runs AS p
+        WHERE p.id = r.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+      ))
+    ORDER BY r.finished_at
+    LIMIT sqlc.arg(max_runs)::bigint
+  );
+
+-- name: PayloadInvalidList :many
+-- PayloadInvalidList names up to @max_rows stored values that are not JSON
+-- text, which flowlite always writes: run, step and schedule inputs, run and
+-- step outputs, signal payloads. (flowlite.json_valid is defined by the
+-- migrations: PostgreSQL 15 has no IS JSON.)
+SELECT ('run ' || id)::text AS place, 'input'::text AS field
+FROM flowlite.runs WHERE NOT flowlite.json_valid(input)
+UNION ALL
+SELECT ('run ' || id)::text, 'output'::text
+FROM flowlite.runs WHERE output IS NOT NULL AND NOT flowlite.json_valid(output)
+UNION ALL
+SELECT ('run ' || run_id || ' step ' || name || '#' || occurrence)::text, 'input'::text
+FROM flowlite.steps WHERE NOT flowlite.json_valid(input)
+UNION ALL
+SELECT ('run ' || run_id || ' step ' || name || '#' || occurrence)::text, 'output'::text
+FROM flowlite.steps WHERE output IS NOT NULL AND NOT flowlite.json_valid(output)
+UNION ALL
+SELECT ('run ' || run_id || ' signal ' || name || ' (id ' || id || ')')::text, 'payload'::text
+FROM flowlite.signals WHERE NOT flowlite.json_valid(payload)
+UNION ALL
+SELECT ('schedule ' || name)::text, 'input'::text
+FROM flowlite.schedules WHERE NOT flowlite.json_valid(input)
+LIMIT sqlc.arg(max_rows)::bigint;

@@ -1,0 +1,281 @@
+-- The queries of runs on PostgreSQL, with the names of db/queries/sqlite.
+-- Every statement runs under READ COMMITTED, where each statement sees what
+-- was committed when it started and no global write lock orders writers:
+-- the comments say which row lock or constraint stands in for SQLite's
+-- BEGIN IMMEDIATE where the engine relies on one.
+
+-- name: RunInsert :execrows
+-- RunInsert inserts a pending run. It inserts nothing when the ID is taken,
+-- when a run of the workflow holding the same non-null @unique_key exists
+-- (runs_unique: an unfinished run, or a finished one in a state its
+-- unique_states holds), or when a current hold of that key exists whose
+-- holder is in a state the hold counts (unique_holds). A null @unique_key
+-- matches no hold. ON CONFLICT DO NOTHING without a target covers the
+-- primary key and runs_unique: a concurrent insert of the same ID or key
+-- makes this one wait for its outcome, then do nothing if it committed.
+-- The hold test reads committed holds only; the adapter takes the key's
+-- advisory lock first (UniqueKeyLock), so no hold can commit in between.
+INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, unique_states, created_at, updated_at)
+SELECT sqlc.arg(id)::text, sqlc.arg(workflow)::text, sqlc.arg(version)::bigint, sqlc.arg(queue)::text,
+       sqlc.arg(priority)::bigint, 'pending', sqlc.arg(input)::bytea, sqlc.arg(run_at)::bigint,
+       sqlc.narg(deadline)::bigint, sqlc.narg(parent_id)::text, sqlc.narg(unique_key)::text,
+       sqlc.arg(unique_states)::bigint, sqlc.arg(created_at)::bigint, sqlc.arg(created_at)::bigint
+WHERE NOT EXISTS (
+    SELECT 1 FROM flowlite.unique_holds AS h JOIN flowlite.runs AS r ON r.id = h.run_id
+    WHERE h.workflow = sqlc.arg(workflow)::text AND h.key = sqlc.narg(unique_key)::text
+      AND h.held_until > sqlc.arg(created_at)::bigint
+      AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) <> 0
+)
+ON CONFLICT DO NOTHING;
+
+-- name: UniqueKeyLock :exec
+-- UniqueKeyLock serializes the transactions that test or take a unique key
+-- of a workflow, until they commit: PostgreSQL-only, it stands in for the
+-- write lock under which SQLite tests a key's holds and then inserts. The
+-- key is a 64-bit hash of the schema, workflow and key (@lock_key, computed
+-- by the adapter); a collision of two keys only makes them wait for each
+-- other.
+SELECT pg_advisory_xact_lock(sqlc.arg(lock_key)::bigint);
+
+-- name: RunGet :one
+SELECT * FROM flowlite.runs WHERE id = @id;
+
+-- name: RunReadyNextPriority :many
+-- RunReadyNextPriority returns the highest priority up to @at_most among the
+-- unleased runs of a queue that may become claimable (pending, waiting or
+-- compensating, due or not): no row when there is none, or when the queue
+-- is paused. One seek in runs_ready; the claim goes through the queue one
+-- priority at a time with it (see RunClaim).
+SELECT r.priority FROM flowlite.runs AS r
+WHERE r.queue = @queue
+  AND r.lease_owner IS NULL
+  AND r.status IN ('pending', 'waiting', 'compensating')
+  AND r.priority <= @at_most
+  AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = @queue AND q.paused)
+ORDER BY r.priority DESC
+LIMIT 1;
+
+-- name: RunClaim :many
+-- RunClaim leases up to @max_runs ready runs of one queue and priority
+-- whose workflow version is in @known (a JSON array of "name:version"
+-- strings), unless the queue is paused. The inner SELECT walks runs_ready
+-- for the due runs, oldest first, and locks them FOR UPDATE SKIP LOCKED:
+-- rows another claimer (or a lease check, a rescue) holds are skipped, not
+-- waited for, so concurrent claimers split the ready runs between them and
+-- never get the same one. A row changed and committed since the statement
+-- began is re-read before it is locked, and the outer WHERE repeats the
+-- readiness test, so the statement stays a compare-and-set. started_at
+-- keeps the first claim. The selection is a MATERIALIZED CTE, run once: as
+-- a plain IN (subquery) the planner may rescan it for each row, and every
+-- rescan, skipping the rows this statement already updated, would claim
+-- @max_runs more.
+WITH picked AS MATERIALIZED (
+    SELECT r.id FROM flowlite.runs AS r
+    WHERE r.queue = sqlc.arg(queue)::text
+      AND r.priority = sqlc.arg(priority)::bigint
+      AND r.lease_owner IS NULL
+      AND r.status IN ('pending', 'waiting', 'compensating')
+      AND r.run_at <= sqlc.arg(now)::bigint
+      AND (r.workflow || ':' || r.version) IN (SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb))
+      AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = sqlc.arg(queue)::text AND q.paused)
+    ORDER BY r.run_at, r.seq
+    LIMIT sqlc.arg(max_runs)::bigint
+    FOR UPDATE OF r SKIP LOCKED
+)
+UPDATE flowlite.runs
+SET lease_owner      = sqlc.arg(owner)::text,
+    lease_expires_at = sqlc.arg(lease_expires_at)::bigint,
+    fence            = fence + 1,
+    status           = CASE status WHEN 'compensating' THEN status ELSE 'running' END,
+    started_at       = COALESCE(started_at, sqlc.arg(now)::bigint),
+    updated_at       = sqlc.arg(now)::bigint
+WHERE lease_owner IS NULL
+  AND status IN ('pending', 'waiting', 'compensating')
+  AND id IN (SELECT id FROM picked)
+RETURNING *;
+
+-- name: RunHeartbeat :one
+-- RunHeartbeat extends the lease of a run and proves the caller still owns
+-- it: no row means the lease was lost. The UPDATE holds the row's lock until
+-- the commit, so the proof lasts as long as RunLeaseCheck's.
+UPDATE flowlite.runs
+SET lease_expires_at = @lease_expires_at, updated_at = @now
+WHERE id = @id AND lease_owner = @owner AND fence = @fence
+RETURNING cancel_requested;
+
+-- name: RunLeaseCheck :one
+-- RunLeaseCheck proves the caller still owns the lease of a run, without
+-- writing, until the transaction commits: no row means the lease was lost.
+-- SQLite keeps the answer true through its write lock; here the SELECT
+-- locks the run's row FOR NO KEY UPDATE, which conflicts with the lock
+-- every UPDATE of the row takes (a claim, a rescue, another fenced write),
+-- so no other transaction can take the lease before this one commits; the
+-- claim and the rescuer skip the row instead of waiting. It is not FOR
+-- SHARE: two writes of one run that both checked the lease and then update
+-- the row would each wait for the other's share lock (a deadlock). Nor FOR
+-- UPDATE, which would also block the inserts of steps, events and signals
+-- of the run by other transactions (their foreign key checks take FOR KEY
+-- SHARE, which only FOR UPDATE conflicts with).
+SELECT cancel_requested FROM flowlite.runs
+WHERE id = @id AND lease_owner = @owner AND fence = @fence
+FOR NO KEY UPDATE;
+
+-- name: RunStartCompensating :execrows
+UPDATE flowlite.runs
+SET status = 'compensating', error = @error, updated_at = @now
+WHERE id = @id AND lease_owner = @owner AND fence = @fence AND status IN ('running', 'compensating');
+
+-- name: RunRelease :execrows
+-- RunRelease gives the lease back and makes the run claimable again at
+-- @run_at, e.g. while it waits for the next attempt of a step (@status
+-- 'pending') or for a timer, signal or child (@status 'waiting'). If the run
+-- was woken since the worker read @wake_seq, it is due at once instead.
+UPDATE flowlite.runs
+SET lease_owner = NULL, lease_expires_at = NULL,
+    status = CASE status WHEN 'running' THEN sqlc.arg(status)::text ELSE status END,
+    run_at = CASE WHEN wake_seq <> sqlc.arg(wake_seq)::bigint
+                  THEN LEAST(sqlc.arg(run_at)::bigint, sqlc.arg(now)::bigint)
+                  ELSE sqlc.arg(run_at)::bigint END,
+    updated_at = sqlc.arg(now)::bigint
+WHERE id = sqlc.arg(id)::text AND lease_owner = sqlc.arg(owner)::text AND fence = sqlc.arg(fence)::bigint;
+
+-- name: RunWake :execrows
+-- RunWake tells an unfinished run that something it may wait for happened:
+-- an unleased run becomes due now; a leased one learns it through wake_seq
+-- when it releases. The UPDATE waits for a transaction holding the row
+-- (RunLeaseCheck), so the wake is never lost between a worker's read of
+-- wake_seq and its release.
+UPDATE flowlite.runs
+SET wake_seq = wake_seq + 1,
+    run_at = CASE WHEN lease_owner IS NULL THEN LEAST(run_at, sqlc.arg(now)::bigint) ELSE run_at END,
+    updated_at = sqlc.arg(now)::bigint
+WHERE id = sqlc.arg(id)::text AND status IN ('pending', 'running', 'waiting', 'compensating');
+
+-- name: RunCancelChildren :many
+-- RunCancelChildren requests cancellation of the unfinished children of a
+-- run.
+UPDATE flowlite.runs
+SET cancel_requested = true, wake_seq = wake_seq + 1,
+    run_at = CASE WHEN lease_owner IS NULL THEN LEAST(run_at, sqlc.arg(now)::bigint) ELSE run_at END,
+    updated_at = sqlc.arg(now)::bigint
+WHERE parent_id = sqlc.arg(parent_id)::text AND NOT cancel_requested
+  AND status IN ('pending', 'running', 'waiting', 'compensating')
+RETURNING id;
+
+-- name: RunFinish :execrows
+-- RunFinish records the outcome of a run and releases its lease.
+UPDATE flowlite.runs
+SET status = @status, output = @output, error = @error, reason = @reason,
+    lease_owner = NULL, lease_expires_at = NULL,
+    finished_at = @finished_at, updated_at = @now
+WHERE id = @id AND lease_owner = @owner AND fence = @fence;
+
+-- name: RunListExpiredLeases :many
+-- RunListExpiredLeases lists up to @max_runs runs whose lease expired, with
+-- the expired deadline, which RunRescue cannot return (RETURNING sees the
+-- updated row). It locks them FOR NO KEY UPDATE SKIP LOCKED: a run whose
+-- row a worker holds (its lease check or heartbeat is in flight) is left
+-- for the next round, and the rows it returns cannot change before
+-- RunRescue, in the same transaction, updates them.
+SELECT id, lease_expires_at, fence FROM flowlite.runs
+WHERE lease_owner IS NOT NULL
+  AND lease_expires_at < @now
+  AND status IN ('running', 'compensating')
+LIMIT @max_runs
+FOR NO KEY UPDATE SKIP LOCKED;
+
+-- name: RunRescue :many
+-- RunRescue re-queues the runs of @ids (a JSON array) whose lease expired.
+-- The status and lease tests are in the WHERE clause, so a run completed or
+-- renewed in the meantime is untouched.
+UPDATE flowlite.runs
+SET lease_owner = NULL, lease_expires_at = NULL,
+    status = CASE status WHEN 'running' THEN 'pending' ELSE status END,
+    updated_at = sqlc.arg(now)::bigint
+WHERE lease_owner IS NOT NULL
+  AND lease_expires_at < sqlc.arg(now)::bigint
+  AND status IN ('running', 'compensating')
+  AND id IN (SELECT jsonb_array_elements_text(sqlc.arg(ids)::text::jsonb))
+RETURNING id, fence;
+
+-- name: RunRequestCancel :execrows
+UPDATE flowlite.runs
+SET cancel_requested = true, wake_seq = wake_seq + 1,
+    run_at = CASE WHEN lease_owner IS NULL THEN LEAST(run_at, sqlc.arg(now)::bigint) ELSE run_at END,
+    updated_at = sqlc.arg(now)::bigint
+WHERE id = sqlc.arg(id)::text AND status IN ('pending', 'running', 'waiting', 'compensating');
+
+-- name: RunCancelIdle :execrows
+-- RunCancelIdle cancels at once a run that no worker executes (pending or
+-- waiting, unleased) and that has nothing to undo: no completed step with a
+-- compensation. It reports 0 rows for any other run.
+UPDATE flowlite.runs
+SET status = 'cancelled', cancel_requested = true, error = sqlc.arg(error)::text, wake_seq = wake_seq + 1,
+    finished_at = sqlc.arg(now)::bigint, updated_at = sqlc.arg(now)::bigint
+WHERE id = sqlc.arg(id)::text AND lease_owner IS NULL AND status IN ('pending', 'waiting')
+  AND NOT EXISTS (
+    SELECT 1 FROM flowlite.steps AS s
+    WHERE s.run_id = sqlc.arg(id)::text AND s.status = 'completed' AND s.compensable
+  );
+
+-- name: RunCancelToUnwind :execrows
+-- RunCancelToUnwind moves a run that no worker executes (pending or
+-- waiting, unleased) to compensating, due now, with its cancellation
+-- requested: the next engine to claim it runs its compensations and ends it
+-- cancelled. Arm the compensations (StepCompensationArm) in the same
+-- transaction.
+UPDATE flowlite.runs
+SET status = 'compensating', cancel_requested = true, error = sqlc.arg(error)::text, wake_seq = wake_seq + 1,
+    run_at = LEAST(run_at, sqlc.arg(now)::bigint), updated_at = sqlc.arg(now)::bigint
+WHERE id = sqlc.arg(id)::text AND lease_owner IS NULL AND status IN ('pending', 'waiting');
+
+-- name: RunSetStatus :execrows
+-- RunSetStatus moves an unleased run from @expected to @status; operators use
+-- it to resume or cancel a suspended run.
+UPDATE flowlite.runs
+SET status = @status, reason = @reason, run_at = @run_at, finished_at = @finished_at, updated_at = @now
+WHERE id = @id AND status = sqlc.arg(expected)::text AND lease_owner IS NULL;
+
+-- name: RunCountUnrunnable :many
+-- RunCountUnrunnable counts ready runs whose workflow version is not in
+-- @known, i.e. runs this process cannot execute and leaves alone.
+SELECT workflow, version, count(*) AS runs
+FROM flowlite.runs
+WHERE lease_owner IS NULL
+  AND status IN ('pending', 'waiting', 'compensating')
+  AND (workflow || ':' || version) NOT IN (SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb))
+GROUP BY workflow, version
+ORDER BY workflow, version;
+
+-- name: RunList :many
+SELECT * FROM flowlite.runs
+WHERE (sqlc.arg(status)::text = '' OR status = sqlc.arg(status)::text)
+  AND (sqlc.arg(workflow)::text = '' OR workflow = sqlc.arg(workflow)::text)
+  AND (sqlc.arg(queue)::text = '' OR queue = sqlc.arg(queue)::text)
+  AND (sqlc.arg(created_since)::bigint = 0 OR created_at >= sqlc.arg(created_since)::bigint)
+  AND (sqlc.arg(created_before)::bigint = 0 OR created_at < sqlc.arg(created_before)::bigint)
+ORDER BY created_at DESC, id
+LIMIT sqlc.arg(max_runs)::bigint;
+
+-- name: RunCountByStatus :many
+SELECT status, count(*) AS runs FROM flowlite.runs GROUP BY status ORDER BY status;
+
+-- name: RunDeleteOne :execrows
+-- RunDeleteOne deletes the finished run @id, with its steps, events,
+-- signals and holds (ON DELETE CASCADE), unless it is the child of an
+-- unfinished parent, which may still read its outcome.
+DELETE FROM flowlite.runs AS d
+WHERE d.id = @id AND d.status IN ('completed', 'failed', 'cancelled')
+  AND (d.parent_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM flowlite.runs AS p
+    WHERE p.id = d.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+  ));
+
+-- name: RunMakeDue :execrows
+-- RunMakeDue makes the pending, unleased run @id due at @now: a delayed run,
+-- or one waiting out a retry backoff. It changes nothing for any other run,
+-- or one due already.
+UPDATE flowlite.runs SET run_at = sqlc.arg(now)::bigint, updated_at = sqlc.arg(now)::bigint
+WHERE id = sqlc.arg(id)::text AND status = 'pending' AND lease_owner IS NULL AND run_at > sqlc.arg(now)::bigint;

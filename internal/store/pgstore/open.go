@@ -1,0 +1,268 @@
+// Package pgstore is the PostgreSQL adapter of the store seam, over the
+// sqlc-generated queries in dbgen/pgdb and pgx v5 through its database/sql
+// driver (pgx/v5/stdlib), so that store.Tx.SQL and Store.WriteInTx hand
+// users the same *sql.Tx as on SQLite.
+//
+// Every write is one READ COMMITTED transaction of its own (see Write).
+// SQLite gives the engine most of its guarantees through its single
+// writer; here each one has its own row lock, constraint or advisory lock,
+// written next to the query that takes it (db/queries/postgres) and listed
+// in the store package doc:
+//
+//   - claims lock their candidates FOR UPDATE SKIP LOCKED (RunClaim);
+//   - a lease check locks the run's row until the commit (RunLeaseCheck,
+//     FOR NO KEY UPDATE), and every fenced write is a compare-and-set on
+//     (lease_owner, fence);
+//   - unique keys rest on the unique index runs_unique, the primary key of
+//     unique_holds, and a transaction-scoped advisory lock per key
+//     (UniqueKeyLock) around the test of current holds;
+//   - a cron slot is started by the one transaction whose ScheduleAdvance,
+//     a single guarded UPDATE, changed the schedule's row.
+//
+// flowlite's tables live in their own schema (Options.Schema, default
+// "flowlite"), named in every statement rather than found through
+// search_path: sqlc checks the qualified names, the transaction a RunTx
+// step gets keeps the application's own search_path, and an application
+// table called runs or events is never mistaken for flowlite's. A store in
+// another schema rewrites the qualifier in the migrations and queries.
+//
+// The optional interfaces of SQLite files (store.FileMaintainer: WAL
+// checkpoints, VACUUM INTO backups, integrity checks) are not implemented:
+// PostgreSQL checkpoints and backs up outside the application, and the
+// engine falls back to store.ErrNotSupported.
+//
+// It imports internal/store, db/migrations, dbgen/pgdb, goose and pgx;
+// no other package of the project may import pgx (internal/archtest).
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/flowlite/flowlite/db/migrations"
+	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// DefaultSchema is the schema flowlite's tables live in unless
+// Options.Schema names another.
+const DefaultSchema = migrations.PostgresSchema
+
+// ErrClosed is returned by Write, and by reads, after Close.
+var ErrClosed = store.ErrClosed
+
+// Options tune how a store is opened. The zero value is the default.
+type Options struct {
+	// Schema is the PostgreSQL schema holding flowlite's tables and goose's
+	// version table; default DefaultSchema. It must be a lowercase SQL
+	// identifier (letters, digits, underscores, not starting with a digit),
+	// which is used unquoted. Open creates it when it is missing.
+	Schema string
+	// MaxConns caps the connections of the pool Open creates: every
+	// concurrent Write holds one for its transaction. Default 10. OpenDB
+	// uses the caller's pool as it is.
+	MaxConns int
+}
+
+// Store is a store.Store over one PostgreSQL schema.
+type Store struct {
+	db     *sql.DB
+	ownsDB bool // whether Close closes db
+	schema string
+	names  *qualifier
+	closed atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the PostgreSQL database dsn names (a URL or key=value
+// string, as pgx parses it), creates the schema when it is missing,
+// migrates it, and returns a store over a pool of at most opts.MaxConns
+// connections. A schema migrated by a newer flowlite is refused with
+// store.ErrSchemaTooNew and left untouched.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message never repeats the password.
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	where := fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = 10
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(opts.MaxConns)
+	db.SetMaxIdleConns(opts.MaxConns)
+	s, err := newStore(ctx, db, true, opts)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", where, err)
+	}
+	return s, nil
+}
+
+// OpenDB wraps a *sql.DB the caller opened on a PostgreSQL database (with
+// pgx's stdlib driver, or any driver that returns *pgconn.PgError for the
+// error mapping to apply), creates and migrates the schema, and returns a
+// store over it. The pool is used as it is, and Close does not close it.
+// Of opts, only Schema applies.
+func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
+	s, err := newStore(ctx, db, false, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres database: %w", err)
+	}
+	return s, nil
+}
+
+func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store, error) {
+	schema := opts.Schema
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if err := validSchema(schema); err != nil {
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("connect: %w", interpretError(err))
+	}
+	names := newQualifier(schema)
+	if err := migrate(ctx, db, schema, names); err != nil {
+		return nil, err
+	}
+	return &Store{db: db, ownsDB: owns, schema: schema, names: names}, nil
+}
+
+// Schema returns the schema the store's tables live in.
+func (s *Store) Schema() string { return s.schema }
+
+// Close fails later writes and reads with ErrClosed, and closes the pool
+// if Open created it. database/sql lets the statements in flight finish.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) || !s.ownsDB {
+		return nil
+	}
+	return s.db.Close()
+}
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// validSchema accepts the schema names that need no quoting: the name goes
+// into statement text (CREATE SCHEMA, the qualifier of every table), where
+// a bind parameter cannot stand for an identifier.
+func validSchema(schema string) error {
+	if !schemaName.MatchString(schema) || strings.HasPrefix(schema, "pg_") {
+		return fmt.Errorf("schema %q: want a lowercase identifier of letters, digits and underscores, not starting with a digit or pg_", schema)
+	}
+	return nil
+}
+
+// qualifier rewrites the schema named by the migrations and the generated
+// queries ("flowlite.runs") into the store's schema. For the default
+// schema it changes nothing; otherwise each distinct statement is
+// rewritten once and cached, so the cost is one map lookup per statement.
+type qualifier struct {
+	schema string
+	cache  sync.Map // statement text → rewritten text
+}
+
+// qualified matches the qualifier of a name in the flowlite schema. The
+// name "flowlite" followed by anything but a dot is left alone: in a
+// statement it is a word of a comment or a string.
+var qualified = regexp.MustCompile(`\b` + DefaultSchema + `\.`)
+
+func newQualifier(schema string) *qualifier { return &qualifier{schema: schema} }
+
+func (q *qualifier) rewrite(query string) string {
+	if q.schema == DefaultSchema {
+		return query
+	}
+	if r, ok := q.cache.Load(query); ok {
+		return r.(string)
+	}
+	r := qualified.ReplaceAllLiteralString(query, q.schema+".")
+	q.cache.Store(query, r)
+	return r
+}
+
+// conn binds the generated queries to a pool or transaction, rewriting
+// their schema and failing them with ErrClosed once the store is closed.
+type conn struct {
+	db pgdb.DBTX
+	s  *Store
+}
+
+func (s *Store) conn(db pgdb.DBTX) conn { return conn{db: db, s: s} }
+
+// closedDB is a pool that was never connected and is closed: a statement
+// on it fails with database/sql's "database is closed", which
+// interpretError maps onto ErrClosed. A closed store sends its statements
+// there, also when the caller's pool it was opened on is still open.
+var closedDB = func() *sql.DB {
+	db := sql.OpenDB(stdlib.GetConnector(pgx.ConnConfig{}))
+	db.Close()
+	return db
+}()
+
+func (c conn) target() pgdb.DBTX {
+	if c.s.closed.Load() {
+		return closedDB
+	}
+	return c.db
+}
+
+func (c conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return c.target().ExecContext(ctx, c.s.names.rewrite(query), args...)
+}
+
+func (c conn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return c.target().PrepareContext(ctx, c.s.names.rewrite(query))
+}
+
+func (c conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return c.target().QueryContext(ctx, c.s.names.rewrite(query), args...)
+}
+
+func (c conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return c.target().QueryRowContext(ctx, c.s.names.rewrite(query), args...)
+}
+
+// interpretError maps PostgreSQL's errors onto the store's sentinel
+// errors. It is the one place where driver errors are translated.
+func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "25006": // read_only_sql_transaction: a standby, or default_transaction_read_only
+			return fmt.Errorf("%w (%v)", store.ErrReadOnly, err)
+		case "53100": // disk_full
+			return fmt.Errorf("%w (%v)", store.ErrFull, err)
+		case "XX001", "XX002": // data_corrupted, index_corrupted
+			return fmt.Errorf("%w: %w (%v)", store.ErrNotDatabase, store.ErrCorrupt, err)
+		case "3D000": // invalid_catalog_name: the database does not exist
+			return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
+		}
+		return err
+	}
+	// database/sql's words for a pool used after Close, which it has no
+	// sentinel for.
+	if strings.HasSuffix(err.Error(), "sql: database is closed") {
+		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
+	}
+	return err
+}

@@ -1,0 +1,166 @@
+package pgstore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/pgstore"
+)
+
+// TestOpenTwiceAndDefaultSchema opens the default schema twice, the second
+// time on a migrated schema, and checks both stores see the same data.
+// It is the only test in the schema flowlite.
+func TestOpenTwiceAndDefaultSchema(t *testing.T) {
+	t.Parallel()
+	a := openStore(t, pgstore.Options{Schema: pgstore.DefaultSchema})
+	if a.Schema() != "flowlite" {
+		t.Fatalf("schema %q, want flowlite", a.Schema())
+	}
+	insertRuns(t, a, "q", "r1")
+	b := openStore(t, pgstore.Options{}) // a fresh schema: sees nothing
+	if _, err := b.Reader().RunGet(t.Context(), "r1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("run of another schema: %v, want ErrNotFound", err)
+	}
+	c := openStore(t, pgstore.Options{Schema: pgstore.DefaultSchema})
+	if _, err := c.Reader().RunGet(t.Context(), "r1"); err != nil {
+		t.Errorf("reopened default schema: %v", err)
+	}
+}
+
+// TestSchemaTooNew: a schema migrated by a newer flowlite is refused and
+// left as it is.
+func TestSchemaTooNew(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	schema := s.Schema()
+	db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), "INSERT INTO "+schema+"."+pgstore.VersionTable+" (version_id, is_applied) VALUES (9999, true)"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pgstore.Open(t.Context(), needPG(t), pgstore.Options{Schema: schema})
+	if !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("open newer schema: %v, want ErrSchemaTooNew", err)
+	}
+	var v int64
+	if err := db.QueryRowContext(t.Context(), "SELECT max(version_id) FROM "+schema+"."+pgstore.VersionTable).Scan(&v); err != nil || v != 9999 {
+		t.Errorf("version after refusal: %d, %v; want 9999", v, err)
+	}
+}
+
+func TestBadSchemaName(t *testing.T) {
+	t.Parallel()
+	dsn := needPG(t)
+	for _, name := range []string{"Flow", "1abc", "a-b", `x"; DROP TABLE y; --`, "pg_flowlite", strings.Repeat("a", 64)} {
+		if s, err := pgstore.Open(t.Context(), dsn, pgstore.Options{Schema: name}); err == nil {
+			s.Close()
+			t.Errorf("schema %q accepted", name)
+		}
+	}
+}
+
+// TestWriteInCallersTx runs the store's writes in a transaction of the
+// caller's own pool, whose search_path finds an application table named
+// runs in public: the store's queries name their schema, so they never
+// touch it, and the application's unqualified writes never reach
+// flowlite's table. Both commit, or roll back, together.
+func TestWriteInCallersTx(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{})
+	db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
+	defer db.Close()
+	ctx := t.Context()
+	const app = "runs" // the only test of the package to create it
+	if _, err := db.ExecContext(ctx, "CREATE TABLE public."+app+" (id text PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP TABLE public."+app) })
+
+	for _, commit := range []bool{true, false} {
+		id := "committed"
+		if !commit {
+			id = "rolled-back"
+		}
+		sqlTx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sqlTx.ExecContext(ctx, "INSERT INTO "+app+" (id) VALUES ($1)", id); err != nil {
+			t.Fatal(err)
+		}
+		err = s.WriteInTx(ctx, sqlTx, func(tx store.Tx) error {
+			if tx.SQL() != sqlTx {
+				t.Error("SQL() is not the caller's transaction")
+			}
+			ok, err := tx.RunInsert(ctx, store.RunInsertParams{ID: id, Workflow: order1, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base})
+			if err != nil || !ok {
+				t.Errorf("insert in caller's tx: %v, %v", ok, err)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = sqlTx.Commit()
+		} else {
+			err = sqlTx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, getErr := s.Reader().RunGet(ctx, id)
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+app+" WHERE id = $1", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if commit && (getErr != nil || n != 1) {
+			t.Errorf("committed: run %v, application rows %d; want both", getErr, n)
+		}
+		if !commit && (!errors.Is(getErr, store.ErrNotFound) || n != 0) {
+			t.Errorf("rolled back: run %v, application rows %d; want neither", getErr, n)
+		}
+	}
+}
+
+// TestClosed: after Close, writes and reads fail with ErrClosed, also on a
+// store over the caller's pool, which stays open.
+func TestClosed(t *testing.T) {
+	t.Parallel()
+	db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
+	defer db.Close()
+	for name, open := range map[string]func() (*pgstore.Store, error){
+		"Open": func() (*pgstore.Store, error) {
+			return pgstore.Open(t.Context(), needPG(t), pgstore.Options{Schema: freshSchema()})
+		},
+		"OpenDB": func() (*pgstore.Store, error) {
+			return pgstore.OpenDB(t.Context(), db, pgstore.Options{Schema: freshSchema()})
+		},
+	} {
+		s, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("%s: close: %v", name, err)
+		}
+		if err := s.Write(t.Context(), func(store.Tx) error { return nil }); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("%s: write after close: %v, want ErrClosed", name, err)
+		}
+		if _, err := s.Reader().RunGet(t.Context(), "x"); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("%s: RunGet after close: %v, want ErrClosed", name, err)
+		}
+		if _, err := s.Reader().RunList(t.Context(), store.RunListParams{}); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("%s: RunList after close: %v, want ErrClosed", name, err)
+		}
+	}
+	if err := db.PingContext(t.Context()); err != nil {
+		t.Errorf("the caller's pool after the store closed: %v", err)
+	}
+}

@@ -1,0 +1,328 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+func (r reader) RunGet(ctx context.Context, id string) (store.Run, error) {
+	row, err := r.q.RunGet(ctx, id)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
+	}
+	return runFromRow(row), nil
+}
+
+func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := r.q.RunList(ctx, pgdb.RunListParams{
+		Status: string(p.Status), Workflow: p.Workflow, Queue: p.Queue,
+		CreatedSince: p.Since, CreatedBefore: p.Before, MaxRuns: int64(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", interpretError(err))
+	}
+	return runsFromRows(rows), nil
+}
+
+func (r reader) RunCountByStatus(ctx context.Context) (map[store.RunStatus]int64, error) {
+	rows, err := r.q.RunCountByStatus(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count runs: %w", interpretError(err))
+	}
+	counts := make(map[store.RunStatus]int64, len(rows))
+	for _, row := range rows {
+		counts[store.RunStatus(row.Status)] = row.Runs
+	}
+	return counts, nil
+}
+
+func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKey) ([]store.UnrunnableCount, error) {
+	rows, err := r.q.RunCountUnrunnable(ctx, knownJSON(known))
+	if err != nil {
+		return nil, fmt.Errorf("count unrunnable runs: %w", interpretError(err))
+	}
+	counts := make([]store.UnrunnableCount, len(rows))
+	for i, row := range rows {
+		counts[i] = store.UnrunnableCount{
+			Workflow: store.WorkflowKey{Name: row.Workflow, Version: int(row.Version)},
+			Runs:     row.Runs,
+		}
+	}
+	return counts, nil
+}
+
+// RunInsert inserts a run. With a unique key it first takes the key's
+// advisory lock (UniqueKeyLock): the insert's test of the key's holds then
+// reads, at the start of its statement, every hold a transaction that had
+// the key before committed, which is what SQLite's write lock gives. The
+// key's other guarantee, one holder for good, is the unique index
+// runs_unique, which needs no lock.
+func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, error) {
+	states, err := statesMask(p.UniqueStates, unfinishedMask)
+	if err != nil {
+		return false, fmt.Errorf("insert run %s: %w", p.ID, err)
+	}
+	if states&unfinishedMask != unfinishedMask {
+		// A run that could enter a holding state could break runs_unique.
+		return false, fmt.Errorf("insert run %s: unique states %v lack an unfinished state", p.ID, p.UniqueStates)
+	}
+	if p.UniqueKey != "" {
+		if err := t.lockUniqueKey(ctx, p.Workflow.Name, p.UniqueKey); err != nil {
+			return false, fmt.Errorf("insert run %s: %w", p.ID, err)
+		}
+	}
+	n, err := t.q.RunInsert(ctx, pgdb.RunInsertParams{
+		ID: p.ID, Workflow: p.Workflow.Name, Version: int64(p.Workflow.Version), Queue: p.Queue,
+		Priority: int64(p.Priority), Input: nonNil(p.Input), RunAt: p.RunAt, Deadline: nullInt(p.Deadline),
+		ParentID: nullString(p.ParentID), UniqueKey: nullString(p.UniqueKey), UniqueStates: states, CreatedAt: p.Now,
+	})
+	if err != nil {
+		return false, fmt.Errorf("insert run %s: %w", p.ID, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+// lockUniqueKey takes the advisory lock of a unique key until the
+// transaction ends.
+func (t *tx) lockUniqueKey(ctx context.Context, workflow, key string) error {
+	if err := t.q.UniqueKeyLock(ctx, uniqueKeyLockID(t.s.schema, workflow, key)); err != nil {
+		return fmt.Errorf("lock unique key %q of %s: %w", key, workflow, interpretError(err))
+	}
+	return nil
+}
+
+// RunClaim claims one priority at a time, highest first, as the SQLite
+// adapter does: a seek finds the next priority that has unleased runs, and
+// a range of runs_ready gives the ones due at that priority, so a claim
+// never reads the runs that wait for a later time. Each round locks its
+// runs FOR UPDATE SKIP LOCKED, so concurrent claimers never wait on each
+// other and never share a run.
+func (t *tx) RunClaim(ctx context.Context, p store.RunClaimParams) ([]store.Run, error) {
+	known := knownJSON(p.Known)
+	var runs []store.Run
+	atMost := int64(math.MaxInt64)
+	for len(runs) < p.Max {
+		next, err := t.q.RunReadyNextPriority(ctx, pgdb.RunReadyNextPriorityParams{Queue: p.Queue, AtMost: atMost})
+		if err != nil {
+			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(err))
+		}
+		if len(next) == 0 {
+			break
+		}
+		rows, err := t.q.RunClaim(ctx, pgdb.RunClaimParams{
+			Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, Now: p.Now, Queue: p.Queue,
+			Priority: next[0], Known: known, MaxRuns: int64(p.Max - len(runs)),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(err))
+		}
+		for _, row := range rows {
+			runs = append(runs, runFromRow(row))
+		}
+		if next[0] == math.MinInt64 {
+			break
+		}
+		atMost = next[0] - 1
+	}
+	return runs, nil
+}
+
+func (t *tx) RunHeartbeat(ctx context.Context, l store.Lease, expiresAt, now int64) (bool, error) {
+	cancel, err := t.q.RunHeartbeat(ctx, pgdb.RunHeartbeatParams{
+		LeaseExpiresAt: someInt(expiresAt), Now: now, ID: l.RunID, Owner: someString(l.Owner), Fence: l.Fence,
+	})
+	if err != nil {
+		return false, fenced("heartbeat", l, interpretError(err))
+	}
+	return cancel, nil
+}
+
+// RunLeaseCheck locks the run's row (FOR NO KEY UPDATE) while it proves the
+// lease, so that the proof holds until the transaction commits: a rescuer
+// or a claimer skips the row, and any other update of it waits.
+func (t *tx) RunLeaseCheck(ctx context.Context, l store.Lease) (bool, error) {
+	cancel, err := t.q.RunLeaseCheck(ctx, pgdb.RunLeaseCheckParams{ID: l.RunID, Owner: someString(l.Owner), Fence: l.Fence})
+	if err != nil {
+		return false, fenced("check lease", l, interpretError(err))
+	}
+	return cancel, nil
+}
+
+func (t *tx) RunStartCompensating(ctx context.Context, l store.Lease, errMsg string, now int64) error {
+	n, err := t.q.RunStartCompensating(ctx, pgdb.RunStartCompensatingParams{
+		Error: errMsg, Now: now, ID: l.RunID, Owner: someString(l.Owner), Fence: l.Fence,
+	})
+	return fencedRows("start compensating", l, n, err)
+}
+
+func (t *tx) RunRelease(ctx context.Context, l store.Lease, p store.RunReleaseParams) error {
+	status := store.RunPending
+	if p.Waiting {
+		status = store.RunWaiting
+	}
+	n, err := t.q.RunRelease(ctx, pgdb.RunReleaseParams{
+		Status: string(status), WakeSeq: p.WakeSeq, RunAt: p.RunAt, Now: p.Now,
+		ID: l.RunID, Owner: l.Owner, Fence: l.Fence,
+	})
+	return fencedRows("release", l, n, err)
+}
+
+func (t *tx) RunWake(ctx context.Context, id string, now int64) (bool, error) {
+	n, err := t.q.RunWake(ctx, pgdb.RunWakeParams{Now: now, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("wake run %s: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+func (t *tx) RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error) {
+	ids, err := t.q.RunCancelChildren(ctx, pgdb.RunCancelChildrenParams{Now: now, ParentID: parentID})
+	if err != nil {
+		return nil, fmt.Errorf("cancel children of run %s: %w", parentID, interpretError(err))
+	}
+	return ids, nil
+}
+
+func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishParams) error {
+	n, err := t.q.RunFinish(ctx, pgdb.RunFinishParams{
+		Status: string(p.Status), Output: p.Output, Error: p.Error, Reason: p.Reason,
+		FinishedAt: nullInt(p.FinishedAt), Now: p.Now, ID: l.RunID, Owner: someString(l.Owner), Fence: l.Fence,
+	})
+	return fencedRows("finish", l, n, err)
+}
+
+// RunRescue reads the expired leases, locking their rows and skipping the
+// rows a worker holds, then clears them: the lock keeps the deadlines it
+// read true until the update, which repeats the expiry test anyway.
+func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.RescuedRun, error) {
+	expired, err := t.q.RunListExpiredLeases(ctx, pgdb.RunListExpiredLeasesParams{Now: someInt(now), MaxRuns: int32(min(limit, math.MaxInt32))})
+	if err != nil {
+		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
+	}
+	if len(expired) == 0 {
+		return nil, nil
+	}
+	deadlines := make(map[string]int64, len(expired))
+	ids := make([]string, len(expired))
+	for i, row := range expired {
+		deadlines[row.ID], ids[i] = row.LeaseExpiresAt.Int64, row.ID
+	}
+	idsJSON, _ := json.Marshal(ids) // a []string always marshals
+	rows, err := t.q.RunRescue(ctx, pgdb.RunRescueParams{Now: now, Ids: string(idsJSON)})
+	if err != nil {
+		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
+	}
+	rescued := make([]store.RescuedRun, len(rows))
+	for i, row := range rows {
+		rescued[i] = store.RescuedRun{ID: row.ID, LeaseExpiresAt: deadlines[row.ID], Fence: row.Fence}
+	}
+	return rescued, nil
+}
+
+func (t *tx) RunCancelIdle(ctx context.Context, id, errMsg string, now int64) (bool, error) {
+	n, err := t.q.RunCancelIdle(ctx, pgdb.RunCancelIdleParams{Error: errMsg, Now: now, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("cancel idle run %s: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+func (t *tx) RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64) (bool, error) {
+	n, err := t.q.RunCancelToUnwind(ctx, pgdb.RunCancelToUnwindParams{Error: errMsg, Now: now, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("cancel run %s to unwind it: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+func (t *tx) RunRequestCancel(ctx context.Context, id string, now int64) (bool, error) {
+	n, err := t.q.RunRequestCancel(ctx, pgdb.RunRequestCancelParams{Now: now, ID: id})
+	if err != nil {
+		return false, fmt.Errorf("request cancel of run %s: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}
+
+func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error {
+	n, err := t.q.RunSetStatus(ctx, pgdb.RunSetStatusParams{
+		Status: string(p.Status), Reason: p.Reason, RunAt: p.RunAt, FinishedAt: nullInt(p.FinishedAt),
+		Now: p.Now, ID: p.ID, Expected: string(p.Expected),
+	})
+	if err != nil {
+		return fmt.Errorf("set status of run %s: %w", p.ID, interpretError(err))
+	}
+	if n == 0 {
+		return fmt.Errorf("set status of run %s to %s: %w: run is not %s or is leased", p.ID, p.Status, store.ErrConflict, p.Expected)
+	}
+	return nil
+}
+
+// fenced turns "no row" from a fenced statement into store.ErrLeaseLost.
+func fenced(op string, l store.Lease, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%s run %s: %w (fence %d, owner %s)", op, l.RunID, store.ErrLeaseLost, l.Fence, l.Owner)
+	}
+	return fmt.Errorf("%s run %s: %w", op, l.RunID, err)
+}
+
+func fencedRows(op string, l store.Lease, n int64, err error) error {
+	if err != nil {
+		return fenced(op, l, interpretError(err))
+	}
+	if n == 0 {
+		return fenced(op, l, store.ErrNotFound)
+	}
+	return nil
+}
+
+// knownJSON encodes workflow versions as the JSON array of "name:version"
+// strings the claim queries unpack with jsonb_array_elements_text (an
+// array parameter would need lib/pq's array type under database/sql).
+func knownJSON(known []store.WorkflowKey) string {
+	keys := make([]string, len(known))
+	for i, k := range known {
+		keys[i] = k.String()
+	}
+	b, _ := json.Marshal(keys) // a []string always marshals
+	return string(b)
+}
+
+func runsFromRows(rows []pgdb.Run) []store.Run {
+	runs := make([]store.Run, len(rows))
+	for i, row := range rows {
+		runs[i] = runFromRow(row)
+	}
+	return runs
+}
+
+func runFromRow(r pgdb.Run) store.Run {
+	return store.Run{
+		ID: r.ID, Workflow: r.Workflow, Version: int(r.Version), Queue: r.Queue, Priority: int(r.Priority),
+		Status: store.RunStatus(r.Status), Input: r.Input, Output: r.Output, Error: r.Error, Reason: r.Reason,
+		CancelRequested: r.CancelRequested, RunAt: r.RunAt, Deadline: r.Deadline.Int64,
+		ParentID: r.ParentID.String, WakeSeq: r.WakeSeq, Fence: r.Fence,
+		LeaseOwner: r.LeaseOwner.String, LeaseExpiresAt: r.LeaseExpiresAt.Int64,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt.Int64,
+		UniqueKey: r.UniqueKey.String, StartedAt: r.StartedAt.Int64,
+		RequeuedFrom: r.RequeuedFrom.String, RequeuedAs: r.RequeuedAs.String,
+	}
+}
+
+// nonNil returns b, or an empty slice for nil: a nil []byte is NULL to the
+// driver, and the input and payload columns are NOT NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

@@ -1,0 +1,112 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// Write runs fn in its own database transaction, at the database's
+// default isolation (READ COMMITTED), and returns after the commit.
+//
+// There is no group commit here: SQLite's writer batches callers because
+// one file has one writer and every commit costs an fsync; PostgreSQL runs
+// many transactions at once and commits them with its own group commit
+// (commit_delay, a shared WAL flush), so each caller simply gets its own
+// transaction on a pooled connection, and one caller's failure or panic
+// rolls back that transaction alone.
+//
+// ctx bounds the wait for a connection; once fn starts, the transaction
+// runs to its outcome whatever ctx does (it is begun without ctx's
+// cancellation, as the store contract asks). Write never calls fn twice:
+// under READ COMMITTED no serialization failure arises, and a deadlock the
+// database breaks (SQLSTATE 40P01, possible only between transactions that
+// update several runs in different orders) is returned to the caller, who
+// knows whether its work can run again.
+func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("begin write: %w", interpretError(err))
+	}
+	defer conn.Close()
+	sqlTx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		return fmt.Errorf("begin write: %w", interpretError(err))
+	}
+	committed := false
+	defer func() {
+		// Runs on an error and on a panic of fn, which then goes on up to
+		// the caller.
+		if !committed {
+			_ = sqlTx.Rollback()
+		}
+	}()
+	if err := fn(s.newTx(sqlTx)); err != nil {
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", interpretError(err))
+	}
+	committed = true
+	return nil
+}
+
+// WriteInTx runs fn on a transaction the caller owns and commits. The
+// transaction may come from any *sql.DB on the same database: every query
+// names flowlite's schema, so the caller's search_path does not matter.
+func (s *Store) WriteInTx(ctx context.Context, sqlTx *sql.Tx, fn func(store.Tx) error) error {
+	if sqlTx == nil {
+		return errors.New("write in caller's transaction: tx is nil")
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return fn(s.newTx(sqlTx))
+}
+
+// Reader returns reads served by the pool, each statement on its own,
+// seeing what was committed when it started.
+func (s *Store) Reader() store.Reader { return reader{q: pgdb.New(s.conn(s.db)), s: s} }
+
+func (s *Store) newTx(sqlTx *sql.Tx) *tx {
+	return &tx{reader: reader{q: pgdb.New(s.conn(sqlTx)), s: s}, sqlTx: sqlTx}
+}
+
+// reader implements store.Reader over the generated queries, bound to the
+// pool or to a transaction. Its methods, and tx's, live in one file per
+// entity, named after the query file they call: runs.go runs the queries
+// of db/queries/postgres/runs.sql, steps.go those of steps.sql, and so on.
+type reader struct {
+	q *pgdb.Queries
+	s *Store
+}
+
+// tx implements store.Tx over one database transaction.
+type tx struct {
+	reader
+	sqlTx *sql.Tx
+}
+
+func (t *tx) SQL() *sql.Tx { return t.sqlTx }
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func someString(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
+
+// nullInt stores zero as NULL ("none"), as the SQLite adapter does.
+func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
+
+func someInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: true} }
