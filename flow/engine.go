@@ -141,6 +141,12 @@ func New(ctx context.Context, b Backend, cfg *Config) (*Engine, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
+	// A bad Config is refused before the backend opens (and, for SQLite,
+	// creates or migrates) anything; what depends on the opened database,
+	// like its busy timeout, is checked again once it is open.
+	if err := engine.CheckConfig(engineConfig(cfg, 0)); err != nil {
+		return nil, fmt.Errorf("new engine: %w", err)
+	}
 	o, err := b.OpenStore(ctx)
 	if err != nil {
 		return nil, err
@@ -154,17 +160,27 @@ func New(ctx context.Context, b Backend, cfg *Config) (*Engine, error) {
 }
 
 func newEngine(o store.Opened, cfg *Config) (*Engine, error) {
+	core, err := engine.New(o.Store, engineConfig(cfg, o.BusyTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("new engine: %w", err)
+	}
+	return &Engine{core: core, store: o.Store, readOnly: o.ReadOnly}, nil
+}
+
+// engineConfig is cfg in the engine's terms, for a database whose writes
+// wait up to busy for a lock.
+func engineConfig(cfg *Config, busy time.Duration) engine.Config {
 	queues := make(map[string]int, len(cfg.Queues))
 	for name, q := range cfg.Queues {
 		queues[name] = q.Concurrency
 	}
-	core, err := engine.New(o.Store, engine.Config{
+	return engine.Config{
 		Queues:            queues,
 		PollInterval:      cfg.PollInterval,
 		LeaseTimeout:      cfg.LeaseTimeout,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		RescueInterval:    cfg.RescueInterval,
-		BusyTimeout:       o.BusyTimeout,
+		BusyTimeout:       busy,
 		DefaultRetry:      cfg.DefaultRetry,
 		Logger:            cfg.Logger,
 		Clock:             cfg.Clock,
@@ -176,11 +192,7 @@ func newEngine(o store.Opened, cfg *Config) (*Engine, error) {
 		ReportInterval:  cfg.ReportInterval,
 		ReportRetention: cfg.ReportRetention,
 		MaxPayloadBytes: cfg.MaxPayloadBytes,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("new engine: %w", err)
 	}
-	return &Engine{core: core, store: o.Store, readOnly: o.ReadOnly}, nil
 }
 
 // Register adds a workflow version to the engine, or panics if it is

@@ -23,7 +23,10 @@ import (
 // their timeout (and their rows are rolled back), and nothing else fails.
 func TestTimedOutRunTxFailsNoOtherCaller(t *testing.T) {
 	t.Parallel()
-	const fastRuns, slowRuns = 300, 20
+	fastRuns, slowRuns := 300, 20
+	if raceEnabled {
+		fastRuns, slowRuns = 100, 5
+	}
 	path := dbPath(t)
 	cfg := testConfig()
 	cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 32}}

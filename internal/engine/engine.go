@@ -133,6 +133,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// CheckConfig reports what is wrong with c, with its zero fields taken as
+// the defaults, before an engine is made with it: New makes the same check.
+func CheckConfig(c Config) error { return c.withDefaults().validate() }
+
 func (c Config) validate() error {
 	for q, n := range c.Queues {
 		if err := CheckName("queue", q); err != nil {
