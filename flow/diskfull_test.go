@@ -73,7 +73,7 @@ func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	_, err = run.Result(ctx)
 	var we *flow.WriteError
 	if !errors.As(err, &we) || !errors.Is(err, flow.ErrDiskFull) || we.RunID != "fill-1" {
-		t.Fatalf("Result = %v, want a *flow.WriteError matching ErrDiskFull", err)
+		t.Fatalf("Result = %v, want a *flow.WriteError matching ErrDiskFull; logs:\n%s", err, logs.String())
 	}
 	// The engine retries for half the lease, then once more to give the
 	// run back; Result must not wait for more (before, it waited for ctx).
@@ -83,8 +83,8 @@ func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	if m := e1.Metrics(); m.WriteFailures == 0 || !strings.Contains(m.LastWriteError, "full") {
 		t.Errorf("metrics: %d write failures, last %q; want the failures counted", m.WriteFailures, m.LastWriteError)
 	}
-	if !strings.Contains(logs.b.String(), "write failed for good") {
-		t.Errorf("the failure was not logged:\n%s", logs.b.String())
+	if !strings.Contains(logs.String(), "write failed for good") {
+		t.Errorf("the failure was not logged:\n%s", logs.String())
 	}
 	e1.Close()
 

@@ -69,6 +69,11 @@ func TestTimedOutRunTxFailsNoOtherCaller(t *testing.T) {
 	flow.Register(e, slow)
 	startEngine(t, e)
 	ctx := waitCtx(t)
+	if raceEnabled { // each long INSERT holds the writer several times longer
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+		t.Cleanup(cancel)
+	}
 
 	var startErrs, fastErrs, slowWrong atomic.Int64
 	var firstErr sync.Map

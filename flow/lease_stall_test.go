@@ -26,6 +26,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func (s *syncBuffer) count(sub string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -146,6 +152,6 @@ func TestNoLeaseLostWarningAfterARunsOwnFinish(t *testing.T) {
 		}
 	}
 	if n := logs.count("lease lost"); n > 0 {
-		t.Fatalf("%d lease-lost warnings for runs no other worker took:\n%s", n, logs.b.String())
+		t.Fatalf("%d lease-lost warnings for runs no other worker took:\n%s", n, logs.String())
 	}
 }

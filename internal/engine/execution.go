@@ -181,10 +181,18 @@ func (x *execution) writeTx(proof leaseProof, fn func(ctx context.Context, tx st
 	if proof == leaseInFn {
 		x.ending.Store(true)
 	}
-	x.deferredMu.Lock()
-	deferred := x.deferred
-	x.deferred = nil
-	x.deferredMu.Unlock()
+	// The deferred checkpoints ride with the execution's own next write, in
+	// the order the body made them. A heartbeat runs beside the body, on
+	// its own goroutine: were it to carry them and fail after the run's
+	// outcome committed without them (the lease is gone by then), the run
+	// would be finished with a step never checkpointed.
+	var deferred []func(ctx context.Context, tx store.Tx) error
+	if proof != leaseHeartbeat {
+		x.deferredMu.Lock()
+		deferred = x.deferred
+		x.deferred = nil
+		x.deferredMu.Unlock()
+	}
 	err := x.writeRetryingBusy(ctx, func(tx store.Tx) error {
 		now := x.e.nowMs()
 		var cancelRequested bool
