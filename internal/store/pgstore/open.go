@@ -81,6 +81,9 @@ type Store struct {
 	schema string
 	names  *qualifier
 	closed atomic.Bool
+
+	channel    string          // of wakes (notify.go)
+	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
 }
 
 var _ store.Store = (*Store)(nil)
@@ -108,6 +111,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", where, err)
 	}
+	s.connConfig = cfg
 	return s, nil
 }
 
@@ -139,7 +143,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	if err := migrate(ctx, db, schema, names); err != nil {
 		return nil, err
 	}
-	return &Store{db: db, ownsDB: owns, schema: schema, names: names}, nil
+	return &Store{db: db, ownsDB: owns, schema: schema, names: names, channel: wakeChannel(schema)}, nil
 }
 
 // Schema returns the schema the store's tables live in.

@@ -1,0 +1,236 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+var _ store.Notifier = (*Store)(nil)
+
+// Wakes travel on one channel per schema, so that stores in different
+// schemas of one database (tests, tenants) do not wake each other's
+// engines. The writes that make work appear send them in their own
+// transaction (wakes.sql), so PostgreSQL delivers them on commit and drops
+// them on rollback:
+//
+//   - RunInsert, RunRequeue, RunWake (a signal or a child's outcome for a
+//     waiting run: the engine's SignalSend is always followed by RunWake,
+//     which is the write that makes the run due), RunMakeDue,
+//     RunCancelToUnwind, RunRescue and RunSetStatus to pending send a
+//     ready wake for the run;
+//   - RunRequestCancel and RunCancelChildren send a cancel wake, so the
+//     engine executing the run cancels it at once rather than at its next
+//     heartbeat;
+//   - resuming a queue (QueueSetPaused) sends a ready wake for the queue.
+//
+// RunRelease sends none: the engine that releases a run works its queue
+// and wakes its own claimer, and a wake per step would cost every step a
+// statement. Each wake costs its write one more statement in the same
+// round trip budget as the write itself; it is skipped when the write
+// changed nothing.
+
+// channelSuffix follows the schema name in the wake channel's name.
+const channelSuffix = "_wake"
+
+// wakeChannel names the channel of a schema's wakes, cut to PostgreSQL's
+// 63-byte identifier limit (pg_notify fails on a longer name). Two schemas
+// alike in their first 58 bytes share a channel, which costs their engines
+// a wasted look for work now and then, never a missed one.
+func wakeChannel(schema string) string {
+	c := schema + channelSuffix
+	if len(c) > 63 {
+		c = c[:63]
+	}
+	return c
+}
+
+// wakeRuns sends a wake of the given kind for each of ids, in t's
+// transaction.
+func (t *tx) wakeRuns(ctx context.Context, kind store.WakeKind, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	idsJSON, _ := json.Marshal(ids) // a []string always marshals
+	err := t.q.WakeRuns(ctx, pgdb.WakeRunsParams{Channel: t.s.channel, Kind: string(kind), Ids: string(idsJSON)})
+	if err != nil {
+		return fmt.Errorf("notify %s wake: %w", kind, interpretError(err))
+	}
+	return nil
+}
+
+// wakeQueue sends a ready wake for a queue, in t's transaction.
+func (t *tx) wakeQueue(ctx context.Context, queue string) error {
+	if err := t.q.WakeQueue(ctx, pgdb.WakeQueueParams{Channel: t.s.channel, Queue: queue}); err != nil {
+		return fmt.Errorf("notify queue %s: %w", queue, interpretError(err))
+	}
+	return nil
+}
+
+// wakePayload is the JSON a wake carries (wakes.sql builds it).
+type wakePayload struct {
+	Kind  string  `json:"k"`
+	Queue string  `json:"q"`
+	RunID *string `json:"r"`
+	DueAt int64   `json:"d"`
+}
+
+func parseWake(payload string) (store.Wake, bool) {
+	var p wakePayload
+	if err := json.Unmarshal([]byte(payload), &p); err != nil || p.Kind == "" {
+		return store.Wake{}, false // not ours: someone else NOTIFYing on the channel
+	}
+	w := store.Wake{Kind: store.WakeKind(p.Kind), Queue: p.Queue, DueAt: p.DueAt}
+	if p.RunID != nil {
+		w.RunID = *p.RunID
+	}
+	return w, true
+}
+
+// Listen timings. A vanished server (a cut network, a crashed machine)
+// shows no error on an idle connection, so the listener pings it after
+// listenIdle without a notification; a failed connection is retried after
+// a delay that doubles from listenRetryMin up to listenRetryMax.
+var (
+	listenIdle     = 30 * time.Second
+	listenPingWait = 10 * time.Second
+	listenRetryMin = 100 * time.Millisecond
+	listenRetryMax = 5 * time.Second
+)
+
+// Listen implements store.Notifier. It listens on a connection of its own,
+// outside the pool: a LISTEN lives as long as its session, and a pooled
+// connection serving writers between waits would miss notifications and
+// take a slot writers need. The connection is opened with the settings of
+// the pool's connections (Open's DSN, or those of a connection of
+// OpenDB's pool, which must then be pgx's stdlib driver: other drivers get
+// store.ErrNotSupported).
+//
+// Once listening, at first and after every reconnection, it calls fn with
+// a store.WakeAll: wakes committed while it was not listening are lost,
+// and the first one also tells the caller that wakes from now on will
+// arrive. The WakeAll after a lost connection carries the error that
+// ended it in Err. LISTEN is the one statement written here rather than in
+// db/queries: it runs on a pgx connection, not through database/sql, and
+// takes the channel as an identifier, not a parameter.
+func (s *Store) Listen(ctx context.Context, fn func(store.Wake)) error {
+	cfg, err := s.listenConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("listen for wakes: %w", err)
+	}
+	retry := listenRetryMin
+	var lost error // why the last connection ended, or nil
+	for {
+		conn, err := s.listenConnect(ctx, cfg)
+		if err == nil {
+			retry = listenRetryMin
+			fn(store.Wake{Kind: store.WakeAll, Err: lost})
+			err = receiveWakes(ctx, conn, fn)
+			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = conn.Close(closeCtx)
+			cancel()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if s.closed.Load() {
+			return fmt.Errorf("listen for wakes: %w", ErrClosed)
+		}
+		if err != nil {
+			lost = err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, listenRetryMax)
+	}
+}
+
+// listenConfig returns the settings of the listener's connection.
+func (s *Store) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if s.connConfig != nil {
+		return s.connConfig.Copy(), nil
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the pool's connection settings: %w", interpretError(err))
+	}
+	defer c.Close()
+	var cfg *pgx.ConnConfig
+	err = c.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("%w: the pool's driver is %T, not pgx's stdlib driver", store.ErrNotSupported, dc)
+		}
+		cfg = sc.Conn().Config()
+		return nil
+	})
+	if err != nil && !errors.Is(err, sql.ErrConnDone) {
+		return nil, fmt.Errorf("read the pool's connection settings: %w", err)
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("read the pool's connection settings: %w", err)
+	}
+	return cfg, nil
+}
+
+// listenConnect opens the listener's connection and starts listening on
+// the store's channel.
+func (s *Store) listenConnect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("connect listener: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("listen on %s: %w", s.channel, err)
+	}
+	return conn, nil
+}
+
+// receiveWakes hands the notifications of conn to fn until ctx ends or the
+// connection fails, pinging it when it has been quiet for listenIdle.
+func receiveWakes(ctx context.Context, conn *pgx.Conn, fn func(store.Wake)) error {
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, listenIdle)
+		n, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case err == nil:
+			if w, ok := parseWake(n.Payload); ok {
+				fn(w)
+			}
+			continue
+		case ctx.Err() != nil:
+			return nil
+		case !pgconn.Timeout(err):
+			return fmt.Errorf("wait for wakes: %w", err)
+		}
+		// Quiet for listenIdle: make sure the server is still there (the
+		// deadline that ended the wait leaves the connection usable).
+		pingCtx, cancel := context.WithTimeout(ctx, listenPingWait)
+		err = conn.Ping(pingCtx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("ping listener connection: %w", err)
+		}
+	}
+}
