@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
@@ -20,7 +21,12 @@ func (e *Engine) runListener(ctx context.Context) {
 	if !ok {
 		return
 	}
-	if err := n.Listen(ctx, e.onWake); err != nil && ctx.Err() == nil {
+	err := n.Listen(ctx, e.onWake)
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case errors.Is(err, store.ErrNotSupported): // turned off, or not possible over this pool
+		e.log.Debug("flowlite: not listening for wakes from other processes", "err", err)
+	default:
 		e.log.Warn("flowlite: not listening for wakes from other processes; work they start is found by polling",
 			"poll_interval", e.cfg.PollInterval, "err", err)
 	}

@@ -58,7 +58,7 @@ func wakeChannel(schema string) string {
 // wakeRuns sends a wake of the given kind for each of ids, in t's
 // transaction.
 func (t *tx) wakeRuns(ctx context.Context, kind store.WakeKind, ids ...string) error {
-	if len(ids) == 0 {
+	if len(ids) == 0 || t.s.noWakes {
 		return nil
 	}
 	idsJSON, _ := json.Marshal(ids) // a []string always marshals
@@ -71,6 +71,9 @@ func (t *tx) wakeRuns(ctx context.Context, kind store.WakeKind, ids ...string) e
 
 // wakeQueue sends a ready wake for a queue, in t's transaction.
 func (t *tx) wakeQueue(ctx context.Context, queue string) error {
+	if t.s.noWakes {
+		return nil
+	}
 	if err := t.q.WakeQueue(ctx, pgdb.WakeQueueParams{Channel: t.s.channel, Queue: queue}); err != nil {
 		return fmt.Errorf("notify queue %s: %w", queue, interpretError(err))
 	}
@@ -99,9 +102,10 @@ func parseWake(payload string) (store.Wake, bool) {
 
 // Listen timings. A vanished server (a cut network, a crashed machine)
 // shows no error on an idle connection, so the listener pings it after
-// listenIdle without a notification; a failed connection is retried after
-// a delay that doubles from listenRetryMin up to listenRetryMax.
-var (
+// listenIdle without a notification (Store.listenIdle, which tests
+// shorten); a failed connection is retried after a delay that doubles
+// from listenRetryMin up to listenRetryMax.
+const (
 	listenIdle     = 30 * time.Second
 	listenPingWait = 10 * time.Second
 	listenRetryMin = 100 * time.Millisecond
@@ -135,7 +139,7 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Wake)) error {
 		if err == nil {
 			retry = listenRetryMin
 			fn(store.Wake{Kind: store.WakeAll, Err: lost})
-			err = receiveWakes(ctx, conn, fn)
+			err = receiveWakes(ctx, conn, s.listenIdle, fn)
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			_ = conn.Close(closeCtx)
 			cancel()
@@ -162,6 +166,9 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Wake)) error {
 func (s *Store) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
+	}
+	if s.noWakes {
+		return nil, fmt.Errorf("%w: the store was opened with Options.NoWakes", store.ErrNotSupported)
 	}
 	if s.connConfig != nil {
 		return s.connConfig.Copy(), nil
@@ -192,7 +199,12 @@ func (s *Store) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 // listenConnect opens the listener's connection and starts listening on
 // the store's channel.
 func (s *Store) listenConnect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	cfg = cfg.Copy()
+	// The settings of a pool's connection carry that connection's own
+	// notification buffer, which would swallow the listener's: pgx
+	// installs a fresh one when there is none.
+	cfg.OnNotification = nil
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect listener: %w", err)
 	}
@@ -204,14 +216,17 @@ func (s *Store) listenConnect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Co
 }
 
 // receiveWakes hands the notifications of conn to fn until ctx ends or the
-// connection fails, pinging it when it has been quiet for listenIdle.
-func receiveWakes(ctx context.Context, conn *pgx.Conn, fn func(store.Wake)) error {
+// connection fails, pinging it when it has been quiet for idle.
+func receiveWakes(ctx context.Context, conn *pgx.Conn, idle time.Duration, fn func(store.Wake)) error {
 	for {
-		waitCtx, cancel := context.WithTimeout(ctx, listenIdle)
+		waitCtx, cancel := context.WithTimeout(ctx, idle)
 		n, err := conn.WaitForNotification(waitCtx)
 		cancel()
 		switch {
 		case err == nil:
+			if n == nil { // pgx handed it to another handler: none here
+				continue
+			}
 			if w, ok := parseWake(n.Payload); ok {
 				fn(w)
 			}
@@ -221,7 +236,7 @@ func receiveWakes(ctx context.Context, conn *pgx.Conn, fn func(store.Wake)) erro
 		case !pgconn.Timeout(err):
 			return fmt.Errorf("wait for wakes: %w", err)
 		}
-		// Quiet for listenIdle: make sure the server is still there (the
+		// Quiet for idle: make sure the server is still there (the
 		// deadline that ended the wait leaves the connection usable).
 		pingCtx, cancel := context.WithTimeout(ctx, listenPingWait)
 		err = conn.Ping(pingCtx)

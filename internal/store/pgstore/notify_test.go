@@ -213,3 +213,70 @@ func TestListenStopsWithContext(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// A listener quiet for its idle time pings its connection and goes on
+// listening on it.
+func TestListenIdlePing(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{MaxConns: 2})
+	pgstore.SetListenIdle(s, 50*time.Millisecond)
+	l := listen(t, s)
+	time.Sleep(300 * time.Millisecond) // several idle waits and pings
+	ctx := t.Context()
+	if err := s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, "after-pings", "q", base) }); err != nil {
+		t.Fatal(err)
+	}
+	if w := l.next(t, 5*time.Second); w.Kind != store.WakeReady || w.RunID != "after-pings" {
+		t.Fatalf("wake after idle pings = %+v, want ready after-pings (and no reconnection)", w)
+	}
+}
+
+// A store opened with NoWakes sends none and does not listen.
+func TestNoWakes(t *testing.T) {
+	t.Parallel()
+	quiet := openStore(t, pgstore.Options{MaxConns: 2, NoWakes: true})
+	err := quiet.Listen(t.Context(), func(store.Wake) {})
+	if !errors.Is(err, store.ErrNotSupported) {
+		t.Fatalf("Listen with NoWakes = %v, want store.ErrNotSupported", err)
+	}
+	// A second store on the same schema listens: it hears nothing from
+	// the quiet one's writes.
+	loud, err := pgstore.Open(t.Context(), needPG(t), pgstore.Options{Schema: quiet.Schema(), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { loud.Close() })
+	l := listen(t, loud)
+	ctx := t.Context()
+	for _, s := range []*pgstore.Store{quiet, loud} {
+		id := "from-" + map[bool]string{true: "quiet", false: "loud"}[s == quiet]
+		if err := s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, id, "q", base) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := l.next(t, 5*time.Second); w.RunID != "from-loud" {
+		t.Fatalf("first wake = %+v, want the loud store's (none from the quiet one)", w)
+	}
+}
+
+// A store over the caller's pool listens with the settings of that pool's
+// connections.
+func TestListenOpenDB(t *testing.T) {
+	t.Parallel()
+	db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
+	db.SetMaxOpenConns(2)
+	t.Cleanup(func() { db.Close() })
+	s, err := pgstore.OpenDB(t.Context(), db, pgstore.Options{Schema: freshSchema()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	l := listen(t, s)
+	ctx := t.Context()
+	if err := s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, "pooled", "q", base) }); err != nil {
+		t.Fatal(err)
+	}
+	if w := l.next(t, 5*time.Second); w.RunID != "pooled" {
+		t.Fatalf("wake = %+v, want ready pooled", w)
+	}
+}
