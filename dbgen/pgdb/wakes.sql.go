@@ -9,6 +9,20 @@ import (
 	"context"
 )
 
+const wakeAsyncCommit = `-- name: WakeAsyncCommit :exec
+SELECT set_config('synchronous_commit', 'off', true)
+`
+
+// WakeAsyncCommit lets the transaction that only sends wakes after their
+// writes committed (Store.Write) commit without waiting for its WAL
+// flush: a wake is a hint, and its commit holds the lock of the server's
+// notification queue, which every notifying commit waits for, so it
+// should hold it as briefly as it can.
+func (q *Queries) WakeAsyncCommit(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, wakeAsyncCommit)
+	return err
+}
+
 const wakeQueue = `-- name: WakeQueue :exec
 SELECT pg_notify($1::text, json_build_object('k', 'ready', 'q', $2::text)::text)
 `

@@ -139,12 +139,14 @@
 // other processes, at once, that work appeared; the engine otherwise
 // learns of it at its next poll. Its contract:
 //
-//   - Sent by the write, in its transaction. The adapter's write methods
-//     that make work appear send the wake themselves, inside the caller's
-//     transaction (also one the caller owns, WriteInTx), and the database
-//     delivers it only when that transaction commits: a listener never
-//     hears of a run it cannot yet read, nor of one that was rolled back.
-//     These are RunInsert, RunWake, RunRequeue, RunMakeDue, RunRescue,
+//   - Asked for by the write, delivered after its commit. The adapter's
+//     write methods that make work appear ask for the wake themselves, and
+//     it is delivered only once their transaction committed: a listener
+//     never hears of a run it cannot yet read, nor of one that was rolled
+//     back. (pgstore sends it in the transaction when the caller owns it,
+//     WriteInTx, where PostgreSQL delivers it on the caller's commit, and
+//     right after the commit in Write, because notifying transactions
+//     commit one at a time.) These are RunInsert, RunWake, RunRequeue, RunMakeDue, RunRescue,
 //     RunCancelToUnwind and RunSetStatus to pending (WakeReady for the
 //     run), QueueSetPaused resuming a queue (WakeReady for the queue), and
 //     RunRequestCancel and RunCancelChildren (WakeCancel for the run). A
@@ -154,8 +156,8 @@
 //     the write that makes the waiting run due.
 //   - Never a cause of failure for writers. A wake is small (queue, run ID,
 //     due time: far under PostgreSQL's 8000-byte NOTIFY limit), so sending
-//     it cannot fail a write that would otherwise succeed, and no writer
-//     waits for a listener.
+//     it cannot fail a write that would otherwise succeed, a failed send
+//     after the commit is dropped, and no writer waits for a listener.
 //   - A hint, never state. Wakes can be lost (a listener's connection
 //     drops), repeated, or stale (another engine took the run). Polling,
 //     heartbeats and the rescuer remain the correctness path; a wake only

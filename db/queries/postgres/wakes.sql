@@ -17,3 +17,11 @@ WHERE id IN (SELECT jsonb_array_elements_text(sqlc.arg(ids)::text::jsonb));
 -- WakeQueue notifies on channel @channel that queue @queue may have ready
 -- runs (it was resumed).
 SELECT pg_notify(sqlc.arg(channel)::text, json_build_object('k', 'ready', 'q', sqlc.arg(queue)::text)::text);
+
+-- name: WakeAsyncCommit :exec
+-- WakeAsyncCommit lets the transaction that only sends wakes after their
+-- writes committed (Store.Write) commit without waiting for its WAL
+-- flush: a wake is a hint, and its commit holds the lock of the server's
+-- notification queue, which every notifying commit waits for, so it
+-- should hold it as briefly as it can.
+SELECT set_config('synchronous_commit', 'off', true);

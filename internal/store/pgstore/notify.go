@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,9 +22,8 @@ var _ store.Notifier = (*Store)(nil)
 
 // Wakes travel on one channel per schema, so that stores in different
 // schemas of one database (tests, tenants) do not wake each other's
-// engines. The writes that make work appear send them in their own
-// transaction (wakes.sql), so PostgreSQL delivers them on commit and drops
-// them on rollback:
+// engines. The writes that make work appear ask for them, and they are
+// sent only once the write committed, never for one rolled back:
 //
 //   - RunInsert, RunRequeue, RunWake (a signal or a child's outcome for a
 //     waiting run: the engine's SignalSend is always followed by RunWake,
@@ -36,9 +37,138 @@ var _ store.Notifier = (*Store)(nil)
 //
 // RunRelease sends none: the engine that releases a run works its queue
 // and wakes its own claimer, and a wake per step would cost every step a
-// statement. Each wake costs its write one more statement in the same
-// round trip budget as the write itself; it is skipped when the write
-// changed nothing.
+// statement. A write that changed nothing sends no wake.
+//
+// When they are sent. PostgreSQL's NOTIFY is transactional (delivered on
+// commit, dropped on rollback), but a transaction that notified holds one
+// lock of the server's notification queue from its commit's start to its
+// end, WAL flush included: notifying transactions commit one at a time,
+// losing PostgreSQL's group commit, which cut concurrent inserts from
+// about 3,600/s to 1,400/s on a 2-core machine (BenchmarkInsertWakes). So:
+//
+//   - in a transaction the store owns (Write), the wakes are collected and,
+//     after the commit, handed to one sender (sendWakes) that sends all
+//     that accumulated in one short transaction which does not wait for
+//     its flush (WakeAsyncCommit): writers never take the lock, and the
+//     wake follows the commit by a round trip;
+//   - in the caller's transaction (WriteInTx), whose commit the store does
+//     not see, they are sent in the transaction (pg_notify), which
+//     PostgreSQL delivers when the caller commits.
+//
+// A process that dies between a commit and its wakes loses them; so does
+// a failed send. Polling finds that work, as the store.Notifier contract
+// allows.
+
+// wakeReq is a wake a write asked for: kind for the runs ids, or a ready
+// wake for queue.
+type wakeReq struct {
+	kind  store.WakeKind
+	ids   []string
+	queue string
+}
+
+// wakeSendTimeout bounds one send of accumulated wakes.
+const wakeSendTimeout = 10 * time.Second
+
+// wakeSender holds the wakes committed writes asked for until the sender
+// goroutine, which runs only while there are some, sends them.
+type wakeSender struct {
+	mu      sync.Mutex
+	pending []wakeReq
+	sending bool // a sendWakes goroutine runs
+}
+
+// sendAfterCommit queues the wakes of a committed Write for sending.
+func (s *Store) sendAfterCommit(reqs []wakeReq) {
+	if len(reqs) == 0 {
+		return
+	}
+	s.sender.mu.Lock()
+	s.sender.pending = append(s.sender.pending, reqs...)
+	start := !s.sender.sending
+	s.sender.sending = true
+	s.sender.mu.Unlock()
+	if start {
+		go s.sendWakes()
+	}
+}
+
+// sendWakes sends the queued wakes, all that accumulated during the
+// previous send in one transaction, until none is left. It returns then,
+// so an idle store runs no goroutine.
+func (s *Store) sendWakes() {
+	for {
+		s.sender.mu.Lock()
+		reqs := s.sender.pending
+		s.sender.pending = nil
+		if len(reqs) == 0 {
+			s.sender.sending = false
+			s.sender.mu.Unlock()
+			return
+		}
+		s.sender.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), wakeSendTimeout)
+		_ = s.sendWakeBatch(ctx, reqs) // wakes are hints: polling finds what a failed send announced
+		cancel()
+	}
+}
+
+// sendWakeBatch sends reqs, each run's and queue's once, in one
+// transaction.
+func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	kinds := []store.WakeKind{store.WakeReady, store.WakeCancel}
+	ids := make(map[store.WakeKind][]string, len(kinds))
+	type key struct {
+		kind      store.WakeKind
+		id, queue string
+	}
+	seen := make(map[key]bool)
+	var queues []string
+	for _, r := range reqs {
+		if r.queue != "" {
+			if k := (key{queue: r.queue}); !seen[k] {
+				seen[k] = true
+				queues = append(queues, r.queue)
+			}
+			continue
+		}
+		if !slices.Contains(kinds, r.kind) {
+			kinds = append(kinds, r.kind)
+		}
+		for _, id := range r.ids {
+			if k := (key{kind: r.kind, id: id}); !seen[k] {
+				seen[k] = true
+				ids[r.kind] = append(ids[r.kind], id)
+			}
+		}
+	}
+	sqlTx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("send wakes: %w", interpretError(err))
+	}
+	defer func() { _ = sqlTx.Rollback() }() // after Commit, a no-op
+	t := s.newTx(sqlTx)
+	if err := t.q.WakeAsyncCommit(ctx); err != nil {
+		return fmt.Errorf("send wakes: %w", interpretError(err))
+	}
+	for _, k := range kinds {
+		if err := t.wakeRuns(ctx, k, ids[k]...); err != nil {
+			return fmt.Errorf("send wakes: %w", err)
+		}
+	}
+	for _, q := range queues {
+		if err := t.wakeQueue(ctx, q); err != nil {
+			return fmt.Errorf("send wakes: %w", err)
+		}
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("send wakes: commit: %w", interpretError(err))
+	}
+	return nil
+}
 
 // channelSuffix follows the schema name in the wake channel's name.
 const channelSuffix = "_wake"
@@ -55,10 +185,14 @@ func wakeChannel(schema string) string {
 	return c
 }
 
-// wakeRuns sends a wake of the given kind for each of ids, in t's
-// transaction.
+// wakeRuns sends a wake of the given kind for each of ids: after the
+// commit when t defers its wakes, else in t's transaction.
 func (t *tx) wakeRuns(ctx context.Context, kind store.WakeKind, ids ...string) error {
 	if len(ids) == 0 || t.s.noWakes {
+		return nil
+	}
+	if t.deferWakes {
+		t.wakes = append(t.wakes, wakeReq{kind: kind, ids: slices.Clone(ids)})
 		return nil
 	}
 	idsJSON, _ := json.Marshal(ids) // a []string always marshals
@@ -69,9 +203,13 @@ func (t *tx) wakeRuns(ctx context.Context, kind store.WakeKind, ids ...string) e
 	return nil
 }
 
-// wakeQueue sends a ready wake for a queue, in t's transaction.
+// wakeQueue sends a ready wake for a queue, as wakeRuns does.
 func (t *tx) wakeQueue(ctx context.Context, queue string) error {
 	if t.s.noWakes {
+		return nil
+	}
+	if t.deferWakes {
+		t.wakes = append(t.wakes, wakeReq{queue: queue})
 		return nil
 	}
 	if err := t.q.WakeQueue(ctx, pgdb.WakeQueueParams{Channel: t.s.channel, Queue: queue}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -222,4 +223,64 @@ func BenchmarkWakeLatency(b *testing.B) {
 				c.name, len(lat), pct(0.50), pct(0.99), lat[len(lat)-1])
 		})
 	}
+}
+
+// BenchmarkInsertWakes measures what wakes cost writers: concurrent
+// single-run inserts, each its own transaction, with wakes (and a
+// listener receiving them) and with Options.NoWakes. A notifying commit
+// holds the server's notification queue lock, so the difference grows
+// with the number of concurrent writers.
+//
+//	FLOWLITE_PG_TEST=1 go test ./internal/store/pgstore -run '^$' -bench InsertWakes -benchtime 3000x
+func BenchmarkInsertWakes(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		noWakes bool
+	}{{"wakes", false}, {"nowakes", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := pgstore.Open(context.Background(), needPG(b), pgstore.Options{Schema: freshSchema(), MaxConns: 8, NoWakes: c.noWakes})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			var received sync.WaitGroup
+			if !c.noWakes {
+				listening := make(chan struct{})
+				var once sync.Once
+				received.Go(func() {
+					_ = s.Listen(ctx, func(store.Wake) { once.Do(func() { close(listening) }) })
+				})
+				<-listening
+			}
+			var n atomicCounter
+			b.SetParallelism(4) // 4 × GOMAXPROCS writers
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					id := fmt.Sprintf("r%d", n.next())
+					if err := s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, id, "q", base) }); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "inserts/s")
+			cancel()
+			received.Wait()
+		})
+	}
+}
+
+type atomicCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *atomicCounter) next() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return c.n
 }

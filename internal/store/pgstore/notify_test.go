@@ -280,3 +280,45 @@ func TestListenOpenDB(t *testing.T) {
 		t.Fatalf("wake = %+v, want ready pooled", w)
 	}
 }
+
+// In the caller's transaction (WriteInTx) the wake is sent inside it, so
+// it arrives when the caller commits, and never when the caller rolls
+// back.
+func TestWakeInCallersTransaction(t *testing.T) {
+	t.Parallel()
+	db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
+	db.SetMaxOpenConns(2)
+	t.Cleanup(func() { db.Close() })
+	s, err := pgstore.OpenDB(t.Context(), db, pgstore.Options{Schema: freshSchema()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	l := listen(t, s)
+	ctx := t.Context()
+	for _, id := range []string{"rolled-back", "committed"} {
+		sqlTx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteInTx(ctx, sqlTx, func(tx store.Tx) error { return insertRun(ctx, tx, id, "q", base) }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case w := <-l.wakes:
+			t.Fatalf("wake %+v before the caller's transaction ended", w)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if id == "committed" {
+			err = sqlTx.Commit()
+		} else {
+			err = sqlTx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := l.next(t, 5*time.Second); w.RunID != "committed" {
+		t.Fatalf("wake = %+v, want ready committed only", w)
+	}
+}

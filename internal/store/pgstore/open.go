@@ -80,11 +80,11 @@ type Options struct {
 	MaxConns int
 	// NoWakes stops the store's writes from sending wakes (pg_notify) and
 	// its Listen from listening, leaving engines to find other processes'
-	// work by polling. Wakes cost each write that makes work appear one
-	// more statement, and PostgreSQL serializes the commits of transactions
-	// that sent a notification (each holds the lock of the server's one
-	// notification queue, shared by all its databases, through its commit): a store whose writers start many runs
-	// at once, with engines that poll often anyway, may be faster without.
+	// work by polling. Wakes cost the database a small transaction per
+	// batch of committed writes (notify.go), and a write in the caller's
+	// transaction one more statement and a commit that waits for the
+	// server's notification lock: a store whose writers start many runs at
+	// once, with engines that poll often anyway, may be faster without.
 	// Every process on one schema should agree, or some engines will not
 	// be woken.
 	NoWakes bool
@@ -100,6 +100,7 @@ type Store struct {
 
 	channel    string          // of wakes (notify.go)
 	noWakes    bool            // Options.NoWakes
+	sender     wakeSender      // of the wakes of committed Writes
 	listenIdle time.Duration   // quiet time after which the listener pings
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
 }
