@@ -17,9 +17,10 @@ import "context"
 // implement it.
 type Notifier interface {
 	// Listen calls fn with every wake the store's writes send, its own
-	// and other processes', until ctx ends, and then returns nil; it
-	// returns an error only when it cannot listen at all (the store was
-	// not opened in a way that allows it, or is closed).
+	// and other processes', until ctx ends or the store is closed, and
+	// then returns nil; it returns an error only when it cannot listen at
+	// all (the store was not opened in a way that allows it, or was
+	// closed already).
 	//
 	// fn is called on Listen's goroutine, one wake at a time, and must not
 	// block: a slow fn delays later wakes, never a writer. A lost

@@ -250,7 +250,8 @@ const (
 	listenRetryMax = 5 * time.Second
 )
 
-// Listen implements store.Notifier. It listens on a connection of its own,
+// Listen implements store.Notifier, until ctx ends or the store is closed.
+// It listens on a connection of its own,
 // outside the pool: a LISTEN lives as long as its session, and a pooled
 // connection serving writers between waits would miss notifications and
 // take a slot writers need. The connection is opened with the settings of
@@ -270,6 +271,9 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Wake)) error {
 	if err != nil {
 		return fmt.Errorf("listen for wakes: %w", err)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.closedCtx, cancel)()
 	retry := listenRetryMin
 	var lost error // why the last connection ended, or nil
 	for {
@@ -277,6 +281,7 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Wake)) error {
 		if err == nil {
 			retry = listenRetryMin
 			fn(store.Wake{Kind: store.WakeAll, Err: lost})
+			lost = nil
 			err = receiveWakes(ctx, conn, s.listenIdle, fn)
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 			_ = conn.Close(closeCtx)
@@ -284,9 +289,6 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Wake)) error {
 		}
 		if ctx.Err() != nil {
 			return nil
-		}
-		if s.closed.Load() {
-			return fmt.Errorf("listen for wakes: %w", ErrClosed)
 		}
 		if err != nil {
 			lost = err

@@ -322,3 +322,32 @@ func TestWakeInCallersTransaction(t *testing.T) {
 		t.Fatalf("wake = %+v, want ready committed only", w)
 	}
 }
+
+// Closing the store ends its listeners, whose connections are not the
+// pool's.
+func TestListenEndsWithClose(t *testing.T) {
+	t.Parallel()
+	s, err := pgstore.Open(t.Context(), needPG(t), pgstore.Options{Schema: freshSchema(), MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listening := make(chan struct{})
+	done := make(chan error, 1)
+	var once sync.Once
+	go func() {
+		done <- s.Listen(context.Background(), func(store.Wake) { once.Do(func() { close(listening) }) })
+	}()
+	<-listening
+	s.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Listen = %v after Close, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Listen still runs 5s after Close")
+	}
+	if err := s.Listen(t.Context(), func(store.Wake) {}); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Listen on a closed store = %v, want store.ErrClosed", err)
+	}
+}

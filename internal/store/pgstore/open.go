@@ -101,6 +101,8 @@ type Store struct {
 	channel    string          // of wakes (notify.go)
 	noWakes    bool            // Options.NoWakes
 	sender     wakeSender      // of the wakes of committed Writes
+	closedCtx  context.Context // ends when Close is called, and with it Listen
+	closing    context.CancelFunc
 	listenIdle time.Duration   // quiet time after which the listener pings
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
 }
@@ -162,19 +164,25 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	if err := migrate(ctx, db, schema, names); err != nil {
 		return nil, err
 	}
+	closedCtx, closing := context.WithCancel(context.Background())
 	return &Store{
 		db: db, ownsDB: owns, schema: schema, names: names,
 		channel: wakeChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
+		closedCtx: closedCtx, closing: closing,
 	}, nil
 }
 
 // Schema returns the schema the store's tables live in.
 func (s *Store) Schema() string { return s.schema }
 
-// Close fails later writes and reads with ErrClosed, and closes the pool
-// if Open created it. database/sql lets the statements in flight finish.
+// Close fails later writes and reads with ErrClosed, ends Listen, and
+// closes the pool if Open created it. database/sql lets the statements in flight finish.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) || !s.ownsDB {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.closing() // ends the listeners, whose connections are not the pool's
+	if !s.ownsDB {
 		return nil
 	}
 	return s.db.Close()
