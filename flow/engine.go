@@ -50,7 +50,9 @@ type Config struct {
 	// DefaultQueue too if this engine should also work it.
 	Queues map[string]QueueConfig
 	// PollInterval bounds how late a run started by another process, or
-	// becoming due, is noticed. Default 200ms.
+	// becoming due, is noticed. Default 200ms. On PostgreSQL, other
+	// processes' starts, signals and cancellations wake the engine at once
+	// (LISTEN/NOTIFY); the poll still finds what a lost wake missed.
 	PollInterval time.Duration
 	// LeaseTimeout is how long a run stays owned by a worker that stopped
 	// heartbeating (e.g. crashed) before another takes it over. Default 30s.

@@ -239,7 +239,7 @@ func Enqueue[Args any](ctx context.Context, e *Engine, job Job[Args], args Args,
 // EnqueueTx records a run of job inside the caller's transaction on the
 // engine's database: the run exists only if tx commits. Unique keys are
 // checked within tx. Workers see the run at their next poll after the
-// commit.
+// commit, or at the commit on a backend that sends wakes (PostgreSQL).
 func EnqueueTx[Args any](ctx context.Context, e *Engine, tx *sql.Tx, job Job[Args], args Args, opts *EnqueueOptions) (*Run[struct{}], error) {
 	p, err := enqueueParams(e, job, args, opts)
 	if err != nil {

@@ -18,7 +18,8 @@ func (e *Engine) PauseQueue(ctx context.Context, queue string) error {
 }
 
 // ResumeQueue lets engines claim runs of queue again; this engine looks at
-// once, others at their next poll. Resuming a queue that is not paused does
+// once, others at their next poll (at once on PostgreSQL, which wakes
+// them). Resuming a queue that is not paused does
 // nothing.
 func (e *Engine) ResumeQueue(ctx context.Context, queue string) error {
 	return e.core.ResumeQueue(ctx, queue)

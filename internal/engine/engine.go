@@ -34,7 +34,10 @@ type Config struct {
 	// zero means DefaultConcurrency. Default: {"default": 10}.
 	Queues map[string]int
 	// PollInterval is how often a queue is polled for runs started by other
-	// processes or become due. Default 200ms.
+	// processes or become due. Default 200ms. A store that notifies
+	// (store.Notifier, PostgreSQL) wakes the engine at once when another
+	// process starts or wakes a run; polling still finds what a lost
+	// notification missed.
 	PollInterval time.Duration
 	// LeaseTimeout is how long a claimed run stays owned without a
 	// heartbeat. Default 30s.
@@ -313,6 +316,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.loops.Go(func() error { e.runCleaner(loopCtx); return nil })
 	e.loops.Go(func() error { e.runMaintainer(loopCtx); return nil })
 	e.loops.Go(func() error { e.runReporter(loopCtx); return nil })
+	e.loops.Go(func() error { e.runListener(loopCtx); return nil })
 	return nil
 }
 

@@ -81,7 +81,8 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 }
 
 // StartRunTx records a pending run in the caller's transaction: it exists
-// only if that transaction commits. Workers see it at their next poll.
+// only if that transaction commits. Workers see it at their next poll, or
+// as the transaction commits when the store sends wakes (store.Notifier).
 func (e *Engine) StartRunTx(ctx context.Context, sqlTx *sql.Tx, p StartParams) (Started, error) {
 	var st Started
 	err := e.store.WriteInTx(ctx, sqlTx, func(tx store.Tx) error {

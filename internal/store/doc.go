@@ -132,4 +132,41 @@
 // needs from the engine. An adapter implements the ones its database has
 // and no others; the dialect's policies live in the adapter, never in the
 // engine.
+//
+// # Wakes
+//
+// Notifier is the optional interface of stores that can tell engines in
+// other processes, at once, that work appeared; the engine otherwise
+// learns of it at its next poll. Its contract:
+//
+//   - Asked for by the write, delivered after its commit. The adapter's
+//     write methods that make work appear ask for the wake themselves, and
+//     it is delivered only once their transaction committed: a listener
+//     never hears of a run it cannot yet read, nor of one that was rolled
+//     back. (pgstore sends it in the transaction when the caller owns it,
+//     WriteInTx, where PostgreSQL delivers it on the caller's commit, and
+//     right after the commit in Write, because notifying transactions
+//     commit one at a time.) These are RunInsert, RunWake, RunRequeue, RunMakeDue, RunRescue,
+//     RunCancelToUnwind and RunSetStatus to pending (WakeReady for the
+//     run), QueueSetPaused resuming a queue (WakeReady for the queue), and
+//     RunRequestCancel and RunCancelChildren (WakeCancel for the run). A
+//     write that changed nothing sends nothing. RunRelease sends nothing:
+//     the engine releasing a run works its queue and wakes itself.
+//     SignalSend sends nothing either: the engine follows it with RunWake,
+//     the write that makes the waiting run due.
+//   - Never a cause of failure for writers. A wake is small (queue, run ID,
+//     due time: far under PostgreSQL's 8000-byte NOTIFY limit), so sending
+//     it cannot fail a write that would otherwise succeed, a failed send
+//     after the commit is dropped, and no writer waits for a listener.
+//   - A hint, never state. Wakes can be lost (a listener's connection
+//     drops), repeated, or stale (another engine took the run). Polling,
+//     heartbeats and the rescuer remain the correctness path; a wake only
+//     makes the engine do sooner what they would do anyway. Listen calls
+//     fn with a WakeAll once listening and after every reconnection, since
+//     wakes sent meanwhile are lost.
+//   - Scoped to the store. Stores in different namespaces of one database
+//     (PostgreSQL schemas) do not wake each other (pgstore: one channel
+//     per schema, <schema>_wake).
+//   - A connection of its own. Listen must not hold a connection writers
+//     need, and ends when its context does (the engine's Stop).
 package store

@@ -26,6 +26,11 @@
 // table called runs or events is never mistaken for flowlite's. A store in
 // another schema rewrites the qualifier in the migrations and queries.
 //
+// It implements store.Notifier with LISTEN/NOTIFY (notify.go): the writes
+// that make work appear send pg_notify on the channel <schema>_wake in
+// their own transaction, and Listen waits on a connection of its own,
+// outside the pool.
+//
 // The optional interfaces of SQLite files (store.FileMaintainer: WAL
 // checkpoints, VACUUM INTO backups, integrity checks) are not implemented:
 // PostgreSQL checkpoints and backs up outside the application, and the
@@ -44,6 +49,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -72,6 +78,16 @@ type Options struct {
 	// concurrent Write holds one for its transaction. Default 10. OpenDB
 	// uses the caller's pool as it is.
 	MaxConns int
+	// NoWakes stops the store's writes from sending wakes (pg_notify) and
+	// its Listen from listening, leaving engines to find other processes'
+	// work by polling. Wakes cost the database a small transaction per
+	// batch of committed writes (notify.go), and a write in the caller's
+	// transaction one more statement and a commit that waits for the
+	// server's notification lock: a store whose writers start many runs at
+	// once, with engines that poll often anyway, may be faster without.
+	// Every process on one schema should agree, or some engines will not
+	// be woken.
+	NoWakes bool
 }
 
 // Store is a store.Store over one PostgreSQL schema.
@@ -81,6 +97,14 @@ type Store struct {
 	schema string
 	names  *qualifier
 	closed atomic.Bool
+
+	channel    string          // of wakes (notify.go)
+	noWakes    bool            // Options.NoWakes
+	sender     wakeSender      // of the wakes of committed Writes
+	closedCtx  context.Context // ends when Close is called, and with it Listen
+	closing    context.CancelFunc
+	listenIdle time.Duration   // quiet time after which the listener pings
+	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
 }
 
 var _ store.Store = (*Store)(nil)
@@ -108,6 +132,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", where, err)
 	}
+	s.connConfig = cfg
 	return s, nil
 }
 
@@ -115,7 +140,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // pgx's stdlib driver, or any driver that returns *pgconn.PgError for the
 // error mapping to apply), creates and migrates the schema, and returns a
 // store over it. The pool is used as it is, and Close does not close it.
-// Of opts, only Schema applies.
+// Of opts, Schema and NoWakes apply.
 func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	s, err := newStore(ctx, db, false, opts)
 	if err != nil {
@@ -139,16 +164,25 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	if err := migrate(ctx, db, schema, names); err != nil {
 		return nil, err
 	}
-	return &Store{db: db, ownsDB: owns, schema: schema, names: names}, nil
+	closedCtx, closing := context.WithCancel(context.Background())
+	return &Store{
+		db: db, ownsDB: owns, schema: schema, names: names,
+		channel: wakeChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
+		closedCtx: closedCtx, closing: closing,
+	}, nil
 }
 
 // Schema returns the schema the store's tables live in.
 func (s *Store) Schema() string { return s.schema }
 
-// Close fails later writes and reads with ErrClosed, and closes the pool
-// if Open created it. database/sql lets the statements in flight finish.
+// Close fails later writes and reads with ErrClosed, ends Listen, and
+// closes the pool if Open created it. database/sql lets the statements in flight finish.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) || !s.ownsDB {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.closing() // ends the listeners, whose connections are not the pool's
+	if !s.ownsDB {
 		return nil
 	}
 	return s.db.Close()

@@ -21,7 +21,13 @@ func (t *tx) RunMakeDue(ctx context.Context, id string, now int64) (bool, error)
 	if err != nil {
 		return false, fmt.Errorf("make run %s due: %w", id, interpretError(err))
 	}
-	return n == 1, nil
+	if n == 0 {
+		return false, nil
+	}
+	if err := t.wakeRuns(ctx, store.WakeReady, id); err != nil {
+		return false, fmt.Errorf("make run %s due: %w", id, err)
+	}
+	return true, nil
 }
 
 func (t *tx) StepSnooze(ctx context.Context, p store.StepSnoozeParams) error {

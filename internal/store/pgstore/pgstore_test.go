@@ -106,7 +106,7 @@ func createTestDatabase() (cleanup func() error, err error) {
 
 // needPG returns the test database's DSN, or skips (fails, with
 // FLOWLITE_PG_TEST=1) when there is none.
-func needPG(t *testing.T) string {
+func needPG(t testing.TB) string {
 	t.Helper()
 	if testDB.err != nil {
 		if os.Getenv("FLOWLITE_PG_TEST") == "1" {

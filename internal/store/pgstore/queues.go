@@ -134,6 +134,11 @@ func (t *tx) QueueSetPaused(ctx context.Context, name string, paused bool, now i
 		}
 		return false, fmt.Errorf("%s queue %s: %w", verb, name, interpretError(err))
 	}
+	if n == 1 && !paused {
+		if err := t.wakeQueue(ctx, name); err != nil {
+			return false, fmt.Errorf("resume queue %s: %w", name, err)
+		}
+	}
 	return n == 1, nil
 }
 
@@ -201,6 +206,9 @@ func (t *tx) RunRequeue(ctx context.Context, p store.RunRequeueParams) (bool, er
 	}
 	if err := t.q.UniqueHoldMove(ctx, pgdb.UniqueHoldMoveParams{ToRunID: p.ID, FromRunID: p.FromID}); err != nil {
 		return false, fmt.Errorf("requeue run %s as %s: move unique holds: %w", p.FromID, p.ID, interpretError(err))
+	}
+	if err := t.wakeRuns(ctx, store.WakeReady, p.ID); err != nil {
+		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, err)
 	}
 	return true, nil
 }

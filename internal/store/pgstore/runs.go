@@ -89,7 +89,13 @@ func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("insert run %s: %w", p.ID, interpretError(err))
 	}
-	return n == 1, nil
+	if n == 0 {
+		return false, nil
+	}
+	if err := t.wakeRuns(ctx, store.WakeReady, p.ID); err != nil {
+		return false, fmt.Errorf("insert run %s: %w", p.ID, err)
+	}
+	return true, nil
 }
 
 // lockUniqueKey takes the advisory lock of a unique key until the
@@ -182,13 +188,22 @@ func (t *tx) RunWake(ctx context.Context, id string, now int64) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("wake run %s: %w", id, interpretError(err))
 	}
-	return n == 1, nil
+	if n == 0 {
+		return false, nil
+	}
+	if err := t.wakeRuns(ctx, store.WakeReady, id); err != nil {
+		return false, fmt.Errorf("wake run %s: %w", id, err)
+	}
+	return true, nil
 }
 
 func (t *tx) RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error) {
 	ids, err := t.q.RunCancelChildren(ctx, pgdb.RunCancelChildrenParams{Now: now, ParentID: parentID})
 	if err != nil {
 		return nil, fmt.Errorf("cancel children of run %s: %w", parentID, interpretError(err))
+	}
+	if err := t.wakeRuns(ctx, store.WakeCancel, ids...); err != nil {
+		return nil, fmt.Errorf("cancel children of run %s: %w", parentID, err)
 	}
 	return ids, nil
 }
@@ -223,8 +238,13 @@ func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.Rescu
 		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
 	}
 	rescued := make([]store.RescuedRun, len(rows))
+	ids = ids[:0]
 	for i, row := range rows {
 		rescued[i] = store.RescuedRun{ID: row.ID, LeaseExpiresAt: deadlines[row.ID], Fence: row.Fence}
+		ids = append(ids, row.ID)
+	}
+	if err := t.wakeRuns(ctx, store.WakeReady, ids...); err != nil {
+		return nil, fmt.Errorf("rescue runs: %w", err)
 	}
 	return rescued, nil
 }
@@ -242,7 +262,13 @@ func (t *tx) RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64
 	if err != nil {
 		return false, fmt.Errorf("cancel run %s to unwind it: %w", id, interpretError(err))
 	}
-	return n == 1, nil
+	if n == 0 {
+		return false, nil
+	}
+	if err := t.wakeRuns(ctx, store.WakeReady, id); err != nil {
+		return false, fmt.Errorf("cancel run %s to unwind it: %w", id, err)
+	}
+	return true, nil
 }
 
 func (t *tx) RunRequestCancel(ctx context.Context, id string, now int64) (bool, error) {
@@ -250,7 +276,13 @@ func (t *tx) RunRequestCancel(ctx context.Context, id string, now int64) (bool, 
 	if err != nil {
 		return false, fmt.Errorf("request cancel of run %s: %w", id, interpretError(err))
 	}
-	return n == 1, nil
+	if n == 0 {
+		return false, nil
+	}
+	if err := t.wakeRuns(ctx, store.WakeCancel, id); err != nil {
+		return false, fmt.Errorf("request cancel of run %s: %w", id, err)
+	}
+	return true, nil
 }
 
 func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error {
@@ -263,6 +295,11 @@ func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error
 	}
 	if n == 0 {
 		return fmt.Errorf("set status of run %s to %s: %w: run is not %s or is leased", p.ID, p.Status, store.ErrConflict, p.Expected)
+	}
+	if p.Status == store.RunPending { // resumed or retried by an operator
+		if err := t.wakeRuns(ctx, store.WakeReady, p.ID); err != nil {
+			return fmt.Errorf("set status of run %s: %w", p.ID, err)
+		}
 	}
 	return nil
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // Write runs fn in its own database transaction, at the database's
-// default isolation (READ COMMITTED), and returns after the commit.
+// default isolation (READ COMMITTED), and returns after the commit. The
+// wakes of fn's writes are sent after the commit (notify.go).
 //
 // There is no group commit here: SQLite's writer batches callers because
 // one file has one writer and every commit costs an fsync; PostgreSQL runs
@@ -54,13 +55,16 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 			_ = sqlTx.Rollback()
 		}
 	}()
-	if err := fn(s.newTx(sqlTx)); err != nil {
+	t := s.newTx(sqlTx)
+	t.deferWakes = true
+	if err := fn(t); err != nil {
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", interpretError(err))
 	}
 	committed = true
+	s.sendAfterCommit(t.wakes)
 	return nil
 }
 
@@ -98,6 +102,11 @@ type reader struct {
 type tx struct {
 	reader
 	sqlTx *sql.Tx
+	// deferWakes keeps the wakes of the transaction's writes in wakes, for
+	// Write to send once it committed; otherwise (WriteInTx) they are sent
+	// in the transaction (notify.go).
+	deferWakes bool
+	wakes      []wakeReq
 }
 
 func (t *tx) SQL() *sql.Tx { return t.sqlTx }
