@@ -51,6 +51,7 @@ func TestLeaseMustOutlastBusyTimeout(t *testing.T) {
 // a Start waiting for Options.BusyTimeout, after which it fails with
 // ErrBusy naming the file and the wait, and writes nothing.
 func TestBusyTimeoutAndErrBusy(t *testing.T) {
+	skipOnPostgres(t, "the busy timeout of SQLite's single write lock")
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)

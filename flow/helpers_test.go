@@ -118,12 +118,14 @@ func sqlitePath(t *testing.T) string {
 }
 
 // skipOnPostgres skips a test of a feature only the SQLite backend has
-// (flowpg returns flow.ErrNotSupported for it) when the suite runs on
-// PostgreSQL.
+// when the suite runs on PostgreSQL: the file operations (Backup, Check,
+// FileHealth, Checkpoint, which flowpg answers with flow.ErrNotSupported,
+// as flow/flowpg's tests check), the WAL and its watch, and the busy
+// timeout of SQLite's single write lock. Each caller names its feature.
 func skipOnPostgres(t *testing.T, feature string) {
 	t.Helper()
 	if pgtest.Postgres() {
-		t.Skipf("%s is SQLite's; on PostgreSQL it returns flow.ErrNotSupported (flow/flowpg tests that)", feature)
+		t.Skipf("%s: SQLite only, nothing to test on PostgreSQL", feature)
 	}
 }
 

@@ -611,6 +611,7 @@ func (l walLoad) run(t *testing.T, cfg *flow.Config, opts *flowsqlite.Options) (
 // FLOWLITE_LONG=1, 60 s, and also B7's shape: four readers with overlapping
 // 100 ms transactions and the default 64 MiB limit, for 60 s.
 func TestWALStaysBoundedUnderConstantReaders(t *testing.T) {
+	skipOnPostgres(t, "the WAL watch (Options.WALLimit)")
 	if testing.Short() {
 		t.Skip("load test")
 	}
@@ -678,6 +679,7 @@ func TestWALStaysBoundedUnderConstantReaders(t *testing.T) {
 // FileHealth reports the file and the checkpoints the engine ran; a
 // TRUNCATE checkpoint empties the WAL.
 func TestFileHealthAndCheckpoint(t *testing.T) {
+	skipOnPostgres(t, "Engine.FileHealth and Checkpoint (the WAL)")
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
@@ -722,6 +724,7 @@ func TestFileHealthAndCheckpoint(t *testing.T) {
 
 // An idle engine truncates the WAL by itself.
 func TestIdleEngineTruncatesWAL(t *testing.T) {
+	skipOnPostgres(t, "truncating the WAL when idle")
 	t.Parallel()
 	ctx := waitCtx(t)
 	e := openSQLiteEngine(t, dbPath(t), testConfig(), &flowsqlite.Options{CheckpointInterval: 20 * time.Millisecond})

@@ -142,6 +142,7 @@ func TestCleanDeletesOldReports(t *testing.T) {
 // The last checkpoint shows in the FileHealth of another engine, which ran
 // none, and a TRUNCATE still leaves an empty WAL though it is recorded.
 func TestCheckpointVisibleToOtherEngines(t *testing.T) {
+	skipOnPostgres(t, "Engine.Checkpoint (the WAL)")
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
