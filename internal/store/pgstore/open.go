@@ -44,7 +44,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -252,10 +251,12 @@ func interpretError(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		return fmt.Errorf("%w (%v)", ctxErr, err)
 	}
-	// The dialer's deadline is the context's, and its timer may fire
-	// before the context's own: then ctx.Err() is still nil when pgx
-	// looks, and a moment later here too.
-	if dl, ok := ctx.Deadline(); ok && pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(dl) {
+	// pgx sets no deadline of its own on a connection (its connect_timeout
+	// is a context derived from ctx, whose error it wraps), so a network
+	// timeout under a context with a deadline is that deadline. The
+	// dialer's timer may fire a little before the context's: then
+	// ctx.Err() is still nil when pgx looks, and a moment later here too.
+	if _, ok := ctx.Deadline(); ok && pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
