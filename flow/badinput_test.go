@@ -217,7 +217,7 @@ func TestRecordedOutputOfAnotherTypeSuspendsTheRun(t *testing.T) {
 func TestMalformedStoredInputSuspendsTheRun(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e := openEngine(t, path, nil)
 	wf := doubler("doubler", 1)
 	flow.Register(e, wf)

@@ -51,10 +51,11 @@ func TestLeaseMustOutlastBusyTimeout(t *testing.T) {
 // a Start waiting for Options.BusyTimeout, after which it fails with
 // ErrBusy naming the file and the wait, and writes nothing.
 func TestBusyTimeoutAndErrBusy(t *testing.T) {
+	skipOnPostgres(t, "the busy timeout of SQLite's single write lock")
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
-	e := openEngineOpts(t, path, &flow.Config{PollInterval: 10 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: 300 * time.Millisecond})
+	e := openSQLiteEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: 300 * time.Millisecond})
 	wf := flow.Workflow[int, int]{Name: "id", Run: func(wc flow.Context, n int) (int, error) { return n, nil }}
 	flow.Register(e, wf)
 

@@ -42,6 +42,7 @@ func flipFirstByte(t *testing.T, path, update, selectOld string, args ...any) {
 // to the bytes of a value), to name each damaged one.
 func TestCheckFindsDamagedPayloads(t *testing.T) {
 	t.Parallel()
+	skipOnPostgres(t, "Engine.Check (integrity_check over a damaged file)")
 	ctx := waitCtx(t)
 	path := dbPath(t)
 	e := openEngine(t, path, nil)
@@ -94,7 +95,7 @@ func TestCheckFindsDamagedPayloads(t *testing.T) {
 func TestOpenRefusesCorruptFile(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e, err := flowsqlite.Open(ctx, path, testConfig(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -276,7 +276,7 @@ func TestRequeueAndPurgeDeadCounts(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
 	cfg.Queues = map[string]flow.QueueConfig{"a": {Concurrency: 20}, "b": {Concurrency: 20}}
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e := openEngine(t, path, cfg)
 	h := &switchable{}
 	h.broken.Store(true)

@@ -23,7 +23,7 @@ import (
 func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	const lease, busy = 2 * time.Second, 500 * time.Millisecond
 
 	// Create the schema and one finished run while there is room.
@@ -89,7 +89,7 @@ func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	e1.Close()
 
 	// The earlier run is intact, and with room again the run completes.
-	e2 := openEngineOpts(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 100 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: busy})
+	e2 := openSQLiteEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 100 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: busy})
 	flow.Register(e2, fill)
 	flow.Register(e2, small)
 	startEngine(t, e2)

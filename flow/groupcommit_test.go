@@ -27,7 +27,7 @@ func TestTimedOutRunTxFailsNoOtherCaller(t *testing.T) {
 	if raceEnabled {
 		fastRuns, slowRuns = 100, 5
 	}
-	path := dbPath(t)
+	path := sqlitePath(t)
 	cfg := testConfig()
 	cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 32}}
 	e := openEngine(t, path, cfg)

@@ -4,13 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	_ "modernc.org/sqlite"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowpg"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
+	"github.com/flowlite/flowlite/internal/pgtest"
 )
 
 // fastRetry makes retries quick enough for tests.
@@ -20,18 +23,52 @@ func testConfig() *flow.Config {
 	return &flow.Config{PollInterval: 10 * time.Millisecond, DefaultRetry: fastRetry}
 }
 
-// openEngine opens an engine on path, closing it when the test ends.
+// openEngine opens an engine on the database of path, closing it when the
+// test ends. The backend is the suite's (see pgtest): a SQLite file at
+// path by default, and with FLOWLITE_TEST_BACKEND=postgres a PostgreSQL
+// schema of its own for each path, so that a test that opens path again
+// (a restart, several engines on one database) finds the same runs.
 func openEngine(t *testing.T, path string, cfg *flow.Config) *flow.Engine {
-	t.Helper()
-	return openEngineOpts(t, path, cfg, nil)
-}
-
-// openEngineOpts is openEngine with SQLite options.
-func openEngineOpts(t *testing.T, path string, cfg *flow.Config, opts *flowsqlite.Options) *flow.Engine {
 	t.Helper()
 	if cfg == nil {
 		cfg = testConfig()
 	}
+	if _, sqlite := sqlitePaths.Load(path); sqlite || !pgtest.Postgres() {
+		return openSQLiteEngine(t, path, cfg, nil)
+	}
+	schema, ok := pgSchemas.Load(path)
+	if !ok {
+		// The first test to open path owns its schema: pgtest drops it
+		// when that test ends, after the engines opened below are closed.
+		_, s := pgtest.Schema(t)
+		schema, _ = pgSchemas.LoadOrStore(path, s)
+	}
+	e, err := flowpg.Open(context.Background(), pgtest.DSN(), cfg, &flowpg.Options{Schema: schema.(string), MaxConns: 4})
+	if err != nil {
+		t.Fatalf("open engine on PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// pgSchemas maps the database path of a test to its PostgreSQL schema
+// when the suite runs on PostgreSQL.
+var pgSchemas sync.Map // path → schema
+
+// sqlitePaths holds the paths of sqlitePath and openSQLiteEngine: SQLite
+// files whatever the suite's backend, which rawDB may read.
+var sqlitePaths sync.Map // path → struct{}
+
+// openSQLiteEngine opens an engine on the SQLite file at path with SQLite
+// options, whatever backend the suite runs on: for the tests of what only
+// SQLite has (its file, WAL, busy timeout, raw SQL through rawDB, damaged
+// files), which stay on SQLite when FLOWLITE_TEST_BACKEND=postgres.
+func openSQLiteEngine(t *testing.T, path string, cfg *flow.Config, opts *flowsqlite.Options) *flow.Engine {
+	t.Helper()
+	if cfg == nil {
+		cfg = testConfig()
+	}
+	sqlitePaths.Store(path, struct{}{})
 	e, err := flowsqlite.Open(context.Background(), path, cfg, opts)
 	if err != nil {
 		t.Fatalf("open engine: %v", err)
@@ -63,10 +100,44 @@ func runToEnd(t *testing.T, ctx context.Context, e *flow.Engine, wf flow.Workflo
 
 func dbPath(t *testing.T) string { return filepath.Join(t.TempDir(), "flow.db") }
 
+// sqlitePath is dbPath for a test that stays on SQLite when the suite runs
+// on PostgreSQL, because it reads or changes the file behind the API's
+// back (rawDB: raw SQL, damaged values, old layouts, SQLite's own errors).
+// openEngine opens such a path with SQLite. The tests that use it, by
+// file: badinput (TestMalformedStoredInputSuspendsTheRun), corruption
+// (TestOpenRefusesCorruptFile), deadletter (TestRequeueAndPurgeDeadCounts),
+// diskfull, groupcommit, job (TestEnqueueTxUniqueKey), limits
+// (TestInvalidNamesAreRefused, TestPayloadsOverTheLimitAreRefused),
+// maintenance (TestCleanDeletes…), migrate, namespace, operator
+// (TestDeleteRun), signal_reject, waits (the signal and sleep tests that
+// count rows).
+func sqlitePath(t *testing.T) string {
+	path := dbPath(t)
+	sqlitePaths.Store(path, struct{}{})
+	return path
+}
+
+// skipOnPostgres skips a test of a feature only the SQLite backend has
+// when the suite runs on PostgreSQL: the file operations (Backup, Check,
+// FileHealth, Checkpoint, which flowpg answers with flow.ErrNotSupported,
+// as flow/flowpg's tests check), the WAL and its watch, and the busy
+// timeout of SQLite's single write lock. Each caller names its feature.
+func skipOnPostgres(t *testing.T, feature string) {
+	t.Helper()
+	if pgtest.Postgres() {
+		t.Skipf("%s: SQLite only, nothing to test on PostgreSQL", feature)
+	}
+}
+
 // rawDB opens the database file for assertions and tampering that the API
 // deliberately does not offer.
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
+	if _, ok := sqlitePaths.Load(path); pgtest.Postgres() && !ok {
+		// Without this the test would read an empty SQLite file beside the
+		// PostgreSQL schema it meant, and fail (or pass) for the wrong reason.
+		t.Fatalf("rawDB(%s): the suite runs on PostgreSQL; a test that reads the file must open it with openSQLiteEngine", path)
+	}
 	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)

@@ -466,7 +466,7 @@ func TestUniqueKeyRaceAcrossEngines(t *testing.T) {
 // enqueue leaves it free, a committed one takes it.
 func TestEnqueueTxUniqueKey(t *testing.T) {
 	t.Parallel()
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e := openEngine(t, path, nil)
 	job := emailJob(&recorder{})
 	flow.RegisterJob(e, job)

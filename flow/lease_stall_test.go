@@ -45,6 +45,7 @@ func (s *syncBuffer) count(sub string) int {
 // the executions' writes fail with ErrBusy and must be retried, not
 // abandoned.
 func TestWriteStallLongerThanTheLeaseRescuesNoLiveRun(t *testing.T) {
+	skipOnPostgres(t, "a stall of SQLite's single write lock")
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
@@ -67,7 +68,7 @@ func TestWriteStallLongerThanTheLeaseRescuesNoLiveRun(t *testing.T) {
 		}
 		return n, nil
 	}}
-	e := openEngineOpts(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 50 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: 100 * time.Millisecond}) // a lease this short needs a short lock wait
+	e := openSQLiteEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, RescueInterval: 50 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: 100 * time.Millisecond}) // a lease this short needs a short lock wait
 	flow.Register(e, wf)
 	startEngine(t, e)
 	var runs []*flow.Run[int]
@@ -123,7 +124,7 @@ func TestNoLeaseLostWarningAfterARunsOwnFinish(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	logs := &syncBuffer{}
-	e := openEngineOpts(t, dbPath(t), &flow.Config{
+	e := openSQLiteEngine(t, dbPath(t), &flow.Config{
 		PollInterval: 10 * time.Millisecond, LeaseTimeout: 50 * time.Millisecond, HeartbeatInterval: time.Millisecond, DefaultRetry: flow.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, &flowsqlite.Options{BusyTimeout: 20 * time.Millisecond})

@@ -45,7 +45,7 @@ func payloadErr(t *testing.T, call string, err error, what string, size, limit i
 func TestPayloadsOverTheLimitAreRefused(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	cfg := testConfig()
 	cfg.MaxPayloadBytes = 1000
 	e := openEngine(t, path, cfg)
@@ -214,7 +214,7 @@ func nameErr(t *testing.T, call string, err error, kind, name, rule string) {
 func TestInvalidNamesAreRefused(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e := openEngine(t, path, nil)
 	flow.Register(e, echoText)
 	handler := func(context.Context, string) error { return nil }
@@ -247,7 +247,7 @@ func TestInvalidNamesAreRefused(t *testing.T) {
 		nameErr(t, "Signal", err, "signal", name, rule)
 		err = flow.Schedule(ctx, e, name, "0 3 * * *", echoText, "x", nil)
 		nameErr(t, "Schedule", err, "schedule", name, rule)
-		_, err = flowsqlite.Open(ctx, dbPath(t), &flow.Config{Queues: map[string]flow.QueueConfig{name: {}}}, nil)
+		_, err = flowsqlite.Open(ctx, sqlitePath(t), &flow.Config{Queues: map[string]flow.QueueConfig{name: {}}}, nil)
 		nameErr(t, "Open with Config.Queues", err, "queue", name, rule)
 	}
 	if runs, err := e.ListRuns(ctx, flow.RunFilter{}); err != nil || len(runs) != 1 {

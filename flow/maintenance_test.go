@@ -54,7 +54,7 @@ func rowCounts(t *testing.T, db *sql.DB, runID string) [3]int {
 func TestCleanDeletesOnlyFinishedRunsPastRetention(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	clk := clock.NewManual(maintenanceEpoch)
 	cfg := maintenanceConfig(clk)
 	cfg.Retention = flow.Retention{Completed: time.Hour, Failed: 2 * time.Hour, Cancelled: 3 * time.Hour}
@@ -298,7 +298,7 @@ func TestCleanDeletesInBatchesWhileWorkflowsRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	path := dbPath(t)
+	path := sqlitePath(t)
 	clk := clock.NewManual(maintenanceEpoch)
 	cfg := maintenanceConfig(clk)
 	cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 32}}
@@ -508,7 +508,7 @@ func (l walLoad) run(t *testing.T, cfg *flow.Config, opts *flowsqlite.Options) (
 	ctx, cancel := context.WithTimeout(context.Background(), l.runFor+3*time.Minute)
 	defer cancel()
 	path := dbPath(t)
-	e = openEngineOpts(t, path, cfg, opts)
+	e = openSQLiteEngine(t, path, cfg, opts)
 	payload := strings.Repeat("x", 8<<10) // large, so the WAL grows fast even under -race
 	step := flow.Step[string, string]{Name: "echo", Run: func(_ context.Context, s string) (string, error) { return s, nil }}
 	wf := flow.Workflow[string, string]{Name: "wal-writer", Run: func(wc flow.Context, s string) (string, error) {
@@ -611,6 +611,7 @@ func (l walLoad) run(t *testing.T, cfg *flow.Config, opts *flowsqlite.Options) (
 // FLOWLITE_LONG=1, 60 s, and also B7's shape: four readers with overlapping
 // 100 ms transactions and the default 64 MiB limit, for 60 s.
 func TestWALStaysBoundedUnderConstantReaders(t *testing.T) {
+	skipOnPostgres(t, "the WAL watch (Options.WALLimit)")
 	if testing.Short() {
 		t.Skip("load test")
 	}
@@ -678,12 +679,13 @@ func TestWALStaysBoundedUnderConstantReaders(t *testing.T) {
 // FileHealth reports the file and the checkpoints the engine ran; a
 // TRUNCATE checkpoint empties the WAL.
 func TestFileHealthAndCheckpoint(t *testing.T) {
+	skipOnPostgres(t, "Engine.FileHealth and Checkpoint (the WAL)")
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
 	clk := clock.NewManual(maintenanceEpoch)
 	cfg := maintenanceConfig(clk)
-	e := openEngineOpts(t, path, cfg, &flowsqlite.Options{CheckpointInterval: -1})
+	e := openSQLiteEngine(t, path, cfg, &flowsqlite.Options{CheckpointInterval: -1})
 	wf := doubler("health", 1)
 	flow.Register(e, wf)
 	startEngine(t, e)
@@ -722,9 +724,10 @@ func TestFileHealthAndCheckpoint(t *testing.T) {
 
 // An idle engine truncates the WAL by itself.
 func TestIdleEngineTruncatesWAL(t *testing.T) {
+	skipOnPostgres(t, "truncating the WAL when idle")
 	t.Parallel()
 	ctx := waitCtx(t)
-	e := openEngineOpts(t, dbPath(t), testConfig(), &flowsqlite.Options{CheckpointInterval: 20 * time.Millisecond})
+	e := openSQLiteEngine(t, dbPath(t), testConfig(), &flowsqlite.Options{CheckpointInterval: 20 * time.Millisecond})
 	wf := doubler("idle", 1)
 	flow.Register(e, wf)
 	startEngine(t, e)
@@ -740,6 +743,7 @@ func TestIdleEngineTruncatesWAL(t *testing.T) {
 // nothing changes.
 func TestBackup(t *testing.T) {
 	t.Parallel()
+	skipOnPostgres(t, "Engine.Backup (VACUUM INTO a file)")
 	ctx := waitCtx(t)
 	path := dbPath(t)
 	e := openEngine(t, path, nil)
@@ -852,6 +856,7 @@ func TestBackup(t *testing.T) {
 // Check finds nothing wrong with a healthy database.
 func TestCheckHealthyDatabase(t *testing.T) {
 	t.Parallel()
+	skipOnPostgres(t, "Engine.Check (integrity_check)")
 	ctx := waitCtx(t)
 	e := openEngine(t, dbPath(t), nil)
 	wf := doubler("checked", 1)

@@ -18,7 +18,7 @@ import (
 func TestEventsMigrationKeepsHistory(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	wf := doubler("migrated", 1)
 
 	e := openEngine(t, path, nil)
@@ -79,7 +79,7 @@ func TestEventsMigrationKeepsHistory(t *testing.T) {
 func TestMissingLowerMigrationIsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e := openEngine(t, path, nil)
 	if err := e.Close(); err != nil {
 		t.Fatal(err)

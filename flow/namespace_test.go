@@ -44,7 +44,7 @@ func tableNames(t *testing.T, db *sql.DB) []string {
 func TestSharesFileWithApplication(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	app := rawDB(t, path)
 	if _, err := app.Exec(`
 		CREATE TABLE runs (id INTEGER PRIMARY KEY, athlete TEXT NOT NULL, km REAL NOT NULL);
@@ -145,7 +145,7 @@ func TestSharesFileWithApplication(t *testing.T) {
 func TestOpensDatabaseOfTheOldLayout(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	old := fstest.MapFS{}
 	names, err := fs.Glob(migrations.SQLite(), "*.sql")
 	if err != nil {

@@ -27,7 +27,7 @@ func countRows(t *testing.T, path, query, id string) int {
 // unfinished one and the child of an unfinished parent.
 func TestDeleteRun(t *testing.T) {
 	t.Parallel()
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e := openEngine(t, path, nil)
 	job := emailJob(&recorder{})
 	flow.RegisterJob(e, job)

@@ -142,6 +142,7 @@ func TestCleanDeletesOldReports(t *testing.T) {
 // The last checkpoint shows in the FileHealth of another engine, which ran
 // none, and a TRUNCATE still leaves an empty WAL though it is recorded.
 func TestCheckpointVisibleToOtherEngines(t *testing.T) {
+	skipOnPostgres(t, "Engine.Checkpoint (the WAL)")
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
@@ -149,12 +150,12 @@ func TestCheckpointVisibleToOtherEngines(t *testing.T) {
 	cfg := maintenanceConfig(clk)
 	cfg.WorkerID = "checkpointer"
 	noWatch := &flowsqlite.Options{CheckpointInterval: -1}
-	worker := openEngineOpts(t, path, cfg, noWatch)
+	worker := openSQLiteEngine(t, path, cfg, noWatch)
 	wf := doubler("checkpointed", 1)
 	flow.Register(worker, wf)
 	startEngine(t, worker)
 	runToEnd(t, ctx, worker, wf, 1)
-	observer := openEngineOpts(t, path, maintenanceConfig(clk), noWatch)
+	observer := openSQLiteEngine(t, path, maintenanceConfig(clk), noWatch)
 	h, err := observer.FileHealth(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +198,7 @@ func TestIdleEngineWritesNothing(t *testing.T) {
 	path := dbPath(t)
 	cfg := testConfig()
 	cfg.ReportInterval = 10 * time.Millisecond
-	e := openEngineOpts(t, path, cfg, &flowsqlite.Options{CheckpointInterval: 10 * time.Millisecond})
+	e := openSQLiteEngine(t, path, cfg, &flowsqlite.Options{CheckpointInterval: 10 * time.Millisecond})
 	wf := doubler("quiet", 1)
 	flow.Register(e, wf)
 	startEngine(t, e)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
 )
 
@@ -207,11 +206,11 @@ func TestScheduleCatchUpAfterDowntime(t *testing.T) {
 			// The first process declares the schedule, runs a while, and stops
 			// before the first slot. The workflow is registered nowhere: its
 			// runs are recorded anyway and wait for an engine that has it.
-			before, err := flowsqlite.Open(ctx, path, scheduleConfig(clk, "before"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = flow.Schedule(ctx, before, "s", tt.spec, echo, 1, &flow.ScheduleOptions{CatchUp: tt.policy})
+			// Through openEngine, so that both processes share the suite's
+			// backend: on PostgreSQL a SQLite "before" left "after" an
+			// empty schema.
+			before := openEngine(t, path, scheduleConfig(clk, "before"))
+			err := flow.Schedule(ctx, before, "s", tt.spec, echo, 1, &flow.ScheduleOptions{CatchUp: tt.policy})
 			if err != nil {
 				before.Close()
 				t.Fatal(err)

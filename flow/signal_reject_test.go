@@ -56,7 +56,7 @@ func rejections(t *testing.T, e *flow.Engine, runID string) []string {
 func TestWronglyTypedSignalIsRejectedAndTheRunKeepsWaiting(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e := openEngine(t, path, nil)
 	flow.Register(e, verdictWorkflow)
 	startEngine(t, e)
@@ -127,7 +127,7 @@ func TestWronglyTypedSignalIsRejectedAndTheRunKeepsWaiting(t *testing.T) {
 func TestRunWedgedByARecordedBadSignalResumes(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e, closeEngine := engineSession(t, path, nil, func(e *flow.Engine) { flow.Register(e, verdictWorkflow) })
 	run, err := flow.Start(ctx, e, verdictWorkflow, "expense-8", &flow.StartOptions{RunID: "wedged"})
 	if err != nil {

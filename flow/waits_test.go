@@ -197,7 +197,7 @@ func compensable(c *counter, u *undoLog, name string) flow.Step[string, string] 
 func TestSleepIsDurableAndKeepsItsDueTime(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	clk := clock.NewManual(epoch)
 	var c counter
 	before, after := countedStep(&c, "before"), countedStep(&c, "after")
@@ -425,7 +425,7 @@ func TestReceiveTimeoutIsDistinctFromAValueAndSurvivesRestart(t *testing.T) {
 func TestSignalsSentEarlyAreKeptAndReceivedInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e := openEngine(t, path, nil)
 	wf := flow.Workflow[int, []int]{Name: "collector", Run: func(wc flow.Context, n int) ([]int, error) {
 		var got []int
@@ -475,7 +475,7 @@ func TestSignalsSentEarlyAreKeptAndReceivedInOrder(t *testing.T) {
 func TestSignalToUnknownOrFinishedRun(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	e := openEngine(t, path, nil)
 	wf := flow.Workflow[int, int]{Name: "quick", Run: func(_ flow.Context, n int) (int, error) { return n, nil }}
 	flow.Register(e, wf)
@@ -508,7 +508,7 @@ func TestSignalToUnknownOrFinishedRun(t *testing.T) {
 func TestSignalKeyMakesSendingIdempotent(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	clk := clock.NewManual(epoch)
 	e := openEngine(t, path, manualConfig(clk))
 	wf := flow.Workflow[string, []string]{Name: "twice", Run: func(wc flow.Context, _ string) ([]string, error) {
@@ -564,7 +564,7 @@ func TestSignalKeyMakesSendingIdempotent(t *testing.T) {
 func TestSignalRunSendsOnceAcrossSenderReplays(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	var signalAttempts atomic.Int32
 	cfg := testConfig()
 	cfg.Intercept = func(ctx context.Context, info flow.AttemptInfo, call func(context.Context) error) error {
@@ -733,7 +733,7 @@ func TestSignalBetweenWaitAndReleaseIsNotMissed(t *testing.T) {
 func TestSignalRacingTimeoutHasExactlyOneOutcome(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	clk := clock.NewManual(epoch)
 	e := openEngine(t, path, manualConfig(clk))
 	flow.Register(e, receiveOrTimeout)
@@ -801,7 +801,7 @@ func TestSignalRacingTimeoutHasExactlyOneOutcome(t *testing.T) {
 func TestSignalsAndTimeoutsUnderLoad(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := dbPath(t)
+	path := sqlitePath(t)
 	cfg := testConfig()
 	cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 16}}
 	e := openEngine(t, path, cfg)

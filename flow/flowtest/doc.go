@@ -54,5 +54,20 @@
 // that test with Fatalf, so call them from that test's goroutine, and create
 // one Env per test (or per subtest); they are cheap.
 //
-// Package flowtest imports flow and internal/clock only.
+// # Backend
+//
+// An Env runs on a SQLite file in t.TempDir() unless the environment
+// variable FLOWLITE_TEST_BACKEND is "postgres" (BackendEnv): then each Env
+// gets a schema of its own on the PostgreSQL database FLOWLITE_PG_DSN names
+// (default postgres://postgres@127.0.0.1:5432/postgres), dropped when the
+// test ends, and a server that cannot be reached fails the test. So
+//
+//	FLOWLITE_TEST_BACKEND=postgres go test ./...
+//
+// checks that a program's workflows behave the same on PostgreSQL, without
+// a change to its tests.
+//
+// Package flowtest imports flow, its backends flow/flowsqlite and
+// flow/flowpg, internal/clock and internal/pgtest (which reads the
+// environment).
 package flowtest

@@ -3,13 +3,11 @@ package flowtest
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
 )
 
@@ -39,7 +37,7 @@ const (
 // opTimeout bounds, in real time, each call the Env makes to the engine.
 const opTimeout = 10 * time.Second
 
-// Env is a started flow.Engine on a fresh SQLite file, with a manual clock,
+// Env is a started flow.Engine on a fresh database (see BackendEnv), with a manual clock,
 // failure injection and a record of attempts. Create it with New.
 type Env struct {
 	// Engine is the engine under test, already started. Use it directly for
@@ -65,8 +63,9 @@ type Env struct {
 // interceptor still runs, inside the Env's), and defaults PollInterval to
 // DefaultPollInterval and LeaseTimeout to DefaultLeaseTimeout. The engine
 // is started on a SQLite file in t.TempDir(), opened with flowsqlite.Open
-// and synchronous=NORMAL (a test has no power loss to survive), and
-// stopped and closed by t.Cleanup.
+// and synchronous=NORMAL (a test has no power loss to survive), or, with
+// FLOWLITE_TEST_BACKEND=postgres (see BackendEnv), in a fresh PostgreSQL
+// schema; it is stopped and closed by t.Cleanup.
 func New(t TB, cfg *flow.Config) *Env {
 	t.Helper()
 	var c flow.Config
@@ -95,8 +94,7 @@ func New(t TB, cfg *flow.Config) *Env {
 
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	e, err := flowsqlite.Open(ctx, filepath.Join(t.TempDir(), "flowtest.db"), &c,
-		&flowsqlite.Options{Synchronous: flowsqlite.SynchronousNormal})
+	e, err := openEngine(ctx, t, &c)
 	if err != nil {
 		t.Fatalf("flowtest: open engine: %v", err)
 		return nil

@@ -70,10 +70,18 @@ func Await[Out any](env *Env, run *flow.Run[Out]) (Out, error) {
 	var out Out
 	var err error
 	env.awaitUntil(run.ID(), func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), awaitSlice)
+		deadline := time.Now().Add(awaitSlice)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		out, err = run.Result(ctx)
-		return ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded)
+		// An error that comes with the end of the slice is no answer, and a
+		// real failure shows again in the next slice. The end is the
+		// context's error, or the deadline error a driver can return a
+		// moment before the context's timer marks it (pgx, when its dialer
+		// times out first).
+		ended := ctx.Err() != nil ||
+			errors.Is(err, context.DeadlineExceeded) && time.Until(deadline) < time.Millisecond
+		return err == nil || !ended
 	})
 	return out, err
 }

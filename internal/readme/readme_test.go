@@ -66,6 +66,7 @@ var knownImports = map[string]string{
 	"flow":       "github.com/flowlite/flowlite/flow",
 	"flowtest":   "github.com/flowlite/flowlite/flow/flowtest",
 	"flowsqlite": "github.com/flowlite/flowlite/flow/flowsqlite",
+	"flowpg":     "github.com/flowlite/flowlite/flow/flowpg",
 }
 
 // goFile returns a file of package main holding the blocks, importing the
@@ -93,6 +94,10 @@ func goFile(blocks []string) string {
 // an order and prints the receipt, and the README's flowtest test passes,
 // with the harness's tests of the expense workflow, the approve handler
 // and the welcome job.
+//
+// A block that needs something the test does not have, like the "Scale
+// out" block's PostgreSQL server, declares a function that nothing calls:
+// it is compiled and vetted, never run.
 func TestREADMECodeRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a program")

@@ -11,7 +11,7 @@ import (
 func (r reader) EventList(ctx context.Context, runID string) ([]store.Event, error) {
 	rows, err := r.q.EventList(ctx, runID)
 	if err != nil {
-		return nil, fmt.Errorf("list events of run %s: %w", runID, interpretError(err))
+		return nil, fmt.Errorf("list events of run %s: %w", runID, interpretError(ctx, err))
 	}
 	events := make([]store.Event, len(rows))
 	for i, row := range rows {
@@ -29,7 +29,7 @@ func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
 		Occurrence: int64(e.Occurrence), Attempt: int64(e.Attempt), Detail: e.Detail,
 	})
 	if err != nil {
-		return fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, interpretError(err))
+		return fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, interpretError(ctx, err))
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 		FinishedBefore: p.FinishedBefore, Status: string(p.Status), MaxRuns: int64(p.Max),
 	})
 	if err != nil {
-		return 0, fmt.Errorf("delete %s runs: %w", p.Status, interpretError(err))
+		return 0, fmt.Errorf("delete %s runs: %w", p.Status, interpretError(ctx, err))
 	}
 	return int(n), nil
 }

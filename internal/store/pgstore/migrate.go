@@ -52,7 +52,7 @@ func migrate(ctx context.Context, db *sql.DB, schema string, names *qualifier) e
 	}
 	current, err := p.GetDBVersion(ctx)
 	if err != nil {
-		return fmt.Errorf("read schema version: %w", interpretError(err))
+		return fmt.Errorf("read schema version: %w", interpretError(ctx, err))
 	}
 	var latest int64
 	for _, src := range p.ListSources() {
@@ -63,7 +63,7 @@ func migrate(ctx context.Context, db *sql.DB, schema string, names *qualifier) e
 			store.ErrSchemaTooNew, schema, current, latest)
 	}
 	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("apply migrations to schema %s: %w", schema, interpretError(err))
+		return fmt.Errorf("apply migrations to schema %s: %w", schema, interpretError(ctx, err))
 	}
 	return nil
 }
@@ -74,27 +74,27 @@ func migrate(ctx context.Context, db *sql.DB, schema string, names *qualifier) e
 func createSchema(ctx context.Context, db *sql.DB, schema string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(err))
+		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
 	}
 	defer tx.Rollback()
 	// Two processes creating the schema at once would otherwise see one of
 	// them fail on pg_namespace's unique index.
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", schemaLockID(schema, "create")); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(err))
+		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
 	}
 	var exists bool
 	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(err))
+		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
 	}
 	if exists {
 		return nil
 	}
 	// schema passed validSchema: a plain identifier, safe unquoted.
 	if _, err := tx.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(err))
+		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(err))
+		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
 	}
 	return nil
 }

@@ -147,12 +147,12 @@ func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 	}
 	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("send wakes: %w", interpretError(err))
+		return fmt.Errorf("send wakes: %w", interpretError(ctx, err))
 	}
 	defer func() { _ = sqlTx.Rollback() }() // after Commit, a no-op
 	t := s.newTx(sqlTx)
 	if err := t.q.WakeAsyncCommit(ctx); err != nil {
-		return fmt.Errorf("send wakes: %w", interpretError(err))
+		return fmt.Errorf("send wakes: %w", interpretError(ctx, err))
 	}
 	for _, k := range kinds {
 		if err := t.wakeRuns(ctx, k, ids[k]...); err != nil {
@@ -165,7 +165,7 @@ func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 		}
 	}
 	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("send wakes: commit: %w", interpretError(err))
+		return fmt.Errorf("send wakes: commit: %w", interpretError(ctx, err))
 	}
 	return nil
 }
@@ -198,7 +198,7 @@ func (t *tx) wakeRuns(ctx context.Context, kind store.WakeKind, ids ...string) e
 	idsJSON, _ := json.Marshal(ids) // a []string always marshals
 	err := t.q.WakeRuns(ctx, pgdb.WakeRunsParams{Channel: t.s.channel, Kind: string(kind), Ids: string(idsJSON)})
 	if err != nil {
-		return fmt.Errorf("notify %s wake: %w", kind, interpretError(err))
+		return fmt.Errorf("notify %s wake: %w", kind, interpretError(ctx, err))
 	}
 	return nil
 }
@@ -213,7 +213,7 @@ func (t *tx) wakeQueue(ctx context.Context, queue string) error {
 		return nil
 	}
 	if err := t.q.WakeQueue(ctx, pgdb.WakeQueueParams{Channel: t.s.channel, Queue: queue}); err != nil {
-		return fmt.Errorf("notify queue %s: %w", queue, interpretError(err))
+		return fmt.Errorf("notify queue %s: %w", queue, interpretError(ctx, err))
 	}
 	return nil
 }
@@ -315,7 +315,7 @@ func (s *Store) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 	}
 	c, err := s.db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the pool's connection settings: %w", interpretError(err))
+		return nil, fmt.Errorf("read the pool's connection settings: %w", interpretError(ctx, err))
 	}
 	defer c.Close()
 	var cfg *pgx.ConnConfig

@@ -158,7 +158,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		return nil, err
 	}
 	if err := db.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("connect: %w", interpretError(err))
+		return nil, fmt.Errorf("connect: %w", interpretError(ctx, err))
 	}
 	names := newQualifier(schema)
 	if err := migrate(ctx, db, schema, names); err != nil {
@@ -272,9 +272,26 @@ func (c conn) QueryRowContext(ctx context.Context, query string, args ...any) *s
 
 // interpretError maps PostgreSQL's errors onto the store's sentinel
 // errors. It is the one place where driver errors are translated.
-func interpretError(err error) error {
+//
+// An error of a statement whose context has ended is that context's error
+// (with the driver's words beside it): pgx reports a deadline that passes
+// while it dials as a dial timeout, which wraps net's i/o timeout and not
+// context.DeadlineExceeded, and callers tell "my context ended" from "the
+// database failed" with errors.Is (Run.Result polls in slices that way).
+func interpretError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("%w (%v)", ctxErr, err)
+	}
+	// pgx sets no deadline of its own on a connection (its connect_timeout
+	// is a context derived from ctx, whose error it wraps), so a network
+	// timeout under a context with a deadline is that deadline. The
+	// dialer's timer may fire a little before the context's: then
+	// ctx.Err() is still nil when pgx looks, and a moment later here too.
+	if _, ok := ctx.Deadline(); ok && pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound

@@ -4,8 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -164,3 +168,45 @@ func TestClosed(t *testing.T) {
 		t.Errorf("the caller's pool after the store closed: %v", err)
 	}
 }
+
+// TestReadWhoseDeadlinePassesWhileDialingReportsTheDeadline: a read whose
+// deadline passes while pgx dials a new connection fails with an error
+// that errors.Is matches to context.DeadlineExceeded. The dialer's timer
+// can fire before the context's: pgx then sees no context error and
+// reports a dial timeout (net's i/o timeout), which Run.Result took for a
+// database failure, so flowtest's Await, polling a waiting run in short
+// slices on PostgreSQL, returned it instead of waiting on. lateCtx holds
+// that moment still: its deadline has passed, its Err is still nil.
+func TestReadWhoseDeadlinePassesWhileDialingReportsTheDeadline(t *testing.T) {
+	t.Parallel()
+	cfg := mustParse(t, needPG(t))
+	var stall atomic.Bool
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dl, ok := ctx.Deadline(); ok && stall.Load() {
+			time.Sleep(time.Until(dl))
+			return nil, &net.OpError{Op: "dial", Net: network, Err: os.ErrDeadlineExceeded}
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	db := sql.OpenDB(stdlib.GetConnector(cfg))
+	defer db.Close()
+	db.SetMaxIdleConns(0) // every statement dials
+	s, err := pgstore.OpenDB(t.Context(), db, pgstore.Options{Schema: freshSchema()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stall.Store(true)
+	ctx := lateCtx{Context: t.Context(), deadline: time.Now().Add(50 * time.Millisecond)}
+	if _, err := s.Reader().RunGet(ctx, "r1"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("RunGet past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// lateCtx is a context whose deadline passes before it says so.
+type lateCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateCtx) Deadline() (time.Time, bool) { return c.deadline, true }

@@ -11,7 +11,7 @@ import (
 func (t *tx) RunDeleteOne(ctx context.Context, id string) (bool, error) {
 	n, err := t.q.RunDeleteOne(ctx, id)
 	if err != nil {
-		return false, fmt.Errorf("delete run %s: %w", id, interpretError(err))
+		return false, fmt.Errorf("delete run %s: %w", id, interpretError(ctx, err))
 	}
 	return n == 1, nil
 }
@@ -19,7 +19,7 @@ func (t *tx) RunDeleteOne(ctx context.Context, id string) (bool, error) {
 func (t *tx) RunMakeDue(ctx context.Context, id string, now int64) (bool, error) {
 	n, err := t.q.RunMakeDue(ctx, pgdb.RunMakeDueParams{Now: now, ID: id})
 	if err != nil {
-		return false, fmt.Errorf("make run %s due: %w", id, interpretError(err))
+		return false, fmt.Errorf("make run %s due: %w", id, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return false, nil
@@ -34,7 +34,7 @@ func (t *tx) StepSnooze(ctx context.Context, p store.StepSnoozeParams) error {
 	n, err := t.q.StepSnooze(ctx, pgdb.StepSnoozeParams{
 		Error: p.Detail, Now: p.Now, RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
 	})
-	return stepRows("snooze step", p.Key, n, err)
+	return stepRows(ctx, "snooze step", p.Key, n, err)
 }
 
 // stateBit returns the bit of a run state in a unique-states mask (0 for

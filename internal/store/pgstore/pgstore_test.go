@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"go.uber.org/goleak"
 
+	"github.com/flowlite/flowlite/internal/pgtest"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 	"github.com/flowlite/flowlite/internal/store/storetest"
@@ -30,8 +31,6 @@ import (
 
 // base is the clock of the tests: times are Unix milliseconds.
 const base = int64(1_700_000_000_000)
-
-const defaultAdminDSN = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 var testDB struct {
 	dsn string // the test database
@@ -66,11 +65,8 @@ func run(m *testing.M) int {
 }
 
 func createTestDatabase() (cleanup func() error, err error) {
-	adminDSN := os.Getenv("FLOWLITE_PG_DSN")
-	if adminDSN == "" {
-		adminDSN = defaultAdminDSN
-	}
-	cfg, err := pgx.ParseConfig(adminDSN)
+	// The same server, and the same variable, as the flow suites'.
+	cfg, err := pgx.ParseConfig(pgtest.DSN())
 	if err != nil {
 		return nil, fmt.Errorf("FLOWLITE_PG_DSN: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 func (r reader) QueueList(ctx context.Context) ([]store.Queue, error) {
 	rows, err := r.q.QueueList(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list queues: %w", interpretError(err))
+		return nil, fmt.Errorf("list queues: %w", interpretError(ctx, err))
 	}
 	queues := make([]store.Queue, len(rows))
 	for i, row := range rows {
@@ -26,7 +26,7 @@ func (r reader) QueueList(ctx context.Context) ([]store.Queue, error) {
 func (r reader) QueuePendingRuns(ctx context.Context) ([]store.QueuePending, error) {
 	rows, err := r.q.QueuePendingRuns(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("count pending runs by queue: %w", interpretError(err))
+		return nil, fmt.Errorf("count pending runs by queue: %w", interpretError(ctx, err))
 	}
 	out := make([]store.QueuePending, len(rows))
 	for i, row := range rows {
@@ -38,7 +38,7 @@ func (r reader) QueuePendingRuns(ctx context.Context) ([]store.QueuePending, err
 func (r reader) QueueCounts(ctx context.Context, p store.QueueCountsParams) ([]store.QueueCounts, error) {
 	rows, err := r.q.QueueCounts(ctx, pgdb.QueueCountsParams{Now: p.Now, MinuteAgo: p.MinuteAgo, HourAgo: p.HourAgo})
 	if err != nil {
-		return nil, fmt.Errorf("count runs by queue: %w", interpretError(err))
+		return nil, fmt.Errorf("count runs by queue: %w", interpretError(ctx, err))
 	}
 	counts := make([]store.QueueCounts, len(rows))
 	for i, row := range rows {
@@ -54,7 +54,7 @@ func (r reader) QueueCounts(ctx context.Context, p store.QueueCountsParams) ([]s
 func (r reader) QueueDurations(ctx context.Context, queue string, since int64, limit int) ([]int64, error) {
 	d, err := r.q.QueueDurations(ctx, pgdb.QueueDurationsParams{Queue: queue, Since: since, MaxRuns: int64(limit)})
 	if err != nil {
-		return nil, fmt.Errorf("run durations of queue %s: %w", queue, interpretError(err))
+		return nil, fmt.Errorf("run durations of queue %s: %w", queue, interpretError(ctx, err))
 	}
 	return d, nil
 }
@@ -62,7 +62,7 @@ func (r reader) QueueDurations(ctx context.Context, queue string, since int64, l
 func (r reader) RunGetKeyHolder(ctx context.Context, workflow, key string) (store.Run, error) {
 	row, err := r.q.RunGetKeyHolder(ctx, pgdb.RunGetKeyHolderParams{Workflow: workflow, UniqueKey: someString(key)})
 	if err != nil {
-		return store.Run{}, fmt.Errorf("get the run of %s holding unique key %q: %w", workflow, key, interpretError(err))
+		return store.Run{}, fmt.Errorf("get the run of %s holding unique key %q: %w", workflow, key, interpretError(ctx, err))
 	}
 	return runFromRow(row), nil
 }
@@ -70,7 +70,7 @@ func (r reader) RunGetKeyHolder(ctx context.Context, workflow, key string) (stor
 func (r reader) UniqueHoldGet(ctx context.Context, workflow, key string, now int64) (string, error) {
 	id, err := r.q.UniqueHoldGet(ctx, pgdb.UniqueHoldGetParams{Workflow: workflow, Key: key, Now: now})
 	if err != nil {
-		return "", fmt.Errorf("get hold of unique key %q of %s: %w", key, workflow, interpretError(err))
+		return "", fmt.Errorf("get hold of unique key %q of %s: %w", key, workflow, interpretError(ctx, err))
 	}
 	return id, nil
 }
@@ -85,7 +85,7 @@ func (r reader) RunDeadList(ctx context.Context, p store.DeadListParams) ([]stor
 		Workflow: p.Workflow, Queue: p.Queue, FinishedAfter: after, FinishedBefore: before, MaxRuns: int64(limit),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", interpretError(err))
+		return nil, fmt.Errorf("list dead letters: %w", interpretError(ctx, err))
 	}
 	runs := make([]store.Run, len(rows))
 	for i, row := range rows {
@@ -97,7 +97,7 @@ func (r reader) RunDeadList(ctx context.Context, p store.DeadListParams) ([]stor
 func (r reader) RunSeqMax(ctx context.Context) (int64, error) {
 	seq, err := r.q.RunSeqMax(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("read last run sequence: %w", interpretError(err))
+		return 0, fmt.Errorf("read last run sequence: %w", interpretError(ctx, err))
 	}
 	return seq, nil
 }
@@ -110,7 +110,7 @@ func (r reader) RunDeadBatch(ctx context.Context, p store.DeadBatchParams) ([]st
 		UntilSeq: p.UntilSeq, Workflow: p.Workflow, Queue: p.Queue, MaxRuns: int64(p.Max),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("find dead letters: %w", interpretError(err))
+		return nil, fmt.Errorf("find dead letters: %w", interpretError(ctx, err))
 	}
 	out := make([]store.DeadRun, len(rows))
 	for i, row := range rows {
@@ -132,7 +132,7 @@ func (t *tx) QueueSetPaused(ctx context.Context, name string, paused bool, now i
 		if paused {
 			verb = "pause"
 		}
-		return false, fmt.Errorf("%s queue %s: %w", verb, name, interpretError(err))
+		return false, fmt.Errorf("%s queue %s: %w", verb, name, interpretError(ctx, err))
 	}
 	if n == 1 && !paused {
 		if err := t.wakeQueue(ctx, name); err != nil {
@@ -155,13 +155,13 @@ func (t *tx) UniqueHoldTake(ctx context.Context, p store.UniqueHoldParams) (bool
 		return false, fmt.Errorf("hold unique key for run %s: %w", p.RunID, err)
 	}
 	if err := t.q.UniqueHoldDrop(ctx, pgdb.UniqueHoldDropParams{Workflow: p.Workflow, Key: p.Key, Now: p.Now}); err != nil {
-		return false, fmt.Errorf("hold unique key %q of %s for run %s: %w", p.Key, p.Workflow, p.RunID, interpretError(err))
+		return false, fmt.Errorf("hold unique key %q of %s for run %s: %w", p.Key, p.Workflow, p.RunID, interpretError(ctx, err))
 	}
 	n, err := t.q.UniqueHoldTake(ctx, pgdb.UniqueHoldTakeParams{
 		Workflow: p.Workflow, Key: p.Key, RunID: p.RunID, HeldUntil: p.HeldUntil, States: states, Now: p.Now,
 	})
 	if err != nil {
-		return false, fmt.Errorf("hold unique key %q of %s for run %s: %w", p.Key, p.Workflow, p.RunID, interpretError(err))
+		return false, fmt.Errorf("hold unique key %q of %s for run %s: %w", p.Key, p.Workflow, p.RunID, interpretError(ctx, err))
 	}
 	return n == 1, nil
 }
@@ -179,7 +179,7 @@ func (t *tx) RunRequeue(ctx context.Context, p store.RunRequeueParams) (bool, er
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, interpretError(err))
+		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, interpretError(ctx, err))
 	}
 	if from.UniqueKey.Valid {
 		if err := t.lockUniqueKey(ctx, from.Workflow, from.UniqueKey.String); err != nil {
@@ -188,24 +188,24 @@ func (t *tx) RunRequeue(ctx context.Context, p store.RunRequeueParams) (bool, er
 	}
 	n, err := t.q.RunMarkRequeued(ctx, pgdb.RunMarkRequeuedParams{RequeuedAs: p.ID, Now: p.Now, ID: p.FromID})
 	if err != nil {
-		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, interpretError(err))
+		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return false, nil // not a dead letter
 	}
 	n, err = t.q.RunRequeueInsert(ctx, pgdb.RunRequeueInsertParams{ID: p.ID, Now: p.Now, FromID: p.FromID})
 	if err != nil {
-		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, interpretError(err))
+		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, interpretError(ctx, err))
 	}
 	if n == 0 {
 		err := t.q.RunUnmarkRequeued(ctx, pgdb.RunUnmarkRequeuedParams{UpdatedAt: from.UpdatedAt, ID: p.FromID, RequeuedAs: p.ID})
 		if err != nil {
-			return false, fmt.Errorf("requeue run %s as %s: undo the link: %w", p.FromID, p.ID, interpretError(err))
+			return false, fmt.Errorf("requeue run %s as %s: undo the link: %w", p.FromID, p.ID, interpretError(ctx, err))
 		}
 		return false, nil
 	}
 	if err := t.q.UniqueHoldMove(ctx, pgdb.UniqueHoldMoveParams{ToRunID: p.ID, FromRunID: p.FromID}); err != nil {
-		return false, fmt.Errorf("requeue run %s as %s: move unique holds: %w", p.FromID, p.ID, interpretError(err))
+		return false, fmt.Errorf("requeue run %s as %s: move unique holds: %w", p.FromID, p.ID, interpretError(ctx, err))
 	}
 	if err := t.wakeRuns(ctx, store.WakeReady, p.ID); err != nil {
 		return false, fmt.Errorf("requeue run %s as %s: %w", p.FromID, p.ID, err)
@@ -220,7 +220,7 @@ func (t *tx) RunDeadDelete(ctx context.Context, p store.DeadDeleteParams) (int, 
 		FinishedAfter: after, FinishedBefore: before, MaxRuns: int64(p.Max),
 	})
 	if err != nil {
-		return 0, fmt.Errorf("delete dead letters: %w", interpretError(err))
+		return 0, fmt.Errorf("delete dead letters: %w", interpretError(ctx, err))
 	}
 	return int(n), nil
 }
@@ -228,7 +228,7 @@ func (t *tx) RunDeadDelete(ctx context.Context, p store.DeadDeleteParams) (int, 
 func (t *tx) RunDeadDeleteByID(ctx context.Context, id string) (bool, error) {
 	n, err := t.q.RunDeadDeleteByID(ctx, id)
 	if err != nil {
-		return false, fmt.Errorf("delete dead letter %s: %w", id, interpretError(err))
+		return false, fmt.Errorf("delete dead letter %s: %w", id, interpretError(ctx, err))
 	}
 	return n == 1, nil
 }

@@ -12,7 +12,7 @@ import (
 func (r reader) EngineReportList(ctx context.Context) ([]store.EngineReport, error) {
 	rows, err := r.q.EngineReportList(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list engine reports: %w", interpretError(err))
+		return nil, fmt.Errorf("list engine reports: %w", interpretError(ctx, err))
 	}
 	out := make([]store.EngineReport, len(rows))
 	for i, row := range rows {
@@ -35,7 +35,7 @@ func (r reader) EngineReportList(ctx context.Context) ([]store.EngineReport, err
 func (r reader) CheckpointLast(ctx context.Context) (store.CheckpointRecord, error) {
 	rows, err := r.q.CheckpointLast(ctx)
 	if err != nil {
-		return store.CheckpointRecord{}, fmt.Errorf("read last checkpoint: %w", interpretError(err))
+		return store.CheckpointRecord{}, fmt.Errorf("read last checkpoint: %w", interpretError(ctx, err))
 	}
 	if len(rows) == 0 {
 		return store.CheckpointRecord{}, fmt.Errorf("read last checkpoint: %w", store.ErrNotFound)
@@ -58,7 +58,7 @@ func (t *tx) EngineReportSave(ctx context.Context, r store.EngineReport) error {
 		Queues: string(queues), LiveUntil: r.LiveUntil, StoppedAt: r.StoppedAt,
 	})
 	if err != nil {
-		return fmt.Errorf("save report of engine %s: %w", r.Owner, interpretError(err))
+		return fmt.Errorf("save report of engine %s: %w", r.Owner, interpretError(ctx, err))
 	}
 	return nil
 }
@@ -66,7 +66,7 @@ func (t *tx) EngineReportSave(ctx context.Context, r store.EngineReport) error {
 func (t *tx) EngineReportDeleteBefore(ctx context.Context, reportedBefore int64) (int, error) {
 	n, err := t.q.EngineReportDeleteBefore(ctx, reportedBefore)
 	if err != nil {
-		return 0, fmt.Errorf("delete old engine reports: %w", interpretError(err))
+		return 0, fmt.Errorf("delete old engine reports: %w", interpretError(ctx, err))
 	}
 	return int(n), nil
 }
@@ -77,7 +77,7 @@ func (t *tx) CheckpointSave(ctx context.Context, c store.CheckpointRecord) error
 		Busy: c.Busy, Error: c.Error,
 	})
 	if err != nil {
-		return fmt.Errorf("record checkpoint: %w", interpretError(err))
+		return fmt.Errorf("record checkpoint: %w", interpretError(ctx, err))
 	}
 	return nil
 }

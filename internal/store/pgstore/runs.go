@@ -14,7 +14,7 @@ import (
 func (r reader) RunGet(ctx context.Context, id string) (store.Run, error) {
 	row, err := r.q.RunGet(ctx, id)
 	if err != nil {
-		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(err))
+		return store.Run{}, fmt.Errorf("get run %s: %w", id, interpretError(ctx, err))
 	}
 	return runFromRow(row), nil
 }
@@ -29,7 +29,7 @@ func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 		CreatedSince: p.Since, CreatedBefore: p.Before, MaxRuns: int64(limit),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", interpretError(err))
+		return nil, fmt.Errorf("list runs: %w", interpretError(ctx, err))
 	}
 	return runsFromRows(rows), nil
 }
@@ -37,7 +37,7 @@ func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 func (r reader) RunCountByStatus(ctx context.Context) (map[store.RunStatus]int64, error) {
 	rows, err := r.q.RunCountByStatus(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("count runs: %w", interpretError(err))
+		return nil, fmt.Errorf("count runs: %w", interpretError(ctx, err))
 	}
 	counts := make(map[store.RunStatus]int64, len(rows))
 	for _, row := range rows {
@@ -49,7 +49,7 @@ func (r reader) RunCountByStatus(ctx context.Context) (map[store.RunStatus]int64
 func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKey) ([]store.UnrunnableCount, error) {
 	rows, err := r.q.RunCountUnrunnable(ctx, knownJSON(known))
 	if err != nil {
-		return nil, fmt.Errorf("count unrunnable runs: %w", interpretError(err))
+		return nil, fmt.Errorf("count unrunnable runs: %w", interpretError(ctx, err))
 	}
 	counts := make([]store.UnrunnableCount, len(rows))
 	for i, row := range rows {
@@ -87,7 +87,7 @@ func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, erro
 		ParentID: nullString(p.ParentID), UniqueKey: nullString(p.UniqueKey), UniqueStates: states, CreatedAt: p.Now,
 	})
 	if err != nil {
-		return false, fmt.Errorf("insert run %s: %w", p.ID, interpretError(err))
+		return false, fmt.Errorf("insert run %s: %w", p.ID, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return false, nil
@@ -102,7 +102,7 @@ func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, erro
 // transaction ends.
 func (t *tx) lockUniqueKey(ctx context.Context, workflow, key string) error {
 	if err := t.q.UniqueKeyLock(ctx, uniqueKeyLockID(t.s.schema, workflow, key)); err != nil {
-		return fmt.Errorf("lock unique key %q of %s: %w", key, workflow, interpretError(err))
+		return fmt.Errorf("lock unique key %q of %s: %w", key, workflow, interpretError(ctx, err))
 	}
 	return nil
 }
@@ -120,7 +120,7 @@ func (t *tx) RunClaim(ctx context.Context, p store.RunClaimParams) ([]store.Run,
 	for len(runs) < p.Max {
 		next, err := t.q.RunReadyNextPriority(ctx, pgdb.RunReadyNextPriorityParams{Queue: p.Queue, AtMost: atMost})
 		if err != nil {
-			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(err))
+			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
 		}
 		if len(next) == 0 {
 			break
@@ -130,7 +130,7 @@ func (t *tx) RunClaim(ctx context.Context, p store.RunClaimParams) ([]store.Run,
 			Priority: next[0], Known: known, MaxRuns: int64(p.Max - len(runs)),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(err))
+			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
 		}
 		for _, row := range rows {
 			runs = append(runs, runFromRow(row))
@@ -148,7 +148,7 @@ func (t *tx) RunHeartbeat(ctx context.Context, l store.Lease, expiresAt, now int
 		LeaseExpiresAt: someInt(expiresAt), Now: now, ID: l.RunID, Owner: someString(l.Owner), Fence: l.Fence,
 	})
 	if err != nil {
-		return false, fenced("heartbeat", l, interpretError(err))
+		return false, fenced("heartbeat", l, interpretError(ctx, err))
 	}
 	return cancel, nil
 }
@@ -159,7 +159,7 @@ func (t *tx) RunHeartbeat(ctx context.Context, l store.Lease, expiresAt, now int
 func (t *tx) RunLeaseCheck(ctx context.Context, l store.Lease) (bool, error) {
 	cancel, err := t.q.RunLeaseCheck(ctx, pgdb.RunLeaseCheckParams{ID: l.RunID, Owner: someString(l.Owner), Fence: l.Fence})
 	if err != nil {
-		return false, fenced("check lease", l, interpretError(err))
+		return false, fenced("check lease", l, interpretError(ctx, err))
 	}
 	return cancel, nil
 }
@@ -168,7 +168,7 @@ func (t *tx) RunStartCompensating(ctx context.Context, l store.Lease, errMsg str
 	n, err := t.q.RunStartCompensating(ctx, pgdb.RunStartCompensatingParams{
 		Error: errMsg, Now: now, ID: l.RunID, Owner: someString(l.Owner), Fence: l.Fence,
 	})
-	return fencedRows("start compensating", l, n, err)
+	return fencedRows(ctx, "start compensating", l, n, err)
 }
 
 func (t *tx) RunRelease(ctx context.Context, l store.Lease, p store.RunReleaseParams) error {
@@ -180,13 +180,13 @@ func (t *tx) RunRelease(ctx context.Context, l store.Lease, p store.RunReleasePa
 		Status: string(status), WakeSeq: p.WakeSeq, RunAt: p.RunAt, Now: p.Now,
 		ID: l.RunID, Owner: l.Owner, Fence: l.Fence,
 	})
-	return fencedRows("release", l, n, err)
+	return fencedRows(ctx, "release", l, n, err)
 }
 
 func (t *tx) RunWake(ctx context.Context, id string, now int64) (bool, error) {
 	n, err := t.q.RunWake(ctx, pgdb.RunWakeParams{Now: now, ID: id})
 	if err != nil {
-		return false, fmt.Errorf("wake run %s: %w", id, interpretError(err))
+		return false, fmt.Errorf("wake run %s: %w", id, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return false, nil
@@ -200,7 +200,7 @@ func (t *tx) RunWake(ctx context.Context, id string, now int64) (bool, error) {
 func (t *tx) RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error) {
 	ids, err := t.q.RunCancelChildren(ctx, pgdb.RunCancelChildrenParams{Now: now, ParentID: parentID})
 	if err != nil {
-		return nil, fmt.Errorf("cancel children of run %s: %w", parentID, interpretError(err))
+		return nil, fmt.Errorf("cancel children of run %s: %w", parentID, interpretError(ctx, err))
 	}
 	if err := t.wakeRuns(ctx, store.WakeCancel, ids...); err != nil {
 		return nil, fmt.Errorf("cancel children of run %s: %w", parentID, err)
@@ -213,7 +213,7 @@ func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishPara
 		Status: string(p.Status), Output: p.Output, Error: p.Error, Reason: p.Reason,
 		FinishedAt: nullInt(p.FinishedAt), Now: p.Now, ID: l.RunID, Owner: someString(l.Owner), Fence: l.Fence,
 	})
-	return fencedRows("finish", l, n, err)
+	return fencedRows(ctx, "finish", l, n, err)
 }
 
 // RunRescue reads the expired leases, locking their rows and skipping the
@@ -222,7 +222,7 @@ func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishPara
 func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.RescuedRun, error) {
 	expired, err := t.q.RunListExpiredLeases(ctx, pgdb.RunListExpiredLeasesParams{Now: someInt(now), MaxRuns: int32(min(limit, math.MaxInt32))})
 	if err != nil {
-		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
+		return nil, fmt.Errorf("rescue runs: %w", interpretError(ctx, err))
 	}
 	if len(expired) == 0 {
 		return nil, nil
@@ -235,7 +235,7 @@ func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.Rescu
 	idsJSON, _ := json.Marshal(ids) // a []string always marshals
 	rows, err := t.q.RunRescue(ctx, pgdb.RunRescueParams{Now: now, Ids: string(idsJSON)})
 	if err != nil {
-		return nil, fmt.Errorf("rescue runs: %w", interpretError(err))
+		return nil, fmt.Errorf("rescue runs: %w", interpretError(ctx, err))
 	}
 	rescued := make([]store.RescuedRun, len(rows))
 	ids = ids[:0]
@@ -252,7 +252,7 @@ func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.Rescu
 func (t *tx) RunCancelIdle(ctx context.Context, id, errMsg string, now int64) (bool, error) {
 	n, err := t.q.RunCancelIdle(ctx, pgdb.RunCancelIdleParams{Error: errMsg, Now: now, ID: id})
 	if err != nil {
-		return false, fmt.Errorf("cancel idle run %s: %w", id, interpretError(err))
+		return false, fmt.Errorf("cancel idle run %s: %w", id, interpretError(ctx, err))
 	}
 	return n == 1, nil
 }
@@ -260,7 +260,7 @@ func (t *tx) RunCancelIdle(ctx context.Context, id, errMsg string, now int64) (b
 func (t *tx) RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64) (bool, error) {
 	n, err := t.q.RunCancelToUnwind(ctx, pgdb.RunCancelToUnwindParams{Error: errMsg, Now: now, ID: id})
 	if err != nil {
-		return false, fmt.Errorf("cancel run %s to unwind it: %w", id, interpretError(err))
+		return false, fmt.Errorf("cancel run %s to unwind it: %w", id, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return false, nil
@@ -274,7 +274,7 @@ func (t *tx) RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64
 func (t *tx) RunRequestCancel(ctx context.Context, id string, now int64) (bool, error) {
 	n, err := t.q.RunRequestCancel(ctx, pgdb.RunRequestCancelParams{Now: now, ID: id})
 	if err != nil {
-		return false, fmt.Errorf("request cancel of run %s: %w", id, interpretError(err))
+		return false, fmt.Errorf("request cancel of run %s: %w", id, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return false, nil
@@ -291,7 +291,7 @@ func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error
 		Now: p.Now, ID: p.ID, Expected: string(p.Expected),
 	})
 	if err != nil {
-		return fmt.Errorf("set status of run %s: %w", p.ID, interpretError(err))
+		return fmt.Errorf("set status of run %s: %w", p.ID, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return fmt.Errorf("set status of run %s to %s: %w: run is not %s or is leased", p.ID, p.Status, store.ErrConflict, p.Expected)
@@ -312,9 +312,9 @@ func fenced(op string, l store.Lease, err error) error {
 	return fmt.Errorf("%s run %s: %w", op, l.RunID, err)
 }
 
-func fencedRows(op string, l store.Lease, n int64, err error) error {
+func fencedRows(ctx context.Context, op string, l store.Lease, n int64, err error) error {
 	if err != nil {
-		return fenced(op, l, interpretError(err))
+		return fenced(op, l, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return fenced(op, l, store.ErrNotFound)

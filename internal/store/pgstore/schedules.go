@@ -12,7 +12,7 @@ import (
 func (r reader) ScheduleGet(ctx context.Context, name string) (store.Schedule, error) {
 	row, err := r.q.ScheduleGet(ctx, name)
 	if err != nil {
-		return store.Schedule{}, fmt.Errorf("get schedule %s: %w", name, interpretError(err))
+		return store.Schedule{}, fmt.Errorf("get schedule %s: %w", name, interpretError(ctx, err))
 	}
 	return scheduleFromRow(row), nil
 }
@@ -20,7 +20,7 @@ func (r reader) ScheduleGet(ctx context.Context, name string) (store.Schedule, e
 func (r reader) ScheduleList(ctx context.Context) ([]store.Schedule, error) {
 	rows, err := r.q.ScheduleList(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", interpretError(err))
+		return nil, fmt.Errorf("list schedules: %w", interpretError(ctx, err))
 	}
 	return schedulesFromRows(rows), nil
 }
@@ -28,7 +28,7 @@ func (r reader) ScheduleList(ctx context.Context) ([]store.Schedule, error) {
 func (r reader) ScheduleNextDue(ctx context.Context) (int64, bool, error) {
 	next, err := r.q.ScheduleNextDue(ctx)
 	if err != nil {
-		return 0, false, fmt.Errorf("find next due schedule: %w", interpretError(err))
+		return 0, false, fmt.Errorf("find next due schedule: %w", interpretError(ctx, err))
 	}
 	if len(next) == 0 {
 		return 0, false, nil
@@ -43,7 +43,7 @@ func (t *tx) ScheduleUpsert(ctx context.Context, p store.ScheduleUpsertParams) e
 		NextAt: p.NextAt, Now: p.Now,
 	})
 	if err != nil {
-		return fmt.Errorf("save schedule %s: %w", p.Name, interpretError(err))
+		return fmt.Errorf("save schedule %s: %w", p.Name, interpretError(ctx, err))
 	}
 	return nil
 }
@@ -51,7 +51,7 @@ func (t *tx) ScheduleUpsert(ctx context.Context, p store.ScheduleUpsertParams) e
 func (t *tx) ScheduleListDue(ctx context.Context, now int64, limit int) ([]store.Schedule, error) {
 	rows, err := t.q.ScheduleListDue(ctx, pgdb.ScheduleListDueParams{Now: now, MaxSchedules: int64(limit)})
 	if err != nil {
-		return nil, fmt.Errorf("list due schedules: %w", interpretError(err))
+		return nil, fmt.Errorf("list due schedules: %w", interpretError(ctx, err))
 	}
 	return schedulesFromRows(rows), nil
 }
@@ -61,7 +61,7 @@ func (t *tx) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvanceParams)
 		NextAt: p.NextAt, LastSlot: p.LastSlot, Now: p.Now, Name: p.Name, ExpectedNextAt: p.ExpectedNextAt,
 	})
 	if err != nil {
-		return fmt.Errorf("advance schedule %s: %w", p.Name, interpretError(err))
+		return fmt.Errorf("advance schedule %s: %w", p.Name, interpretError(ctx, err))
 	}
 	if n == 1 {
 		return nil
@@ -80,7 +80,7 @@ func (t *tx) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvanceParams)
 func (t *tx) ScheduleSetPaused(ctx context.Context, name string, paused bool, now int64) error {
 	n, err := t.q.ScheduleSetPaused(ctx, pgdb.ScheduleSetPausedParams{Paused: paused, Now: now, Name: name})
 	if err != nil {
-		return fmt.Errorf("pause schedule %s: %w", name, interpretError(err))
+		return fmt.Errorf("pause schedule %s: %w", name, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return fmt.Errorf("pause schedule %s: %w", name, store.ErrNotFound)
@@ -91,7 +91,7 @@ func (t *tx) ScheduleSetPaused(ctx context.Context, name string, paused bool, no
 func (t *tx) ScheduleDelete(ctx context.Context, name string) error {
 	n, err := t.q.ScheduleDelete(ctx, name)
 	if err != nil {
-		return fmt.Errorf("delete schedule %s: %w", name, interpretError(err))
+		return fmt.Errorf("delete schedule %s: %w", name, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return fmt.Errorf("delete schedule %s: %w", name, store.ErrNotFound)

@@ -11,7 +11,7 @@ import (
 func (r reader) SignalList(ctx context.Context, runID string) ([]store.Signal, error) {
 	rows, err := r.q.SignalList(ctx, runID)
 	if err != nil {
-		return nil, fmt.Errorf("list signals of run %s: %w", runID, interpretError(err))
+		return nil, fmt.Errorf("list signals of run %s: %w", runID, interpretError(ctx, err))
 	}
 	signals := make([]store.Signal, len(rows))
 	for i, row := range rows {
@@ -25,7 +25,7 @@ func (t *tx) SignalSend(ctx context.Context, sig store.Signal) (bool, error) {
 		RunID: sig.RunID, Name: sig.Name, Payload: nonNil(sig.Payload), Key: nullString(sig.Key), SentAt: sig.SentAt,
 	})
 	if err != nil {
-		return false, fmt.Errorf("send signal %s to run %s: %w", sig.Name, sig.RunID, interpretError(err))
+		return false, fmt.Errorf("send signal %s to run %s: %w", sig.Name, sig.RunID, interpretError(ctx, err))
 	}
 	return n == 1, nil
 }
@@ -33,7 +33,7 @@ func (t *tx) SignalSend(ctx context.Context, sig store.Signal) (bool, error) {
 func (t *tx) SignalNext(ctx context.Context, runID, name string) (store.Signal, error) {
 	row, err := t.q.SignalNext(ctx, pgdb.SignalNextParams{RunID: runID, Name: name})
 	if err != nil {
-		return store.Signal{}, fmt.Errorf("next signal %s of run %s: %w", name, runID, interpretError(err))
+		return store.Signal{}, fmt.Errorf("next signal %s of run %s: %w", name, runID, interpretError(ctx, err))
 	}
 	return signalFromRow(row), nil
 }
@@ -41,7 +41,7 @@ func (t *tx) SignalNext(ctx context.Context, runID, name string) (store.Signal, 
 func (t *tx) SignalConsume(ctx context.Context, id int64, consumedBy string) error {
 	n, err := t.q.SignalConsume(ctx, pgdb.SignalConsumeParams{ConsumedBy: someString(consumedBy), ID: id})
 	if err != nil {
-		return fmt.Errorf("consume signal %d: %w", id, interpretError(err))
+		return fmt.Errorf("consume signal %d: %w", id, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return fmt.Errorf("consume signal %d: %w: already received", id, store.ErrConflict)
@@ -52,7 +52,7 @@ func (t *tx) SignalConsume(ctx context.Context, id int64, consumedBy string) err
 func (t *tx) SignalReject(ctx context.Context, runID, consumedBy, rejectedBy string) ([]int64, error) {
 	ids, err := t.q.SignalReject(ctx, pgdb.SignalRejectParams{RejectedBy: rejectedBy, RunID: runID, ConsumedBy: consumedBy})
 	if err != nil {
-		return nil, fmt.Errorf("reject the signal received by %s: %w", consumedBy, interpretError(err))
+		return nil, fmt.Errorf("reject the signal received by %s: %w", consumedBy, interpretError(ctx, err))
 	}
 	return ids, nil
 }

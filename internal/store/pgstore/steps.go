@@ -13,7 +13,7 @@ import (
 func (r reader) StepList(ctx context.Context, runID string) ([]store.Step, error) {
 	rows, err := r.q.StepList(ctx, runID)
 	if err != nil {
-		return nil, fmt.Errorf("list steps of run %s: %w", runID, interpretError(err))
+		return nil, fmt.Errorf("list steps of run %s: %w", runID, interpretError(ctx, err))
 	}
 	steps := make([]store.Step, len(rows))
 	for i, row := range rows {
@@ -28,7 +28,7 @@ func (t *tx) StepWait(ctx context.Context, p store.StepBeginParams) error {
 		Position: position(p.Position), Now: p.Now,
 	})
 	if err != nil {
-		return fmt.Errorf("record wait %s: %w", p.Key, interpretError(err))
+		return fmt.Errorf("record wait %s: %w", p.Key, interpretError(ctx, err))
 	}
 	return nil
 }
@@ -36,7 +36,7 @@ func (t *tx) StepWait(ctx context.Context, p store.StepBeginParams) error {
 func (t *tx) StepReopen(ctx context.Context, key store.StepKey) error {
 	n, err := t.q.StepReopen(ctx, pgdb.StepReopenParams{RunID: key.RunID, Name: key.Name, Occurrence: int64(key.Occurrence)})
 	if err != nil {
-		return fmt.Errorf("reopen wait %s: %w", key, interpretError(err))
+		return fmt.Errorf("reopen wait %s: %w", key, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return fmt.Errorf("reopen wait %s: %w: not a completed record", key, store.ErrConflict)
@@ -53,7 +53,7 @@ func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error
 		return 0, fmt.Errorf("begin step %s: %w: step already finished", p.Key, store.ErrConflict)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("begin step %s: %w", p.Key, interpretError(err))
+		return 0, fmt.Errorf("begin step %s: %w", p.Key, interpretError(ctx, err))
 	}
 	return int(attempts), nil
 }
@@ -63,7 +63,7 @@ func (t *tx) StepComplete(ctx context.Context, p store.StepCompleteParams) error
 		Output: p.Output, Compensable: p.Compensable, Now: p.Now,
 		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
 	})
-	return stepRows("complete step", p.Key, n, err)
+	return stepRows(ctx, "complete step", p.Key, n, err)
 }
 
 func (t *tx) StepFail(ctx context.Context, p store.StepFailParams) error {
@@ -76,12 +76,12 @@ func (t *tx) StepFail(ctx context.Context, p store.StepFailParams) error {
 		ErrorCode: p.Failure.Code, ErrorPermanent: p.Failure.Permanent, ErrorDetails: p.Failure.Details,
 		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
 	})
-	return stepRows("fail step", p.Key, n, err)
+	return stepRows(ctx, "fail step", p.Key, n, err)
 }
 
 func (t *tx) StepCompensationArm(ctx context.Context, runID string) error {
 	if _, err := t.q.StepCompensationArm(ctx, runID); err != nil {
-		return fmt.Errorf("arm compensations of run %s: %w", runID, interpretError(err))
+		return fmt.Errorf("arm compensations of run %s: %w", runID, interpretError(ctx, err))
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func (t *tx) StepCompensationBegin(ctx context.Context, key store.StepKey) (int,
 		return 0, fmt.Errorf("begin compensation of step %s: %w: nothing to compensate", key, store.ErrConflict)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("begin compensation of step %s: %w", key, interpretError(err))
+		return 0, fmt.Errorf("begin compensation of step %s: %w", key, interpretError(ctx, err))
 	}
 	return int(attempts), nil
 }
@@ -104,13 +104,13 @@ func (t *tx) StepCompensationEnd(ctx context.Context, key store.StepKey, state s
 		Compensation: string(state), Error: errMsg,
 		RunID: key.RunID, Name: key.Name, Occurrence: int64(key.Occurrence),
 	})
-	return stepRows("end compensation of step", key, n, err)
+	return stepRows(ctx, "end compensation of step", key, n, err)
 }
 
 func (t *tx) StepCompensationRetryFailed(ctx context.Context, runID string) (int64, error) {
 	n, err := t.q.StepCompensationRetryFailed(ctx, runID)
 	if err != nil {
-		return 0, fmt.Errorf("retry failed compensations of run %s: %w", runID, interpretError(err))
+		return 0, fmt.Errorf("retry failed compensations of run %s: %w", runID, interpretError(ctx, err))
 	}
 	return n, nil
 }
@@ -118,14 +118,14 @@ func (t *tx) StepCompensationRetryFailed(ctx context.Context, runID string) (int
 func (t *tx) StepCompensationSkipFailed(ctx context.Context, runID string) (int64, error) {
 	n, err := t.q.StepCompensationSkipFailed(ctx, runID)
 	if err != nil {
-		return 0, fmt.Errorf("skip failed compensations of run %s: %w", runID, interpretError(err))
+		return 0, fmt.Errorf("skip failed compensations of run %s: %w", runID, interpretError(ctx, err))
 	}
 	return n, nil
 }
 
-func stepRows(op string, key store.StepKey, n int64, err error) error {
+func stepRows(ctx context.Context, op string, key store.StepKey, n int64, err error) error {
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", op, key, interpretError(err))
+		return fmt.Errorf("%s %s: %w", op, key, interpretError(ctx, err))
 	}
 	if n == 0 {
 		return fmt.Errorf("%s %s: %w", op, key, store.ErrConflict)

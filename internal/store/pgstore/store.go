@@ -40,12 +40,12 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("begin write: %w", interpretError(err))
+		return fmt.Errorf("begin write: %w", interpretError(ctx, err))
 	}
 	defer conn.Close()
 	sqlTx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
-		return fmt.Errorf("begin write: %w", interpretError(err))
+		return fmt.Errorf("begin write: %w", interpretError(ctx, err))
 	}
 	committed := false
 	defer func() {
@@ -61,7 +61,7 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", interpretError(err))
+		return fmt.Errorf("commit: %w", interpretError(ctx, err))
 	}
 	committed = true
 	s.sendAfterCommit(t.wakes)

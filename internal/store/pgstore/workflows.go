@@ -11,7 +11,7 @@ import (
 func (r reader) WorkflowList(ctx context.Context) ([]store.WorkflowKey, error) {
 	rows, err := r.q.WorkflowList(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list workflows: %w", interpretError(err))
+		return nil, fmt.Errorf("list workflows: %w", interpretError(ctx, err))
 	}
 	keys := make([]store.WorkflowKey, len(rows))
 	for i, row := range rows {
@@ -25,7 +25,7 @@ func (t *tx) WorkflowRegister(ctx context.Context, k store.WorkflowKey, now int6
 		Name: k.Name, Version: int64(k.Version), RegisteredAt: now,
 	})
 	if err != nil {
-		return fmt.Errorf("register workflow %s: %w", k, interpretError(err))
+		return fmt.Errorf("register workflow %s: %w", k, interpretError(ctx, err))
 	}
 	return nil
 }

@@ -1,0 +1,102 @@
+package flowpg
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	// The database/sql driver New expects its pool to be opened with,
+	// registered under the name "pgx".
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/pgstore"
+)
+
+// DriverName is the database/sql driver name under which this package
+// registers pgx: open the pool for New with sql.Open(flowpg.DriverName, dsn).
+const DriverName = "pgx"
+
+// DefaultSchema is the schema flowlite's tables live in unless
+// Options.Schema names another.
+const DefaultSchema = pgstore.DefaultSchema
+
+// Options configures the PostgreSQL side of an engine. A nil *Options, and
+// every zero field, means the default.
+type Options struct {
+	// Schema is the PostgreSQL schema that holds flowlite's tables and its
+	// migration version table; default DefaultSchema ("flowlite"). Open and
+	// New create it when it is missing. It must be a lowercase identifier of
+	// letters, digits and underscores, not starting with a digit or pg_:
+	// it goes unquoted into every statement. Engines that should work the
+	// same runs use the same schema; separate schemas are separate,
+	// unrelated engines (tests use one per test).
+	Schema string
+	// MaxConns caps the connections of the pool Open creates. Every
+	// write transaction holds one while it runs, so it bounds how many
+	// claims, heartbeats and step checkpoints proceed at once. Default 10.
+	// New uses the caller's pool as it is and ignores MaxConns.
+	MaxConns int
+}
+
+func (o *Options) storeOptions() pgstore.Options {
+	if o == nil {
+		return pgstore.Options{}
+	}
+	return pgstore.Options{Schema: o.Schema, MaxConns: o.MaxConns}
+}
+
+// backend is the flow.Backend of a PostgreSQL schema: open opens its store.
+type backend struct {
+	open func(ctx context.Context) (*pgstore.Store, error)
+}
+
+func (b *backend) OpenStore(ctx context.Context) (store.Opened, error) {
+	s, err := b.open(ctx)
+	if err != nil {
+		return store.Opened{}, err
+	}
+	// BusyTimeout stays zero: PostgreSQL has no database-wide write lock
+	// for a heartbeat to wait out, only row locks held for the length of
+	// one short transaction.
+	return store.Opened{Store: s}, nil
+}
+
+// Open opens an engine on the PostgreSQL database dsn names, a URL
+// ("postgres://user:pass@host:5432/db?sslmode=disable") or key=value
+// string ("host=… dbname=…") as pgx parses it, with a pool of its own
+// that Close closes. It creates the schema when it is missing and
+// migrates it. A schema migrated by a newer flowlite is refused with
+// flow.ErrSchemaTooNew and left untouched; a database that does not exist
+// fails with flow.ErrNotDatabase. Errors name the server and database,
+// never the password.
+func Open(ctx context.Context, dsn string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	so := opts.storeOptions()
+	return flow.New(ctx, &backend{open: func(ctx context.Context) (*pgstore.Store, error) {
+		s, err := pgstore.Open(ctx, dsn, so)
+		if err != nil {
+			return nil, fmt.Errorf("flowpg: %w", err)
+		}
+		return s, nil
+	}}, cfg)
+}
+
+// New returns an engine on a PostgreSQL database the caller opened with
+// sql.Open(flowpg.DriverName, dsn), or stdlib.OpenDB of pgx v5, and
+// creates and migrates the schema. The pool is used as it is (size,
+// lifetimes, search_path: flowlite names its schema in every statement),
+// and Close does not close it. Of opts, MaxConns does not apply.
+func New(ctx context.Context, db *sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	if db == nil {
+		return nil, fmt.Errorf("flowpg: new engine: nil *sql.DB")
+	}
+	so := opts.storeOptions()
+	return flow.New(ctx, &backend{open: func(ctx context.Context) (*pgstore.Store, error) {
+		s, err := pgstore.OpenDB(ctx, db, so)
+		if err != nil {
+			return nil, fmt.Errorf("flowpg: %w", err)
+		}
+		return s, nil
+	}}, cfg)
+}

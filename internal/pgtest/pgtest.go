@@ -1,0 +1,131 @@
+// Package pgtest gives tests a fresh PostgreSQL schema each, so that the
+// behaviour suites of flow and flowtest, and the adapter's own tests, run
+// on PostgreSQL without sharing state, and one place decides which backend
+// a test run uses.
+//
+// The backend is chosen by the environment: FLOWLITE_TEST_BACKEND=postgres
+// selects PostgreSQL (anything else, or nothing, SQLite). The server is
+// the database FLOWLITE_PG_DSN names, by default the postgres database on
+// 127.0.0.1:5432 as user postgres. A test that asked for PostgreSQL fails
+// when the server cannot be reached: a suite that silently fell back to
+// SQLite, or skipped, would report a PostgreSQL run that never happened.
+//
+// Each Schema is created by the engine or store that opens it and dropped,
+// with everything in it, when the test ends. The pool Schema uses for the
+// drop lives only for the drop, so tests that check for leaked goroutines
+// (goleak) see none of its connections.
+//
+// It imports flow/flowpg, for the pgx database/sql driver it registers,
+// and the standard library; only tests and flow/flowtest import it.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowlite/flowlite/flow/flowpg"
+)
+
+// Environment variables read by this package, and only here.
+const (
+	// BackendEnv chooses the backend of the behaviour suites: "postgres"
+	// or empty (SQLite).
+	BackendEnv = "FLOWLITE_TEST_BACKEND"
+	// DSNEnv names the PostgreSQL database tests create their schemas in.
+	DSNEnv = "FLOWLITE_PG_DSN"
+)
+
+// DefaultDSN is the database tests use when DSNEnv is not set: the local
+// server CI starts, with trust authentication.
+const DefaultDSN = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// TB is the part of testing.TB that pgtest uses, so that flowtest's TB
+// satisfies it too.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
+// Postgres reports whether the environment selects PostgreSQL for the
+// behaviour suites.
+func Postgres() bool { return os.Getenv(BackendEnv) == "postgres" }
+
+// DSN returns the database tests run in (DSNEnv, or DefaultDSN).
+func DSN() string {
+	if dsn := os.Getenv(DSNEnv); dsn != "" {
+		return dsn
+	}
+	return DefaultDSN
+}
+
+var reach struct {
+	once sync.Once
+	err  error
+}
+
+// Reachable connects to DSN once per process and returns why it could not.
+func Reachable() error {
+	reach.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		reach.err = withDB(ctx, func(db *sql.DB) error { return db.PingContext(ctx) })
+		if reach.err != nil {
+			reach.err = fmt.Errorf("PostgreSQL at %s=%q: %w", DSNEnv, DSN(), reach.err)
+		}
+	})
+	return reach.err
+}
+
+// prefix makes the schemas of one test process distinct from those of
+// other processes running against the same server at the same time.
+var prefix = func() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "flowlite_t" + hex.EncodeToString(b) + "_"
+}()
+
+var schemas atomic.Int64
+
+// Schema returns the DSN and the name of a schema no other test uses, and
+// drops the schema when t ends. It does not create it: flowpg.Open does.
+// Call it before opening the engine or store on it, so that t.Cleanup,
+// which runs last-registered first, closes the engine before the drop.
+// It fails t when the server cannot be reached.
+func Schema(t TB) (dsn, schema string) {
+	t.Helper()
+	if err := Reachable(); err != nil {
+		t.Fatalf("%s=postgres (or FLOWLITE_PG_TEST=1) but no PostgreSQL server: %v", BackendEnv, err)
+	}
+	schema = fmt.Sprintf("%s%d", prefix, schemas.Add(1))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := withDB(ctx, func(db *sql.DB) error {
+			_, err := db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			return err
+		})
+		if err != nil {
+			t.Errorf("pgtest: drop schema %s: %v", schema, err)
+		}
+	})
+	return DSN(), schema
+}
+
+// withDB runs f on a pool of DSN that lives only for the call.
+func withDB(ctx context.Context, f func(db *sql.DB) error) error {
+	db, err := sql.Open(flowpg.DriverName, DSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return f(db)
+}
