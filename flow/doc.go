@@ -30,6 +30,14 @@
 // and occurrence, so only new steps execute. The body must therefore be
 // deterministic: time, randomness and I/O belong in steps (see Now).
 //
+// Replays are checked: the n-th call of the body (or of a branch of All or
+// First), be it a step, a wait, a child or a race, must be the call the
+// history recorded n-th, and a body that returns must have made every
+// recorded call. Code that diverges (a deploy that reorders, renames, adds
+// or removes calls without a new Version) does not run on: the run is
+// suspended with a *NonDeterminismError naming both calls, until matching
+// code is deployed and the run resumed, or it is cancelled.
+//
 // A step body runs at least once: it runs again if its worker dies after the
 // body started and before its checkpoint committed. Give side effects an
 // idempotency key (the run ID plus the step name is a good one). Steps with
@@ -38,9 +46,14 @@
 //
 // # Failure and compensation
 //
-// A failed step is retried per its RetryPolicy; Permanent stops retrying.
-// When its attempts are exhausted, Do returns a *StepError that the workflow
-// may handle. When the workflow returns an error, the engine runs the
+// A failed step is retried per its RetryPolicy; Permanent stops retrying,
+// and an attempt interrupted by a crash or a lost lease counts. When its
+// attempts are exhausted, Do returns a *StepError that the workflow may
+// handle. Its Err is the error as the history records it, on the first
+// execution as on replays: an *Error with the message and, when the step's
+// error carried one, the Code and Details of its *Error (match it with
+// errors.Is against an *Error of the same Code), wrapped in a
+// *PermanentError when it was permanent. When the workflow returns an error, the engine runs the
 // Compensate hooks of its completed steps in reverse completion order, each
 // as a durable, retried unit. If all succeed the run ends FAILED and Result
 // returns a *RolledBackError; if one exhausts its retries the run is
