@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -130,6 +132,36 @@ func TestPostgres(t *testing.T) {
 	// An unknown schema is refused, never created; --schema is checked.
 	fails(t, exitError, "schema nosuchschema_flowlite does not exist", "--db", dsn, "--schema", "nosuchschema_flowlite", "runs")
 	fails(t, exitUsage, "invalid --schema", "--db", dsn, "--schema", "Bad-Name", "runs")
+}
+
+// A schema without flowlite's migration table is refused and left alone,
+// and a password in the URL never reaches a message.
+func TestPostgresForeignSchema(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgSchema(t)
+	db, err := sql.Open(flowpg.DriverName, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), "CREATE SCHEMA "+schema+"; CREATE TABLE "+schema+".orders (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), "hunter2")
+	for _, args := range [][]string{{"runs"}, {"migrate", "up"}, {"migrate", "status"}} {
+		r := fails(t, exitError, "has no flowlite migration table", append([]string{"--db", u.String(), "--schema", schema}, args...)...)
+		if strings.Contains(r.stderr, "hunter2") {
+			t.Errorf("flowlite %v prints the password: %q", args, r.stderr)
+		}
+	}
+	var tables int
+	if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_tables WHERE schemaname = $1", schema).Scan(&tables); err != nil || tables != 1 {
+		t.Errorf("schema has %d tables (%v), want its 1 left alone", tables, err)
+	}
 }
 
 func TestPostgresServe(t *testing.T) {
