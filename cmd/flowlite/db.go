@@ -28,7 +28,10 @@ func (a *app) dbPathOrUsage() (string, error) {
 		path = a.getenv(envDB)
 	}
 	if path == "" {
-		return "", usageErrorf("no database: pass --db PATH or set %s", envDB)
+		return "", usageErrorf("no database: pass --db PATH or set %s (a file path, or a postgres:// URL)", envDB)
+	}
+	if isPostgresURL(path) {
+		return path, nil
 	}
 	// flowsqlite.Open creates a missing file; an operator tool must not.
 	info, err := os.Stat(path)
@@ -52,10 +55,16 @@ func (a *app) dbPathOrUsage() (string, error) {
 // a flowlite database at this binary's schema version: flowsqlite.Open would
 // migrate an older one, which only "migrate up" may do, and would write
 // flowlite's schema into any other SQLite database.
+//
+// A postgres:// or postgresql:// URL opens the engine through flowpg
+// instead, on the schema --schema names (see withPostgres).
 func (a *app) withEngine(ctx context.Context, fn func(*flow.Engine) error) error {
 	path, err := a.dbPathOrUsage()
 	if err != nil {
 		return err
+	}
+	if isPostgresURL(path) {
+		return a.withPostgres(ctx, path, fn)
 	}
 	if err := a.requireCurrentSchema(ctx, path); err != nil {
 		return err
@@ -66,11 +75,15 @@ func (a *app) withEngine(ctx context.Context, fn func(*flow.Engine) error) error
 // withReader is withEngine for commands that only read: the engine is opened
 // with flowsqlite.OpenReadOnly, so the command works on a read-only file,
 // directory or mount, leaves no -wal or -shm file behind, and cannot change
-// the database even by mistake.
+// the database even by mistake. On PostgreSQL it is withEngine: the
+// commands that use it only read, over an ordinary connection.
 func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) (err error) {
 	path, err := a.dbPathOrUsage()
 	if err != nil {
 		return err
+	}
+	if isPostgresURL(path) {
+		return a.withPostgres(ctx, path, fn)
 	}
 	if err := a.requireCurrentSchema(ctx, path); err != nil {
 		return err

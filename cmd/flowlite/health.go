@@ -14,7 +14,10 @@ import (
 
 // healthJSON is the --json output of health.
 type healthJSON struct {
-	Path           string          `json:"path"`
+	Path string `json:"path"`
+	// Backend is "postgres" on PostgreSQL, whose file fields (sizes, last
+	// checkpoint) stay zero; absent for a SQLite file.
+	Backend        string          `json:"backend,omitempty"`
 	DBBytes        int64           `json:"db_bytes"`
 	WALBytes       int64           `json:"wal_bytes"`
 	LastCheckpoint *checkpointInfo `json:"last_checkpoint"` // null: none recorded
@@ -79,7 +82,13 @@ To check the file's integrity, use flowlite check.`,
 			ctx := cmd.Context()
 			return a.withReader(ctx, func(e *flow.Engine) error {
 				h, err := e.FileHealth(ctx)
-				if err != nil {
+				file := true
+				switch {
+				case isNotSupported(err):
+					// PostgreSQL keeps no database file: no file section.
+					file = false
+					h = flow.FileHealth{Path: redactURL(a.dbName())}
+				case err != nil:
 					return err
 				}
 				reports, err := e.Reports(ctx)
@@ -91,9 +100,13 @@ To check the file's integrity, use flowlite check.`,
 					return err
 				}
 				if a.json {
-					return writeJSON(a.stdout, newHealthJSON(h, reports, unworked))
+					out := newHealthJSON(h, reports, unworked)
+					if !file {
+						out.Backend = "postgres"
+					}
+					return writeJSON(a.stdout, out)
 				}
-				return a.printHealth(h, reports, unworked)
+				return a.printHealth(h, file, reports, unworked)
 			})
 		}),
 	}
@@ -135,7 +148,13 @@ func engineState(r flow.Report) string {
 	}
 }
 
-func (a *app) printHealth(h flow.FileHealth, reports []flow.Report, unworked []flow.UnworkedQueue) error {
+func (a *app) printHealth(h flow.FileHealth, file bool, reports []flow.Report, unworked []flow.UnworkedQueue) error {
+	if !file {
+		if _, err := fmt.Fprintf(a.stdout, "DATABASE  %s (PostgreSQL, schema %s: no file or WAL to show)\n\n", cell(h.Path, 0), a.schema); err != nil {
+			return err
+		}
+		return a.printEngines(reports, unworked)
+	}
 	last := "none recorded"
 	if !h.LastCheckpoint.IsZero() {
 		last = fmt.Sprintf("%s (%s ago), %s of a %s WAL, by %s", tableTime(h.LastCheckpoint),
@@ -157,6 +176,11 @@ func (a *app) printHealth(h flow.FileHealth, reports []flow.Report, unworked []f
 	if _, err := fmt.Fprintln(a.stdout); err != nil {
 		return err
 	}
+	return a.printEngines(reports, unworked)
+}
+
+// printEngines prints the engines' reports and the unworked queues.
+func (a *app) printEngines(reports []flow.Report, unworked []flow.UnworkedQueue) error {
 	if len(reports) == 0 {
 		if _, err := fmt.Fprintln(a.stdout, "no engine has reported"); err != nil {
 			return err

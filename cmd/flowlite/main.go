@@ -22,6 +22,12 @@
 // behind an HTML dashboard. Every read command prints a table, or JSON with
 // --json. Logs go to stderr through log/slog (--log-level).
 //
+// --db postgres://… (or postgresql://…) names a PostgreSQL database
+// instead: every command that reads runs or records operator actions, migrate
+// and serve open its engine through flow/flowpg, on the schema --schema
+// names (default flowlite). The SQLite file operations (backup, check,
+// checkpoint) refuse it with exit code 1; health leaves out the file section.
+//
 // Exit codes: 0 success, 1 operational error (unknown run, a run in the
 // wrong state, a file that is not a database…), 2 usage error (bad flags or
 // arguments). Errors go to stderr as "flowlite: <message>".
@@ -32,8 +38,9 @@
 // and leave no -wal or -shm file behind; commands that write refuse such a
 // database with "database is read-only", naming the file or directory.
 //
-// It imports flow (the public API), flow/flowsqlite (the SQLite backend it
-// opens engines with), cobra, internal/store/sqlitestore (Inspect and
+// It imports flow (the public API), flow/flowsqlite and flow/flowpg (the
+// backends it opens engines with; flowpg also registers the database/sql
+// driver through which it reads a PostgreSQL schema's version), cobra, internal/store/sqlitestore (Inspect and
 // Migrate read and migrate a file's schema, which flow does not expose,
 // with errors in flow's terms, e.g. flow.ErrBusy) and internal/dashboard
 // (serve). It imports no database driver and reads no SQLite result code
@@ -55,6 +62,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowpg"
 )
 
 // Exit codes.
@@ -108,6 +116,7 @@ type app struct {
 	getenv func(string) string
 
 	dbPath      string         // --db
+	schema      string         // --schema (PostgreSQL)
 	json        bool           // --json
 	logLevel    string         // --log-level
 	busyTimeout time.Duration  // --busy-timeout
@@ -135,7 +144,10 @@ func (a *app) rootCommand() *cobra.Command {
 
 The database is named by --db or the ` + envDB + ` environment variable and must
 exist: flowlite never creates one, and refuses a SQLite file that is not a
-flowlite database. The CLI never runs workflows: it reads runs and records
+flowlite database. A postgres:// or postgresql:// URL names a PostgreSQL
+database instead, whose flowlite schema (--schema, default flowlite) must
+exist; backup, check and checkpoint, which operate on a SQLite file, refuse
+it. The CLI never runs workflows: it reads runs and records
 operator actions (cancel, resume, skip, retry, signal…), which the engines
 working the database pick up on their own. serve shows the same in a browser.
 
@@ -152,7 +164,8 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		return &usageError{msg: err.Error()}
 	})
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.dbPath, "db", "", "path of the database file (default $"+envDB+")")
+	pf.StringVar(&a.dbPath, "db", "", "path of the database file, or a postgres:// URL (default $"+envDB+")")
+	pf.StringVar(&a.schema, "schema", flowpg.DefaultSchema, "PostgreSQL schema of flowlite's tables (with a postgres:// --db)")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	pf.StringVar(&a.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default $"+envLogLevel+", else warn)")
 	pf.DurationVar(&a.busyTimeout, "busy-timeout", 0, "how long a write waits for a lock held by another process (default $"+envBusyTimeout+", else 5s)")

@@ -43,6 +43,9 @@ database may miss what its WAL holds.`,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			dst := args[0]
 			ctx := cmd.Context()
+			if a.postgres() {
+				return a.notOnPostgres("backup", "it copies a SQLite database file; back PostgreSQL up with pg_dump --schema "+a.schema)
+			}
 			return a.withEngine(ctx, func(e *flow.Engine) error {
 				if _, err := os.Lstat(dst); err == nil {
 					return fmt.Errorf("backup to %s: %w: flowlite does not overwrite files", dst, fs.ErrExist)
@@ -92,6 +95,9 @@ printed) or the check could not run.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if a.postgres() {
+				return a.notOnPostgres("check", "it checks a SQLite database file; PostgreSQL checks its own pages (see amcheck)")
+			}
 			return a.withReader(ctx, func(e *flow.Engine) error {
 				stop := a.progress("checking")
 				problems, err := e.Check(ctx)
@@ -150,6 +156,9 @@ finishing exits with code 1.`,
 				return usageErrorf("invalid --mode %q: must be passive, full, restart or truncate", mode)
 			}
 			ctx := cmd.Context()
+			if a.postgres() {
+				return a.notOnPostgres("checkpoint", "it checkpoints a SQLite write-ahead log; PostgreSQL runs its own checkpoints")
+			}
 			return a.withEngine(ctx, func(e *flow.Engine) error {
 				before, err := e.FileHealth(ctx)
 				if err != nil {

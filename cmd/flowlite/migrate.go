@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flowlite/flowlite/flow"
 
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
@@ -41,6 +44,9 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 			if err != nil {
 				return err
 			}
+			if isPostgresURL(path) {
+				return a.migrateStatusPostgres(cmd.Context(), path)
+			}
 			info, err := a.inspectSchema(cmd.Context(), path)
 			if err != nil {
 				return a.dbError(err)
@@ -76,6 +82,9 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 			if err != nil {
 				return err
 			}
+			if isPostgresURL(path) {
+				return a.migrateUpPostgres(ctx, path)
+			}
 			info, err := a.inspectSchema(ctx, path)
 			if err != nil {
 				return a.dbError(err)
@@ -101,4 +110,60 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 		}),
 	})
 	return cmd
+}
+
+// migrateStatusPostgres is migrate status on a PostgreSQL schema.
+func (a *app) migrateStatusPostgres(ctx context.Context, dsn string) error {
+	schema, err := a.pgSchemaName()
+	if err != nil {
+		return err
+	}
+	st, err := a.requirePostgresFlowlite(ctx, dsn, schema, false)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return writeJSON(a.stdout, migrateJSON{Current: st.Current, Latest: st.Latest, Pending: st.Current < st.Latest})
+	}
+	t := newTable(a.stdout, "Database", cell(redactURL(dsn), 0))
+	t.row("Schema", schema)
+	t.row("Version", fmt.Sprint(st.Current))
+	t.row("Latest", fmt.Sprint(st.Latest))
+	if st.Current < st.Latest {
+		t.row("State", fmt.Sprintf("%d migration(s) pending: run 'flowlite migrate up'", st.Latest-st.Current))
+	} else {
+		t.row("State", "up to date")
+	}
+	return t.flush()
+}
+
+// migrateUpPostgres is migrate up on a PostgreSQL schema: flowpg.Open
+// applies the pending migrations, under the schema's advisory lock.
+func (a *app) migrateUpPostgres(ctx context.Context, dsn string) error {
+	schema, err := a.pgSchemaName()
+	if err != nil {
+		return err
+	}
+	before, err := a.requirePostgresFlowlite(ctx, dsn, schema, false)
+	if err != nil {
+		return err
+	}
+	if err := a.openPostgres(ctx, dsn, schema, func(*flow.Engine) error { return nil }); err != nil {
+		return err
+	}
+	st, err := a.inspectPostgres(ctx, dsn, schema)
+	if err != nil {
+		return err
+	}
+	from := before.Current
+	msg := fmt.Sprintf("schema %s is up to date at version %d", schema, st.Current)
+	if st.Current != from {
+		msg = fmt.Sprintf("migrated schema %s from version %d to %d", schema, from, st.Current)
+		a.logger.Info("migrated", "db", redactURL(dsn), "schema", schema, "from", from, "to", st.Current)
+	}
+	if a.json {
+		return writeJSON(a.stdout, migrateJSON{Current: st.Current, Latest: st.Latest, Pending: st.Current < st.Latest, From: &from, Message: msg})
+	}
+	_, err = fmt.Fprintln(a.stdout, msg)
+	return err
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -60,7 +61,7 @@ func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 			mw.Family("flowlite_last_checkpoint_timestamp_seconds", metrics.Gauge, "When the last recorded WAL checkpoint ran, by any engine (Unix time).")
 			mw.Sample("flowlite_last_checkpoint_timestamp_seconds", nil, float64(h.LastCheckpoint.UnixMilli())/1000)
 		}
-	} else {
+	} else if !errors.Is(err, flow.ErrNotSupported) { // PostgreSQL keeps no file
 		d.log.Warn("metrics: file health", "err", err)
 	}
 
@@ -140,7 +141,7 @@ func (d *Dashboard) healthz(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "unhealthy: database not readable: %v\n", err)
 		return
 	}
-	if _, err := d.e.FileHealth(ctx); err != nil {
+	if _, err := d.e.FileHealth(ctx); err != nil && !errors.Is(err, flow.ErrNotSupported) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintf(w, "unhealthy: database file: %v\n", err)
 		return

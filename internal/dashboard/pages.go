@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -177,7 +178,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	if h, err := d.e.FileHealth(ctx); err == nil {
 		data.Health = &h
-	} else {
+	} else if !errors.Is(err, flow.ErrNotSupported) { // PostgreSQL keeps no file
 		d.log.Warn("overview: file health", "err", err)
 	}
 	if reports, err := d.e.Reports(ctx); err == nil {
