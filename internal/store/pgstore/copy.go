@@ -21,12 +21,15 @@ var ErrCopyTargetNotEmpty = errors.New("copy target is not empty")
 // ErrCopyTargetNotEmpty, before writing anything. Once every row is in, it
 // counts the rows of each table in the same transaction and hands the
 // counts to verify; an error from verify rolls the copy back. It returns
-// those counts.
+// those counts. A nil snap copies nothing.
 //
 // Runs are inserted in snap's order without their parents, which are
 // linked once every run is in, so the order of parent and child does not
 // matter to the foreign key.
 func (s *Store) CopyIn(ctx context.Context, snap *store.Snapshot, verify func(store.CopyCounts) error) (store.CopyCounts, error) {
+	if snap == nil {
+		snap = &store.Snapshot{}
+	}
 	var got store.CopyCounts
 	err := s.Write(ctx, func(stx store.Tx) error {
 		q := stx.(*tx).q

@@ -78,7 +78,13 @@ var sleepWF = flow.Workflow[int, int]{Name: "sleep", Version: 1, Run: func(wc fl
 	return n, nil
 }}
 
+// parentWF waits for a child that waits for a signal.
+var parentWF = flow.Workflow[int, int]{Name: "parent", Version: 1, Run: func(wc flow.Context, n int) (int, error) {
+	return flow.Call(wc, waitWF, n, &flow.ChildOptions{RunID: "child-of-parent"})
+}}
+
 func register(e *flow.Engine) {
+	flow.Register(e, parentWF)
 	flow.Register(e, okWF)
 	flow.Register(e, sagaWF)
 	flow.Register(e, stuckWF)
@@ -159,11 +165,15 @@ func source(t *testing.T) (string, map[string]string) {
 	start("waiting", waitWF, 10, "")
 	start("sleeping", sleepWF, 1, "")
 	start("pending", okWF, 3, "held")
+	start("parent", parentWF, 1, "")
+	ids["child"] = "child-of-parent"
 	awaitStatus(t, e, ids["completed"], flow.StatusCompleted)
 	awaitStatus(t, e, ids["failed"], flow.StatusFailed)
 	awaitStatus(t, e, ids["suspended"], flow.StatusSuspended)
 	awaitStatus(t, e, ids["waiting"], flow.StatusWaiting)
 	awaitStatus(t, e, ids["sleeping"], flow.StatusWaiting)
+	awaitStatus(t, e, ids["child"], flow.StatusWaiting)
+	awaitStatus(t, e, ids["parent"], flow.StatusWaiting)
 	// A signal nobody waits for yet stays unconsumed.
 	if _, err := flow.Signal(ctx, e, ids["sleeping"], "later", 1, nil); err != nil {
 		t.Fatal(err)
@@ -217,6 +227,24 @@ func TestCopyToPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A copy whose check fails writes nothing.
+	snap, _, err := src.CopyOut(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused by the test")
+	if _, err := dst.CopyIn(ctx, snap, func(storecopy.Counts) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("copy with a failing check: %v", err)
+	}
+	if _, err := dst.CopyIn(ctx, nil, func(got storecopy.Counts) error {
+		if got != (storecopy.Counts{}) {
+			t.Errorf("schema after a rolled back copy: %+v", got)
+		}
+		return refused
+	}); !errors.Is(err, refused) {
+		t.Fatalf("schema after a rolled back copy: %v", err)
+	}
+
 	counts, err := storecopy.Copy(ctx, src, dst, storecopy.Options{})
 	if err != nil {
 		t.Fatalf("copy: %v", err)
@@ -224,7 +252,7 @@ func TestCopyToPostgres(t *testing.T) {
 	if counts != srcCounts {
 		t.Fatalf("copied %+v, source holds %+v", counts, srcCounts)
 	}
-	if counts.Runs != 7 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 5 || counts.Signals < 1 {
+	if counts.Runs != 9 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 6 || counts.Signals < 1 {
 		t.Fatalf("unexpected counts %+v", counts)
 	}
 
@@ -250,7 +278,7 @@ func TestCopyToPostgres(t *testing.T) {
 		}
 		w := want[name]
 		if got.Status != w.Status || string(got.Output) != string(w.Output) || got.Error != w.Error ||
-			got.Queue != w.Queue || got.RequeuedAs != w.RequeuedAs || got.RequeuedFrom != w.RequeuedFrom ||
+			got.Queue != w.Queue || got.ParentID != w.ParentID || got.RequeuedAs != w.RequeuedAs || got.RequeuedFrom != w.RequeuedFrom ||
 			!got.CreatedAt.Equal(w.CreatedAt) {
 			t.Errorf("%s: postgres %+v, sqlite %+v", name, got, w)
 		}
@@ -284,6 +312,16 @@ func TestCopyToPostgres(t *testing.T) {
 	done := awaitStatus(t, pg, ids["waiting"], flow.StatusCompleted)
 	if string(done.Output) != "30" {
 		t.Errorf("resumed run output %s, want 30", done.Output)
+	}
+	// So does the child a parent waits for, and then the parent.
+	if _, err := flow.Signal(ctx, pg, ids["child"], "go", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := awaitStatus(t, pg, ids["parent"], flow.StatusCompleted); string(p.Output) != "6" {
+		t.Errorf("parent output %s, want 6", p.Output)
+	}
+	if want["child"].ParentID != ids["parent"] {
+		t.Errorf("child's parent on sqlite: %q", want["child"].ParentID)
 	}
 	time.Sleep(100 * time.Millisecond)
 	if info, err := pg.Inspect(ctx, ids["pending"]); err != nil || info.Status != flow.StatusPending {
