@@ -191,6 +191,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.healthCommand(),
 		a.cleanCommand(),
 		a.serveCommand(),
+		a.copyCommand(),
 	)
 	return root
 }

@@ -30,6 +30,33 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.checkpointRecordStmt, err = db.PrepareContext(ctx, checkpointRecord); err != nil {
 		return nil, fmt.Errorf("error preparing query CheckpointRecord: %w", err)
 	}
+	if q.copyCountsStmt, err = db.PrepareContext(ctx, copyCounts); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyCounts: %w", err)
+	}
+	if q.copyEventListStmt, err = db.PrepareContext(ctx, copyEventList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyEventList: %w", err)
+	}
+	if q.copyQueueListStmt, err = db.PrepareContext(ctx, copyQueueList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyQueueList: %w", err)
+	}
+	if q.copyRunListStmt, err = db.PrepareContext(ctx, copyRunList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyRunList: %w", err)
+	}
+	if q.copyScheduleListStmt, err = db.PrepareContext(ctx, copyScheduleList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyScheduleList: %w", err)
+	}
+	if q.copySignalListStmt, err = db.PrepareContext(ctx, copySignalList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopySignalList: %w", err)
+	}
+	if q.copyStepListStmt, err = db.PrepareContext(ctx, copyStepList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyStepList: %w", err)
+	}
+	if q.copyUniqueHoldListStmt, err = db.PrepareContext(ctx, copyUniqueHoldList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyUniqueHoldList: %w", err)
+	}
+	if q.copyWorkflowListStmt, err = db.PrepareContext(ctx, copyWorkflowList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyWorkflowList: %w", err)
+	}
 	if q.engineReportDeleteBeforeStmt, err = db.PrepareContext(ctx, engineReportDeleteBefore); err != nil {
 		return nil, fmt.Errorf("error preparing query EngineReportDeleteBefore: %w", err)
 	}
@@ -268,6 +295,51 @@ func (q *Queries) Close() error {
 	if q.checkpointRecordStmt != nil {
 		if cerr := q.checkpointRecordStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing checkpointRecordStmt: %w", cerr)
+		}
+	}
+	if q.copyCountsStmt != nil {
+		if cerr := q.copyCountsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyCountsStmt: %w", cerr)
+		}
+	}
+	if q.copyEventListStmt != nil {
+		if cerr := q.copyEventListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyEventListStmt: %w", cerr)
+		}
+	}
+	if q.copyQueueListStmt != nil {
+		if cerr := q.copyQueueListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyQueueListStmt: %w", cerr)
+		}
+	}
+	if q.copyRunListStmt != nil {
+		if cerr := q.copyRunListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyRunListStmt: %w", cerr)
+		}
+	}
+	if q.copyScheduleListStmt != nil {
+		if cerr := q.copyScheduleListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyScheduleListStmt: %w", cerr)
+		}
+	}
+	if q.copySignalListStmt != nil {
+		if cerr := q.copySignalListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copySignalListStmt: %w", cerr)
+		}
+	}
+	if q.copyStepListStmt != nil {
+		if cerr := q.copyStepListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyStepListStmt: %w", cerr)
+		}
+	}
+	if q.copyUniqueHoldListStmt != nil {
+		if cerr := q.copyUniqueHoldListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyUniqueHoldListStmt: %w", cerr)
+		}
+	}
+	if q.copyWorkflowListStmt != nil {
+		if cerr := q.copyWorkflowListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyWorkflowListStmt: %w", cerr)
 		}
 	}
 	if q.engineReportDeleteBeforeStmt != nil {
@@ -686,6 +758,15 @@ type Queries struct {
 	tx                              *sql.Tx
 	checkpointLastStmt              *sql.Stmt
 	checkpointRecordStmt            *sql.Stmt
+	copyCountsStmt                  *sql.Stmt
+	copyEventListStmt               *sql.Stmt
+	copyQueueListStmt               *sql.Stmt
+	copyRunListStmt                 *sql.Stmt
+	copyScheduleListStmt            *sql.Stmt
+	copySignalListStmt              *sql.Stmt
+	copyStepListStmt                *sql.Stmt
+	copyUniqueHoldListStmt          *sql.Stmt
+	copyWorkflowListStmt            *sql.Stmt
 	engineReportDeleteBeforeStmt    *sql.Stmt
 	engineReportListStmt            *sql.Stmt
 	engineReportUpsertStmt          *sql.Stmt
@@ -769,6 +850,15 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		tx:                              tx,
 		checkpointLastStmt:              q.checkpointLastStmt,
 		checkpointRecordStmt:            q.checkpointRecordStmt,
+		copyCountsStmt:                  q.copyCountsStmt,
+		copyEventListStmt:               q.copyEventListStmt,
+		copyQueueListStmt:               q.copyQueueListStmt,
+		copyRunListStmt:                 q.copyRunListStmt,
+		copyScheduleListStmt:            q.copyScheduleListStmt,
+		copySignalListStmt:              q.copySignalListStmt,
+		copyStepListStmt:                q.copyStepListStmt,
+		copyUniqueHoldListStmt:          q.copyUniqueHoldListStmt,
+		copyWorkflowListStmt:            q.copyWorkflowListStmt,
 		engineReportDeleteBeforeStmt:    q.engineReportDeleteBeforeStmt,
 		engineReportListStmt:            q.engineReportListStmt,
 		engineReportUpsertStmt:          q.engineReportUpsertStmt,
