@@ -120,6 +120,7 @@ func (e *Engine) hold(runs []store.Run) {
 	e.mu.Lock()
 	for _, r := range runs {
 		e.held[r.ID] = r.Lease()
+		delete(e.unwritten, r.ID) // a write failure of an earlier claim is history now
 	}
 	e.mu.Unlock()
 }

@@ -210,6 +210,7 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 		wake:      make(map[string]chan struct{}),
 		active:    make(map[string]*execution),
 		held:      make(map[string]store.Lease),
+		unwritten: make(map[string]unwritten),
 		settledCh: make(chan struct{}),
 	}
 	e.host, _ = os.Hostname() // empty when unknown

@@ -62,9 +62,6 @@ func (x *execution) gaveUp(what string, err error) {
 	x.e.log.Error("write failed for good; the run stays at its last checkpoint and resumes once its lease expires and the database takes writes",
 		"run", x.run.ID, "write", what, "err", err)
 	x.e.mu.Lock()
-	if x.e.unwritten == nil {
-		x.e.unwritten = make(map[string]unwritten)
-	}
 	x.e.unwritten[x.run.ID] = unwritten{fence: x.lease.Fence, err: &WriteError{RunID: x.run.ID, What: what, Err: err}}
 	x.e.mu.Unlock()
 	x.e.settled()
