@@ -23,10 +23,7 @@ var errNotFlowlite = errors.New("not a flowlite database")
 // dbPathOrUsage returns the database named by --db or $FLOWLITE_DB, checked
 // to exist: flowlite never creates a database.
 func (a *app) dbPathOrUsage() (string, error) {
-	path := a.dbPath
-	if path == "" {
-		path = a.getenv(envDB)
-	}
+	path := a.dbName()
 	if path == "" {
 		return "", usageErrorf("no database: pass --db PATH or set %s (a file path, or a postgres:// URL)", envDB)
 	}
