@@ -23,10 +23,7 @@ var errNotFlowlite = errors.New("not a flowlite database")
 // dbPathOrUsage returns the database named by --db or $FLOWLITE_DB, checked
 // to exist: flowlite never creates a database.
 func (a *app) dbPathOrUsage() (string, error) {
-	path := a.dbPath
-	if path == "" {
-		path = a.getenv(envDB)
-	}
+	path := a.dbName()
 	if path == "" {
 		return "", usageErrorf("no database: pass --db PATH or set %s (a file path, or a postgres:// URL)", envDB)
 	}
@@ -59,17 +56,7 @@ func (a *app) dbPathOrUsage() (string, error) {
 // A postgres:// or postgresql:// URL opens the engine through flowpg
 // instead, on the schema --schema names (see withPostgres).
 func (a *app) withEngine(ctx context.Context, fn func(*flow.Engine) error) error {
-	path, err := a.dbPathOrUsage()
-	if err != nil {
-		return err
-	}
-	if isPostgresURL(path) {
-		return a.withPostgres(ctx, path, fn)
-	}
-	if err := a.requireCurrentSchema(ctx, path); err != nil {
-		return err
-	}
-	return a.openEngine(ctx, path, fn)
+	return a.withDatabase(ctx, a.openEngine, fn)
 }
 
 // withReader is withEngine for commands that only read: the engine is opened
@@ -77,7 +64,14 @@ func (a *app) withEngine(ctx context.Context, fn func(*flow.Engine) error) error
 // directory or mount, leaves no -wal or -shm file behind, and cannot change
 // the database even by mistake. On PostgreSQL it is withEngine: the
 // commands that use it only read, over an ordinary connection.
-func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) (err error) {
+func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) error {
+	return a.withDatabase(ctx, a.openReader, fn)
+}
+
+// withDatabase resolves --db, checks the database and calls fn with an
+// engine on it: through withPostgres for a PostgreSQL URL, else through
+// open once the SQLite file is at this binary's schema version.
+func (a *app) withDatabase(ctx context.Context, open func(context.Context, string, func(*flow.Engine) error) error, fn func(*flow.Engine) error) error {
 	path, err := a.dbPathOrUsage()
 	if err != nil {
 		return err
@@ -88,21 +82,12 @@ func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) (err 
 	if err := a.requireCurrentSchema(ctx, path); err != nil {
 		return err
 	}
-	e, err := flowsqlite.OpenReadOnly(ctx, path, &flow.Config{Logger: a.logger}, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
-	if err != nil {
-		return a.dbError(err)
-	}
-	defer func() {
-		if cerr := e.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close %s: %w", path, cerr)
-		}
-	}()
-	return a.dbError(fn(e))
+	return open(ctx, path, fn)
 }
 
 // openEngine opens an engine on path without starting it, with the busy
 // timeout of --busy-timeout, calls fn and closes the engine.
-func (a *app) openEngine(ctx context.Context, path string, fn func(*flow.Engine) error) (err error) {
+func (a *app) openEngine(ctx context.Context, path string, fn func(*flow.Engine) error) error {
 	cfg := &flow.Config{
 		Logger: a.logger, Retention: a.retention,
 		// The CLI's engine is never started, so it holds no lease; a long
@@ -110,8 +95,21 @@ func (a *app) openEngine(ctx context.Context, path string, fn func(*flow.Engine)
 		LeaseTimeout: max(30*time.Second, 2*a.busyTimeout),
 	}
 	e, err := flowsqlite.Open(ctx, path, cfg, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
-	if err != nil {
-		return a.dbError(err)
+	return a.useEngine(path, e, err, fn)
+}
+
+// openReader opens a read-only engine on path, with the busy timeout of
+// --busy-timeout, calls fn and closes the engine.
+func (a *app) openReader(ctx context.Context, path string, fn func(*flow.Engine) error) error {
+	e, err := flowsqlite.OpenReadOnly(ctx, path, &flow.Config{Logger: a.logger}, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
+	return a.useEngine(path, e, err, fn)
+}
+
+// useEngine takes the result of opening an engine on path: it calls fn with
+// e and closes it, rewriting a lock timeout with dbError.
+func (a *app) useEngine(path string, e *flow.Engine, openErr error, fn func(*flow.Engine) error) (err error) {
+	if openErr != nil {
+		return a.dbError(openErr)
 	}
 	defer func() {
 		if cerr := e.Close(); cerr != nil && err == nil {

@@ -189,7 +189,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	if data.Unworked, err = d.e.UnworkedQueues(ctx); err != nil {
 		d.log.Warn("overview: unworked queues", "err", err)
 	}
-	data.Now = time.Now()
+	data.Now = d.now()
 	p := page{Title: "Overview", Nav: "overview", Data: data}
 	switch r.URL.Query().Get("done") {
 	case "pause":
