@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -43,8 +42,13 @@ the target holds everything or nothing.`,
 			if to == "" {
 				return usageErrorf("no target: pass --to postgres://HOST/DB")
 			}
-			if !strings.HasPrefix(to, "postgres://") && !strings.HasPrefix(to, "postgresql://") {
+			if !isPostgresURL(to) {
 				return usageErrorf("--to must be a postgres:// URL")
+			}
+			if isPostgresURL(a.dbName()) {
+				// The source is a SQLite file; say so without echoing the
+				// URL's password in a "no such file" error.
+				return a.notOnPostgres("copy", "it copies a SQLite file (--db) into PostgreSQL (--to)")
 			}
 			path, err := a.dbPathOrUsage()
 			if err != nil {

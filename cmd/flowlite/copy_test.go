@@ -12,6 +12,11 @@ func TestCopyUsage(t *testing.T) {
 	path := fixtureDB(t)
 	fails(t, exitUsage, "no target", "--db", path, "copy")
 	fails(t, exitUsage, "postgres:// URL", "--db", path, "copy", "--to", "mysql://x/y")
+	// A PostgreSQL source is refused by name, its password masked.
+	r := fails(t, exitError, "copies a SQLite file", "--db", "postgres://u:secret@localhost/x", "copy", "--to", "POSTGRES://localhost/y")
+	if strings.Contains(r.stderr, "secret") {
+		t.Errorf("the source URL's password is in the error: %q", r.stderr)
+	}
 }
 
 func TestCopy(t *testing.T) {
