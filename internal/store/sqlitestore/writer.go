@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -164,7 +165,7 @@ func (s *Store) commitGroup(group []*writeRequest) (retry []*writeRequest) {
 				case j < i && results[j] != nil:
 					// Its own failure, rolled back alone: settled.
 				case j == i && req.ctx.Err() != nil:
-					settle(j, firstErr(fnErr, req.ctx.Err()))
+					settle(j, cmp.Or(fnErr, req.ctx.Err()))
 				default:
 					settled[j] = false
 					retry = append(retry, group[j])
@@ -230,15 +231,6 @@ func (r *writeRequest) callChecked(t store.Tx) error {
 		err = r.ctx.Err()
 	}
 	return err
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // inSavepoint runs fn inside a savepoint and rolls only fn's work back when

@@ -209,31 +209,12 @@ func testUniqueStatesConcurrent(t *testing.T, s store.Store) {
 		p.UniqueStates = riverStates()
 		insertWithStatus(t, s, p, st)
 		const writers = 12
-		inserted := make(chan string, writers)
-		errs := make(chan error, writers)
-		for i := range writers {
-			go func() {
-				q := keyed(fmt.Sprintf("%s-%d", st, i), key)
-				q.UniqueStates = riverStates()
-				errs <- s.Write(t.Context(), func(tx store.Tx) error {
-					ok, err := tx.RunInsert(t.Context(), q)
-					if ok {
-						inserted <- q.ID
-					}
-					return err
-				})
-			}()
+		ps := make([]store.RunInsertParams, writers)
+		for i := range ps {
+			ps[i] = keyed(fmt.Sprintf("%s-%d", st, i), key)
+			ps[i].UniqueStates = riverStates()
 		}
-		for range writers {
-			if err := <-errs; err != nil {
-				t.Errorf("insert: %v", err)
-			}
-		}
-		close(inserted)
-		var won []string
-		for id := range inserted {
-			won = append(won, id)
-		}
+		won := insertConcurrently(t, s, ps)
 		want := map[store.RunStatus]int{store.RunCompleted: 0, store.RunFailed: 1}[st]
 		if len(won) != want {
 			t.Errorf("holder %s: %d runs inserted (%v), want %d", st, len(won), won, want)

@@ -190,12 +190,29 @@ func testUniqueKeyUnfinished(t *testing.T, s store.Store) {
 
 func testUniqueKeyConcurrent(t *testing.T, s store.Store) {
 	const writers = 16
-	errs := make(chan error, writers)
-	inserted := make(chan string, writers)
-	for i := range writers {
+	ps := make([]store.RunInsertParams, writers)
+	for i := range ps {
+		ps[i] = keyed(fmt.Sprintf("r%d", i), "same")
+		ps[i].Queue = "q"
+	}
+	won := insertConcurrently(t, s, ps)
+	if len(won) != 1 {
+		t.Fatalf("%d runs inserted with the same key (%v), want 1", len(won), won)
+	}
+	runs, err := s.Reader().RunList(t.Context(), store.RunListParams{})
+	if err != nil || len(runs) != 1 || runs[0].ID != won[0] {
+		t.Errorf("stored runs %v (%v), want only %s", ids(runs), err, won[0])
+	}
+}
+
+// insertConcurrently inserts each of ps in its own concurrent write and
+// returns the IDs of the runs that were inserted.
+func insertConcurrently(t *testing.T, s store.Store, ps []store.RunInsertParams) []string {
+	t.Helper()
+	errs := make(chan error, len(ps))
+	inserted := make(chan string, len(ps))
+	for _, p := range ps {
 		go func() {
-			p := keyed(fmt.Sprintf("r%d", i), "same")
-			p.Queue = "q"
 			errs <- s.Write(t.Context(), func(tx store.Tx) error {
 				ok, err := tx.RunInsert(t.Context(), p)
 				if ok {
@@ -205,7 +222,7 @@ func testUniqueKeyConcurrent(t *testing.T, s store.Store) {
 			})
 		}()
 	}
-	for range writers {
+	for range ps {
 		if err := <-errs; err != nil {
 			t.Errorf("insert: %v", err)
 		}
@@ -215,13 +232,7 @@ func testUniqueKeyConcurrent(t *testing.T, s store.Store) {
 	for id := range inserted {
 		won = append(won, id)
 	}
-	if len(won) != 1 {
-		t.Fatalf("%d runs inserted with the same key (%v), want 1", len(won), won)
-	}
-	runs, err := s.Reader().RunList(t.Context(), store.RunListParams{})
-	if err != nil || len(runs) != 1 || runs[0].ID != won[0] {
-		t.Errorf("stored runs %v (%v), want only %s", ids(runs), err, won[0])
-	}
+	return won
 }
 
 func takeHold(t *testing.T, s store.Store, p store.UniqueHoldParams) bool {
