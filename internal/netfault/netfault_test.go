@@ -27,34 +27,41 @@ import (
 // test, so that CI never reports a partition test that did not run.
 const envGate = "FLOWLITE_NETNS_TEST"
 
-// Scenario sizes. The cuts last several leases, and longer than the time
-// the server gives a session that is idle in a transaction
-// (idleInTxTimeout), so that every run of the cut worker is rescued while
-// its link is down, also one whose row a transaction of the worker locked.
+// Scenario sizes. Each cut lasts five leases. The workers' connections
+// take their network timeouts from the lease (flowpg.Open): the server ends
+// a session idle in a transaction after one lease, and a worker drops a
+// connection whose data goes unacknowledged that long.
 const (
-	workers         = 3
-	startEvery      = 70 * time.Millisecond // one run started per tick while the scenario lasts
-	cutFor          = 10 * time.Second
-	idleInTxTimeout = 1500 * time.Millisecond
-	tcpUserTimeout  = 3 * time.Second
-	connectTimeout  = 2 * time.Second
-	settleTimeout   = 60 * time.Second
+	workers       = 3
+	startEvery    = 70 * time.Millisecond // one run started per tick while the scenario lasts
+	cutFor        = 10 * time.Second
+	settleTimeout = 60 * time.Second
+	// stopBound is how soon a worker whose link is cut must exit after
+	// SIGTERM: its Stop timeout, then a write or dial that was in flight
+	// giving up (a lease each), and some slack.
+	stopBound = workerStopTimeout + 3*leaseTimeout + 3*time.Second
 )
 
 // TestPartition runs three workers, each in a network namespace of its
 // own that reaches PostgreSQL over its own veth, while the test starts
-// three-step saga runs at a steady pace. Worker 1's link is cut silently
-// (packets vanish, connections hang) and worker 2's by downing its own
-// interface, one after the other, each for cutFor (five leases), then
-// restored. The test checks, while each link is down, that no run is still
-// leased to the cut worker by the time the link comes back (the others
-// rescued all of them, also those whose rows a half-finished transaction
-// of the cut worker had locked), and, after each restore, that the worker
-// commits step effects again by itself. Once every run settled, it checks
-// each run against its history, the effects table and the attempt ledger
-// (checkRun): 0 lost runs, each effect committed exactly once and with
-// its checkpoint, 0 steps run again after their checkpoint, and every
-// rolled-back saga fully compensated.
+// three-step saga runs at a steady pace, and cuts their links one after
+// the other:
+//
+//   - worker 1's silently (packets vanish, connections hang), for cutFor
+//     (five leases), then restores it;
+//   - worker 2's by downing its own interface, for cutFor, then restores it;
+//   - worker 3's silently, and a second later asks it to stop (SIGTERM).
+//
+// While each link is down it checks that the other workers rescue every
+// run leased to the cut one, also those whose rows a half-finished
+// transaction of the cut worker had locked, before the link comes back;
+// after each restore, that the worker commits step effects again by
+// itself; and that worker 3 exits within stopBound although it cannot
+// reach the server. Once every run settled, it checks each run against its
+// history, the effects table and the attempt ledger (checkRun): 0 lost
+// runs, each effect committed exactly once and with its checkpoint, 0
+// steps run again after their checkpoint, and every rolled-back saga fully
+// compensated.
 func TestPartition(t *testing.T) {
 	if os.Getenv(envGate) != "1" {
 		t.Skipf("set %s=1 to run the network partition test (root, iproute2 and PostgreSQL needed)", envGate)
@@ -133,14 +140,15 @@ func TestPartition(t *testing.T) {
 		return n
 	}
 	var cuts []cutReport
-	for i, kind := range []cutKind{cutSilent, cutLocal} {
+	for i, kind := range []cutKind{cutSilent, cutLocal, cutSilent} {
 		h, w := hosts[i], procs[i]
+		stopIt := i == 2
 		// Cut while the worker holds runs: those are what the cut is about.
 		deadline := time.Now().Add(10 * time.Second)
 		for leased(w.id) < 2 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		r := cutReport{worker: w.id, kind: kind, heldAtCut: leased(w.id)}
+		r := cutReport{worker: w.id, kind: kind, heldAtCut: leased(w.id), stopped: stopIt}
 		if r.heldAtCut == 0 {
 			t.Fatalf("%s held no run to cut it from", w.id)
 		}
@@ -149,6 +157,12 @@ func TestPartition(t *testing.T) {
 		}
 		r.cutAt = time.Now()
 		t.Cleanup(func() { _ = h.setLink(kind, true) }) // before the workers stop, on failure too
+		var stopped chan error
+		if stopIt {
+			time.Sleep(time.Second)
+			stopped = make(chan error, 1)
+			go func() { stopped <- w.stop(stopBound) }()
+		}
 		for time.Since(r.cutAt) < cutFor {
 			if r.allRescued == 0 && leased(w.id) == 0 {
 				r.allRescued = time.Since(r.cutAt)
@@ -156,6 +170,12 @@ func TestPartition(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		r.leftAtRestore = leased(w.id)
+		if stopIt {
+			r.stopErr = <-stopped
+			r.exitedAfter = w.exitedAt.Sub(r.cutAt.Add(time.Second))
+			cuts = append(cuts, r)
+			continue // the link stays cut; the namespace goes with the test
+		}
 		if err := h.setLink(kind, true); err != nil {
 			t.Fatalf("restore: %v", err)
 		}
@@ -199,8 +219,8 @@ func TestPartition(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	settle := time.Since(settleStart)
-	for _, w := range procs {
-		if err := w.stop(); err != nil {
+	for _, w := range procs[:2] {
+		if err := w.stop(2 * workerStopTimeout); err != nil {
 			t.Errorf("%s: %v\n%s", w.id, err, w.logTail())
 		}
 	}
@@ -208,8 +228,15 @@ func TestPartition(t *testing.T) {
 	// The oracles.
 	for _, r := range cuts {
 		if r.leftAtRestore > 0 {
-			t.Errorf("%s: %d runs still leased to it when its link came back after %s (lease %s): the others did not rescue them",
+			t.Errorf("%s: %d runs still leased to it %s after its link was cut (lease %s): the others did not rescue them",
 				r.worker, r.leftAtRestore, cutFor, leaseTimeout)
+		}
+		if r.stopped {
+			// Stop reports the runs it interrupted: exit status 3.
+			if r.stopErr != nil && !strings.Contains(r.stopErr.Error(), "exit status 3") {
+				t.Errorf("%s, stopped while cut off: %v\n%s", r.worker, r.stopErr, procByID(procs, r.worker).logTail())
+			}
+			continue
 		}
 		if r.backAfter == 0 {
 			t.Errorf("%s: no step effect committed within 30s after its link came back: it did not reconnect by itself", r.worker)
@@ -267,12 +294,21 @@ func TestPartition(t *testing.T) {
 		t.Errorf("no run was rescued: the cuts caught no run in flight, so the test proved nothing")
 	}
 
-	t.Logf("runs=%d (completed %d, rolled back %d) in %s; lease %s, idle-in-transaction timeout %s, TCP user timeout %s; settled %s after the last restore",
-		len(feed.acked), st.completed, st.failed, time.Since(began).Round(time.Millisecond), leaseTimeout, idleInTxTimeout, tcpUserTimeout, settle.Round(time.Millisecond))
+	t.Logf("runs=%d (completed %d, rolled back %d) in %s; lease %s; settled %s after the last cut",
+		len(feed.acked), st.completed, st.failed, time.Since(began).Round(time.Millisecond), leaseTimeout, settle.Round(time.Millisecond))
 	for _, r := range cuts {
-		t.Logf("%s cut for %s by %s: held %d runs at the cut, all rescued by the others after %s, %d left at the restore; committed again %s after the restore; %d lease-lost (fenced) writes logged",
-			r.worker, cutFor, r.kind, r.heldAtCut, r.allRescued.Round(time.Millisecond), r.leftAtRestore,
-			r.backAfter.Round(time.Millisecond), strings.Count(procByID(procs, r.worker).log(), "lease lost"))
+		rescued := "never"
+		if r.allRescued > 0 {
+			rescued = r.allRescued.Round(time.Millisecond).String()
+		}
+		lost := strings.Count(procByID(procs, r.worker).log(), "lease lost")
+		if r.stopped {
+			t.Logf("%s cut by %s and sent SIGTERM 1s later: held %d runs at the cut, all rescued by the others after %s; exited %s after SIGTERM (%v); %d lease-lost (fenced) writes logged",
+				r.worker, r.kind, r.heldAtCut, rescued, r.exitedAfter.Round(time.Millisecond), r.stopErr, lost)
+			continue
+		}
+		t.Logf("%s cut for %s by %s: held %d runs at the cut, all rescued by the others after %s; committed again %s after the restore; %d lease-lost (fenced) writes logged",
+			r.worker, cutFor, r.kind, r.heldAtCut, rescued, r.backAfter.Round(time.Millisecond), lost)
 	}
 	t.Logf("rescues=%d; lost=%d; effects committed twice=%d; steps re-run after their checkpoint=%d; half-compensated sagas=%d; step attempts started=%d for %d steps",
 		st.rescued, st.lost, st.dupEffects, st.reruns, st.halfCompensated, st.starts, st.steps)
@@ -284,7 +320,10 @@ type cutReport struct {
 	heldAtCut     int
 	cutAt         time.Time
 	allRescued    time.Duration // after the cut, until no run was leased to the worker; 0: never
-	leftAtRestore int
+	leftAtRestore int           // runs leased to the worker cutFor after the cut
+	stopped       bool          // sent SIGTERM during the cut, not restored
+	stopErr       error
+	exitedAfter   time.Duration // after SIGTERM
 	restoredAt    time.Time
 	backAfter     time.Duration // after the restore, until its first committed effect; 0: never
 }
@@ -301,20 +340,11 @@ func serverAddr(dsn string) (string, error) {
 	return u.Host, nil
 }
 
-// workerDSN is dsn with the forwarder as the host, and the timeouts of a
-// worker whose link may be cut: connect_timeout bounds a dial, the server
-// ends a session idle in a transaction after idle_in_transaction_session_timeout
-// (releasing the row locks a vanished worker's transaction held), and
-// tcp_user_timeout bounds how long the worker's connections wait for the
-// server to acknowledge what they sent.
+// workerDSN is dsn with the forwarder as the host. It sets no timeouts:
+// the workers run with the ones flowpg.Open derives from their lease.
 func workerDSN(dsn, addr string) string {
 	u, _ := url.Parse(dsn) // serverAddr parsed it
 	u.Host = addr
-	q := u.Query()
-	q.Set("connect_timeout", fmt.Sprint(int(connectTimeout.Seconds())))
-	q.Set("idle_in_transaction_session_timeout", fmt.Sprint(idleInTxTimeout.Milliseconds()))
-	q.Set("tcp_user_timeout", fmt.Sprint(tcpUserTimeout.Milliseconds()))
-	u.RawQuery = q.Encode()
 	return u.String()
 }
 
@@ -348,12 +378,13 @@ func (f *feeder) run(ctx context.Context) {
 
 // worker is a worker process in its namespace.
 type worker struct {
-	id      string
-	cmd     *exec.Cmd
-	logPath string
-	ready   chan struct{}
-	exited  chan struct{}
-	waitErr error
+	id       string
+	cmd      *exec.Cmd
+	logPath  string
+	ready    chan struct{}
+	exited   chan struct{}
+	waitErr  error
+	exitedAt time.Time
 }
 
 func startWorker(t *testing.T, h *host, dsn, schema, ledger, dir string) *worker {
@@ -378,7 +409,7 @@ func startWorker(t *testing.T, h *host, dsn, schema, ledger, dir string) *worker
 	if err := w.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", w.id, err)
 	}
-	go func() { w.waitErr = w.cmd.Wait(); close(w.exited) }()
+	go func() { w.waitErr = w.cmd.Wait(); w.exitedAt = time.Now(); close(w.exited) }()
 	t.Cleanup(func() {
 		select {
 		case <-w.exited:
@@ -390,8 +421,8 @@ func startWorker(t *testing.T, h *host, dsn, schema, ledger, dir string) *worker
 	return w
 }
 
-// stop asks the worker to stop and waits for it.
-func (w *worker) stop() error {
+// stop asks the worker to stop and waits for it, killing it after bound.
+func (w *worker) stop(bound time.Duration) error {
 	_ = w.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-w.exited:
@@ -399,10 +430,10 @@ func (w *worker) stop() error {
 			return fmt.Errorf("stopped with %v", w.waitErr)
 		}
 		return nil
-	case <-time.After(20 * time.Second):
+	case <-time.After(bound):
 		_ = w.cmd.Process.Kill()
 		<-w.exited
-		return fmt.Errorf("did not stop within 20s of SIGTERM")
+		return fmt.Errorf("did not exit within %s of SIGTERM", bound)
 	}
 }
 

@@ -120,9 +120,10 @@ func newSaga(schema, worker string) flow.Workflow[sagaIn, int] {
 // Worker engine timings: short leases, so that a cut worker's runs are
 // rescued within seconds.
 const (
-	leaseTimeout = 2 * time.Second
-	heartbeat    = 400 * time.Millisecond
-	rescueEvery  = 300 * time.Millisecond
+	leaseTimeout      = 2 * time.Second
+	heartbeat         = 400 * time.Millisecond
+	rescueEvery       = 300 * time.Millisecond
+	workerStopTimeout = 5 * time.Second
 )
 
 // workerMain is a worker process: it works the schema until SIGTERM.
@@ -171,10 +172,11 @@ func workerMain(id string) int {
 	}
 	fmt.Println("ready")
 	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	stopCtx, cancel := context.WithTimeout(context.Background(), workerStopTimeout)
 	defer cancel()
 	if err := e.Stop(stopCtx); err != nil {
-		return fail("stop: %v", err)
+		fmt.Fprintf(os.Stderr, "worker %s: stop: %v\n", id, err)
+		return 3 // runs interrupted: expected when the server is out of reach
 	}
 	return 0
 }

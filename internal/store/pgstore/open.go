@@ -88,6 +88,15 @@ type Options struct {
 	// Every process on one schema should agree, or some engines will not
 	// be woken.
 	NoWakes bool
+	// NetworkTimeout is how long Open's connections wait on a network
+	// that went silent before giving up (network.go): a connection whose
+	// sent data goes unacknowledged that long is dropped, idle ones are
+	// probed by TCP keepalive, and the server ends a session idle in a
+	// transaction that long, releasing the row locks of a client that
+	// vanished. Default DefaultNetworkTimeout. The DSN's connect_timeout,
+	// tcp_user_timeout and idle_in_transaction_session_timeout override
+	// it. OpenDB uses the caller's pool as it is.
+	NetworkTimeout time.Duration
 }
 
 // Store is a store.Store over one PostgreSQL schema.
@@ -124,7 +133,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 10
 	}
-	db := stdlib.OpenDB(*cfg)
+	idleInTx, err := networkSettings(cfg, opts.NetworkTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", where, err)
+	}
+	var connOpts []stdlib.OptionOpenDB
+	if idleInTx > 0 {
+		connOpts = append(connOpts, stdlib.OptionAfterConnect(setIdleInTxTimeout(idleInTx)))
+	}
+	db := stdlib.OpenDB(*cfg, connOpts...)
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	s, err := newStore(ctx, db, true, opts)
