@@ -112,7 +112,12 @@ func networkTimeout(cfg *flow.Config) time.Duration {
 // sql.Open(flowpg.DriverName, dsn), or stdlib.OpenDB of pgx v5, and
 // creates and migrates the schema. The pool is used as it is (size,
 // lifetimes, search_path: flowlite names its schema in every statement),
-// and Close does not close it. Of opts, MaxConns does not apply.
+// and Close does not close it. Of opts, MaxConns does not apply. The
+// network timeouts Open sets up are the caller's to choose here: without
+// idle_in_transaction_session_timeout on the pool's sessions (in the DSN,
+// at most the lease), a worker that vanishes mid-transaction keeps its
+// runs' rows locked, and out of the other workers' reach, until the
+// server notices it is gone.
 func New(ctx context.Context, db *sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
 	if db == nil {
 		return nil, fmt.Errorf("flowpg: new engine: nil *sql.DB")
