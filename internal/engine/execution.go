@@ -128,6 +128,16 @@ func (x *execution) startHeartbeat() (stop func()) {
 			case <-x.leaseCtx.Done():
 				return
 			case <-tick.C:
+				// A tick and the stop can be ready together, as when a
+				// heartbeat took longer than the interval (a slow or
+				// unreachable database): select picks either, and a
+				// heartbeat after the stop would hold the execution's end,
+				// and the engine's Stop, for another write.
+				select {
+				case <-done:
+					return
+				default:
+				}
 				if err := x.writeTx(leaseHeartbeat, func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
 					!errors.Is(err, store.ErrLeaseLost) {
 					x.e.log.Warn("heartbeat", "run", x.run.ID, "err", err)

@@ -41,6 +41,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -88,14 +89,15 @@ type Options struct {
 	// Every process on one schema should agree, or some engines will not
 	// be woken.
 	NoWakes bool
-	// NetworkTimeout is how long Open's connections wait on a network
-	// that went silent before giving up (network.go): a connection whose
-	// sent data goes unacknowledged that long is dropped, idle ones are
-	// probed by TCP keepalive, and the server ends a session idle in a
+	// NetworkTimeout is how long the store waits on a network that went
+	// silent before giving up (network.go). Open's connections drop one
+	// whose sent data goes unacknowledged that long and probe idle ones
+	// with TCP keepalive, and the server ends a session idle in a
 	// transaction that long, releasing the row locks of a client that
-	// vanished. Default DefaultNetworkTimeout. The DSN's connect_timeout,
-	// tcp_user_timeout and idle_in_transaction_session_timeout override
-	// it. OpenDB uses the caller's pool as it is.
+	// vanished; the DSN's connect_timeout, tcp_user_timeout and
+	// idle_in_transaction_session_timeout override these. OpenDB uses the
+	// caller's pool as it is. With either, a Write waits at most that long
+	// for a connection. Default DefaultNetworkTimeout.
 	NetworkTimeout time.Duration
 }
 
@@ -113,6 +115,7 @@ type Store struct {
 	closedCtx  context.Context // ends when Close is called, and with it Listen
 	closing    context.CancelFunc
 	listenIdle time.Duration   // quiet time after which the listener pings
+	connWait   time.Duration   // how long a Write waits for a connection (Options.NetworkTimeout)
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
 }
 
@@ -157,7 +160,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // pgx's stdlib driver, or any driver that returns *pgconn.PgError for the
 // error mapping to apply), creates and migrates the schema, and returns a
 // store over it. The pool is used as it is, and Close does not close it.
-// Of opts, Schema and NoWakes apply.
+// Of opts, Schema, NoWakes and NetworkTimeout (the wait of a write for a
+// connection) apply.
 func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	s, err := newStore(ctx, db, false, opts)
 	if err != nil {
@@ -185,6 +189,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	return &Store{
 		db: db, ownsDB: owns, schema: schema, names: names,
 		channel: wakeChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
+		connWait:  cmp.Or(max(opts.NetworkTimeout, 0), DefaultNetworkTimeout),
 		closedCtx: closedCtx, closing: closing,
 	}, nil
 }
