@@ -9,7 +9,8 @@
 //
 // It needs root, iproute2's ip, and a PostgreSQL server (internal/pgtest);
 // it runs only with FLOWLITE_NETNS_TEST=1, and then fails rather than skips
-// when any of them is missing.
+// when any of them is missing. FLOWLITE_NETFAULT_DIR=dir keeps the
+// workers' logs and the ledger in dir.
 //
 // Its tests import flow, flow/flowpg, internal/pgtest and pgx's
 // database/sql driver (through flowpg) for the effects table.

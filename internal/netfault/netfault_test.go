@@ -27,14 +27,22 @@ import (
 // test, so that CI never reports a partition test that did not run.
 const envGate = "FLOWLITE_NETNS_TEST"
 
+// envKeep names a directory for the workers' logs and the ledger, which
+// then outlive the test.
+const envKeep = "FLOWLITE_NETFAULT_DIR"
+
 // Scenario sizes. Each cut lasts five leases. The workers' connections
 // take their network timeouts from the lease (flowpg.Open): the server ends
 // a session idle in a transaction after one lease, and a worker drops a
 // connection whose data goes unacknowledged that long.
 const (
-	workers       = 3
-	startEvery    = 70 * time.Millisecond // one run started per tick while the scenario lasts
-	cutFor        = 10 * time.Second
+	workers    = 3
+	startEvery = 70 * time.Millisecond // one run started per tick while the scenario lasts
+	cutFor     = 10 * time.Second
+	// shortCut is the cut of worker 2: long enough for its runs to be
+	// rescued, shorter than a slow s0, whose execution comes back with a
+	// checkpoint that fencing must reject.
+	shortCut      = 6 * time.Second
 	settleTimeout = 60 * time.Second
 	// stopBound is how soon a worker whose link is cut must exit after
 	// SIGTERM: its Stop timeout, then a write or dial that was in flight
@@ -102,6 +110,9 @@ func TestPartition(t *testing.T) {
 	}
 
 	dir := t.TempDir()
+	if d := os.Getenv(envKeep); d != "" {
+		dir = d // the workers' logs and the ledger stay there
+	}
 	ledger := filepath.Join(dir, "ledger.txt")
 	upstream, err := serverAddr(dsn)
 	if err != nil {
@@ -139,16 +150,48 @@ func TestPartition(t *testing.T) {
 		}
 		return n
 	}
+	// freshSlowS0 reports whether worker runs a slow s0 that began less
+	// than a second ago.
+	freshSlowS0 := func(worker string) bool {
+		rows, err := db.QueryContext(ctx, "SELECT st.run_id FROM "+schema+".steps AS st JOIN "+schema+
+			".runs AS r ON r.id = st.run_id WHERE r.lease_owner = $1 AND st.name = 's0' AND st.status = 'running' AND st.started_at > $2",
+			worker, time.Now().Add(-time.Second).UnixMilli())
+		if err != nil {
+			t.Fatalf("find the slow steps of %s: %v", worker, err)
+		}
+		defer rows.Close()
+		found := false
+		for rows.Next() {
+			var id string
+			var n int
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fmt.Sscanf(id, "run-%d", &n); err == nil && slowS0(n) {
+				found = true
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
 	var cuts []cutReport
 	for i, kind := range []cutKind{cutSilent, cutLocal, cutSilent} {
 		h, w := hosts[i], procs[i]
 		stopIt := i == 2
+		length := cutFor
+		if i == 1 {
+			length = shortCut
+		}
 		// Cut while the worker holds runs: those are what the cut is about.
-		deadline := time.Now().Add(10 * time.Second)
-		for leased(w.id) < 2 && time.Now().Before(deadline) {
+		// Before the short cut, wait until the worker has just begun a slow
+		// s0, which will end after the link is back.
+		deadline := time.Now().Add(20 * time.Second)
+		for (leased(w.id) < 2 || (length == shortCut && !freshSlowS0(w.id))) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		r := cutReport{worker: w.id, kind: kind, heldAtCut: leased(w.id), stopped: stopIt}
+		r := cutReport{worker: w.id, kind: kind, length: length, heldAtCut: leased(w.id), stopped: stopIt}
 		if r.heldAtCut == 0 {
 			t.Fatalf("%s held no run to cut it from", w.id)
 		}
@@ -163,7 +206,7 @@ func TestPartition(t *testing.T) {
 			stopped = make(chan error, 1)
 			go func() { stopped <- w.stop(stopBound) }()
 		}
-		for time.Since(r.cutAt) < cutFor {
+		for time.Since(r.cutAt) < length {
 			if r.allRescued == 0 && leased(w.id) == 0 {
 				r.allRescued = time.Since(r.cutAt)
 			}
@@ -229,7 +272,10 @@ func TestPartition(t *testing.T) {
 	for _, r := range cuts {
 		if r.leftAtRestore > 0 {
 			t.Errorf("%s: %d runs still leased to it %s after its link was cut (lease %s): the others did not rescue them",
-				r.worker, r.leftAtRestore, cutFor, leaseTimeout)
+				r.worker, r.leftAtRestore, r.length, leaseTimeout)
+		}
+		if r.length == shortCut && strings.Count(procByID(procs, r.worker).log(), "lease lost") == 0 {
+			t.Errorf("%s: no write of its was refused for a lost lease after the short cut: no stale execution outlived it, so fencing was not tested", r.worker)
 		}
 		if r.stopped {
 			// Stop reports the runs it interrupted: exit status 3.
@@ -308,7 +354,7 @@ func TestPartition(t *testing.T) {
 			continue
 		}
 		t.Logf("%s cut for %s by %s: held %d runs at the cut, all rescued by the others after %s; committed again %s after the restore; %d lease-lost (fenced) writes logged",
-			r.worker, cutFor, r.kind, r.heldAtCut, rescued, r.backAfter.Round(time.Millisecond), lost)
+			r.worker, r.length, r.kind, r.heldAtCut, rescued, r.backAfter.Round(time.Millisecond), lost)
 	}
 	t.Logf("rescues=%d; lost=%d; effects committed twice=%d; steps re-run after their checkpoint=%d; half-compensated sagas=%d; step attempts started=%d for %d steps",
 		st.rescued, st.lost, st.dupEffects, st.reruns, st.halfCompensated, st.starts, st.steps)
@@ -317,6 +363,7 @@ func TestPartition(t *testing.T) {
 type cutReport struct {
 	worker        string
 	kind          cutKind
+	length        time.Duration
 	heldAtCut     int
 	cutAt         time.Time
 	allRescued    time.Duration // after the cut, until no run was leased to the worker; 0: never
@@ -365,7 +412,7 @@ func (f *feeder) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		_, err := flow.Start(ctx, f.e, f.saga, sagaIn{N: n, Fail: sagaFails(n)}, &flow.StartOptions{RunID: runID(n)})
+		_, err := flow.Start(ctx, f.e, f.saga, sagaIn{N: n, Fail: sagaFails(n), Slow: slowS0(n)}, &flow.StartOptions{RunID: runID(n)})
 		if err != nil {
 			if ctx.Err() == nil {
 				f.err = fmt.Errorf("run %d: %w", n, err)
@@ -556,12 +603,13 @@ type stats struct {
 //
 //   - LOST: the run is completed or rolled back (failed), as its input
 //     says; none is left pending, running, compensating or suspended.
-//   - Exactly-once effects: a completed step has exactly one row in the
-//     effects table, written by the attempt its checkpoint records (the
-//     row commits in the checkpoint's transaction, so a second row would be
-//     a second commit of the step, e.g. a stale worker's that fencing let
-//     through); a step that failed has none (its transaction rolled back).
-//     The history holds one step_completed per completed step.
+//   - Exactly-once effects: a completed step of s1, s2 and s3 has exactly
+//     one row in the effects table, written by the attempt its checkpoint
+//     records (the row commits in the checkpoint's transaction, so a second
+//     row would be a second commit of the step, e.g. a stale worker's that
+//     fencing let through); a step that failed has none (its transaction
+//     rolled back). The history holds one step_completed per completed
+//     step, s0 included.
 //   - RERUN-AFTER-CHECKPOINT: attempt numbers come from StepBegin, which
 //     refuses a finished step and commits before the ledger's "start"
 //     line; the checkpoint needs the lease, which an executor holding a
@@ -619,7 +667,7 @@ func checkRun(n int, info flow.RunInfo, hist []flow.Event, effects []effect, lin
 	for _, s := range info.Steps {
 		recs[s.Name] = s
 	}
-	for _, name := range []string{"s1", "s2", "s3"} {
+	for _, name := range []string{"s0", "s1", "s2", "s3"} {
 		rec, ok := recs[name]
 		if !ok {
 			bad("no record of step %s", name)
@@ -645,6 +693,10 @@ func checkRun(n int, info flow.RunInfo, hist []flow.Event, effects []effect, lin
 				bad("%s is %s, want completed", name, rec.Status)
 			}
 			switch {
+			case name == "s0": // no effect of its own
+				if len(mine) > 0 {
+					bad("s0 has effects: %+v", mine)
+				}
 			case len(mine) > 1:
 				st.dupEffects += len(mine) - 1
 				bad("%s committed its effect %d times: %+v", name, len(mine), mine)

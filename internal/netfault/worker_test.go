@@ -36,21 +36,37 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// The workflow: three steps that run in the engine's transaction (RunTx)
-// and each insert one row into the effects table there, so that a step's
-// effect commits exactly when its checkpoint does. s1 and s2 have
+// The workflow: a step s0 whose checkpoint commits with the engine's next
+// write (Run), then three steps that run in the engine's transaction
+// (RunTx) and each insert one row into the effects table there, so that a
+// step's effect commits exactly when its checkpoint does. s0 is slow in
+// one run of slowEvery, so that an execution of the cut worker can outlive
+// a short cut and come back with a stale checkpoint. s1 and s2 have
 // compensations; s3 fails for good when the input says so (a third of the
 // runs), which rolls the run back.
 
 type sagaIn struct {
 	N    int  `json:"n"`
 	Fail bool `json:"fail"`
+	Slow bool `json:"slow"`
 }
 
 type stepIn struct {
 	N    int  `json:"n"`
 	Fail bool `json:"fail"`
+	Slow bool `json:"slow"`
 }
+
+const slowEvery = 12
+
+// slowS0 says whether run n's s0 is slow.
+func slowS0(n int) bool { return n%slowEvery == 0 }
+
+// A slow s0 takes longer than the short cut, and so outlives it.
+const (
+	slowS0Min = 7 * time.Second
+	slowS0Max = 9 * time.Second
+)
 
 // sagaFails says whether run n's s3 fails for good.
 func sagaFails(n int) bool { return n%3 == 2 }
@@ -95,6 +111,17 @@ func newSaga(schema, worker string) flow.Workflow[sagaIn, int] {
 		return info.Attempt, nil
 	}
 	undo := func(ctx context.Context, _ stepIn, _ int) error { return pause(ctx, 5, 20) }
+	s0 := flow.Step[stepIn, int]{Name: "s0",
+		Run: func(ctx context.Context, in stepIn) (int, error) {
+			lo, hi := 5, 15
+			if in.Slow {
+				lo, hi = int(slowS0Min.Milliseconds()), int(slowS0Max.Milliseconds())
+			}
+			if err := pause(ctx, lo, hi); err != nil {
+				return 0, err
+			}
+			return 0, nil
+		}}
 	s1 := flow.Step[stepIn, int]{Name: "s1", Compensate: undo,
 		RunTx: func(ctx context.Context, tx *sql.Tx, in stepIn) (int, error) { return effect(ctx, tx, false) }}
 	s2 := flow.Step[stepIn, int]{Name: "s2", Compensate: undo,
@@ -105,8 +132,8 @@ func newSaga(schema, worker string) flow.Workflow[sagaIn, int] {
 		Name: "netfault_saga",
 		Run: func(wc flow.Context, in sagaIn) (int, error) {
 			total := 0
-			for _, s := range []flow.Step[stepIn, int]{s1, s2, s3} {
-				v, err := flow.Do(wc, s, stepIn{N: in.N, Fail: in.Fail && s.Name == "s3"})
+			for _, s := range []flow.Step[stepIn, int]{s0, s1, s2, s3} {
+				v, err := flow.Do(wc, s, stepIn{N: in.N, Fail: in.Fail && s.Name == "s3", Slow: in.Slow && s.Name == "s0"})
 				if err != nil {
 					return 0, err
 				}
@@ -141,7 +168,7 @@ func workerMain(id string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	cfg := &flow.Config{
-		Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 6}},
+		Queues:            map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 8}},
 		LeaseTimeout:      leaseTimeout,
 		HeartbeatInterval: heartbeat,
 		RescueInterval:    rescueEvery,
@@ -172,6 +199,7 @@ func workerMain(id string) int {
 	}
 	fmt.Println("ready")
 	<-ctx.Done()
+	cfg.Logger.Info("stopping")
 	stopCtx, cancel := context.WithTimeout(context.Background(), workerStopTimeout)
 	defer cancel()
 	if err := e.Stop(stopCtx); err != nil {
