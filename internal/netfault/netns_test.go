@@ -1,3 +1,5 @@
+//go:build linux
+
 package netfault
 
 import (
@@ -99,6 +101,9 @@ func removeLeftovers(t *testing.T) {
 	}
 	for _, l := range links {
 		if strings.HasPrefix(l.Name, namePrefix) {
+			if _, err := net.InterfaceByName(l.Name); err != nil {
+				continue // the peer of a veth deleted before it
+			}
 			if err := ip("link", "del", l.Name); err != nil {
 				t.Fatalf("delete a leftover veth: %v", err)
 			}
