@@ -447,6 +447,9 @@ func startWorker(t *testing.T, h *host, dsn, schema, ledger, dir string) *worker
 	// ip execs the binary in the namespace: the process is the worker, and
 	// signals reach it.
 	w.cmd = exec.Command("ip", "netns", "exec", h.ns, exe, "-test.run=^$")
+	// A test binary that dies (go test's timeout panics it) takes its
+	// workers along; its namespaces go at the next run's start.
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	w.cmd.Env = append(os.Environ(), envWorker+"="+w.id, envDSN+"="+dsn, envSchema+"="+schema, envLedger+"="+ledger)
 	logf, err := os.Create(w.logPath)
 	if err != nil {
