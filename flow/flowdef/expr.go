@@ -1,0 +1,128 @@
+package flowdef
+
+import (
+	"errors"
+	"reflect"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Names an expression may use, besides the builtins.
+const (
+	envInput  = "input"  // the run's input, by declared name
+	envVars   = "vars"   // global variables
+	envSteps  = "steps"  // steps.ID.output and steps.ID.skipped of earlier nodes
+	envLocal  = "local"  // the node's let variables
+	envItem   = "item"   // the element of forEach
+	envIndex  = "index"  // its position
+	envOutput = "output" // the node's output, in set
+)
+
+// program is a compiled expression and the type it yields (nil: unknown).
+type program struct {
+	Expr
+	prog *vm.Program
+	typ  reflect.Type
+}
+
+// exprOptions make expressions deterministic: the builtin now() reads the
+// wall clock, which a replay would not see again.
+func exprOptions(env map[string]any) []expr.Option {
+	return []expr.Option{expr.Env(env), expr.DisableBuiltin("now"), expr.MaxNodes(2000)}
+}
+
+// scope says which names of steps and vars an expression may refer to.
+type scope struct {
+	steps map[string]bool // reachable node IDs
+	vars  map[string]bool
+	node  string // the node the expression belongs to, for messages
+}
+
+// compileExpr checks and compiles e against env. References to steps that
+// are not among the node's needs and to undeclared variables are reported
+// in words before the type checker sees them.
+func (c *compiler) compileExpr(e Expr, env map[string]any, sc scope) (*program, bool) {
+	tree, err := parser.Parse(e.Code)
+	if err != nil {
+		c.exprError(e, err)
+		return nil, false
+	}
+	ok := true
+	ast.Walk(&tree.Node, refVisitor(func(base, prop string) {
+		switch base {
+		case envSteps:
+			if _, known := c.nodes[prop]; !known {
+				c.ps.add(e.Pos, "%s: unknown step %q", e.what(), prop)
+				ok = false
+			} else if !sc.steps[prop] {
+				c.ps.add(e.Pos, "%s: steps.%s is not among the needs of %s (directly or through other steps)", e.what(), prop, sc.node)
+				ok = false
+			}
+		case envVars:
+			if !sc.vars[prop] {
+				c.ps.add(e.Pos, "%s: unknown variable vars.%s", e.what(), prop)
+				ok = false
+			}
+		case envInput:
+			if _, known := c.inputs[prop]; !known {
+				c.ps.add(e.Pos, "%s: unknown input input.%s", e.what(), prop)
+				ok = false
+			}
+		}
+	}))
+	if !ok {
+		return nil, false
+	}
+	prog, err := expr.Compile(e.Code, exprOptions(env)...)
+	if err != nil {
+		c.exprError(e, err)
+		return nil, false
+	}
+	t := prog.Node().Type()
+	if t != nil && t.Kind() == reflect.Interface {
+		t = nil
+	}
+	return &program{Expr: e, prog: prog, typ: t}, true
+}
+
+func (e Expr) what() string {
+	if e.Name == "" {
+		return "expression"
+	}
+	return e.Name
+}
+
+func (c *compiler) exprError(e Expr, err error) {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		c.ps.add(e.Pos, "%s: %s (expression %q, column %d)", e.what(), fe.Message, e.Code, fe.Column+1)
+		return
+	}
+	c.ps.add(e.Pos, "%s: %v", e.what(), err)
+}
+
+// refVisitor calls fn for each NAME.PROP or NAME["PROP"] in an expression.
+type refVisitor func(base, prop string)
+
+func (v refVisitor) Visit(n *ast.Node) {
+	m, ok := (*n).(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	id, ok := m.Node.(*ast.IdentifierNode)
+	if !ok {
+		return
+	}
+	if s, ok := m.Property.(*ast.StringNode); ok {
+		v(id.Value, s.Value)
+	}
+}
+
+// eval runs p in env.
+func (p *program) eval(env map[string]any) (any, error) {
+	return expr.Run(p.prog, env)
+}
