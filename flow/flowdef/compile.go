@@ -99,9 +99,6 @@ func check(d *Definition, cat *Catalog) (*plan, error) {
 	if why := checkName(d.Name); why != "" && d.Name != "" {
 		c.ps.add(d.NamePos, "name %q %s", d.Name, why)
 	}
-	if d.Version < 1 {
-		c.ps.add(d.VersionPos, "version must be 1 or more")
-	}
 	seenParam := map[string]Pos{}
 	for _, p := range d.Inputs {
 		if prev, dup := seenParam["i"+p.Name]; dup {
@@ -168,7 +165,7 @@ func (c *compiler) sort() []*cnode {
 			switch {
 			case !known:
 				c.ps.add(r.Pos, "step %s needs unknown step %q", n.ID, r.ID)
-				ok = false
+				ok = false // the order is not needed: expressions need it
 			case j == i:
 				c.ps.add(r.Pos, "step %s needs itself", n.ID)
 				ok = false
@@ -179,9 +176,6 @@ func (c *compiler) sort() []*cnode {
 			}
 			seen[r.ID] = true
 		}
-	}
-	if !ok {
-		return nil
 	}
 	// Cycles: depth-first, reporting each once at the node that closes it.
 	state := make([]int, len(nodes)) // 0 new, 1 on stack, 2 done
@@ -386,7 +380,7 @@ func (c *compiler) varScope() map[string]bool {
 func (c *compiler) expressions(n *cnode) {
 	sc := scope{steps: c.ancestors(n), vars: c.varScope(), node: n.ID}
 	if n.If != nil {
-		if p, ok := c.compileExpr(*n.If, c.baseEnv(), sc); ok {
+		if p, ok := c.compileExpr(*n.If, c.baseEnv(), sc, "if"); ok {
 			n.cond = p
 			if p.typ != nil && p.typ.Kind() != reflect.Bool {
 				c.ps.add(n.If.Pos, "step %s: if must be a boolean, not %s", n.ID, describe(p.typ))
@@ -395,7 +389,7 @@ func (c *compiler) expressions(n *cnode) {
 	}
 	env := c.baseEnv()
 	if n.ForEach != nil {
-		if p, ok := c.compileExpr(*n.ForEach, env, sc); ok {
+		if p, ok := c.compileExpr(*n.ForEach, env, sc, "forEach"); ok {
 			n.forEach = p
 			switch {
 			case p.typ == nil:
@@ -410,7 +404,7 @@ func (c *compiler) expressions(n *cnode) {
 	}
 	var letFields []reflect.StructField
 	for _, e := range n.Let {
-		if p, ok := c.compileExpr(e, env, sc); ok {
+		if p, ok := c.compileExpr(e, env, sc, "let."+e.Name); ok {
 			n.let = append(n.let, p)
 			t := p.typ
 			if t == nil {
@@ -434,7 +428,7 @@ func (c *compiler) expressions(n *cnode) {
 			c.ps.add(e.Pos, "step %s sets unknown variable %s (declare it under vars)", n.ID, e.Name)
 			continue
 		}
-		if p, ok := c.compileExpr(e, setEnv, sc); ok {
+		if p, ok := c.compileExpr(e, setEnv, sc, "set."+e.Name); ok {
 			want := c.plan.varsT.Field(field).Type
 			if ok, why := compatible(p.typ, want); !ok {
 				c.ps.add(e.Pos, "step %s: set %s: type mismatch: %s", n.ID, e.Name, why)
@@ -457,7 +451,7 @@ func (c *compiler) inputExprs(n *cnode, env map[string]any, sc scope) {
 		want = mirror(n.child.in)
 	}
 	if n.Input != nil {
-		if p, ok := c.compileExpr(*n.Input, env, sc); ok {
+		if p, ok := c.compileExpr(*n.Input, env, sc, "input"); ok {
 			n.input = p
 			if ok, why := compatible(p.typ, want); !ok {
 				c.ps.add(n.Input.Pos, "step %s: input: type mismatch: %s", n.ID, why)
@@ -491,7 +485,7 @@ func (c *compiler) inputExprs(n *cnode, env map[string]any, sc scope) {
 		} else if want != nil && want.Kind() == reflect.Map {
 			ft = want.Elem()
 		}
-		p, ok := c.compileExpr(e, env, sc)
+		p, ok := c.compileExpr(e, env, sc, "with."+e.Name)
 		if !ok {
 			continue
 		}
@@ -508,11 +502,11 @@ func (c *compiler) outputs() {
 	for id := range c.nodes {
 		all[id] = true
 	}
-	sc := scope{steps: all, vars: c.varScope(), node: "outputs"}
+	sc := scope{steps: all, vars: c.varScope()}
 	env := c.baseEnv()
 	var fields []reflect.StructField
 	for _, e := range c.def.Outputs {
-		p, ok := c.compileExpr(e, env, sc)
+		p, ok := c.compileExpr(e, env, sc, "outputs."+e.Name)
 		if !ok {
 			continue
 		}

@@ -45,10 +45,13 @@ type scope struct {
 // compileExpr checks and compiles e against env. References to steps that
 // are not among the node's needs and to undeclared variables are reported
 // in words before the type checker sees them.
-func (c *compiler) compileExpr(e Expr, env map[string]any, sc scope) (*program, bool) {
+func (c *compiler) compileExpr(e Expr, env map[string]any, sc scope, what string) (*program, bool) {
+	if sc.node != "" {
+		what = "step " + sc.node + ": " + what
+	}
 	tree, err := parser.Parse(e.Code)
 	if err != nil {
-		c.exprError(e, err)
+		c.exprError(e, what, err)
 		return nil, false
 	}
 	ok := true
@@ -56,20 +59,20 @@ func (c *compiler) compileExpr(e Expr, env map[string]any, sc scope) (*program, 
 		switch base {
 		case envSteps:
 			if _, known := c.nodes[prop]; !known {
-				c.ps.add(e.Pos, "%s: unknown step %q", e.what(), prop)
+				c.ps.add(e.Pos, "%s: unknown step %q", what, prop)
 				ok = false
 			} else if !sc.steps[prop] {
-				c.ps.add(e.Pos, "%s: steps.%s is not among the needs of %s (directly or through other steps)", e.what(), prop, sc.node)
+				c.ps.add(e.Pos, "%s: steps.%s is not among its needs (directly or through other steps)", what, prop)
 				ok = false
 			}
 		case envVars:
 			if !sc.vars[prop] {
-				c.ps.add(e.Pos, "%s: unknown variable vars.%s", e.what(), prop)
+				c.ps.add(e.Pos, "%s: unknown variable vars.%s", what, prop)
 				ok = false
 			}
 		case envInput:
 			if _, known := c.inputs[prop]; !known {
-				c.ps.add(e.Pos, "%s: unknown input input.%s", e.what(), prop)
+				c.ps.add(e.Pos, "%s: unknown input input.%s", what, prop)
 				ok = false
 			}
 		}
@@ -79,7 +82,7 @@ func (c *compiler) compileExpr(e Expr, env map[string]any, sc scope) (*program, 
 	}
 	prog, err := expr.Compile(e.Code, exprOptions(env)...)
 	if err != nil {
-		c.exprError(e, err)
+		c.exprError(e, what, err)
 		return nil, false
 	}
 	t := prog.Node().Type()
@@ -89,20 +92,13 @@ func (c *compiler) compileExpr(e Expr, env map[string]any, sc scope) (*program, 
 	return &program{Expr: e, prog: prog, typ: t}, true
 }
 
-func (e Expr) what() string {
-	if e.Name == "" {
-		return "expression"
-	}
-	return e.Name
-}
-
-func (c *compiler) exprError(e Expr, err error) {
+func (c *compiler) exprError(e Expr, what string, err error) {
 	var fe *file.Error
 	if errors.As(err, &fe) {
-		c.ps.add(e.Pos, "%s: %s (expression %q, column %d)", e.what(), fe.Message, e.Code, fe.Column+1)
+		c.ps.add(e.Pos, "%s: %s (expression %q, column %d)", what, fe.Message, e.Code, fe.Column+1)
 		return
 	}
-	c.ps.add(e.Pos, "%s: %v", e.what(), err)
+	c.ps.add(e.Pos, "%s: %v", what, err)
 }
 
 // refVisitor calls fn for each NAME.PROP or NAME["PROP"] in an expression.

@@ -24,22 +24,30 @@ const MaxSourceBytes = 1 << 20
 // as Errors; what refers to steps, variables and types is checked by
 // Compile.
 func Parse(file string, src []byte) (*Definition, error) {
-	ps := &problems{}
-	if len(src) > MaxSourceBytes {
-		ps.add(Pos{File: file, Line: 1, Column: 1}, "definition is %d bytes, over the limit of %d", len(src), MaxSourceBytes)
-		return nil, ps.err()
-	}
-	root := readTree(file, src, ps)
-	if root == nil {
-		return nil, ps.err()
-	}
-	d := &Definition{Source: append([]byte(nil), src...), Pos: root.pos}
-	r := &reader{ps: ps}
-	r.definition(d, root)
+	d, ps := parse(file, src)
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// parse reads what it can of src: the definition is nil only when the
+// document could not be read at all, so that Load can go on to check the
+// rest and report every problem in one pass.
+func parse(file string, src []byte) (*Definition, *problems) {
+	ps := &problems{}
+	if len(src) > MaxSourceBytes {
+		ps.add(Pos{File: file, Line: 1, Column: 1}, "definition is %d bytes, over the limit of %d", len(src), MaxSourceBytes)
+		return nil, ps
+	}
+	root := readTree(file, src, ps)
+	if root == nil {
+		return nil, ps
+	}
+	d := &Definition{Source: append([]byte(nil), src...), Pos: root.pos}
+	r := &reader{ps: ps}
+	r.definition(d, root)
+	return d, ps
 }
 
 type reader struct{ ps *problems }

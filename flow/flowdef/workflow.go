@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/flowlite/flowlite/flow"
@@ -37,11 +38,24 @@ func Compile(d *Definition, cat *Catalog) (*Workflow, error) {
 	return &Workflow{def: d, plan: p, cat: cat, hash: hex.EncodeToString(sum[:])}, nil
 }
 
-// Load parses and compiles a definition in one call.
+// Load parses and compiles a definition in one call. Its error lists the
+// problems of both stages together: a document with a wrong key and an
+// unknown step reports both.
 func Load(file string, src []byte, cat *Catalog) (*Workflow, error) {
-	d, err := Parse(file, src)
-	if err != nil {
-		return nil, err
+	if cat == nil {
+		return nil, fmt.Errorf("load %s: a catalog is required", file)
+	}
+	d, ps := parse(file, src)
+	if d == nil {
+		return nil, ps.err()
+	}
+	if len(ps.list) > 0 {
+		_, err := check(d, cat)
+		var more Errors
+		if errors.As(err, &more) {
+			ps.list = append(ps.list, more...)
+		}
+		return nil, ps.err()
 	}
 	return Compile(d, cat)
 }
