@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowdef"
@@ -56,6 +57,8 @@ type recorder struct {
 	mu   sync.Mutex
 	ran  []string
 	comp []string
+
+	active, maxActive int
 }
 
 func (r *recorder) note(list *[]string, s string) {
@@ -151,5 +154,29 @@ func testCatalog(t testing.TB, rec *recorder) *flowdef.Catalog {
 			return in, nil
 		},
 	}))
+	must(flowdef.AddStep(cat, flow.Step[int, int]{
+		Name: "track",
+		Run: func(ctx context.Context, in int) (int, error) {
+			rec.mu.Lock()
+			rec.active++
+			rec.maxActive = max(rec.maxActive, rec.active)
+			rec.mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			rec.mu.Lock()
+			rec.active--
+			rec.mu.Unlock()
+			rec.note(&rec.ran, fmt.Sprint("track ", in))
+			return in * in, nil
+		},
+	}))
+	must(flowdef.AddWorkflow(cat, goChild))
 	return cat
+}
+
+// goChild is a Go workflow that definitions call as a child.
+var goChild = flow.Workflow[PublishIn, PublishOut]{
+	Name: "go_child",
+	Run: func(wc flow.Context, in PublishIn) (PublishOut, error) {
+		return PublishOut{URL: "go://" + in.ID}, nil
+	},
 }

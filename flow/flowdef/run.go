@@ -21,7 +21,7 @@ type state struct {
 
 // run is the body of a defined workflow. It starts the ready nodes in
 // waves: every node whose needs are done, in plan order, runs through one
-// flow.All; once the wave returns, outputs and variables are recorded in
+// flow.All (see runWave); once the wave returns, outputs and variables are recorded in
 // plan order and the next wave is computed. A replay therefore asks for
 // the same calls in the same order.
 func (w *Workflow) run(wc flow.Context, in Values) (Values, error) {
@@ -79,7 +79,7 @@ func (w *Workflow) run(wc flow.Context, in Values) (Values, error) {
 				return out, nil
 			}
 		}
-		outs, err := flow.All(wc, branches...)
+		outs, err := runWave(wc, branches)
 		if err != nil {
 			return nil, err
 		}
@@ -99,6 +99,21 @@ func (w *Workflow) run(wc flow.Context, in Values) (Values, error) {
 		out[o.Name] = v
 	}
 	return out, nil
+}
+
+// runWave runs the branches of a wave: through flow.All when there are
+// several, so that each gets its own record scope, and directly when there
+// is one, so that a chain of single nodes records its steps under their
+// plain names (as a Go workflow calling them in turn would).
+func runWave(wc flow.Context, branches []func(flow.Context) (json.RawMessage, error)) ([]json.RawMessage, error) {
+	if len(branches) == 1 {
+		out, err := branches[0](wc)
+		if err != nil {
+			return nil, err
+		}
+		return []json.RawMessage{out}, nil
+	}
+	return flow.All(wc, branches...)
 }
 
 // newState checks the run's input against the declared inputs (unknown
