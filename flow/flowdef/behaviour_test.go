@@ -481,3 +481,92 @@ steps:
 		t.Fatalf("compensated %v", got)
 	}
 }
+
+// TestLibraryPinsRunsToTheirVersion: definitions stored in the database
+// are compiled and registered by LoadLibrary; a run started on version 1
+// finishes on version 1 after version 2 was applied, and new runs take
+// version 2. A stored version in use cannot change.
+func TestLibraryPinsRunsToTheirVersion(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "flow.db")
+	rec := &recorder{}
+	v1 := `
+name: versions
+version: 1
+steps:
+  - id: gate
+    receive: {signal: go}
+  - id: e
+    uses: echo
+    needs: gate
+    input: '"v1"'
+outputs:
+  v: steps.e.output
+`
+	v2 := strings.ReplaceAll(strings.ReplaceAll(v1, "version: 1", "version: 2"), `"v1"`, `"v2"`)
+	open := func() (*flow.Engine, *flowdef.Library) {
+		eng, err := flowsqlite.Open(ctx, path, &flow.Config{PollInterval: 10 * time.Millisecond}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lib, err := flowdef.LoadLibrary(ctx, eng, testCatalog(t, rec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return eng, lib
+	}
+	eng, _ := open()
+	if _, res, err := flowdef.Apply(ctx, eng, "v1.yaml", []byte(v1), testCatalog(t, rec)); err != nil || res != "created" {
+		t.Fatalf("apply v1: %v %v", res, err)
+	}
+	if _, _, err := flowdef.Apply(ctx, eng, "bad.yaml", []byte("name: x\nversion: 1\nsteps: []\n"), nil); !errors.Is(err, flowdef.ErrInvalid) {
+		t.Fatalf("apply of an invalid definition: %v", err)
+	}
+	_ = eng.Stop(ctx)
+	_ = eng.Close()
+
+	eng, lib := open()
+	old, err := lib.Start(ctx, eng, "versions", nil, &flow.StartOptions{RunID: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := flowdef.Apply(ctx, eng, "v1.yaml", []byte(v1+"description: changed\n"), nil); !errors.Is(err, flow.ErrDefinitionFrozen) {
+		t.Fatalf("changing v1 in use: %v", err)
+	}
+	if _, _, err := flowdef.Apply(ctx, eng, "v2.yaml", []byte(v2), nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = eng.Stop(ctx)
+	_ = eng.Close()
+
+	eng, lib = open()
+	defer func() { _ = eng.Stop(ctx); _ = eng.Close() }()
+	fresh, err := lib.Start(ctx, eng, "versions", nil, &flow.StartOptions{RunID: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{old.ID(), fresh.ID()} {
+		if _, err := flow.Signal(ctx, eng, id, "go", true, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldRun, err := flow.Lookup(ctx, eng, lib.Version("versions", 1).Flow(), "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range map[*flow.Run[flowdef.Values]]string{oldRun: "v1", fresh: "v2"} {
+		out, err := run.Result(ctx)
+		if err != nil || out["v"] != want {
+			t.Errorf("run %s: %v, %v; want %s", run.ID(), out, err, want)
+		}
+	}
+	list, err := eng.ListDefinitions(ctx)
+	if err != nil || len(list) != 2 || !list[0].InUse || !list[1].InUse || list[0].Hash != flowdef.Hash([]byte(v1)) {
+		t.Fatalf("stored %+v, %v", list, err)
+	}
+}

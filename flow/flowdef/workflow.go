@@ -45,19 +45,35 @@ func Load(file string, src []byte, cat *Catalog) (*Workflow, error) {
 	if cat == nil {
 		return nil, fmt.Errorf("load %s: a catalog is required", file)
 	}
+	d, err := Validate(file, src, cat)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(d, cat)
+}
+
+// Validate parses src and checks it against cat, reporting every problem
+// of both stages at once. With a nil cat it checks what needs no catalog
+// (the document's shape, the DAG, expressions' syntax, names of inputs,
+// variables and steps, declared types), taking every step and child as
+// unknown: what `flowlite def validate` can tell without the program's
+// steps.
+func Validate(file string, src []byte, cat *Catalog) (*Definition, error) {
 	d, ps := parse(file, src)
 	if d == nil {
 		return nil, ps.err()
 	}
-	if len(ps.list) > 0 {
-		_, err := check(d, cat)
-		var more Errors
-		if errors.As(err, &more) {
-			ps.list = append(ps.list, more...)
-		}
-		return nil, ps.err()
+	_, err := check(d, cat)
+	var more Errors
+	if errors.As(err, &more) {
+		ps.list = append(ps.list, more...)
+	} else if err != nil {
+		return nil, err
 	}
-	return Compile(d, cat)
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // Definition returns the definition w was compiled from.
