@@ -95,6 +95,13 @@ func TestValidDefinitionsGolden(t *testing.T) {
 				t.Fatalf("load:\n%v", err)
 			}
 			got := "order: " + strings.Join(w.Order(), " ") + "\n"
+			for _, format := range []string{flowdef.FormatDOT, flowdef.FormatMermaid, flowdef.FormatSVG} {
+				g, err := flowdef.Graph(w.Definition(), format, flowdef.States{w.Order()[0]: "completed"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got += "\n--- " + format + "\n" + g
+			}
 			golden(t, file+".golden", got)
 		})
 	}
