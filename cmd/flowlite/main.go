@@ -192,6 +192,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.cleanCommand(),
 		a.serveCommand(),
 		a.copyCommand(),
+		a.defCommand(),
 	)
 	return root
 }

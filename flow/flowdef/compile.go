@@ -59,6 +59,7 @@ type compiler struct {
 	inputs map[string]Param
 	vars   map[string]int // field index in varsT
 	plan   *plan
+	broken bool // the needs have a cycle or an unknown step: no plan runs
 }
 
 // stepsField is the type of steps.ID in expressions.
@@ -125,14 +126,10 @@ func check(d *Definition, cat *Catalog) (*plan, error) {
 		}
 		c.nodes[n.ID] = n
 	}
-	order := c.sort()
-	if order == nil {
-		return nil, c.ps.err()
-	}
-	c.plan.order = order
+	c.plan.order = c.sort()
 	c.resolve()
 	c.types()
-	for _, n := range order {
+	for _, n := range c.plan.order {
 		c.expressions(n)
 	}
 	c.outputs()
@@ -145,7 +142,8 @@ func check(d *Definition, cat *Catalog) (*plan, error) {
 // sort orders the nodes so that each comes after its needs, taking the
 // earliest in document order whenever several are ready: the order in
 // which a run starts ready nodes, the same on every replay. A cycle or an
-// unknown need is reported and gives nil.
+// unknown need is reported (and the nodes kept in document order, so that
+// the rest of the checks still run).
 func (c *compiler) sort() []*cnode {
 	byID := map[string]int{}
 	var nodes []*Node
@@ -211,7 +209,14 @@ func (c *compiler) sort() []*cnode {
 		}
 	}
 	if !ok {
-		return nil
+		// No order exists, but the nodes' expressions can still be checked
+		// (every problem is reported at once): take document order.
+		order := make([]*cnode, len(nodes))
+		for i, n := range nodes {
+			order[i] = &cnode{Node: n, index: i, needs: deps[i]}
+		}
+		c.broken = true
+		return order
 	}
 	placed := make([]int, len(nodes)) // index in order, or -1
 	for i := range placed {
