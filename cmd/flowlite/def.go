@@ -277,4 +277,3 @@ mermaid or svg (a standalone picture).`,
 	cmd.Flags().StringVar(&file, "file", "", "draw this definition file instead of a stored one")
 	return cmd
 }
-
