@@ -520,6 +520,15 @@ func (c *compiler) outputs() {
 		}
 		c.plan.outputs = append(c.plan.outputs, p)
 		t := p.typ
+		if e.Type != "" {
+			// The declared type wins, so that generated code and the
+			// engine agree; the expression must yield it.
+			declared := declaredTypes[e.Type]
+			if ok, why := compatible(p.typ, declared); !ok {
+				c.ps.add(e.Pos, "outputs.%s: type mismatch: %s", e.Name, why)
+			}
+			t = declared
+		}
 		if t == nil {
 			t = anyType
 		}

@@ -55,6 +55,10 @@ type Expr struct {
 	Name string
 	Code string
 	Pos  Pos
+	// Type is the declared type of an output (see TypeNames), empty when
+	// the output does not declare one. Compile checks the expression
+	// against it, and generated code types the output's field with it.
+	Type string
 }
 
 // Node is one element of steps: a call of a registered step (Uses), a

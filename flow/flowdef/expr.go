@@ -2,6 +2,8 @@ package flowdef
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"reflect"
 
 	"github.com/expr-lang/expr"
@@ -25,13 +27,35 @@ const (
 // program is a compiled expression and the type it yields (nil: unknown).
 type program struct {
 	Expr
-	prog *vm.Program
-	typ  reflect.Type
+	prog  *vm.Program
+	typ   reflect.Type
+	envT  reflect.Type // the struct the expression was checked against
+	names []string     // envT's fields, by index
+}
+
+// envStruct turns an environment of sample values into a struct type, so
+// that a name whose type is unknown (a nil sample) is an interface the
+// checker lets through, rather than the nil type.
+func envStruct(env map[string]any) (reflect.Type, []string) {
+	names := make([]string, 0, len(env))
+	for name := range env {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	fields := make([]reflect.StructField, len(names))
+	for i, name := range names {
+		t := reflect.TypeOf(env[name])
+		if t == nil {
+			t = anyType
+		}
+		fields[i] = structField(i, name, t)
+	}
+	return reflect.StructOf(fields), names
 }
 
 // exprOptions make expressions deterministic: the builtin now() reads the
 // wall clock, which a replay would not see again.
-func exprOptions(env map[string]any) []expr.Option {
+func exprOptions(env any) []expr.Option {
 	return []expr.Option{expr.Env(env), expr.DisableBuiltin("now"), expr.MaxNodes(2000)}
 }
 
@@ -80,7 +104,8 @@ func (c *compiler) compileExpr(e Expr, env map[string]any, sc scope, what string
 	if !ok {
 		return nil, false
 	}
-	prog, err := expr.Compile(e.Code, exprOptions(env)...)
+	envT, names := envStruct(env)
+	prog, err := expr.Compile(e.Code, exprOptions(reflect.New(envT).Elem().Interface())...)
 	if err != nil {
 		c.exprError(e, what, err)
 		return nil, false
@@ -89,7 +114,7 @@ func (c *compiler) compileExpr(e Expr, env map[string]any, sc scope, what string
 	if t != nil && t.Kind() == reflect.Interface {
 		t = nil
 	}
-	return &program{Expr: e, prog: prog, typ: t}, true
+	return &program{Expr: e, prog: prog, typ: t, envT: envT, names: names}, true
 }
 
 func (c *compiler) exprError(e Expr, what string, err error) {
@@ -118,7 +143,18 @@ func (v refVisitor) Visit(n *ast.Node) {
 	}
 }
 
-// eval runs p in env.
+// eval runs p in env, copied into the struct p was checked against.
 func (p *program) eval(env map[string]any) (any, error) {
-	return expr.Run(p.prog, env)
+	v := reflect.New(p.envT).Elem()
+	for i, name := range p.names {
+		if x := env[name]; x != nil {
+			f := v.Field(i)
+			xv := reflect.ValueOf(x)
+			if !xv.Type().AssignableTo(f.Type()) {
+				return nil, fmt.Errorf("%s is %T, not %s", name, x, f.Type())
+			}
+			f.Set(xv)
+		}
+	}
+	return expr.Run(p.prog, v.Interface())
 }

@@ -182,7 +182,7 @@ func (r *reader) definition(d *Definition, v *value) {
 		case "vars":
 			d.Vars = r.params(f.val, "vars")
 		case "outputs":
-			d.Outputs = r.exprMap(f.val, "outputs", true)
+			d.Outputs = r.outputs(f.val)
 		case "steps":
 			d.Steps = r.nodes(f.val)
 		default:
@@ -201,6 +201,56 @@ func (r *reader) definition(d *Definition, v *value) {
 	if seen["name"] && d.Name == "" {
 		r.ps.add(d.NamePos, "name is empty")
 	}
+}
+
+// outputs reads the outputs: each an expression, or a mapping with the
+// expression as value and a declared type.
+func (r *reader) outputs(v *value) []Expr {
+	if v.kind != kindMap {
+		r.ps.add(v.pos, "outputs must be a mapping of names to expressions, not %s", v.kindName())
+		return nil
+	}
+	var out []Expr
+	for _, f := range v.fields {
+		what := "outputs." + f.key
+		if !identRE.MatchString(f.key) {
+			r.ps.add(f.keyPos, "outputs name %q must be an identifier (letters, digits, _; not starting with a digit)", f.key)
+			continue
+		}
+		if f.val.kind != kindMap {
+			if e, ok := r.expr(f.key, f.val, what); ok {
+				out = append(out, e)
+			}
+			continue
+		}
+		var e Expr
+		hasValue := false
+		r.object(f.val, what, func(g field) bool {
+			switch g.key {
+			case "value":
+				e, hasValue = r.expr(f.key, g.val, what+".value")
+			case "type":
+				if s, ok := r.str(g.val, what+".type"); ok {
+					if _, known := declaredTypes[s]; !known {
+						r.ps.add(g.val.pos, "%s.type %q is not one of %s", what, s, TypeNames())
+					} else {
+						e.Type = s
+					}
+				}
+			case "description":
+				r.str(g.val, what+".description")
+			default:
+				return false
+			}
+			return true
+		})
+		if !hasValue {
+			r.ps.add(f.val.pos, "%s needs a value (an expression)", what)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 func (r *reader) params(v *value, what string) []Param {
