@@ -3,8 +3,8 @@ package flowdef
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"reflect"
+	"slices"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
