@@ -255,7 +255,7 @@ steps:
     timeout: 5s
 `, cat)
 	env := flowtest.New(t, nil)
-	env.FailStep("echo", 2, errors.New("flaky"))
+	env.FailStep("e", 2, errors.New("flaky")) // steps are recorded under their node's ID
 	if _, run, err := flowtest.RunWorkflow(env, w.Flow(), nil); err != nil {
 		t.Fatalf("err = %v (attempts %v)", err, env.Attempts(run.ID()))
 	}
@@ -268,7 +268,7 @@ steps:
     input: '"x"'
     retry: {maxAttempts: 1}
 `, cat)
-	env.FailStep("echo", 1, errors.New("flaky"))
+	env.FailStep("e", 1, errors.New("flaky"))
 	if _, run, err := flowtest.RunWorkflow(env, w1.Flow(), nil); !errors.Is(err, flow.ErrRolledBack) {
 		t.Fatalf("err = %v, want a failure after one attempt (attempts %+v)", err, env.Attempts(run.ID()))
 	}

@@ -38,6 +38,10 @@ type stepEntry struct {
 
 // overrides are what a node changes in the step it uses.
 type overrides struct {
+	// name is the node's ID, under which the call is recorded: the
+	// history, flowtest's FailStep and the dashboard's DAG name nodes, and
+	// two nodes using one step stay apart.
+	name       string
 	retry      *flow.RetryPolicy
 	timeout    time.Duration
 	compensate any // a func(context.Context, In, Out) error of the step's types
@@ -74,6 +78,9 @@ func AddStep[In, Out any](c *Catalog, s flow.Step[In, Out]) error {
 				return nil, flow.Permanent(fmt.Errorf("step %s: input %s does not decode into %s: %w", s.Name, input, reflect.TypeFor[In](), err))
 			}
 			step := s
+			if o.name != "" {
+				step.Name = o.name
+			}
 			if o.retry != nil {
 				step.Retry = o.retry
 			}

@@ -16,6 +16,10 @@
 //     step's output and the input that uses it), and returns a Workflow.
 //   - Register adds the Workflow to an engine; Start starts a run.
 //
+// A node's step is recorded under the node's ID (a forEach item under
+// flow.All's branch prefix, "all3.1/ID"), so that the history, the
+// dashboard's DAG and flowtest.FailStep name nodes as the definition does.
+//
 // Expressions are github.com/expr-lang/expr programs, type-checked against
 // the Go types of the registered steps (fields are named as in their JSON
 // encoding) and the declared types of inputs and variables. The builtin

@@ -350,5 +350,5 @@ func (w *Workflow) call(bc flow.Context, n *cnode, input json.RawMessage) (json.
 	if n.comp != nil {
 		comp = n.comp.fn
 	}
-	return n.step.run(bc, input, overrides{retry: n.retry, timeout: n.Timeout, compensate: comp})
+	return n.step.run(bc, input, overrides{name: n.ID, retry: n.retry, timeout: n.Timeout, compensate: comp})
 }
