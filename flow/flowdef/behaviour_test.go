@@ -570,3 +570,58 @@ outputs:
 		t.Fatalf("stored %+v, %v", list, err)
 	}
 }
+
+// TestEmptyForEachAndDeadline: a fan-out over an empty list completes with
+// an empty output; a run past its deadline mid-DAG is cancelled and its
+// completed steps compensated.
+func TestEmptyForEachAndDeadline(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	cat := testCatalog(t, rec)
+	w := load(t, `
+name: empty
+version: 1
+steps:
+  - id: none
+    uses: track
+    forEach: '[]'
+    input: item
+  - id: after
+    uses: echo
+    needs: none
+    input: 'string(len(steps.none.output))'
+outputs:
+  after: steps.after.output
+`, cat)
+	env := flowtest.New(t, nil)
+	out, _, err := flowtest.RunWorkflow(env, w.Flow(), nil)
+	if err != nil || out["after"] != "0" {
+		t.Fatalf("out %v, err %v", out, err)
+	}
+
+	slow := load(t, `
+name: slow
+version: 1
+steps:
+  - id: load
+    uses: load
+    with: {table: '"t"'}
+  - id: nap
+    needs: load
+    sleep: 2h
+  - id: publish
+    uses: publish
+    needs: nap
+    with: {id: steps.load.output.id}
+`, cat)
+	run := flowtest.Start(env, slow.Flow(), nil, &flow.StartOptions{Deadline: env.Now().Add(time.Hour)})
+	if _, err := flowtest.Await(env, run); !errors.Is(err, flow.ErrCancelled) {
+		t.Fatalf("err = %v, want cancelled by the deadline", err)
+	}
+	if got := rec.compensated(); !slices.Equal(got, []string{"load"}) {
+		t.Fatalf("compensated %v", got)
+	}
+	if slices.Contains(rec.ranSteps(), "publish") {
+		t.Fatal("publish ran after the deadline")
+	}
+}

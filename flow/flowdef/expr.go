@@ -54,9 +54,10 @@ func envStruct(env map[string]any) (reflect.Type, []string) {
 }
 
 // exprOptions make expressions deterministic: the builtin now() reads the
-// wall clock, which a replay would not see again.
+// wall clock, which a replay would not see again, and dates are read in
+// UTC whatever the machine's time zone.
 func exprOptions(env any) []expr.Option {
-	return []expr.Option{expr.Env(env), expr.DisableBuiltin("now"), expr.MaxNodes(2000)}
+	return []expr.Option{expr.Env(env), expr.DisableBuiltin("now"), expr.Timezone("UTC"), expr.MaxNodes(2000)}
 }
 
 // scope says which names of steps and vars an expression may refer to.

@@ -32,7 +32,7 @@ func (w *Workflow) run(wc flow.Context, in Values) (Values, error) {
 	}
 	for {
 		var wave []*cnode
-		pending := 0
+		pending, skipped := 0, false
 		for _, n := range p.order {
 			if st.done[n.index] {
 				continue
@@ -57,6 +57,7 @@ func (w *Workflow) run(wc flow.Context, in Values) (Values, error) {
 				skip = !ok
 			}
 			if skip {
+				skipped = true
 				st.done[n.index], st.skipped[n.index] = true, true
 				st.steps.Field(n.field).Field(1).SetBool(true)
 				continue
@@ -67,6 +68,11 @@ func (w *Workflow) run(wc flow.Context, in Values) (Values, error) {
 			break
 		}
 		if len(wave) == 0 {
+			if !skipped {
+				// Unreachable for a checked plan (a pending node with its
+				// needs done is skipped or runs); never spin.
+				return nil, flow.Permanent(fmt.Errorf("workflow %s: no node can run", p.def.Name))
+			}
 			continue // only skips this round; their dependents are next
 		}
 		branches := make([]func(flow.Context) (json.RawMessage, error), len(wave))
