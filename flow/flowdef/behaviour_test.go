@@ -11,8 +11,10 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowdef"
+	"github.com/flowlite/flowlite/flow/flowpg"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/flow/flowtest"
+	"github.com/flowlite/flowlite/internal/pgtest"
 )
 
 func load(t *testing.T, src string, cat *flowdef.Catalog) *flowdef.Workflow {
@@ -362,6 +364,21 @@ outputs:
 	}
 }
 
+// reopener returns a function that opens an engine on the same database
+// each time: a SQLite file, or with FLOWLITE_TEST_BACKEND=postgres a schema
+// of the test's own, so that restarts are tested on both backends.
+func reopener(t *testing.T) func(context.Context) (*flow.Engine, error) {
+	cfg := &flow.Config{PollInterval: 10 * time.Millisecond}
+	if pgtest.Postgres() {
+		dsn, schema := pgtest.Schema(t)
+		return func(ctx context.Context) (*flow.Engine, error) {
+			return flowpg.Open(ctx, dsn, cfg, &flowpg.Options{Schema: schema, MaxConns: 4})
+		}
+	}
+	path := filepath.Join(t.TempDir(), "flow.db")
+	return func(ctx context.Context) (*flow.Engine, error) { return flowsqlite.Open(ctx, path, cfg, nil) }
+}
+
 func fmtValues(v flowdef.Values) string {
 	keys := make([]string, 0, len(v))
 	for k := range v {
@@ -378,10 +395,10 @@ func TestResumeAfterRestartMidDAG(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	path := filepath.Join(t.TempDir(), "flow.db")
+	openDB := reopener(t)
 	rec := &recorder{}
 	start := func() (*flow.Engine, *flowdef.Workflow) {
-		eng, err := flowsqlite.Open(ctx, path, &flow.Config{PollInterval: 10 * time.Millisecond}, nil)
+		eng, err := openDB(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -490,7 +507,7 @@ func TestLibraryPinsRunsToTheirVersion(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	path := filepath.Join(t.TempDir(), "flow.db")
+	openDB := reopener(t)
 	rec := &recorder{}
 	v1 := `
 name: versions
@@ -507,7 +524,7 @@ outputs:
 `
 	v2 := strings.ReplaceAll(strings.ReplaceAll(v1, "version: 1", "version: 2"), `"v1"`, `"v2"`)
 	open := func() (*flow.Engine, *flowdef.Library) {
-		eng, err := flowsqlite.Open(ctx, path, &flow.Config{PollInterval: 10 * time.Millisecond}, nil)
+		eng, err := openDB(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
