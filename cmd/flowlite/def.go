@@ -29,20 +29,40 @@ type defJSON struct {
 }
 
 func (a *app) defCommand() *cobra.Command {
+	var catalogFile string
 	cmd := &cobra.Command{
 		Use:   "def",
 		Short: "Validate, store and show workflow definitions (flow/flowdef)",
 		Long: `Workflow definitions are JSON or YAML documents (see flow/flowdef and its
 schema.json) stored in the database, unique by name and version.
 
-The CLI does not have the program's steps, so validate and apply check what
-needs none: the document's shape, the DAG (cycles, unknown needs, duplicate
-ids), expressions' syntax and names of inputs, variables and steps. The
-program checks the rest (unknown steps, types) when flowdef.LoadLibrary
-compiles the stored definitions, or use flowdef.Apply in the program.
+The CLI does not have the program's steps. With --catalog FILE, a manifest
+the program wrote (flowdef's Catalog.Manifest: each step's name and the JSON
+Schemas of its input and output), validate, apply and graph check everything
+the program would: unknown steps and fields, and types. Without it they check
+what needs no steps: the document's shape, the DAG (cycles, unknown needs,
+duplicate ids), expressions' syntax and names of inputs, variables and steps;
+the program checks the rest when flowdef.LoadLibrary compiles the stored
+definitions.
 
 A stored version that a run or an engine uses cannot change: apply a new
 version instead; runs keep the version they started with.`,
+	}
+	cmd.PersistentFlags().StringVar(&catalogFile, "catalog", "", "check definitions against this catalog manifest (JSON, from flowdef's Catalog.Manifest)")
+	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if catalogFile == "" {
+			return nil
+		}
+		b, err := os.ReadFile(catalogFile)
+		if err != nil {
+			return usageErrorf("read --catalog: %v", err)
+		}
+		cat, err := flowdef.CatalogFromManifest(b)
+		if err != nil {
+			return usageErrorf("--catalog %s: %v", catalogFile, err)
+		}
+		a.catalog = cat
+		return nil
 	}
 	cmd.AddCommand(a.defValidateCommand(), a.defApplyCommand(), a.defListCommand(), a.defShowCommand(), a.defGraphCommand())
 	return cmd
@@ -66,7 +86,7 @@ func (a *app) readDefinitions(files []string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read definition: %w", err)
 		}
-		if _, err := flowdef.Validate(f, src, nil); err != nil {
+		if _, err := flowdef.Validate(f, src, a.catalog); err != nil {
 			problems = append(problems, err.Error())
 			bad = append(bad, f)
 			continue
@@ -115,7 +135,7 @@ nothing; a different document for a version in use is refused (exit code 1).`,
 			return a.withEngine(cmd.Context(), func(e *flow.Engine) error {
 				var out []defJSON
 				for _, f := range args {
-					d, res, err := flowdef.Apply(cmd.Context(), e, f, srcs[f], nil)
+					d, res, err := flowdef.Apply(cmd.Context(), e, f, srcs[f], a.catalog)
 					if err != nil {
 						return err
 					}
@@ -246,7 +266,7 @@ mermaid or svg (a standalone picture).`,
 				return usageErrorf("invalid --format %q: want dot, mermaid or svg", format)
 			}
 			draw := func(name string, src []byte) error {
-				d, err := flowdef.Validate(name, src, nil)
+				d, err := flowdef.Validate(name, src, a.catalog)
 				if err != nil {
 					return err
 				}

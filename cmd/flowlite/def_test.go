@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowdef"
 )
 
 // TestDefCommands goes through validate, apply, list, show and graph.
@@ -65,4 +69,39 @@ func TestDefCommands(t *testing.T) {
 		t.Errorf("graph svg: %s", out)
 	}
 	fails(t, exitUsage, "invalid --format", "--db", path, "def", "graph", "--format", "png", "etl")
+}
+
+// TestDefCatalog: with a program's catalog manifest, validate checks the
+// steps and their types as the program would.
+func TestDefCatalog(t *testing.T) {
+	t.Parallel()
+	type extractIn struct {
+		Source string `json:"source"`
+	}
+	type extractOut struct {
+		Rows []string `json:"rows"`
+	}
+	type loadIn struct {
+		Rows int `json:"rows"`
+	}
+	cat := flowdef.NewCatalog()
+	if err := errors.Join(
+		flowdef.AddStep(cat, flow.Step[extractIn, extractOut]{Name: "extract"}),
+		flowdef.AddStep(cat, flow.Step[loadIn, string]{Name: "load"}),
+	); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cat.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(manifest, m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := fails(t, exitError, "invalid", "def", "validate", "--catalog", manifest, "testdata/def/etl.yaml")
+	if !strings.Contains(r.stderr, "testdata/def/etl.yaml:12:18: step load: with.rows: type mismatch: list of string where int is expected") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+	fails(t, exitUsage, "--catalog", "def", "validate", "--catalog", filepath.Join(t.TempDir(), "none.json"), "testdata/def/etl.yaml")
 }

@@ -290,8 +290,8 @@ func (c *compiler) resolve() {
 				case n.comp == nil:
 					c.ps.add(n.CompensatePos, "step %s: unknown compensation %q", n.ID, n.Compensate)
 				case n.comp.in != n.step.in || n.comp.out != n.step.out:
-					c.ps.add(n.CompensatePos, "step %s: compensation %s takes (%s, %s) but step %s has (%s, %s)",
-						n.ID, n.Compensate, n.comp.in, n.comp.out, n.Uses, n.step.in, n.step.out)
+					c.ps.add(n.CompensatePos, "step %s: compensation %s takes input %s and output %s, but step %s has %s and %s",
+						n.ID, n.Compensate, describe(mirror(n.comp.in)), describe(mirror(n.comp.out)), n.Uses, describe(mirror(n.step.in)), describe(mirror(n.step.out)))
 				}
 			}
 			if n.Retry != nil {
