@@ -23,21 +23,21 @@ type manifest struct {
 }
 
 type manifestEntry struct {
-	Name       string `json:"name"`
-	Version    int    `json:"version,omitempty"`
+	Name       string     `json:"name"`
+	Version    int        `json:"version,omitempty"`
 	Input      jsonSchema `json:"input"`
 	Output     jsonSchema `json:"output"`
-	Compensate bool   `json:"compensate,omitempty"`
+	Compensate bool       `json:"compensate,omitempty"`
 }
 
 // jsonSchema is the subset of JSON Schema that describes a step's types.
 type jsonSchema struct {
-	Type                 string             `json:"type,omitempty"`
-	Format               string             `json:"format,omitempty"`
+	Type                 string                 `json:"type,omitempty"`
+	Format               string                 `json:"format,omitempty"`
 	Properties           map[string]*jsonSchema `json:"properties,omitempty"`
-	Order                []string           `json:"x-order,omitempty"` // the properties in field order
+	Order                []string               `json:"x-order,omitempty"` // the properties in field order
 	Items                *jsonSchema            `json:"items,omitempty"`
-	AdditionalProperties any                `json:"additionalProperties,omitempty"`
+	AdditionalProperties any                    `json:"additionalProperties,omitempty"`
 }
 
 // Manifest returns the catalog's manifest as JSON: what `flowlite def
