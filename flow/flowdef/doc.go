@@ -20,6 +20,48 @@
 // flow.All's branch prefix, "all3.1/ID"), so that the history, the
 // dashboard's DAG and flowtest.FailStep name nodes as the definition does.
 //
+// The format, in short (schema.json has every key):
+//
+//	name: pipeline            # with version: unique, persisted
+//	version: 1
+//	inputs:  {dataset: {type: string}, size: {type: int, default: 3}}
+//	vars:    {rows: {type: int, default: 0}}      # global variables
+//	steps:
+//	  - id: extract                               # a node; uses a catalog step
+//	    uses: extract
+//	    with: {dataset: input.dataset}            # the input, field by field
+//	  - id: transform
+//	    uses: transform
+//	    needs: [extract]                          # the DAG's edges
+//	    forEach: steps.extract.output.batches     # fan-out: item, index
+//	    parallelism: 4
+//	    with: {batch: item}
+//	  - id: load
+//	    uses: load
+//	    needs: [transform]
+//	    let: {n: sum(map(steps.transform.output, .rows))}   # step-local: local.n
+//	    with: {rows: local.n}
+//	    compensate: drop_table                    # else the step's own
+//	    retry: {maxAttempts: 3, initialInterval: 1s}
+//	    timeout: 30s
+//	    set: {rows: output.rows}                  # into a global variable
+//	  - {id: approval, needs: [load], receive: {signal: approve, timeout: 48h}}
+//	  - id: publish
+//	    uses: publish
+//	    needs: [approval]
+//	    if: steps.approval.output.approved        # false skips it and its dependents
+//	  - {id: cool_off, needs: [publish], sleep: 1h}
+//	  - {id: notify, needs: [cool_off], call: {workflow: notify, version: 2}}
+//	outputs:
+//	  rows: {value: vars.rows, type: int}
+//
+// The ready order is the document order among nodes whose needs are done:
+// a run executes the DAG in waves, each wave one flow.All of the ready
+// nodes (a wave of one runs directly), and records outputs and variables
+// in document order once the wave returns, so that every replay asks for
+// the same calls. A node whose step fails for good fails the run, and the
+// engine compensates what completed, in reverse completion order.
+//
 // Expressions are github.com/expr-lang/expr programs, type-checked against
 // the Go types of the registered steps (fields are named as in their JSON
 // encoding) and the declared types of inputs and variables. The builtin
