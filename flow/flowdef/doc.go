@@ -39,7 +39,7 @@
 //	  - id: load
 //	    uses: load
 //	    needs: [transform]
-//	    let: {n: sum(map(steps.transform.output, .rows))}   # step-local: local.n
+//	    let: {n: 'sum(map(steps.transform.output, .rows))'}  # step-local: local.n
 //	    with: {rows: local.n}
 //	    compensate: drop_table                    # else the step's own
 //	    retry: {maxAttempts: 3, initialInterval: 1s}
@@ -54,6 +54,10 @@
 //	  - {id: notify, needs: [cool_off], call: {workflow: notify, version: 2}}
 //	outputs:
 //	  rows: {value: vars.rows, type: int}
+//
+// Expressions are YAML strings: quote one that holds a comma, a colon
+// followed by a space, or a brace inside a {flow: mapping}, and write a
+// string literal inside quotes ('"events"').
 //
 // The ready order is the document order among nodes whose needs are done:
 // a run executes the DAG in waves, each wave one flow.All of the ready
