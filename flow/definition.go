@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 )
@@ -36,8 +37,9 @@ type StoredDefinition struct {
 }
 
 // PutResult says what PutDefinition did: "created", "unchanged" (the same
-// Hash was stored already) or "replaced" (a version nothing used yet).
-type PutResult = store.PutResult
+// Hash was stored already) or "replaced" (a version nothing used yet). See
+// [flowtype.PutResult] for its values.
+type PutResult = flowtype.PutResult
 
 // PutDefinition stores d. It does not parse Body: validate it first (the
 // flowlite CLI's `def apply` and flowdef.Apply do), since a definition that

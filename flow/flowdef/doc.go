@@ -16,9 +16,10 @@
 //     step's output and the input that uses it), and returns a Workflow.
 //   - Register adds the Workflow to an engine; Start starts a run.
 //
-// A node's step is recorded under the node's ID (a forEach item under
-// flow.All's branch prefix, "all3.1/ID"), so that the history, the
-// dashboard's DAG and flowtest.FailStep name nodes as the definition does.
+// A node's step is recorded under the node's ID, so that the history, the
+// dashboard's DAG and flowtest.FailStep name nodes as the definition does;
+// a node that runs in a wave with others, and each forEach item, carry
+// flow.All's branch prefix ("all3.1/ID").
 //
 // The format, in short (schema.json has every key):
 //

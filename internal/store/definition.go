@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // ErrDefinitionFrozen is returned by DefinitionPut for a document that
@@ -24,14 +26,15 @@ type Definition struct {
 	InUse     bool
 }
 
-// PutResult says what DefinitionPut did.
-type PutResult string
+// PutResult says what DefinitionPut did. It is defined in flow/flowtype,
+// where go doc shows its values.
+type PutResult = flowtype.PutResult
 
 // DefinitionPut outcomes.
 const (
-	PutCreated   PutResult = "created"
-	PutUnchanged PutResult = "unchanged"
-	PutReplaced  PutResult = "replaced"
+	PutCreated   = flowtype.PutCreated
+	PutUnchanged = flowtype.PutUnchanged
+	PutReplaced  = flowtype.PutReplaced
 )
 
 // DefinitionReader reads stored definitions.
