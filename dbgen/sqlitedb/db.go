@@ -33,6 +33,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.copyCountsStmt, err = db.PrepareContext(ctx, copyCounts); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyCounts: %w", err)
 	}
+	if q.copyDefinitionListStmt, err = db.PrepareContext(ctx, copyDefinitionList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyDefinitionList: %w", err)
+	}
 	if q.copyEventListStmt, err = db.PrepareContext(ctx, copyEventList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyEventList: %w", err)
 	}
@@ -321,6 +324,11 @@ func (q *Queries) Close() error {
 	if q.copyCountsStmt != nil {
 		if cerr := q.copyCountsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyCountsStmt: %w", cerr)
+		}
+	}
+	if q.copyDefinitionListStmt != nil {
+		if cerr := q.copyDefinitionListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyDefinitionListStmt: %w", cerr)
 		}
 	}
 	if q.copyEventListStmt != nil {
@@ -815,6 +823,7 @@ type Queries struct {
 	checkpointLastStmt              *sql.Stmt
 	checkpointRecordStmt            *sql.Stmt
 	copyCountsStmt                  *sql.Stmt
+	copyDefinitionListStmt          *sql.Stmt
 	copyEventListStmt               *sql.Stmt
 	copyQueueListStmt               *sql.Stmt
 	copyRunListStmt                 *sql.Stmt
@@ -914,6 +923,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		checkpointLastStmt:              q.checkpointLastStmt,
 		checkpointRecordStmt:            q.checkpointRecordStmt,
 		copyCountsStmt:                  q.copyCountsStmt,
+		copyDefinitionListStmt:          q.copyDefinitionListStmt,
 		copyEventListStmt:               q.copyEventListStmt,
 		copyQueueListStmt:               q.copyQueueListStmt,
 		copyRunListStmt:                 q.copyRunListStmt,
