@@ -84,9 +84,10 @@
 //     with DefinitionGetForUpdate (FOR UPDATE on PostgreSQL), so that two
 //     puts of one version are decided one after the other. Whether a
 //     version is in use (a run or a registered workflow of it exists) is
-//     read in the same transaction; a run inserted concurrently by an
-//     engine that has not registered the version yet is not seen, which is
-//     why engines register a version before they start its runs.
+//     read in the same transaction; a run inserted concurrently is not
+//     seen, but a version a started engine registered (WorkflowRegister,
+//     written when the engine starts) counts as in use from then on, so
+//     the window is a run started by an engine that was never started.
 //
 // Time. Every time crossing the seam is Unix milliseconds in an int64,
 // stored as a 64-bit integer (INTEGER on SQLite, BIGINT on PostgreSQL),
