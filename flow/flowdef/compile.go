@@ -59,7 +59,6 @@ type compiler struct {
 	inputs map[string]Param
 	vars   map[string]int // field index in varsT
 	plan   *plan
-	broken bool // the needs have a cycle or an unknown step: no plan runs
 }
 
 // stepsField is the type of steps.ID in expressions.
@@ -215,7 +214,6 @@ func (c *compiler) sort() []*cnode {
 		for i, n := range nodes {
 			order[i] = &cnode{Node: n, index: i, needs: deps[i]}
 		}
-		c.broken = true
 		return order
 	}
 	placed := make([]int, len(nodes)) // index in order, or -1

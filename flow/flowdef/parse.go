@@ -337,8 +337,8 @@ func (r *reader) node(v *value, i int) *Node {
 			n.UsesPos = f.val.pos
 		case "sleep":
 			kinds++
-			n.Sleep, n.HasSleep = r.duration(f.val, what+".sleep")
-			n.HasSleep = true
+			n.Sleep, _ = r.duration(f.val, what+".sleep")
+			n.HasSleep = true // a sleep node even when its duration is wrong
 		case "receive":
 			kinds++
 			n.Receive = r.receive(f.val, what+".receive")

@@ -21,9 +21,11 @@ type state struct {
 
 // run is the body of a defined workflow. It starts the ready nodes in
 // waves: every node whose needs are done, in plan order, runs through one
-// flow.All (see runWave); once the wave returns, outputs and variables are recorded in
-// plan order and the next wave is computed. A replay therefore asks for
-// the same calls in the same order.
+// flow.All (see runWave); once the wave returns, outputs and variables
+// are recorded in plan order and the next wave is computed. A replay
+// therefore asks for the same calls in the same order. Nodes whose
+// condition is false, or that need a skipped node, are skipped as the
+// pass reaches them, so later nodes of the same pass already see it.
 func (w *Workflow) run(wc flow.Context, in Values) (Values, error) {
 	p := w.plan
 	st, err := w.newState(in)
