@@ -642,3 +642,99 @@ steps:
 		t.Fatal("publish ran after the deadline")
 	}
 }
+
+// TestLibraryCompilesChildrenFirst: a stored definition that calls another
+// compiles once the other did, whatever their order in the database, and
+// one that cannot compile is reported while the rest load.
+func TestLibraryCompilesChildrenFirst(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	eng, err := reopener(t)(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	docs := map[string]string{
+		"a_parent.yaml": `
+name: a_parent
+version: 1
+steps:
+  - id: child
+    call: z_child
+    with: {word: '"hi"'}
+outputs:
+  shout: steps.child.output.shout
+`,
+		"z_child.yaml": `
+name: z_child
+version: 1
+inputs:
+  word: {type: string}
+steps:
+  - id: e
+    uses: echo
+    input: upper(input.word)
+outputs:
+  shout: steps.e.output
+`,
+		"m_broken.yaml": `
+name: m_broken
+version: 1
+steps:
+  - id: e
+    uses: echo
+    input: '"x"'
+`,
+	}
+	for file, src := range docs {
+		if _, _, err := flowdef.Apply(ctx, eng, file, []byte(src), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// m_broken's step is missing from this catalog.
+	cat := flowdef.NewCatalog()
+	if err := flowdef.AddStep(cat, flow.Step[string, string]{
+		Name: "echo_other", Run: func(_ context.Context, s string) (string, error) { return s, nil },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	full := testCatalog(t, &recorder{})
+	lib, err := flowdef.LoadLibrary(ctx, eng, full)
+	if err != nil {
+		t.Fatalf("load with the full catalog: %v", err)
+	}
+	if lib.Latest("a_parent") == nil || lib.Latest("z_child") == nil || lib.Latest("m_broken") == nil {
+		t.Fatal("library lacks a definition")
+	}
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = eng.Stop(ctx) }()
+	run, err := lib.Start(ctx, eng, "a_parent", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := run.Result(ctx)
+	if err != nil || out["shout"] != "HI" {
+		t.Fatalf("out %v, err %v", out, err)
+	}
+
+	other, err := reopener(t)(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for file, src := range docs {
+		if _, _, err := flowdef.Apply(ctx, other, file, []byte(src), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	partial, err := flowdef.LoadLibrary(ctx, other, cat)
+	if err == nil || !strings.Contains(err.Error(), "m_broken version 1") || !strings.Contains(err.Error(), `unknown step "echo"`) {
+		t.Fatalf("load with a partial catalog: %v", err)
+	}
+	if partial == nil || partial.Latest("m_broken") != nil {
+		t.Fatalf("a definition that does not compile is in the library")
+	}
+}
