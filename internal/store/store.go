@@ -68,6 +68,7 @@ type Reader interface {
 	ScheduleReader
 	QueueReader
 	ReportReader
+	DefinitionReader
 }
 
 // Tx is a write transaction: it reads like a Reader, seeing its own
@@ -91,4 +92,5 @@ type Tx interface {
 	MaintenanceTx
 	ReportTx
 	OperatorTx
+	DefinitionTx
 }
