@@ -33,7 +33,7 @@ const envGate = "FLOWLITE_NETNS_TEST"
 // then outlive the test.
 const envKeep = "FLOWLITE_NETFAULT_DIR"
 
-// Scenario sizes. Each cut lasts five leases. The workers' connections
+// Scenario sizes. A cut lasts several leases. The workers' connections
 // take their network timeouts from the lease (flowpg.Open): the server ends
 // a session idle in a transaction after one lease, and a worker drops a
 // connection whose data goes unacknowledged that long.
@@ -42,9 +42,10 @@ const (
 	startEvery = 70 * time.Millisecond // one run started per tick while the scenario lasts
 	cutFor     = 10 * time.Second
 	// shortCut is the cut of worker 2: long enough for its runs to be
-	// rescued, shorter than a slow s0, whose execution comes back with a
-	// checkpoint that fencing must reject.
-	shortCut      = 6 * time.Second
+	// rescued (a lease, and another for the server to end a transaction
+	// that held a run's row), shorter than a slow s0, whose execution
+	// outlives the cut and comes back to a run another worker now owns.
+	shortCut      = 7 * time.Second
 	settleTimeout = 60 * time.Second
 	// stopBound is how soon a worker whose link is cut must exit after
 	// SIGTERM: its Stop timeout, then a write or dial that was in flight
@@ -54,24 +55,26 @@ const (
 
 // TestPartition runs three workers, each in a network namespace of its
 // own that reaches PostgreSQL over its own veth, while the test starts
-// three-step saga runs at a steady pace, and cuts their links one after
-// the other:
+// saga runs (s0, then three transactional steps) at a steady pace, and
+// cuts their links one after the other:
 //
 //   - worker 1's silently (packets vanish, connections hang), for cutFor
 //     (five leases), then restores it;
-//   - worker 2's by downing its own interface, for cutFor, then restores it;
+//   - worker 2's by downing its own interface, for shortCut, while it runs
+//     a slow s0 that outlives the cut, then restores it;
 //   - worker 3's silently, and a second later asks it to stop (SIGTERM).
 //
 // While each link is down it checks that the other workers rescue every
 // run leased to the cut one, also those whose rows a half-finished
 // transaction of the cut worker had locked, before the link comes back;
 // after each restore, that the worker commits step effects again by
-// itself; and that worker 3 exits within stopBound although it cannot
-// reach the server. Once every run settled, it checks each run against its
-// history, the effects table and the attempt ledger (checkRun): 0 lost
-// runs, each effect committed exactly once and with its checkpoint, 0
-// steps run again after their checkpoint, and every rolled-back saga fully
-// compensated.
+// itself; that worker 2's stale execution was refused for its lost lease;
+// and that worker 3 exits within stopBound although it cannot reach the
+// server. Once every run settled, it checks each run against its history,
+// the effects table and the attempt ledger (checkRun): 0 lost runs, each
+// effect committed exactly once and with its checkpoint (none by a stale
+// worker), 0 steps run again after their checkpoint, and every rolled-back
+// saga fully compensated.
 func TestPartition(t *testing.T) {
 	if os.Getenv(envGate) != "1" {
 		t.Skipf("set %s=1 to run the network partition test (root, iproute2 and PostgreSQL needed)", envGate)

@@ -66,8 +66,8 @@ func slowS0(n int) bool { return n%slowEvery == 0 }
 
 // A slow s0 takes longer than the short cut, and so outlives it.
 const (
-	slowS0Min = 7 * time.Second
-	slowS0Max = 9 * time.Second
+	slowS0Min = 8 * time.Second
+	slowS0Max = 10 * time.Second
 )
 
 // sagaFails says whether run n's s3 fails for good.
