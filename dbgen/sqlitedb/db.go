@@ -69,6 +69,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventAppendStmt, err = db.PrepareContext(ctx, eventAppend); err != nil {
 		return nil, fmt.Errorf("error preparing query EventAppend: %w", err)
 	}
+	if q.eventAppendManyStmt, err = db.PrepareContext(ctx, eventAppendMany); err != nil {
+		return nil, fmt.Errorf("error preparing query EventAppendMany: %w", err)
+	}
 	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
 		return nil, fmt.Errorf("error preparing query EventList: %w", err)
 	}
@@ -143,6 +146,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runInsertStmt, err = db.PrepareContext(ctx, runInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query RunInsert: %w", err)
+	}
+	if q.runInsertManyStmt, err = db.PrepareContext(ctx, runInsertMany); err != nil {
+		return nil, fmt.Errorf("error preparing query RunInsertMany: %w", err)
 	}
 	if q.runLeaseCheckStmt, err = db.PrepareContext(ctx, runLeaseCheck); err != nil {
 		return nil, fmt.Errorf("error preparing query RunLeaseCheck: %w", err)
@@ -362,6 +368,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing eventAppendStmt: %w", cerr)
 		}
 	}
+	if q.eventAppendManyStmt != nil {
+		if cerr := q.eventAppendManyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventAppendManyStmt: %w", cerr)
+		}
+	}
 	if q.eventListStmt != nil {
 		if cerr := q.eventListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
@@ -485,6 +496,11 @@ func (q *Queries) Close() error {
 	if q.runInsertStmt != nil {
 		if cerr := q.runInsertStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runInsertStmt: %w", cerr)
+		}
+	}
+	if q.runInsertManyStmt != nil {
+		if cerr := q.runInsertManyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runInsertManyStmt: %w", cerr)
 		}
 	}
 	if q.runLeaseCheckStmt != nil {
@@ -771,6 +787,7 @@ type Queries struct {
 	engineReportListStmt            *sql.Stmt
 	engineReportUpsertStmt          *sql.Stmt
 	eventAppendStmt                 *sql.Stmt
+	eventAppendManyStmt             *sql.Stmt
 	eventListStmt                   *sql.Stmt
 	payloadInvalidListStmt          *sql.Stmt
 	queueCountsStmt                 *sql.Stmt
@@ -796,6 +813,7 @@ type Queries struct {
 	runGetKeyHolderStmt             *sql.Stmt
 	runHeartbeatStmt                *sql.Stmt
 	runInsertStmt                   *sql.Stmt
+	runInsertManyStmt               *sql.Stmt
 	runLeaseCheckStmt               *sql.Stmt
 	runListStmt                     *sql.Stmt
 	runListExpiredLeasesStmt        *sql.Stmt
@@ -863,6 +881,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		engineReportListStmt:            q.engineReportListStmt,
 		engineReportUpsertStmt:          q.engineReportUpsertStmt,
 		eventAppendStmt:                 q.eventAppendStmt,
+		eventAppendManyStmt:             q.eventAppendManyStmt,
 		eventListStmt:                   q.eventListStmt,
 		payloadInvalidListStmt:          q.payloadInvalidListStmt,
 		queueCountsStmt:                 q.queueCountsStmt,
@@ -888,6 +907,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runGetKeyHolderStmt:             q.runGetKeyHolderStmt,
 		runHeartbeatStmt:                q.runHeartbeatStmt,
 		runInsertStmt:                   q.runInsertStmt,
+		runInsertManyStmt:               q.runInsertManyStmt,
 		runLeaseCheckStmt:               q.runLeaseCheckStmt,
 		runListStmt:                     q.runListStmt,
 		runListExpiredLeasesStmt:        q.runListExpiredLeasesStmt,

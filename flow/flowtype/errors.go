@@ -242,3 +242,21 @@ func (e *CancelledError) Error() string {
 
 // Is reports whether t is ErrCancelled.
 func (e *CancelledError) Is(t error) bool { return t == ErrCancelled }
+
+// ItemError reports which item of a batch (EnqueueMany, StartMany) made
+// the whole batch fail: Index is its position in the slice the caller
+// passed, counted from 0. Nothing of the batch was recorded.
+type ItemError struct {
+	Index int
+	RunID string // empty when the item failed before it had one
+	Err   error
+}
+
+func (e *ItemError) Error() string {
+	if e.RunID == "" {
+		return "item " + strconv.Itoa(e.Index) + ": " + e.Err.Error()
+	}
+	return "item " + strconv.Itoa(e.Index) + " (run " + e.RunID + "): " + e.Err.Error()
+}
+
+func (e *ItemError) Unwrap() error { return e.Err }

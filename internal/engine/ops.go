@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -127,15 +126,9 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 		return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
 	}
 	if !inserted {
-		run, err := tx.RunGet(ctx, p.ID)
-		if errors.Is(err, store.ErrNotFound) && p.UniqueKey != "" {
-			run, err = uniqueHolder(ctx, tx, p.Workflow.Name, p.UniqueKey, now)
-		}
+		run, err := existingRun(ctx, tx, p, now)
 		if err != nil {
-			return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
-		}
-		if run.Workflow != p.Workflow.Name {
-			return Started{}, fmt.Errorf("start run %s of workflow %s: %w (%s)", p.ID, p.Workflow.Name, ErrRunExists, run.Workflow)
+			return Started{}, err
 		}
 		return Started{Run: run, Existing: true}, nil
 	}
