@@ -138,14 +138,7 @@ func (e *Engine) insertRuns(ctx context.Context, tx store.Tx, ps []StartParams) 
 			return nil, &ItemError{Index: i, RunID: p.ID, Err: err}
 		}
 		events = append(events, store.Event{RunID: p.ID, At: now, Kind: EventRunStarted, Detail: startedDetail(p)})
-		r := rows[i]
-		// The run as the insert recorded it: reading each back would cost
-		// a statement per run.
-		out[i] = Started{Run: store.Run{
-			ID: r.ID, Workflow: r.Workflow.Name, Version: r.Workflow.Version, Queue: r.Queue, Priority: r.Priority,
-			Status: store.RunPending, Input: r.Input, RunAt: r.RunAt, Deadline: r.Deadline, ParentID: r.ParentID,
-			UniqueKey: r.UniqueKey, CreatedAt: now, UpdatedAt: now,
-		}}
+		out[i] = Started{Run: insertedRun(rows[i])}
 	}
 	if err := tx.EventAppendMany(ctx, events); err != nil {
 		return nil, fmt.Errorf("start %d runs: %w", len(ps), err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -141,5 +142,42 @@ func TestGivenBackRunKeepsItsAttempt(t *testing.T) {
 	}
 	if run.Status != store.RunCompleted || calls.Load() != 1 {
 		t.Errorf("run %s after %d body calls, want completed after 1", run.Status, calls.Load())
+	}
+}
+
+// The run a start returns without reading it back (insertedRun) is the run
+// the store recorded.
+func TestStartedRunIsTheRecordedRun(t *testing.T) {
+	t.Parallel()
+	e, s, clk := newQueueEngine(t)
+	ctx := t.Context()
+	p := StartParams{
+		ID: "r1", Workflow: jobKey, Queue: "mail", Priority: 4, Input: []byte(`{"n":1}`),
+		RunAt: clk.Now().Add(time.Minute), Deadline: clk.Now().Add(time.Hour), UniqueKey: "k",
+		UniqueStates: store.AllStates(),
+	}
+	for _, start := range []func() (Started, error){
+		func() (Started, error) { return e.StartRun(ctx, p) },
+		func() (Started, error) {
+			q := p
+			q.ID, q.UniqueKey = "r2", "k2"
+			sts, err := e.StartRuns(ctx, []StartParams{q})
+			if err != nil {
+				return Started{}, err
+			}
+			return sts[0], nil
+		},
+	} {
+		st, err := start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded, err := s.Reader().RunGet(ctx, st.Run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(st.Run, recorded) {
+			t.Errorf("started run\n%+v\nrecorded run\n%+v", st.Run, recorded)
+		}
 	}
 }
