@@ -237,6 +237,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.stepBeginStmt, err = db.PrepareContext(ctx, stepBegin); err != nil {
 		return nil, fmt.Errorf("error preparing query StepBegin: %w", err)
 	}
+	if q.stepBeginNewStmt, err = db.PrepareContext(ctx, stepBeginNew); err != nil {
+		return nil, fmt.Errorf("error preparing query StepBeginNew: %w", err)
+	}
 	if q.stepCompensationArmStmt, err = db.PrepareContext(ctx, stepCompensationArm); err != nil {
 		return nil, fmt.Errorf("error preparing query StepCompensationArm: %w", err)
 	}
@@ -648,6 +651,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing stepBeginStmt: %w", cerr)
 		}
 	}
+	if q.stepBeginNewStmt != nil {
+		if cerr := q.stepBeginNewStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepBeginNewStmt: %w", cerr)
+		}
+	}
 	if q.stepCompensationArmStmt != nil {
 		if cerr := q.stepCompensationArmStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepCompensationArmStmt: %w", cerr)
@@ -843,6 +851,7 @@ type Queries struct {
 	signalRejectStmt                *sql.Stmt
 	signalSendStmt                  *sql.Stmt
 	stepBeginStmt                   *sql.Stmt
+	stepBeginNewStmt                *sql.Stmt
 	stepCompensationArmStmt         *sql.Stmt
 	stepCompensationBeginStmt       *sql.Stmt
 	stepCompensationEndStmt         *sql.Stmt
@@ -937,6 +946,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		signalRejectStmt:                q.signalRejectStmt,
 		signalSendStmt:                  q.signalSendStmt,
 		stepBeginStmt:                   q.stepBeginStmt,
+		stepBeginNewStmt:                q.stepBeginNewStmt,
 		stepCompensationArmStmt:         q.stepCompensationArmStmt,
 		stepCompensationBeginStmt:       q.stepCompensationBeginStmt,
 		stepCompensationEndStmt:         q.stepCompensationEndStmt,

@@ -120,7 +120,9 @@ func (e *Engine) beginFirstStep(ctx context.Context, tx store.Tx, r store.Run, n
 		return nil
 	}
 	key := store.StepKey{RunID: r.ID, Name: def.FirstStep.Name}
-	attempt, err := tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: def.FirstStep.Input, Position: 0, Now: now})
+	// A run claimed for the first time has no step records (steps are
+	// written only under a lease).
+	attempt, err := tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: def.FirstStep.Input, Position: 0, Now: now, New: true})
 	if err != nil {
 		return err
 	}

@@ -264,7 +264,10 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 	if !begun {
 		err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
 			var err error
-			if attempt, err = tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: def.Input, Position: rc.st.position(key), Now: now}); err != nil {
+			// The execution read every record of the run when it began
+			// (or there were none), so an unrecorded step is most likely new.
+			p := store.StepBeginParams{Key: key, Input: def.Input, Position: rc.st.position(key), Now: now, New: !recorded}
+			if attempt, err = tx.StepBegin(ctx, p); err != nil {
 				return err
 			}
 			return x.event(ctx, tx, now, store.Event{Kind: EventStepStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
