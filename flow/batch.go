@@ -46,6 +46,11 @@ type StartItem[In any] struct {
 //
 // The runs are durable when EnqueueMany returns; the engine's claimers
 // are woken then. Unlike Enqueue, the call never begins a run itself.
+//
+// A call is one transaction, and on SQLite every other write (heartbeats,
+// checkpoints, other processes' claims) waits while it writes, at some
+// tens of thousands of runs a second: load a large backlog in calls of a
+// few thousand items rather than in one.
 func EnqueueMany[Args any](ctx context.Context, e *Engine, job Job[Args], items []EnqueueItem[Args]) ([]*Run[struct{}], error) {
 	ps, err := enqueueManyParams(e, job, items)
 	if err != nil || len(ps) == 0 {
