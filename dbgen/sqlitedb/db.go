@@ -93,6 +93,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventAppendStmt, err = db.PrepareContext(ctx, eventAppend); err != nil {
 		return nil, fmt.Errorf("error preparing query EventAppend: %w", err)
 	}
+	if q.eventAppendManyStmt, err = db.PrepareContext(ctx, eventAppendMany); err != nil {
+		return nil, fmt.Errorf("error preparing query EventAppendMany: %w", err)
+	}
 	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
 		return nil, fmt.Errorf("error preparing query EventList: %w", err)
 	}
@@ -167,6 +170,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runInsertStmt, err = db.PrepareContext(ctx, runInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query RunInsert: %w", err)
+	}
+	if q.runInsertManyStmt, err = db.PrepareContext(ctx, runInsertMany); err != nil {
+		return nil, fmt.Errorf("error preparing query RunInsertMany: %w", err)
 	}
 	if q.runLeaseCheckStmt, err = db.PrepareContext(ctx, runLeaseCheck); err != nil {
 		return nil, fmt.Errorf("error preparing query RunLeaseCheck: %w", err)
@@ -254,6 +260,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.stepBeginStmt, err = db.PrepareContext(ctx, stepBegin); err != nil {
 		return nil, fmt.Errorf("error preparing query StepBegin: %w", err)
+	}
+	if q.stepBeginNewStmt, err = db.PrepareContext(ctx, stepBeginNew); err != nil {
+		return nil, fmt.Errorf("error preparing query StepBeginNew: %w", err)
 	}
 	if q.stepCompensationArmStmt, err = db.PrepareContext(ctx, stepCompensationArm); err != nil {
 		return nil, fmt.Errorf("error preparing query StepCompensationArm: %w", err)
@@ -426,6 +435,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing eventAppendStmt: %w", cerr)
 		}
 	}
+	if q.eventAppendManyStmt != nil {
+		if cerr := q.eventAppendManyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventAppendManyStmt: %w", cerr)
+		}
+	}
 	if q.eventListStmt != nil {
 		if cerr := q.eventListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
@@ -549,6 +563,11 @@ func (q *Queries) Close() error {
 	if q.runInsertStmt != nil {
 		if cerr := q.runInsertStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runInsertStmt: %w", cerr)
+		}
+	}
+	if q.runInsertManyStmt != nil {
+		if cerr := q.runInsertManyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runInsertManyStmt: %w", cerr)
 		}
 	}
 	if q.runLeaseCheckStmt != nil {
@@ -694,6 +713,11 @@ func (q *Queries) Close() error {
 	if q.stepBeginStmt != nil {
 		if cerr := q.stepBeginStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepBeginStmt: %w", cerr)
+		}
+	}
+	if q.stepBeginNewStmt != nil {
+		if cerr := q.stepBeginNewStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepBeginNewStmt: %w", cerr)
 		}
 	}
 	if q.stepCompensationArmStmt != nil {
@@ -843,6 +867,7 @@ type Queries struct {
 	engineReportListStmt            *sql.Stmt
 	engineReportUpsertStmt          *sql.Stmt
 	eventAppendStmt                 *sql.Stmt
+	eventAppendManyStmt             *sql.Stmt
 	eventListStmt                   *sql.Stmt
 	payloadInvalidListStmt          *sql.Stmt
 	queueCountsStmt                 *sql.Stmt
@@ -868,6 +893,7 @@ type Queries struct {
 	runGetKeyHolderStmt             *sql.Stmt
 	runHeartbeatStmt                *sql.Stmt
 	runInsertStmt                   *sql.Stmt
+	runInsertManyStmt               *sql.Stmt
 	runLeaseCheckStmt               *sql.Stmt
 	runListStmt                     *sql.Stmt
 	runListExpiredLeasesStmt        *sql.Stmt
@@ -897,6 +923,7 @@ type Queries struct {
 	signalRejectStmt                *sql.Stmt
 	signalSendStmt                  *sql.Stmt
 	stepBeginStmt                   *sql.Stmt
+	stepBeginNewStmt                *sql.Stmt
 	stepCompensationArmStmt         *sql.Stmt
 	stepCompensationBeginStmt       *sql.Stmt
 	stepCompensationEndStmt         *sql.Stmt
@@ -943,6 +970,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		engineReportListStmt:            q.engineReportListStmt,
 		engineReportUpsertStmt:          q.engineReportUpsertStmt,
 		eventAppendStmt:                 q.eventAppendStmt,
+		eventAppendManyStmt:             q.eventAppendManyStmt,
 		eventListStmt:                   q.eventListStmt,
 		payloadInvalidListStmt:          q.payloadInvalidListStmt,
 		queueCountsStmt:                 q.queueCountsStmt,
@@ -968,6 +996,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runGetKeyHolderStmt:             q.runGetKeyHolderStmt,
 		runHeartbeatStmt:                q.runHeartbeatStmt,
 		runInsertStmt:                   q.runInsertStmt,
+		runInsertManyStmt:               q.runInsertManyStmt,
 		runLeaseCheckStmt:               q.runLeaseCheckStmt,
 		runListStmt:                     q.runListStmt,
 		runListExpiredLeasesStmt:        q.runListExpiredLeasesStmt,
@@ -997,6 +1026,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		signalRejectStmt:                q.signalRejectStmt,
 		signalSendStmt:                  q.signalSendStmt,
 		stepBeginStmt:                   q.stepBeginStmt,
+		stepBeginNewStmt:                q.stepBeginNewStmt,
 		stepCompensationArmStmt:         q.stepCompensationArmStmt,
 		stepCompensationBeginStmt:       q.stepCompensationBeginStmt,
 		stepCompensationEndStmt:         q.stepCompensationEndStmt,

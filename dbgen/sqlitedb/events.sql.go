@@ -37,6 +37,22 @@ func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error 
 	return err
 }
 
+const eventAppendMany = `-- name: EventAppendMany :exec
+INSERT INTO flowlite_events (run_id, at, kind, step, occurrence, attempt, detail)
+SELECT j.value ->> 'run_id', j.value ->> 'at', j.value ->> 'kind', j.value ->> 'step',
+       j.value ->> 'occurrence', j.value ->> 'attempt', j.value ->> 'detail'
+FROM jsonb_each(?1) AS j
+ORDER BY j.key
+`
+
+// EventAppendMany appends the events of @events, a JSON array of objects
+// (run_id, at, kind, step, occurrence, attempt, detail), in array order,
+// with one prepared statement.
+func (q *Queries) EventAppendMany(ctx context.Context, events interface{}) error {
+	_, err := q.exec(ctx, q.eventAppendManyStmt, eventAppendMany, events)
+	return err
+}
+
 const eventList = `-- name: EventList :many
 SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM flowlite_events WHERE run_id = ?1 ORDER BY id
 `

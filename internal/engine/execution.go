@@ -35,6 +35,12 @@ type execution struct {
 	deferredMu sync.Mutex
 	deferred   []func(ctx context.Context, tx store.Tx) error
 
+	// begun is the first attempt the claim recorded (beginFirstStep), until
+	// runStep uses it or an ending write gives it back (undoBegun).
+	begunMu  sync.Mutex
+	begun    begunStep
+	hasBegun bool
+
 	// ending is set while the execution gives its lease up (finish,
 	// release) and stays set once it did: a write that fails for the lease
 	// then, such as a heartbeat racing the finish, lost nothing to another
@@ -52,6 +58,7 @@ func (e *Engine) execute(run store.Run) {
 		e: e, run: run, def: def, lease: run.Lease(),
 		leaseCtx: leaseCtx, cancelLease: cancelLease, runCtx: runCtx, cancelRun: cancelRun,
 	}
+	x.begun, x.hasBegun = e.takeBegun(run)
 	defer cancelLease(nil)
 	defer func() {
 		e.mu.Lock()
@@ -156,6 +163,31 @@ func beatEvery(ctx context.Context, done <-chan struct{}, interval time.Duration
 		}
 	}()
 	return finished
+}
+
+// takeBegun returns the attempt of the step key the claim recorded, and
+// marks it used, when there is one.
+func (x *execution) takeBegun(key store.StepKey) (int, bool) {
+	x.begunMu.Lock()
+	defer x.begunMu.Unlock()
+	if !x.hasBegun || x.begun.key != key {
+		return 0, false
+	}
+	x.hasBegun = false
+	return x.begun.attempt, true
+}
+
+// undoBegun gives the attempt the claim recorded back in tx when no body
+// used it (see the function undoBegun). It leaves it marked unused, so that
+// a later write gives it back if this transaction rolls back.
+func (x *execution) undoBegun(ctx context.Context, tx store.Tx, why string, now int64) error {
+	x.begunMu.Lock()
+	b, ok := x.begun, x.hasBegun
+	x.begunMu.Unlock()
+	if !ok {
+		return nil
+	}
+	return undoBegun(ctx, tx, b, why, now)
 }
 
 // later queues w to commit with the execution's next write transaction.
@@ -331,6 +363,9 @@ func (x *execution) releaseUntil(runAt int64, waiting bool, why string) {
 		if err := tx.RunRelease(ctx, x.lease, p); err != nil {
 			return err
 		}
+		if err := x.undoBegun(ctx, tx, why, now); err != nil {
+			return err
+		}
 		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: why})
 	})
 	if err != nil {
@@ -358,6 +393,9 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 			p.FinishedAt = now
 		}
 		if err := tx.RunFinish(ctx, x.lease, p); err != nil {
+			return err
+		}
+		if err := x.undoBegun(ctx, tx, "the run "+string(status)+" first", now); err != nil {
 			return err
 		}
 		if x.run.ParentID != "" && status.Finished() {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -118,24 +117,19 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	if !p.Deadline.IsZero() {
 		deadline = p.Deadline.UnixMilli()
 	}
-	inserted, err := tx.RunInsert(ctx, store.RunInsertParams{
+	row := store.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
 		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey,
 		UniqueStates: insertStates(p), Now: now,
-	})
+	}
+	inserted, err := tx.RunInsert(ctx, row)
 	if err != nil {
 		return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
 	}
 	if !inserted {
-		run, err := tx.RunGet(ctx, p.ID)
-		if errors.Is(err, store.ErrNotFound) && p.UniqueKey != "" {
-			run, err = uniqueHolder(ctx, tx, p.Workflow.Name, p.UniqueKey, now)
-		}
+		run, err := existingRun(ctx, tx, p, now)
 		if err != nil {
-			return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
-		}
-		if run.Workflow != p.Workflow.Name {
-			return Started{}, fmt.Errorf("start run %s of workflow %s: %w (%s)", p.ID, p.Workflow.Name, ErrRunExists, run.Workflow)
+			return Started{}, err
 		}
 		return Started{Run: run, Existing: true}, nil
 	}
@@ -149,8 +143,18 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	if err != nil {
 		return Started{}, err
 	}
-	run, err := tx.RunGet(ctx, p.ID)
-	return Started{Run: run}, err
+	return Started{Run: insertedRun(row)}, nil
+}
+
+// insertedRun is the run an insert of r recorded, as RunGet would read it
+// back in the same transaction: reading it costs a statement per start,
+// and callers only use what they inserted.
+func insertedRun(r store.RunInsertParams) store.Run {
+	return store.Run{
+		ID: r.ID, Workflow: r.Workflow.Name, Version: r.Workflow.Version, Queue: r.Queue, Priority: r.Priority,
+		Status: store.RunPending, Input: r.Input, RunAt: r.RunAt, Deadline: r.Deadline, ParentID: r.ParentID,
+		UniqueKey: r.UniqueKey, CreatedAt: r.Now, UpdatedAt: r.Now,
+	}
 }
 
 // RolledBack returns the error of the failed run, naming the step that
