@@ -256,7 +256,7 @@ func TestDashboardImportsNoEngine(t *testing.T) {
 	t.Parallel()
 	pkgs := packages(t)
 	var ps []*pkg
-	for _, dir := range []string{"internal/dashboard", "flow/flowui"} {
+	for _, dir := range []string{"internal/dashboard", "flow/flowui", "flow/flowprom"} {
 		ps = append(ps, under(t, pkgs, dir)...)
 	}
 	for _, p := range ps {
