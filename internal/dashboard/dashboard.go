@@ -12,6 +12,11 @@
 // It reads and acts through flow's public API on an engine it does not
 // start: it is an observer and operator, never a worker. It imports flow,
 // internal/metrics and the standard library.
+//
+// flow/flowui is its public face: it mounts the dashboard under a prefix
+// (Options.Prefix), wraps it in the application's authorization, checks
+// the CSRF token the confirmation forms carry (Options.CSRFToken) and adds
+// the JSON API; `flowlite serve` serves flowui.
 package dashboard
 
 import (
