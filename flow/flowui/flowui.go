@@ -59,9 +59,10 @@ import (
 // at the root, read-write, no authorization, no logs.
 type Options struct {
 	// Prefix is the path the handler is mounted at, e.g. "/flowlite" (a
-	// trailing slash is dropped). Mount the handler at Prefix+"/" without
-	// http.StripPrefix: it strips the prefix itself and puts it in front of
-	// every link, form and redirect it writes.
+	// trailing slash is dropped): it is put in front of every link, form
+	// and redirect the handler writes. Mount the handler at Prefix+"/";
+	// it strips the prefix itself, and serves paths an outer
+	// http.StripPrefix(Prefix, …) stripped already as they are.
 	Prefix string
 	// ReadOnly hides the action buttons and refuses every state-changing
 	// request with 403.
@@ -138,11 +139,11 @@ func New(e *flow.Engine, opts *Options) (*Handler, error) {
 	return &Handler{handler: h}, nil
 }
 
-// ServeHTTP serves a request whose path starts with the prefix; any other
-// path is not found.
+// ServeHTTP serves a request under the prefix.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
 
-// mount strips prefix from the path of the requests next gets.
+// mount strips prefix from the path of the requests next gets; a path
+// without it was stripped by the application's mux already.
 func mount(prefix string, next http.Handler) http.Handler {
 	if prefix == "" {
 		return next
@@ -155,7 +156,7 @@ func mount(prefix string, next http.Handler) http.Handler {
 			return
 		}
 		if !strings.HasPrefix(r.URL.Path, prefix+"/") {
-			http.NotFound(w, r)
+			next.ServeHTTP(w, r)
 			return
 		}
 		strip.ServeHTTP(w, r)

@@ -329,3 +329,48 @@ func TestAuthorize(t *testing.T) {
 		t.Error("an unauthorized cancel reached the engine")
 	}
 }
+
+// TestMountedWithStripPrefix: an application that strips the prefix itself,
+// as http.StripPrefix mounts usually go, gets the same links and actions.
+func TestMountedWithStripPrefix(t *testing.T) {
+	t.Parallel()
+	e, err := flowsqlite.Open(context.Background(), fixture.Build(t), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui, err := flowui.New(e, &flowui.Options{Prefix: "/flowlite/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/flowlite/", http.StripPrefix("/flowlite", ui))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		srv.Close()
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	c := client(t)
+	code, page := get(t, c, srv.URL+"/flowlite/runs/"+fixture.StuckRun+"/cancel")
+	if code != http.StatusOK {
+		t.Fatalf("confirmation page: %d", code)
+	}
+	for _, m := range linkRE.FindAllStringSubmatch(page, -1) {
+		if !strings.HasPrefix(m[1], "/flowlite/") {
+			t.Errorf("link %q outside /flowlite/", m[1])
+		}
+	}
+	token := tokenRE.FindStringSubmatch(page)
+	if token == nil {
+		t.Fatal("no csrf_token in the form")
+	}
+	resp, body := do(t, c, "POST", srv.URL+"/flowlite/runs/"+fixture.StuckRun+"/cancel",
+		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, "csrf_token="+url.QueryEscape(token[1]))
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/flowlite/runs/"+fixture.StuckRun) {
+		t.Fatalf("cancel: %d to %q: %s", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
+	if info := status(t, e, fixture.StuckRun); info.Status != flow.StatusCancelled {
+		t.Errorf("after cancel the suspended run is %s, want cancelled", info.Status)
+	}
+}
