@@ -19,6 +19,13 @@
 //	POST /api/runs/{id}/signal      body {"name": …, "payload": any JSON, "key": optional}
 //	GET  /api/changes               reserved for the change stream (server-sent events)
 //
+// The API answers JSON: runs, events and queue statistics with the field
+// names of flow.RunInfo, flow.Event and flow.QueueStats, an action with
+// {"action", "run", "next"} (next: the run to follow, the new run of a
+// retry, "" after a delete), and every error with {"error": "…"} and its
+// status: 400 bad input, 403 refused, 404 no such run, 409 the run's state
+// does not allow the action.
+//
 // Security. Options.Authorize wraps every request, pages, API, metrics and
 // static files alike: it is where the application's login goes. Every
 // request that may change state (any method but GET, HEAD, OPTIONS, TRACE)
