@@ -3,6 +3,7 @@ package flowui_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -140,6 +141,14 @@ func TestAPIActions(t *testing.T) {
 	}
 	if info := status(t, e, fixture.SagaRun); info.RequeuedAs != act.Next {
 		t.Errorf("after retry the dead letter is requeued as %q, want %q", info.RequeuedAs, act.Next)
+	}
+	// A run ID with a slash is one escaped path segment.
+	var requeued flow.RunInfo
+	if code := a.call("GET", "/runs/"+url.PathEscape(act.Next), "", &requeued); code != 200 || requeued.ID != act.Next || requeued.RequeuedFrom != fixture.SagaRun {
+		t.Errorf("GET the requeued run %s: %d %+v", act.Next, code, requeued)
+	}
+	if code := a.call("POST", "/runs/"+url.PathEscape(act.Next)+"/cancel", "", &act); code != 200 || act.Run != requeued.ID {
+		t.Errorf("cancel the requeued run: %d %+v", code, act)
 	}
 	if code := a.call("POST", "/runs/"+fixture.StuckRun+"/skip", "", &act); code != 200 {
 		t.Errorf("skip: %d %+v", code, act)
