@@ -19,7 +19,8 @@
 //	POST /api/runs/{id}/signal      body {"name": …, "payload": any JSON, "key": optional}
 //	GET  /api/changes               reserved for the change stream (server-sent events)
 //
-// The API answers JSON: runs, events and queue statistics with the field
+// A run ID is one path segment: escape it (url.PathEscape), since the IDs
+// of requeued runs hold a slash. The API answers JSON: runs, events and queue statistics with the field
 // names of flow.RunInfo, flow.Event and flow.QueueStats, an action with
 // {"action", "run", "next"} (next: the run to follow, the new run of a
 // retry, "" after a delete), and every error with {"error": "…"} and its
