@@ -12,7 +12,6 @@ import (
 	"github.com/cschleiden/go-workflows/backend/monoprocess"
 	"github.com/cschleiden/go-workflows/backend/sqlite"
 	"github.com/cschleiden/go-workflows/client"
-	"github.com/cschleiden/go-workflows/registry"
 	"github.com/cschleiden/go-workflows/worker"
 	"github.com/cschleiden/go-workflows/workflow"
 )
@@ -35,10 +34,20 @@ func gwThreeSteps(ctx workflow.Context, n int) (int, error) {
 	return n, nil
 }
 
-// gwLatencyWorkflow calls one activity, registered as "gwFirstStep", whose
-// start the latency scenario times: it receives the producer's clock.
+// gwLatency holds the latency scenario's activity, whose start is timed:
+// it receives the producer's clock.
+type gwLatency struct{ lat *latencies }
+
+func (g *gwLatency) FirstStep(_ context.Context, t int64) (int, error) {
+	g.lat.add(sinceMS(t))
+	return 0, nil
+}
+
+// gwLatencyWorkflow calls FirstStep. The nil receiver only names the
+// activity; the worker runs the one registered.
 func gwLatencyWorkflow(ctx workflow.Context, t int64) (int, error) {
-	return workflow.ExecuteActivity[int](ctx, workflow.DefaultActivityOptions, "gwFirstStep", t).Get(ctx)
+	var g *gwLatency
+	return workflow.ExecuteActivity[int](ctx, workflow.DefaultActivityOptions, g.FirstStep, t).Get(ctx)
 }
 
 // goWorkflows runs the workflows and latency scenarios of go-workflows in
@@ -62,11 +71,7 @@ func goWorkflows(ctx context.Context, p params) (result, error) {
 	if err := w.RegisterWorkflow(gwLatencyWorkflow); err != nil {
 		return result{}, fmt.Errorf("register: %w", err)
 	}
-	firstStep := func(_ context.Context, t int64) (int, error) {
-		lat.add(sinceMS(t))
-		return 0, nil
-	}
-	if err := w.RegisterActivity(firstStep, registry.WithName("gwFirstStep")); err != nil {
+	if err := w.RegisterActivity(&gwLatency{lat: &lat}); err != nil {
 		return result{}, fmt.Errorf("register: %w", err)
 	}
 	c := client.New(be)

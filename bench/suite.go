@@ -41,7 +41,7 @@ type suiteConfig struct {
 // scenario is one row group of the table: one measurement, run for each of
 // its systems.
 type scenario struct {
-	Name        string // as shown
+	Name        string // as shown; {n} stands for N
 	Key         string // the child's -scenario
 	Unit        string
 	LowerBetter bool // latency: flowlite ÷ peer below 1 is a win
@@ -55,24 +55,24 @@ func plan() []scenario {
 	var s []scenario
 	pg := []string{"flowlite-pg", "river-pg"}
 	for _, procs := range []int{1, 2, 4} {
-		s = append(s, scenario{Name: fmt.Sprintf("PG: 20k jobs drained, %d worker process(es)", procs),
-			Key: "pg-drain", Unit: "jobs/s", N: 20000, Procs: procs, Systems: pg})
+		s = append(s, scenario{Name: fmt.Sprintf("PG: {n} jobs drained, %d worker process(es)", procs),
+			Key: "pg-drain", Unit: "jobs/s", N: 10000, Procs: procs, Systems: pg})
 	}
 	for _, procs := range []int{1, 2, 4} {
-		s = append(s, scenario{Name: fmt.Sprintf("PG: 2k 3-step workflows, %d worker process(es)", procs),
+		s = append(s, scenario{Name: fmt.Sprintf("PG: {n} 3-step workflows, %d worker process(es)", procs),
 			Key: "pg-workflows", Unit: "workflows/s", N: 2000, Procs: procs, Systems: pg})
 	}
 	s = append(s, scenario{Name: "PG: p99 start→first step at 200/s, across processes (LISTEN/NOTIFY)",
 		Key: "pg-latency", Unit: "ms p99", LowerBetter: true, N: 2000, Procs: 1, Systems: pg})
 	queues := []string{"flowlite", "river-sqlite", "bullmq"}
 	s = append(s,
-		scenario{Name: "20k jobs drained after a bulk insert", Key: "drain", Unit: "jobs/s", N: 20000, Systems: queues},
-		scenario{Name: "bulk insert, 1,000 per transaction/call", Key: "bulk", Unit: "jobs/s", N: 20000, Systems: queues},
-		scenario{Name: "enqueue one by one, 1 caller", Key: "enqueue1", Unit: "jobs/s", N: 2000, Systems: queues},
-		scenario{Name: "enqueue one by one, 16 callers", Key: "enqueue16", Unit: "jobs/s", N: 5000, Systems: queues},
-		scenario{Name: "2k 3-step workflows", Key: "workflows", Unit: "workflows/s", N: 2000,
+		scenario{Name: "{n} jobs drained after a bulk insert", Key: "drain", Unit: "jobs/s", N: 20000, Systems: queues},
+		scenario{Name: "bulk insert of {n} jobs, 1,000 per transaction/call", Key: "bulk", Unit: "jobs/s", N: 20000, Systems: queues},
+		scenario{Name: "enqueue {n} one by one, 1 caller", Key: "enqueue1", Unit: "jobs/s", N: 2000, Systems: queues},
+		scenario{Name: "enqueue {n} one by one, 16 callers", Key: "enqueue16", Unit: "jobs/s", N: 5000, Systems: queues},
+		scenario{Name: "{n} 3-step workflows", Key: "workflows", Unit: "workflows/s", N: 2000,
 			Systems: []string{"flowlite", "go-workflows", "river-sqlite", "bullmq"}},
-		scenario{Name: "p99 start→first step at 200/s, in-process", Key: "latency", Unit: "ms p99", LowerBetter: true, N: 2000,
+		scenario{Name: "p99 start→first step at 200/s, in-process", Key: "latency", Unit: "ms p99", LowerBetter: true, N: 1000,
 			Systems: []string{"flowlite", "go-workflows", "river-sqlite", "bullmq"}},
 	)
 	return s
@@ -147,6 +147,7 @@ func runSuite(ctx context.Context, cfg suiteConfig, out io.Writer) (report, erro
 			continue
 		}
 		s.N = max(1, int(math.Round(float64(s.N)*cfg.Scale)))
+		s.Name = strings.ReplaceAll(s.Name, "{n}", countName(s.N))
 		rep.Scenarios = append(rep.Scenarios, s)
 	}
 	self, err := os.Executable()
@@ -395,6 +396,17 @@ func markdownTable(rep report) string {
 		}
 	}
 	return b.String()
+}
+
+// countName is n as the scenario names say it: 20k, 2,500, 20.
+func countName(n int) string {
+	switch {
+	case n >= 1000 && n%1000 == 0:
+		return strconv.Itoa(n/1000) + "k"
+	case n >= 1000:
+		return fmt.Sprintf("%d,%03d", n/1000, n%1000)
+	}
+	return strconv.Itoa(n)
 }
 
 // fmtNum prints a figure with three significant digits or so.

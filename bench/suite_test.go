@@ -39,6 +39,9 @@ func TestSuiteSmoke(t *testing.T) {
 		Rounds: 1,
 		Scale:  0.01,
 		SVG:    t.TempDir() + "/chart.svg",
+		// A smoke test needs no quiet server: it waits briefly for the
+		// lock whoever restarts PostgreSQL holds, then runs anyway.
+		PGLockWait: 10 * time.Second,
 	}
 	if dsn := os.Getenv("FLOWLITE_BENCH_PG"); dsn != "" {
 		cfg.PGDSN = dsn
