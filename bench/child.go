@@ -40,6 +40,12 @@ type result struct {
 	// RSSKB, when set, is the peak RSS of the child and the processes it
 	// started, summed: a parent's rusage has only the largest of them.
 	RSSKB int64 `json:"rss_kb,omitempty"`
+	// CommitsPer and RowsPer are, on PostgreSQL, the transactions committed
+	// and the rows written (inserted, updated, deleted) in the database per
+	// job or workflow while the workers drained it: what the server had to
+	// do for each.
+	CommitsPer float64 `json:"commits_per,omitempty"`
+	RowsPer    float64 `json:"rows_per,omitempty"`
 	// ExtraCPU is CPU seconds of processes the child's rusage does not
 	// include (none today: reaped children are included).
 	ExtraCPU float64 `json:"extra_cpu,omitempty"`

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // pgSystem is one system's side of the PostgreSQL scenarios, which run
@@ -50,12 +54,21 @@ func (s pgSystem) throughput(ctx context.Context, p params) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	before, err := dbStats(ctx, p.PGDSN, dsn)
+	if err != nil {
+		w.kill()
+		return result{}, err
+	}
 	start, err := w.goAll()
 	if err != nil {
 		w.kill()
 		return result{}, err
 	}
-	end, err := waitFor(ctx, pgPoll, atLeast(count, p.N))
+	polls := 0
+	end, err := waitFor(ctx, pgPoll, func() (bool, error) {
+		polls++
+		return atLeast(count, p.N)()
+	})
 	if err != nil {
 		w.kill()
 		return result{}, err
@@ -68,7 +81,48 @@ func (s pgSystem) throughput(ctx context.Context, p params) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return result{Value: float64(p.N) / end.Sub(start).Seconds(), Done: n, RSSKB: selfRSSKB() + rss}, nil
+	// The workers have exited, so their statistics are flushed; the
+	// counter's own transactions (one per poll, and the last count) are
+	// taken off.
+	closeCount()
+	after, err := dbStats(ctx, p.PGDSN, dsn)
+	if err != nil {
+		return result{}, err
+	}
+	return result{
+		Value: float64(p.N) / end.Sub(start).Seconds(), Done: n, RSSKB: selfRSSKB() + rss,
+		CommitsPer: float64(after.commits-before.commits-int64(polls)-1) / float64(p.N),
+		RowsPer:    float64(after.rows-before.rows) / float64(p.N),
+	}, nil
+}
+
+// pgStats are a database's cumulative counters in pg_stat_database.
+type pgStats struct {
+	commits int64 // transactions committed
+	rows    int64 // rows inserted, updated and deleted
+}
+
+// dbStats reads the counters of the database dsn names, over a connection
+// to the maintenance database maint, after a pause that lets backends that
+// just exited flush theirs.
+func dbStats(ctx context.Context, maint, dsn string) (pgStats, error) {
+	time.Sleep(300 * time.Millisecond)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return pgStats{}, fmt.Errorf("parse %s: %w", dsn, err)
+	}
+	conn, err := pgx.Connect(ctx, maint)
+	if err != nil {
+		return pgStats{}, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var st pgStats
+	err = conn.QueryRow(ctx, `SELECT xact_commit, tup_inserted + tup_updated + tup_deleted
+		FROM pg_stat_database WHERE datname = $1`, strings.TrimPrefix(u.Path, "/")).Scan(&st.commits, &st.rows)
+	if err != nil {
+		return pgStats{}, fmt.Errorf("read pg_stat_database: %w", err)
+	}
+	return st, nil
 }
 
 // latency is pg-latency: one worker process, and this process starting
