@@ -48,6 +48,7 @@ func run() error {
 	flag.StringVar(&s.Out, "out", "", "also write the markdown table to this file")
 	flag.StringVar(&s.SVG, "svg", "", "write a chart of the ratios to this SVG file")
 	flag.StringVar(&s.JSON, "json", "", "write every measurement to this JSON file")
+	from := flag.String("from", "", "print the table and write -out/-svg from a JSON file written by -json, running nothing")
 	flag.StringVar(&s.BullMQ, "bullmq", "bullmq", "directory of the BullMQ harness (npm ci runs there when node_modules is missing)")
 	flag.StringVar(&s.PGLock, "pglock", "/tmp/flowlite-pg.lock", "file to hold an exclusive flock on during PostgreSQL scenarios (whoever restarts the shared server holds it)")
 	flag.DurationVar(&s.PGLockWait, "pglock-wait", 2*time.Minute, "how long to wait for -pglock before running without it (with a warning)")
@@ -65,6 +66,8 @@ func run() error {
 			return err
 		}
 		return json.NewEncoder(os.Stdout).Encode(r)
+	case *from != "":
+		return rerender(*from, s, os.Stdout)
 	default:
 		_, err := runSuite(ctx, s, os.Stdout)
 		return err

@@ -179,7 +179,12 @@ func runSuite(ctx context.Context, cfg suiteConfig, out io.Writer) (report, erro
 		}
 	}
 	fmt.Fprintf(os.Stderr, "suite took %s\n", time.Since(began).Round(time.Second))
-	table := markdownTable(rep)
+	return rep, writeReport(rep, cfg, out)
+}
+
+// writeReport prints the table of rep and writes the files cfg names.
+func writeReport(rep report, cfg suiteConfig, out io.Writer) error {
+	table := markdownTable(rep) + "\n" + scalingTable(rep)
 	fmt.Fprint(out, table)
 	var errs []error
 	if cfg.Out != "" {
@@ -192,7 +197,71 @@ func runSuite(ctx context.Context, cfg suiteConfig, out io.Writer) (report, erro
 		b, err := json.MarshalIndent(rep, "", "  ")
 		errs = append(errs, err, os.WriteFile(cfg.JSON, b, 0o644))
 	}
-	return rep, errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// rerender prints the table and writes the chart of a report saved with
+// -json, without running anything.
+func rerender(path string, cfg suiteConfig, out io.Writer) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read report: %w", err)
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("read report %s: %w", path, err)
+	}
+	cfg.JSON = ""
+	return writeReport(rep, cfg, out)
+}
+
+// scalingTable shows how each system's throughput grows with worker
+// processes: the PostgreSQL scenarios run at 1, 2 and 4.
+func scalingTable(rep report) string {
+	type row struct {
+		key, sys string
+	}
+	var rows []row
+	byProcs := map[row]map[int]float64{}
+	var procs []int
+	for _, s := range rep.Scenarios {
+		if s.Procs == 0 || s.LowerBetter {
+			continue
+		}
+		for _, sys := range s.Systems {
+			r := row{s.Key + " (" + s.Unit + ")", sys}
+			if byProcs[r] == nil {
+				byProcs[r] = map[int]float64{}
+				rows = append(rows, r)
+			}
+			byProcs[r][s.Procs] = summarize(rep, s, sys).Value
+		}
+		if !slices.Contains(procs, s.Procs) {
+			procs = append(procs, s.Procs)
+		}
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	slices.Sort(procs)
+	var b strings.Builder
+	b.WriteString("| scenario | system |")
+	for _, p := range procs {
+		fmt.Fprintf(&b, " %d process(es) |", p)
+	}
+	fmt.Fprintf(&b, " %d ÷ %d |\n|---|---|", procs[len(procs)-1], procs[0])
+	for range procs {
+		b.WriteString("--:|")
+	}
+	b.WriteString("--:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s |", r.key, r.sys)
+		for _, p := range procs {
+			fmt.Fprintf(&b, " %s |", fmtNum(byProcs[r][p]))
+		}
+		fmt.Fprintf(&b, " %s |\n", fmtNum(byProcs[r][procs[len(procs)-1]]/byProcs[r][procs[0]]))
+	}
+	return b.String()
 }
 
 // runOne runs one scenario of one system as a child process and measures

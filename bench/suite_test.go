@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,6 +40,7 @@ func TestSuiteSmoke(t *testing.T) {
 		Rounds: 1,
 		Scale:  0.01,
 		SVG:    t.TempDir() + "/chart.svg",
+		JSON:   t.TempDir() + "/report.json",
 		// A smoke test needs no quiet server: it waits briefly for the
 		// lock whoever restarts PostgreSQL holds, then runs anyway.
 		PGLockWait: 10 * time.Second,
@@ -49,6 +51,13 @@ func TestSuiteSmoke(t *testing.T) {
 	rep, err := runSuite(ctx, cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var table strings.Builder
+	if err := rerender(cfg.JSON, cfg, &table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "flowlite ÷ system") {
+		t.Errorf("table from the saved report:\n%s", table.String())
 	}
 	want := 0
 	for _, s := range rep.Scenarios {
