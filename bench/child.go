@@ -46,9 +46,6 @@ type result struct {
 	// do for each.
 	CommitsPer float64 `json:"commits_per,omitempty"`
 	RowsPer    float64 `json:"rows_per,omitempty"`
-	// ExtraCPU is CPU seconds of processes the child's rusage does not
-	// include (none today: reaped children are included).
-	ExtraCPU float64 `json:"extra_cpu,omitempty"`
 }
 
 // scenarioFunc runs one scenario of one system in this process.

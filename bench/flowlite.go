@@ -278,10 +278,7 @@ func flowliteLatencySQLite(ctx context.Context, p params) (result, error) {
 	defer e.Close()
 	defer db.Close()
 	var lat latencies
-	job := flow.Job[latencyArgs]{Name: "latency", Handler: func(_ context.Context, a latencyArgs) error {
-		lat.add(sinceMS(a.T))
-		return nil
-	}}
+	job := flowliteLatencyJob(&lat)
 	flow.RegisterJob(e, job)
 	if err := e.Start(ctx); err != nil {
 		return result{}, fmt.Errorf("start engine: %w", err)

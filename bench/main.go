@@ -1,7 +1,7 @@
 // Command bench compares flowlite with River, go-workflows and BullMQ on
 // the same machine in the same run. Run it from this directory:
 //
-//	go run . -out RESULTS.figures.md -svg chart.svg
+//	go run . -svg results.svg -json results.json
 //
 // The suite runs every scenario of every system as its own child process
 // (this binary again, or node for BullMQ), in interleaved rounds, and

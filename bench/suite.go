@@ -314,7 +314,6 @@ func runOne(ctx context.Context, cfg suiteConfig, lk *pgLock, self string, s sce
 		return m
 	}
 	m.Value, m.P50, m.Done, m.CommitsPer, m.RowsPer = r.Value, r.P50, r.Done, r.CommitsPer, r.RowsPer
-	m.CPUSec += r.ExtraCPU
 	if r.RSSKB > 0 {
 		m.RSSMiB = float64(r.RSSKB) / 1024
 	}
