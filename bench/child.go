@@ -93,6 +93,17 @@ func runWorker(ctx context.Context, p params) error {
 	return json.NewEncoder(os.Stdout).Encode(samples)
 }
 
+// started waits for the worker's go, and reports false if it was told to
+// stop first (its parent gave up before the start).
+func started(start, stop <-chan struct{}) bool {
+	select {
+	case <-start:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
 // workerProcs are the worker processes of one multi-process scenario.
 type workerProcs struct {
 	procs []*workerProc

@@ -378,7 +378,9 @@ var flowlitePG = pgSystem{
 			flow.RegisterJob(e, flowliteLatencyJob(&lat))
 		}
 		ready()
-		<-start
+		if !started(start, stop) {
+			return nil, nil
+		}
 		if err := e.Start(ctx); err != nil {
 			return nil, fmt.Errorf("start engine: %w", err)
 		}

@@ -346,7 +346,9 @@ var riverPG = pgSystem{
 			return nil, fmt.Errorf("new client: %w", err)
 		}
 		ready()
-		<-start
+		if !started(start, stop) {
+			return nil, nil
+		}
 		if err := client.Start(ctx); err != nil {
 			return nil, fmt.Errorf("start client: %w", err)
 		}
