@@ -80,36 +80,43 @@ func flowliteThreeSteps(done *atomic.Int64) flow.Workflow[int, int] {
 }
 
 // flowliteEnqueueBulk records n runs of job, bulkTxSize per transaction of
-// db (the engine's database), with EnqueueTx. It is the one place the bulk
-// insert scenario and the drains' set-up insert through: switch it to a
-// batch enqueue API once flowlite has one.
+// db (the engine's database), with EnqueueManyTx: one batch per
+// transaction, as River's InsertManyTx does. It is the one place the bulk
+// insert scenario and the drains' set-up insert through.
 func flowliteEnqueueBulk(ctx context.Context, e *flow.Engine, db *sql.DB, job flow.Job[int], n int) error {
-	return inChunks(ctx, db, n, func(tx *sql.Tx, i int) error {
-		_, err := flow.EnqueueTx(ctx, e, tx, job, i, nil)
+	return inChunks(ctx, db, n, func(tx *sql.Tx, lo, hi int) error {
+		items := make([]flow.EnqueueItem[int], 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			items = append(items, flow.EnqueueItem[int]{Args: i})
+		}
+		_, err := flow.EnqueueManyTx(ctx, e, tx, job, items)
 		return err
 	})
 }
 
 // flowliteStartBulk starts n runs of wf, bulkTxSize per transaction, with
-// StartTx (the workflows scenarios' untimed set-up).
+// StartManyTx (the workflows scenarios' untimed set-up).
 func flowliteStartBulk(ctx context.Context, e *flow.Engine, db *sql.DB, wf flow.Workflow[int, int], n int) error {
-	return inChunks(ctx, db, n, func(tx *sql.Tx, i int) error {
-		_, err := flow.StartTx(ctx, e, tx, wf, i, nil)
+	return inChunks(ctx, db, n, func(tx *sql.Tx, lo, hi int) error {
+		items := make([]flow.StartItem[int], 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			items = append(items, flow.StartItem[int]{In: i})
+		}
+		_, err := flow.StartManyTx(ctx, e, tx, wf, items)
 		return err
 	})
 }
 
-func inChunks(ctx context.Context, db *sql.DB, n int, f func(tx *sql.Tx, i int) error) error {
+func inChunks(ctx context.Context, db *sql.DB, n int, f func(tx *sql.Tx, lo, hi int) error) error {
 	for lo := 0; lo < n; lo += bulkTxSize {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
-		for i := lo; i < min(lo+bulkTxSize, n); i++ {
-			if err := f(tx, i); err != nil {
-				_ = tx.Rollback()
-				return fmt.Errorf("insert %d: %w", i, err)
-			}
+		hi := min(lo+bulkTxSize, n)
+		if err := f(tx, lo, hi); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("insert %d..%d: %w", lo, hi-1, err)
 		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("commit: %w", err)
