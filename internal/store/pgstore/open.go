@@ -88,7 +88,18 @@ type Options struct {
 	// Every process on one schema should agree, or some engines will not
 	// be woken.
 	NoWakes bool
+	// ApplicationName is the application_name of the connections Open
+	// makes (its pool's and the wake listener's), which pg_stat_activity
+	// shows: an operator tells flowlite's sessions from the application's
+	// by it, to watch them or to end them with pg_terminate_backend.
+	// Default: the DSN's application_name (or PGAPPNAME's), else
+	// DefaultApplicationName. OpenDB leaves the caller's pool as it is.
+	ApplicationName string
 }
+
+// DefaultApplicationName is the application_name of the sessions Open
+// makes when neither Options.ApplicationName nor the DSN names one.
+const DefaultApplicationName = "flowlite"
 
 // Store is a store.Store over one PostgreSQL schema.
 type Store struct {
@@ -123,6 +134,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	where := fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 10
+	}
+	switch {
+	case opts.ApplicationName != "":
+		cfg.RuntimeParams["application_name"] = opts.ApplicationName
+	case cfg.RuntimeParams["application_name"] == "":
+		cfg.RuntimeParams["application_name"] = DefaultApplicationName
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(opts.MaxConns)
