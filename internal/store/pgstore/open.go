@@ -279,12 +279,25 @@ func (c conn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, erro
 	return c.target().PrepareContext(ctx, c.s.names.rewrite(query))
 }
 
+// A read on the pool (Reader) is sent again when the connection it took
+// turns out dead (deadconn.go); one in a transaction is not.
+
 func (c conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return c.target().QueryContext(ctx, c.s.names.rewrite(query), args...)
+	for try := 0; ; try++ {
+		rows, err := c.target().QueryContext(ctx, c.s.names.rewrite(query), args...)
+		if pool, ok := c.db.(*sql.DB); !ok || !retryDeadConn(ctx, pool, err, try) {
+			return rows, err
+		}
+	}
 }
 
 func (c conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return c.target().QueryRowContext(ctx, c.s.names.rewrite(query), args...)
+	for try := 0; ; try++ {
+		row := c.target().QueryRowContext(ctx, c.s.names.rewrite(query), args...)
+		if pool, ok := c.db.(*sql.DB); !ok || !retryDeadConn(ctx, pool, row.Err(), try) {
+			return row
+		}
+	}
 }
 
 // interpretError maps PostgreSQL's errors onto the store's sentinel

@@ -35,7 +35,7 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, sqlTx, err := s.begin(ctx, true) // a dead pooled connection is skipped (deadconn.go)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -43,10 +43,6 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 		return fmt.Errorf("begin write: %w", interpretError(ctx, err))
 	}
 	defer conn.Close()
-	sqlTx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return fmt.Errorf("begin write: %w", interpretError(ctx, err))
-	}
 	committed := false
 	defer func() {
 		// Runs on an error and on a panic of fn, which then goes on up to

@@ -1,0 +1,98 @@
+package pgstore_test
+
+import (
+	"database/sql"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/pgstore"
+)
+
+// TestDeadPooledConnectionsAreSkipped: after the server ended every
+// session of the store (as a restart or pg_terminate_backend does), each
+// pooled connection is dead until used once. Writes and reads sent right
+// then must succeed on fresh connections instead of failing once per dead
+// connection.
+func TestDeadPooledConnectionsAreSkipped(t *testing.T) {
+	t.Parallel()
+	const conns = 4
+	app := "flowlite_deadconn_" + freshSchema()
+	s := openStore(t, pgstore.Options{MaxConns: conns, ApplicationName: app})
+	ctx := t.Context()
+	insertRuns(t, s, "q", "r1")
+	admin := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
+	admin.SetMaxOpenConns(1)
+	t.Cleanup(func() { admin.Close() })
+
+	// fill opens every connection of the pool: conns writes at once, each
+	// holding its connection until all hold one.
+	fill := func() {
+		t.Helper()
+		var held sync.WaitGroup
+		held.Add(conns)
+		release := make(chan struct{})
+		var g errgroup.Group
+		for range conns {
+			g.Go(func() error {
+				return s.Write(ctx, func(store.Tx) error { held.Done(); <-release; return nil })
+			})
+		}
+		held.Wait()
+		close(release)
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// kill ends the store's sessions and waits until they are gone. It
+	// must be quick: pgx's driver pings a connection idle for over a second
+	// before reusing it, which would find the dead ones without the store.
+	kill := func() {
+		t.Helper()
+		var n int
+		err := admin.QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+		if err != nil || n < conns {
+			t.Fatalf("terminated %d sessions, %v; want the pool's %d", n, err, conns)
+		}
+		for {
+			err := admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	fill()
+	kill()
+	var g errgroup.Group
+	for range conns {
+		g.Go(func() error {
+			return s.Write(ctx, func(tx store.Tx) error {
+				_, err := tx.RunGet(ctx, "r1")
+				return err
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("write after the sessions ended: %v", err)
+	}
+
+	fill()
+	kill()
+	for i := range conns {
+		if _, err := s.Reader().RunGet(ctx, "r1"); err != nil {
+			t.Fatalf("read %d after the sessions ended: %v", i, err)
+		}
+		if _, err := s.Reader().RunCountByStatus(ctx); err != nil {
+			t.Fatalf("list read %d after the sessions ended: %v", i, err)
+		}
+	}
+}
