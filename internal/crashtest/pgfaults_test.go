@@ -3,12 +3,14 @@ package crashtest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -218,15 +220,33 @@ func faultScenario(t *testing.T, h *harness, faults int, fault func(ctx context.
 	// returns nil (Start is idempotent by run ID, so a retry after a
 	// commit whose answer was lost finds the run recorded).
 	total, startErrors := 0, 0
-	start := func(n int) {
+	start := func(n int) *flow.Run[sagaOut] {
 		for {
-			_, err := flow.Start(ctx, parent, sagaWorkflow, sagaIn{N: n, Fail: sagaFails(n)}, &flow.StartOptions{RunID: runID(n)})
+			r, err := flow.Start(ctx, parent, sagaWorkflow, sagaIn{N: n, Fail: sagaFails(n)}, &flow.StartOptions{RunID: runID(n)})
 			if err == nil || ctx.Err() != nil {
-				return
+				return r
 			}
 			startErrors++
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+	// Waiters: every tenth run is awaited with Result from the parent, in
+	// the background, across the faults. Each must get the run's outcome,
+	// never an error of the database being away.
+	var waiters sync.WaitGroup
+	waitErrs := make(chan error, 10_000)
+	await := func(n int, r *flow.Run[sagaOut]) {
+		waiters.Go(func() {
+			out, err := r.Result(ctx)
+			var rb *flow.RolledBackError
+			switch {
+			case sagaFails(n) && errors.As(err, &rb):
+			case sagaFails(n):
+				waitErrs <- fmt.Errorf("Result of %s = %+v, %v; want it rolled back", r.ID(), out, err)
+			case err != nil || out != (sagaOut{wantS1(n), wantS2(n), wantS3(n)}):
+				waitErrs <- fmt.Errorf("Result of %s = %+v, %v; want its output", r.ID(), out, err)
+			}
+		})
 	}
 	stopStarts := make(chan struct{})
 	startsDone := make(chan struct{})
@@ -238,7 +258,9 @@ func faultScenario(t *testing.T, h *harness, faults int, fault func(ctx context.
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			start(total)
+			if r := start(total); r != nil && total%10 == 0 {
+				await(total, r)
+			}
 			total++
 		}
 	}()
@@ -310,6 +332,11 @@ func faultScenario(t *testing.T, h *harness, faults int, fault func(ctx context.
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	waiters.Wait()
+	close(waitErrs)
+	for err := range waitErrs {
+		t.Error(err)
+	}
 	for _, c := range kids {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	}
@@ -336,8 +363,8 @@ func faultScenario(t *testing.T, h *harness, faults int, fault func(ctx context.
 			logged[m[1]+" "+m[2]]++
 		}
 	}
-	t.Logf("%d faults, 3 worker processes (never restarted), %d runs started (%d Start calls failed and were retried); engine logs: %v",
-		faults, total, startErrors, logged)
+	t.Logf("%d faults, 3 worker processes (never restarted), %d runs started (%d Start calls failed and were retried), %d awaited with Result; engine logs: %v",
+		faults, total, startErrors, (total+9)/10, logged)
 	t.Logf("run settled after each fault: %v; wake listeners back: %v", progress, relisten)
 	checkShared(t, h, total, len(kids), nil)
 }

@@ -49,6 +49,14 @@ func connLost(err error) bool {
 		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
+// unreachable reports whether err says the server could not be reached or
+// the connection broke, without a word from the server (which connLost
+// reads from a *pgconn.PgError).
+func unreachable(err error) bool {
+	var connectErr *pgconn.ConnectError
+	return connLost(err) || errors.As(err, &connectErr)
+}
+
 // deadConnRetries bounds the retries of one statement: one per connection
 // the pool may hold (a pool of unbounded size counts as 32).
 func deadConnRetries(db *sql.DB) int {

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"database/sql"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -94,5 +95,36 @@ func TestDeadPooledConnectionsAreSkipped(t *testing.T) {
 		if _, err := s.Reader().RunCountByStatus(ctx); err != nil {
 			t.Fatalf("list read %d after the sessions ended: %v", i, err)
 		}
+	}
+}
+
+// TestEndedSessionIsUnavailable: a statement whose session the server
+// ended fails with store.ErrUnavailable, which tells the engine (and
+// Run.Result) that the database is away for a moment, not that the call
+// was wrong.
+func TestEndedSessionIsUnavailable(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{MaxConns: 2})
+	ctx := t.Context()
+	insertRuns(t, s, "q", "r1")
+	admin := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
+	admin.SetMaxOpenConns(1)
+	t.Cleanup(func() { admin.Close() })
+	err := s.Write(ctx, func(tx store.Tx) error {
+		var pid int
+		if err := tx.SQL().QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			return err
+		}
+		if _, err := admin.ExecContext(ctx, "SELECT pg_terminate_backend($1)", pid); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tx.RunGet(ctx, "r1")
+		return err
+	})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("statement on an ended session = %v, want store.ErrUnavailable", err)
+	}
+	if _, err := s.Reader().RunGet(ctx, "r1"); err != nil {
+		t.Fatalf("read after the session ended: %v", err)
 	}
 }

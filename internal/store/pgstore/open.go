@@ -338,7 +338,13 @@ func interpretError(ctx context.Context, err error) error {
 		case "3D000": // invalid_catalog_name: the database does not exist
 			return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
 		}
+		if connLost(pgErr) { // the server ended the session, or is starting or stopping
+			return fmt.Errorf("%w (%v)", store.ErrUnavailable, err)
+		}
 		return err
+	}
+	if unreachable(err) {
+		return fmt.Errorf("%w (%v)", store.ErrUnavailable, err)
 	}
 	// database/sql's words for a pool used after Close, which it has no
 	// sentinel for.
