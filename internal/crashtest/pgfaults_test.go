@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,8 +69,19 @@ func faultHarness(t *testing.T) *harness {
 	return h
 }
 
-// pgCtl runs pg_ctlcluster on the test's cluster.
+// pgCtl runs pg_ctlcluster on the test's cluster. The server it starts
+// would inherit every descriptor of this process that is not
+// close-on-exec, and hold it as long as it runs: a lock whoever runs the
+// test took with flock(1), a pipe a CI log reads to its end. So those
+// are marked close-on-exec first (Go opens its own so already).
 func pgCtl(action string, args ...string) ([]byte, error) {
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, f := range fds {
+			if fd, err := strconv.Atoi(f.Name()); err == nil && fd > 2 {
+				syscall.CloseOnExec(fd)
+			}
+		}
+	}
 	cluster := strings.Fields(os.Getenv(envCluster))
 	if len(cluster) != 2 {
 		cluster = []string{"15", "main"}
