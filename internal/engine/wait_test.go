@@ -16,11 +16,20 @@ import (
 )
 
 // awayStore is a store whose database is unavailable to reads of runs
-// while away is set, as a PostgreSQL server is while it restarts.
+// while away is set, and to writes while awayWrites is, as a PostgreSQL
+// server is while it restarts.
 type awayStore struct {
 	store.Store
-	away  atomic.Bool
-	reads atomic.Int32 // reads refused
+	away       atomic.Bool  // reads of runs fail
+	awayWrites atomic.Bool  // writes fail
+	reads      atomic.Int32 // reads refused
+}
+
+func (s *awayStore) Write(ctx context.Context, fn func(store.Tx) error) error {
+	if s.awayWrites.Load() {
+		return fmt.Errorf("begin write: %w (dial tcp: connection refused)", store.ErrUnavailable)
+	}
+	return s.Store.Write(ctx, fn)
 }
 
 func (s *awayStore) Reader() store.Reader { return awayReader{Reader: s.Store.Reader(), s: s} }
