@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -90,6 +91,73 @@ func TestClaimerLogsAnOutageOnce(t *testing.T) {
 	} {
 		if n := logs.count(c.line); n != c.want {
 			t.Errorf("%d log lines %s, want %d; log:\n%s", n, c.line, c.want, logs)
+		}
+	}
+}
+
+// A run's outcome whose write finds the database unavailable for longer
+// than the write retry budget is still written once the database is back,
+// by the execution that has it, rather than given up: the run completes
+// without a rescue, and Result (Wait) returns its outcome rather than a
+// write error.
+func TestOutcomeWrittenAfterLongOutage(t *testing.T) {
+	t.Parallel()
+	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "l.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	as := &awayStore{Store: s}
+	const lease = 600 * time.Millisecond // a retry budget of 300ms
+	e, err := New(as, Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outage := make(chan struct{})
+	err = e.Register(Workflow{Key: jobKey, Run: func(rc *RunContext, _ []byte) ([]byte, error) {
+		return rc.Step(Step{Name: "work", Input: []byte(`{}`), Run: func(context.Context, *sql.Tx) ([]byte, error) {
+			// The database goes away as the step ends: its checkpoint and
+			// the run's outcome commit together, in the write that fails.
+			as.awayWrites.Store(true)
+			close(outage)
+			return []byte(`"done"`), nil
+		}})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := e.StartRun(ctx, StartParams{ID: "r", Workflow: jobKey, Input: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	<-outage
+	time.AfterFunc(3*lease, func() { as.awayWrites.Store(false) })
+	run, err := e.Wait(ctx, "r")
+	if err != nil || run.Status != store.RunCompleted || string(run.Output) != `"done"` {
+		t.Fatalf("Wait after a %s outage = %s %s, %v; want completed \"done\"", 3*lease, run.Status, run.Output, err)
+	}
+	hist, err := s.Reader().EventList(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := 0
+	for _, ev := range hist {
+		if ev.Kind == EventRunClaimed {
+			claims++
+		}
+		if ev.Kind == EventRunRescued || claims > 1 {
+			t.Fatalf("history has %s (%s): the outcome was not written by the execution that had it", ev.Kind, ev.Detail)
 		}
 	}
 }
