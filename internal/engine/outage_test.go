@@ -161,3 +161,48 @@ func TestOutcomeWrittenAfterLongOutage(t *testing.T) {
 		}
 	}
 }
+
+// Stop during an outage waits for a run's unwritable outcome no longer
+// than the write retry budget (and a backoff), not until the database is
+// back.
+func TestStopDuringOutageIsBounded(t *testing.T) {
+	t.Parallel()
+	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "s.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	as := &awayStore{Store: s}
+	e, err := New(as, Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: 600 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outage := make(chan struct{})
+	err = e.Register(Workflow{Key: jobKey, Run: func(rc *RunContext, _ []byte) ([]byte, error) {
+		return rc.Step(Step{Name: "work", Input: []byte(`{}`), Run: func(context.Context, *sql.Tx) ([]byte, error) {
+			as.awayWrites.Store(true)
+			close(outage)
+			return []byte(`"done"`), nil
+		}})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.StartRun(t.Context(), StartParams{ID: "r", Workflow: jobKey, Input: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	<-outage
+	time.Sleep(time.Second) // past the budget: the write is retried for the outage
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("Stop took %s during an outage", took)
+	}
+}

@@ -38,8 +38,9 @@ const (
 // over, and once the database is back this execution's heartbeat renews
 // the lease (and the rescuer of this engine renews the lease of the runs
 // it executes before it rescues any); should another engine still take
-// the run, the fenced write fails with store.ErrLeaseLost. Stopping the
-// engine ends the retries, as it does any.
+// the run, the fenced write fails with store.ErrLeaseLost. Once the engine
+// stops, the budget applies again, so that Stop waits no longer than it
+// would for any other failing write.
 func (x *execution) writeRetried(what string, fn func(ctx context.Context, tx store.Tx, now int64) error) error {
 	budget := min(writeRetryBudget, x.e.cfg.LeaseTimeout/2)
 	deadline := time.Now().Add(budget)
@@ -49,7 +50,7 @@ func (x *execution) writeRetried(what string, fn func(ctx context.Context, tx st
 		if err == nil || !retryableWrite(err) {
 			return err
 		}
-		if time.Now().Add(wait).After(deadline) && !errors.Is(err, store.ErrUnavailable) {
+		if time.Now().Add(wait).After(deadline) && (!errors.Is(err, store.ErrUnavailable) || x.e.stopping()) {
 			return err
 		}
 		x.e.metrics.writeFailed(err, x.e.now())
@@ -61,6 +62,13 @@ func (x *execution) writeRetried(what string, fn func(ctx context.Context, tx st
 		}
 		wait = min(2*wait, writeRetryMax)
 	}
+}
+
+// stopping reports whether Stop was called.
+func (e *Engine) stopping() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.running
 }
 
 // retryableWrite reports whether a failed write may succeed later. A lost
