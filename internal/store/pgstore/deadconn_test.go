@@ -3,10 +3,16 @@ package pgstore_test
 import (
 	"database/sql"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"golang.org/x/sync/errgroup"
 
@@ -126,5 +132,36 @@ func TestEndedSessionIsUnavailable(t *testing.T) {
 	}
 	if _, err := s.Reader().RunGet(ctx, "r1"); err != nil {
 		t.Fatalf("read after the session ended: %v", err)
+	}
+}
+
+// TestUnavailableErrors: the errors of a session the server ended, of a
+// broken connection and of a server that cannot be reached map onto
+// store.ErrUnavailable; the server's other refusals do not.
+func TestUnavailableErrors(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"crash shutdown", &pgconn.PgError{Code: "57P02"}, true},
+		{"starting up", fmt.Errorf("connect: %w", &pgconn.PgError{Code: "57P03"}), true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"conn closed", fmt.Errorf("begin: %w", pgconn.ErrConnClosed), true},
+		{"EOF", fmt.Errorf("receive message: %w", io.ErrUnexpectedEOF), true},
+		{"reset", fmt.Errorf("receive message: %w", reset), true},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"too many clients", &pgconn.PgError{Code: "53300"}, false},
+		{"bad password", &pgconn.PgError{Code: "28P01"}, false},
+		{"no rows", sql.ErrNoRows, false},
+		{"other", errors.New("something else"), false},
+	} {
+		if got := errors.Is(pgstore.InterpretError(ctx, c.err), store.ErrUnavailable); got != c.want {
+			t.Errorf("%s: ErrUnavailable %v, want %v", c.name, got, c.want)
+		}
 	}
 }
