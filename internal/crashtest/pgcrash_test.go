@@ -41,7 +41,8 @@ func pgHarness(t *testing.T) *harness {
 // checkpointed step run again, no saga left half compensated, and no run
 // rescued while its owner was alive (see checkRun and checkShared).
 //
-// Bounded to a few seconds; -args -long (or FLOWLITE_CRASH_LONG=1) runs
+// Bounded to 300 runs and 8 kills (10-20 s); -args -long (or
+// FLOWLITE_CRASH_LONG=1) runs
 // the soak.
 //
 // Not parallel: its worker processes would load the two shared cores while
