@@ -42,8 +42,7 @@ func pgHarness(t *testing.T) *harness {
 // rescued while its owner was alive (see checkRun and checkShared).
 //
 // Bounded to 300 runs and 8 kills (10-20 s); -args -long (or
-// FLOWLITE_CRASH_LONG=1) runs
-// the soak.
+// FLOWLITE_CRASH_LONG=1) runs the soak: 1,500 runs and 60 kills.
 //
 // Not parallel: its worker processes would load the two shared cores while
 // the SQLite tests of the package time their lock waits (a rescue of
