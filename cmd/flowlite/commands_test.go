@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -230,9 +229,9 @@ func TestMigrate(t *testing.T) {
 	if !st.Pending || st.Current != previous || st.Latest != latest {
 		t.Errorf("migrate status of an old database: %+v", st)
 	}
-	// (The count is the version difference, one migration once the
-	// versions are contiguous again.)
-	if out := ok(t, old, "migrate", "status"); !strings.Contains(out, fmt.Sprintf("%d migration(s) pending: run 'flowlite migrate up'", latest-previous)) {
+	// oldSchema leaves out the last migration file: one is pending, however
+	// far apart the two versions are numbered.
+	if out := ok(t, old, "migrate", "status"); !strings.Contains(out, "1 migration(s) pending: run 'flowlite migrate up'") {
 		t.Errorf("migrate status: %s", out)
 	}
 	for _, args := range [][]string{{"runs"}, {"stats"}, {"cancel", "x"}, {"signal", "x", "y"}} {

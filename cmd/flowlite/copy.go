@@ -26,7 +26,7 @@ func (a *app) copyCommand() *cobra.Command {
 default ` + pgstore.DefaultSchema + `), to move an application to PostgreSQL without
 losing its runs: runs in every state with their steps, history and signals,
 dead letters and their requeue links, schedules, unique holds, queues (and
-whether they are paused) and registered workflows.
+whether they are paused), registered workflows and workflow definitions.
 
 Stop every engine working the SQLite file first: copy refuses a file on
 which an engine reports itself alive, and what an engine would do during the

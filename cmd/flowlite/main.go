@@ -62,6 +62,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowdef"
 	"github.com/flowlite/flowlite/flow/flowpg"
 )
 
@@ -124,6 +125,8 @@ type app struct {
 	started     bool           // a command's action began: its errors are operational
 
 	logger *slog.Logger // set by setup from --log-level
+
+	catalog *flowdef.Catalog // def --catalog: the steps definitions are checked against
 }
 
 // usageError is a bad flag value or argument found by a command's action;
@@ -192,6 +195,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.cleanCommand(),
 		a.serveCommand(),
 		a.copyCommand(),
+		a.defCommand(),
 	)
 	return root
 }

@@ -20,7 +20,8 @@ SELECT
     (SELECT count(*) FROM flowlite.schedules)::bigint AS schedules,
     (SELECT count(*) FROM flowlite.unique_holds)::bigint AS unique_holds,
     (SELECT count(*) FROM flowlite.queues)::bigint AS queues,
-    (SELECT count(*) FROM flowlite.workflows)::bigint AS workflows
+    (SELECT count(*) FROM flowlite.workflows)::bigint AS workflows,
+    (SELECT count(*) FROM flowlite.definitions)::bigint AS definitions
 `
 
 type CopyCountsRow struct {
@@ -32,6 +33,7 @@ type CopyCountsRow struct {
 	UniqueHolds int64
 	Queues      int64
 	Workflows   int64
+	Definitions int64
 }
 
 // Writes of `flowlite copy` (internal/store/storecopy), which copies a
@@ -52,8 +54,37 @@ func (q *Queries) CopyCounts(ctx context.Context) (CopyCountsRow, error) {
 		&i.UniqueHolds,
 		&i.Queues,
 		&i.Workflows,
+		&i.Definitions,
 	)
 	return i, err
+}
+
+const copyDefinitionInsert = `-- name: CopyDefinitionInsert :exec
+INSERT INTO flowlite.definitions (name, version, hash, body, file, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+`
+
+type CopyDefinitionInsertParams struct {
+	Name      string
+	Version   int64
+	Hash      string
+	Body      []byte
+	File      string
+	CreatedAt int64
+	UpdatedAt int64
+}
+
+func (q *Queries) CopyDefinitionInsert(ctx context.Context, arg CopyDefinitionInsertParams) error {
+	_, err := q.db.ExecContext(ctx, copyDefinitionInsert,
+		arg.Name,
+		arg.Version,
+		arg.Hash,
+		arg.Body,
+		arg.File,
+		arg.CreatedAt,
+		arg.UpdatedAt,
+	)
+	return err
 }
 
 const copyEventInsert = `-- name: CopyEventInsert :exec

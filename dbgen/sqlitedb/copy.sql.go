@@ -18,7 +18,8 @@ SELECT
     (SELECT count(*) FROM flowlite_schedules) AS schedules,
     (SELECT count(*) FROM flowlite_unique_holds) AS unique_holds,
     (SELECT count(*) FROM flowlite_queues) AS queues,
-    (SELECT count(*) FROM flowlite_workflows) AS workflows
+    (SELECT count(*) FROM flowlite_workflows) AS workflows,
+    (SELECT count(*) FROM flowlite_definitions) AS definitions
 `
 
 type CopyCountsRow struct {
@@ -30,6 +31,7 @@ type CopyCountsRow struct {
 	UniqueHolds int64
 	Queues      int64
 	Workflows   int64
+	Definitions int64
 }
 
 // CopyCounts counts the rows of every table the copy carries.
@@ -45,8 +47,44 @@ func (q *Queries) CopyCounts(ctx context.Context) (CopyCountsRow, error) {
 		&i.UniqueHolds,
 		&i.Queues,
 		&i.Workflows,
+		&i.Definitions,
 	)
 	return i, err
+}
+
+const copyDefinitionList = `-- name: CopyDefinitionList :many
+SELECT name, version, hash, body, file, created_at, updated_at FROM flowlite_definitions ORDER BY name, version
+`
+
+func (q *Queries) CopyDefinitionList(ctx context.Context) ([]Definition, error) {
+	rows, err := q.query(ctx, q.copyDefinitionListStmt, copyDefinitionList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Definition{}
+	for rows.Next() {
+		var i Definition
+		if err := rows.Scan(
+			&i.Name,
+			&i.Version,
+			&i.Hash,
+			&i.Body,
+			&i.File,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const copyEventList = `-- name: CopyEventList :many

@@ -33,6 +33,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.copyCountsStmt, err = db.PrepareContext(ctx, copyCounts); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyCounts: %w", err)
 	}
+	if q.copyDefinitionListStmt, err = db.PrepareContext(ctx, copyDefinitionList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyDefinitionList: %w", err)
+	}
 	if q.copyEventListStmt, err = db.PrepareContext(ctx, copyEventList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyEventList: %w", err)
 	}
@@ -56,6 +59,27 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.copyWorkflowListStmt, err = db.PrepareContext(ctx, copyWorkflowList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyWorkflowList: %w", err)
+	}
+	if q.definitionGetStmt, err = db.PrepareContext(ctx, definitionGet); err != nil {
+		return nil, fmt.Errorf("error preparing query DefinitionGet: %w", err)
+	}
+	if q.definitionGetForUpdateStmt, err = db.PrepareContext(ctx, definitionGetForUpdate); err != nil {
+		return nil, fmt.Errorf("error preparing query DefinitionGetForUpdate: %w", err)
+	}
+	if q.definitionInUseStmt, err = db.PrepareContext(ctx, definitionInUse); err != nil {
+		return nil, fmt.Errorf("error preparing query DefinitionInUse: %w", err)
+	}
+	if q.definitionInsertStmt, err = db.PrepareContext(ctx, definitionInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query DefinitionInsert: %w", err)
+	}
+	if q.definitionLatestStmt, err = db.PrepareContext(ctx, definitionLatest); err != nil {
+		return nil, fmt.Errorf("error preparing query DefinitionLatest: %w", err)
+	}
+	if q.definitionListStmt, err = db.PrepareContext(ctx, definitionList); err != nil {
+		return nil, fmt.Errorf("error preparing query DefinitionList: %w", err)
+	}
+	if q.definitionReplaceStmt, err = db.PrepareContext(ctx, definitionReplace); err != nil {
+		return nil, fmt.Errorf("error preparing query DefinitionReplace: %w", err)
 	}
 	if q.engineReportDeleteBeforeStmt, err = db.PrepareContext(ctx, engineReportDeleteBefore); err != nil {
 		return nil, fmt.Errorf("error preparing query EngineReportDeleteBefore: %w", err)
@@ -302,6 +326,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing copyCountsStmt: %w", cerr)
 		}
 	}
+	if q.copyDefinitionListStmt != nil {
+		if cerr := q.copyDefinitionListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyDefinitionListStmt: %w", cerr)
+		}
+	}
 	if q.copyEventListStmt != nil {
 		if cerr := q.copyEventListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyEventListStmt: %w", cerr)
@@ -340,6 +369,41 @@ func (q *Queries) Close() error {
 	if q.copyWorkflowListStmt != nil {
 		if cerr := q.copyWorkflowListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyWorkflowListStmt: %w", cerr)
+		}
+	}
+	if q.definitionGetStmt != nil {
+		if cerr := q.definitionGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing definitionGetStmt: %w", cerr)
+		}
+	}
+	if q.definitionGetForUpdateStmt != nil {
+		if cerr := q.definitionGetForUpdateStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing definitionGetForUpdateStmt: %w", cerr)
+		}
+	}
+	if q.definitionInUseStmt != nil {
+		if cerr := q.definitionInUseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing definitionInUseStmt: %w", cerr)
+		}
+	}
+	if q.definitionInsertStmt != nil {
+		if cerr := q.definitionInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing definitionInsertStmt: %w", cerr)
+		}
+	}
+	if q.definitionLatestStmt != nil {
+		if cerr := q.definitionLatestStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing definitionLatestStmt: %w", cerr)
+		}
+	}
+	if q.definitionListStmt != nil {
+		if cerr := q.definitionListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing definitionListStmt: %w", cerr)
+		}
+	}
+	if q.definitionReplaceStmt != nil {
+		if cerr := q.definitionReplaceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing definitionReplaceStmt: %w", cerr)
 		}
 	}
 	if q.engineReportDeleteBeforeStmt != nil {
@@ -759,6 +823,7 @@ type Queries struct {
 	checkpointLastStmt              *sql.Stmt
 	checkpointRecordStmt            *sql.Stmt
 	copyCountsStmt                  *sql.Stmt
+	copyDefinitionListStmt          *sql.Stmt
 	copyEventListStmt               *sql.Stmt
 	copyQueueListStmt               *sql.Stmt
 	copyRunListStmt                 *sql.Stmt
@@ -767,6 +832,13 @@ type Queries struct {
 	copyStepListStmt                *sql.Stmt
 	copyUniqueHoldListStmt          *sql.Stmt
 	copyWorkflowListStmt            *sql.Stmt
+	definitionGetStmt               *sql.Stmt
+	definitionGetForUpdateStmt      *sql.Stmt
+	definitionInUseStmt             *sql.Stmt
+	definitionInsertStmt            *sql.Stmt
+	definitionLatestStmt            *sql.Stmt
+	definitionListStmt              *sql.Stmt
+	definitionReplaceStmt           *sql.Stmt
 	engineReportDeleteBeforeStmt    *sql.Stmt
 	engineReportListStmt            *sql.Stmt
 	engineReportUpsertStmt          *sql.Stmt
@@ -851,6 +923,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		checkpointLastStmt:              q.checkpointLastStmt,
 		checkpointRecordStmt:            q.checkpointRecordStmt,
 		copyCountsStmt:                  q.copyCountsStmt,
+		copyDefinitionListStmt:          q.copyDefinitionListStmt,
 		copyEventListStmt:               q.copyEventListStmt,
 		copyQueueListStmt:               q.copyQueueListStmt,
 		copyRunListStmt:                 q.copyRunListStmt,
@@ -859,6 +932,13 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		copyStepListStmt:                q.copyStepListStmt,
 		copyUniqueHoldListStmt:          q.copyUniqueHoldListStmt,
 		copyWorkflowListStmt:            q.copyWorkflowListStmt,
+		definitionGetStmt:               q.definitionGetStmt,
+		definitionGetForUpdateStmt:      q.definitionGetForUpdateStmt,
+		definitionInUseStmt:             q.definitionInUseStmt,
+		definitionInsertStmt:            q.definitionInsertStmt,
+		definitionLatestStmt:            q.definitionLatestStmt,
+		definitionListStmt:              q.definitionListStmt,
+		definitionReplaceStmt:           q.definitionReplaceStmt,
 		engineReportDeleteBeforeStmt:    q.engineReportDeleteBeforeStmt,
 		engineReportListStmt:            q.engineReportListStmt,
 		engineReportUpsertStmt:          q.engineReportUpsertStmt,

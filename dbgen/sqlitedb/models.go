@@ -14,6 +14,16 @@ type Checkpoint struct {
 	Error    string
 }
 
+type Definition struct {
+	Name      string
+	Version   int64
+	Hash      string
+	Body      []byte
+	File      string
+	CreatedAt int64
+	UpdatedAt int64
+}
+
 type EngineReport struct {
 	Owner      string
 	Host       string

@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == childShared {
 		os.Exit(sharedChildMain())
 	}
+	if os.Getenv(envChild) == childDAG {
+		os.Exit(dagChildMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowdef"
 )
 
 // statuses are the run states in lifecycle order.
@@ -254,6 +256,9 @@ type runData struct {
 	Events   []flow.Event
 	Timeline timeline
 	Actions  []action
+	// DAG is the picture of the run's definition with each node's state,
+	// for a run of a stored workflow definition (flow/flowdef).
+	DAG template.HTML
 }
 
 func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
@@ -270,6 +275,7 @@ func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := runData{Run: info, Events: events, Timeline: buildTimeline(info, events, d.now())}
+	data.DAG = d.dag(ctx, info)
 	if !d.readOnly {
 		data.Actions = d.actionsFor(info)
 	}
@@ -278,6 +284,26 @@ func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 		p.Flash = a.Done
 	}
 	d.render(w, r, http.StatusOK, "run", p)
+}
+
+// dag draws the DAG of the stored definition a run runs, nodes coloured by
+// their state; it is empty for a Go workflow. A definition that no longer
+// reads is logged and left out: the rest of the page still helps.
+func (d *Dashboard) dag(ctx context.Context, info flow.RunInfo) template.HTML {
+	stored, err := d.e.GetDefinition(ctx, info.Workflow, info.Version)
+	if err != nil {
+		if !errors.Is(err, flow.ErrDefinitionNotFound) {
+			d.log.Warn("read definition", "workflow", info.Workflow, "version", info.Version, "err", err)
+		}
+		return ""
+	}
+	def, err := flowdef.Parse(cmp.Or(stored.File, stored.Name), stored.Body)
+	if err != nil {
+		d.log.Warn("parse definition", "workflow", info.Workflow, "version", info.Version, "err", err)
+		return ""
+	}
+	// flowdef.SVG escapes every text it writes.
+	return template.HTML(flowdef.SVG(def, flowdef.NodeStates(def, info)))
 }
 
 func (d *Dashboard) suspended(w http.ResponseWriter, r *http.Request) {

@@ -116,26 +116,46 @@ func (e *Engine) execute(run store.Run) {
 // lease cancels the execution; a cancellation request cancels the run.
 func (x *execution) startHeartbeat() (stop func()) {
 	done := make(chan struct{})
+	finished := beatEvery(x.leaseCtx, done, x.e.cfg.HeartbeatInterval, func() {
+		if err := x.writeTx(leaseHeartbeat, func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
+			!errors.Is(err, store.ErrLeaseLost) {
+			x.e.log.Warn("heartbeat", "run", x.run.ID, "err", err)
+		}
+	})
+	return func() { close(done); <-finished }
+}
+
+// beatEvery calls beat every interval, on a goroutine of its own, until
+// done is closed or ctx ends; the returned channel is closed once it
+// stopped.
+func beatEvery(ctx context.Context, done <-chan struct{}, interval time.Duration, beat func()) <-chan struct{} {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(x.e.cfg.HeartbeatInterval)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-x.leaseCtx.Done():
+			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if err := x.writeTx(leaseHeartbeat, func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
-					!errors.Is(err, store.ErrLeaseLost) {
-					x.e.log.Warn("heartbeat", "run", x.run.ID, "err", err)
+				// A tick and done can be ready together, as when a beat
+				// took longer than the interval (a slow or unreachable
+				// database): select picks either, and a beat after done
+				// would hold up the execution's end, and the engine's
+				// Stop, for one more write.
+				select {
+				case <-done:
+					return
+				default:
 				}
+				beat()
 			}
 		}
 	}()
-	return func() { close(done); <-finished }
+	return finished
 }
 
 // later queues w to commit with the execution's next write transaction.

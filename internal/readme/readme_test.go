@@ -67,6 +67,7 @@ var knownImports = map[string]string{
 	"flowtest":   "github.com/flowlite/flowlite/flow/flowtest",
 	"flowsqlite": "github.com/flowlite/flowlite/flow/flowsqlite",
 	"flowpg":     "github.com/flowlite/flowlite/flow/flowpg",
+	"flowdef":    "github.com/flowlite/flowlite/flow/flowdef",
 }
 
 // goFile returns a file of package main holding the blocks, importing the

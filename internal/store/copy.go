@@ -7,7 +7,7 @@ import (
 
 // A Snapshot is the whole content of a database that `flowlite copy`
 // carries to another backend: every run, step, event, signal, schedule,
-// unique hold, queue and registered workflow, each slice in the order the
+// unique hold, queue, registered workflow and workflow definition, each slice in the order the
 // rows were written. Engine reports and checkpoint records are not in it:
 // they describe the processes of the old database. Times are Unix ms;
 // nullable columns are pointers (nil: NULL).
@@ -20,6 +20,7 @@ type Snapshot struct {
 	UniqueHolds []CopyUniqueHold
 	Queues      []CopyQueue
 	Workflows   []CopyWorkflow
+	Definitions []CopyDefinition
 }
 
 // CopyRun is one row of the runs table.
@@ -114,9 +115,17 @@ type CopyWorkflow struct {
 	Version, RegisteredAt int64
 }
 
+// CopyDefinition is one row of the definitions table.
+type CopyDefinition struct {
+	Name, Hash, File     string
+	Version              int64
+	Body                 []byte
+	CreatedAt, UpdatedAt int64
+}
+
 // CopyCounts is the number of rows of each table a copy carries.
 type CopyCounts struct {
-	Runs, Steps, Events, Signals, Schedules, UniqueHolds, Queues, Workflows int64
+	Runs, Steps, Events, Signals, Schedules, UniqueHolds, Queues, Workflows, Definitions int64
 }
 
 // Counts returns the number of rows of each table in s.
@@ -125,7 +134,7 @@ func (s *Snapshot) Counts() CopyCounts {
 		Runs: int64(len(s.Runs)), Steps: int64(len(s.Steps)), Events: int64(len(s.Events)),
 		Signals: int64(len(s.Signals)), Schedules: int64(len(s.Schedules)),
 		UniqueHolds: int64(len(s.UniqueHolds)), Queues: int64(len(s.Queues)),
-		Workflows: int64(len(s.Workflows)),
+		Workflows: int64(len(s.Workflows)), Definitions: int64(len(s.Definitions)),
 	}
 }
 
@@ -134,7 +143,7 @@ func (c CopyCounts) Tables() []TableCount {
 	return []TableCount{
 		{"runs", c.Runs}, {"steps", c.Steps}, {"events", c.Events}, {"signals", c.Signals},
 		{"schedules", c.Schedules}, {"unique_holds", c.UniqueHolds}, {"queues", c.Queues},
-		{"workflows", c.Workflows},
+		{"workflows", c.Workflows}, {"definitions", c.Definitions},
 	}
 }
 

@@ -15,7 +15,7 @@
 // records here (run.go: RunReader, RunTx), each adapter's methods
 // (sqlitestore/runs.go) and its conformance tests (storetest/runs.go). The
 // entities are runs, steps, signals, events, workflows, schedules, queues,
-// reports, maintenance and operator actions. store.go only assembles them:
+// reports, maintenance, operator actions and workflow definitions. store.go only assembles them:
 // Reader embeds every XReader, Tx every XTx.
 //
 // # The contract
@@ -79,6 +79,15 @@
 //     followed by SignalConsume must not hand one signal to two waits; the
 //     engine calls them only in a transaction that checked the run's lease
 //     first, so the row lock of RunLeaseCheck keeps a second worker out.
+//   - Definitions: (name, version) is the primary key, so one insert of a
+//     new version wins; DefinitionPut then reads the row it did not insert
+//     with DefinitionGetForUpdate (FOR UPDATE on PostgreSQL), so that two
+//     puts of one version are decided one after the other. Whether a
+//     version is in use (a run or a registered workflow of it exists) is
+//     read in the same transaction; a run inserted concurrently is not
+//     seen, but a version a started engine registered (WorkflowRegister,
+//     written when the engine starts) counts as in use from then on, so
+//     the window is a run started by an engine that was never started.
 //
 // Time. Every time crossing the seam is Unix milliseconds in an int64,
 // stored as a 64-bit integer (INTEGER on SQLite, BIGINT on PostgreSQL),

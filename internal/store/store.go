@@ -75,6 +75,7 @@ type Reader interface {
 	ScheduleReader
 	QueueReader
 	ReportReader
+	DefinitionReader
 }
 
 // Tx is a write transaction: it reads like a Reader, seeing its own
@@ -98,4 +99,5 @@ type Tx interface {
 	MaintenanceTx
 	ReportTx
 	OperatorTx
+	DefinitionTx
 }

@@ -14,7 +14,8 @@ SELECT
     (SELECT count(*) FROM flowlite.schedules)::bigint AS schedules,
     (SELECT count(*) FROM flowlite.unique_holds)::bigint AS unique_holds,
     (SELECT count(*) FROM flowlite.queues)::bigint AS queues,
-    (SELECT count(*) FROM flowlite.workflows)::bigint AS workflows;
+    (SELECT count(*) FROM flowlite.workflows)::bigint AS workflows,
+    (SELECT count(*) FROM flowlite.definitions)::bigint AS definitions;
 
 -- name: CopyRunInsert :exec
 -- CopyRunInsert inserts a run without its parent (CopyRunSetParent links it
@@ -62,3 +63,7 @@ VALUES (@name, @paused, @created_at, @updated_at);
 -- name: CopyWorkflowInsert :exec
 INSERT INTO flowlite.workflows (name, version, registered_at)
 VALUES (@name, @version, @registered_at);
+
+-- name: CopyDefinitionInsert :exec
+INSERT INTO flowlite.definitions (name, version, hash, body, file, created_at, updated_at)
+VALUES (@name, @version, @hash, @body, @file, @created_at, @updated_at);

@@ -27,6 +27,9 @@ SELECT * FROM flowlite_queues ORDER BY name;
 -- name: CopyWorkflowList :many
 SELECT * FROM flowlite_workflows ORDER BY name, version;
 
+-- name: CopyDefinitionList :many
+SELECT * FROM flowlite_definitions ORDER BY name, version;
+
 -- name: CopyCounts :one
 -- CopyCounts counts the rows of every table the copy carries.
 SELECT
@@ -37,4 +40,5 @@ SELECT
     (SELECT count(*) FROM flowlite_schedules) AS schedules,
     (SELECT count(*) FROM flowlite_unique_holds) AS unique_holds,
     (SELECT count(*) FROM flowlite_queues) AS queues,
-    (SELECT count(*) FROM flowlite_workflows) AS workflows;
+    (SELECT count(*) FROM flowlite_workflows) AS workflows,
+    (SELECT count(*) FROM flowlite_definitions) AS definitions;

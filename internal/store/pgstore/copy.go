@@ -155,6 +155,15 @@ func copyRows(ctx context.Context, q *pgdb.Queries, snap *store.Snapshot) error 
 			return fmt.Errorf("copy: workflow %s v%d: %w", r.Name, r.Version, err)
 		}
 	}
+	for _, r := range snap.Definitions {
+		err := q.CopyDefinitionInsert(ctx, pgdb.CopyDefinitionInsertParams{
+			Name: r.Name, Version: r.Version, Hash: r.Hash, Body: r.Body, File: r.File,
+			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		})
+		if err != nil {
+			return fmt.Errorf("copy: definition %s v%d: %w", r.Name, r.Version, err)
+		}
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -74,17 +75,17 @@ func retryDeadConn(ctx context.Context, db *sql.DB, err error, try int) bool {
 	return connLost(err) && ctx.Err() == nil && try < deadConnRetries(db)
 }
 
-// begin takes a connection of the pool and begins a transaction on it
-// (without ctx's cancellation when detached), retrying on another
-// connection when the one it took turns out dead. The caller closes conn
-// after the transaction ended.
+// begin takes a connection of the pool (writeConn) and begins a
+// transaction on it (without ctx's cancellation when detached), retrying
+// on another connection when the one it took turns out dead. The caller
+// closes conn after the transaction ended. Its errors say "begin write".
 func (s *Store) begin(ctx context.Context, detached bool) (*sql.Conn, *sql.Tx, error) {
 	txCtx := ctx
 	if detached {
 		txCtx = context.WithoutCancel(ctx)
 	}
 	for try := 0; ; try++ {
-		conn, err := s.db.Conn(ctx)
+		conn, err := s.writeConn(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -94,7 +95,7 @@ func (s *Store) begin(ctx context.Context, detached bool) (*sql.Conn, *sql.Tx, e
 		}
 		conn.Close()
 		if !retryDeadConn(ctx, s.db, err, try) {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("begin write: %w", interpretError(ctx, err))
 		}
 	}
 }

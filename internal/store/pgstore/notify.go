@@ -147,7 +147,7 @@ func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 	}
 	conn, sqlTx, err := s.begin(ctx, false)
 	if err != nil {
-		return fmt.Errorf("send wakes: %w", interpretError(ctx, err))
+		return fmt.Errorf("send wakes: %w", err)
 	}
 	defer conn.Close()
 	defer func() { _ = sqlTx.Rollback() }() // after Commit, a no-op

@@ -41,6 +41,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -95,6 +96,16 @@ type Options struct {
 	// Default: the DSN's application_name (or PGAPPNAME's), else
 	// DefaultApplicationName. OpenDB leaves the caller's pool as it is.
 	ApplicationName string
+	// NetworkTimeout is how long the store waits on a network that went
+	// silent before giving up (network.go). Open's connections drop one
+	// whose sent data goes unacknowledged that long and probe idle ones
+	// with TCP keepalive, and the server ends a session idle in a
+	// transaction that long, releasing the row locks of a client that
+	// vanished; the DSN's connect_timeout, tcp_user_timeout and
+	// idle_in_transaction_session_timeout override these. OpenDB uses the
+	// caller's pool as it is. With either, a Write waits at most that long
+	// for a connection. Default DefaultNetworkTimeout.
+	NetworkTimeout time.Duration
 }
 
 // DefaultApplicationName is the application_name of the sessions Open
@@ -115,6 +126,7 @@ type Store struct {
 	closedCtx  context.Context // ends when Close is called, and with it Listen
 	closing    context.CancelFunc
 	listenIdle time.Duration   // quiet time after which the listener pings
+	connWait   time.Duration   // how long a Write waits for a connection (Options.NetworkTimeout)
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
 }
 
@@ -141,7 +153,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	case cfg.RuntimeParams["application_name"] == "":
 		cfg.RuntimeParams["application_name"] = DefaultApplicationName
 	}
-	db := stdlib.OpenDB(*cfg)
+	idleInTx, err := networkSettings(cfg, opts.NetworkTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", where, err)
+	}
+	var connOpts []stdlib.OptionOpenDB
+	if idleInTx > 0 {
+		connOpts = append(connOpts, stdlib.OptionAfterConnect(setIdleInTxTimeout(idleInTx)))
+	}
+	db := stdlib.OpenDB(*cfg, connOpts...)
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	s, err := newStore(ctx, db, true, opts)
@@ -157,7 +177,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // pgx's stdlib driver, or any driver that returns *pgconn.PgError for the
 // error mapping to apply), creates and migrates the schema, and returns a
 // store over it. The pool is used as it is, and Close does not close it.
-// Of opts, Schema and NoWakes apply.
+// Of opts, Schema, NoWakes and NetworkTimeout (the wait of a write for a
+// connection) apply.
 func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	s, err := newStore(ctx, db, false, opts)
 	if err != nil {
@@ -185,6 +206,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	return &Store{
 		db: db, ownsDB: owns, schema: schema, names: names,
 		channel: wakeChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
+		connWait:  cmp.Or(max(opts.NetworkTimeout, 0), DefaultNetworkTimeout),
 		closedCtx: closedCtx, closing: closing,
 	}, nil
 }

@@ -112,6 +112,16 @@ func (s *Store) CopyOut(ctx context.Context) (*store.Snapshot, store.CopyCounts,
 			Name: r.Name, Version: r.Version, RegisteredAt: r.RegisteredAt,
 		})
 	}
+	definitions, err := q.CopyDefinitionList(ctx)
+	if err != nil {
+		return nil, store.CopyCounts{}, fmt.Errorf("copy: read definitions: %w", err)
+	}
+	for _, r := range definitions {
+		snap.Definitions = append(snap.Definitions, store.CopyDefinition{
+			Name: r.Name, Version: r.Version, Hash: r.Hash, Body: r.Body, File: r.File,
+			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		})
+	}
 	c, err := q.CopyCounts(ctx)
 	if err != nil {
 		return nil, store.CopyCounts{}, fmt.Errorf("copy: count rows: %w", err)

@@ -184,10 +184,18 @@ func source(t *testing.T) (string, map[string]string) {
 	}
 	ids["requeued"] = requeued
 	awaitStatus(t, e, requeued, flow.StatusFailed)
+	// A stored workflow definition (flow/flowdef) goes along.
+	if _, err := e.PutDefinition(ctx, copiedDefinition); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return path, ids
+}
+
+var copiedDefinition = flow.StoredDefinition{
+	Name: "etl", Version: 3, Hash: "h-etl-3", Body: []byte("name: etl\nversion: 3\n"), File: "etl.yaml",
 }
 
 func TestCopyToPostgres(t *testing.T) {
@@ -252,7 +260,7 @@ func TestCopyToPostgres(t *testing.T) {
 	if counts != srcCounts {
 		t.Fatalf("copied %+v, source holds %+v", counts, srcCounts)
 	}
-	if counts.Runs != 9 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 6 || counts.Signals < 1 {
+	if counts.Runs != 9 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 6 || counts.Signals < 1 || counts.Definitions != 1 {
 		t.Fatalf("unexpected counts %+v", counts)
 	}
 
@@ -271,6 +279,10 @@ func TestCopyToPostgres(t *testing.T) {
 	}
 	defer pg.Close()
 	register(pg)
+	def, err := pg.GetDefinition(ctx, copiedDefinition.Name, copiedDefinition.Version)
+	if err != nil || def.Hash != copiedDefinition.Hash || string(def.Body) != string(copiedDefinition.Body) || def.File != copiedDefinition.File {
+		t.Errorf("definition on postgres: %+v, %v", def, err)
+	}
 	for name, id := range ids {
 		got, err := pg.Inspect(ctx, id)
 		if err != nil {

@@ -53,6 +53,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 	tests = append(tests, reportTests()...)
 	tests = append(tests, operatorTests()...)
 	tests = append(tests, signalTests()...)
+	tests = append(tests, definitionTests()...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
