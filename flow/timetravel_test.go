@@ -44,8 +44,10 @@ func randomPlan(r *rand.Rand) plan {
 				Comp: r.IntN(2) == 0, CompX: []int{0, 0, 1, 3}[r.IntN(4)]}) // 3: fails for good, the run is suspended
 		case k < 8:
 			p.Ops = append(p.Ops, op{Kind: "sleep"})
-		default:
+		case k < 9:
 			p.Ops = append(p.Ops, op{Kind: "receive", Name: []string{"go", "more"}[r.IntN(2)]})
+		default:
+			p.Ops = append(p.Ops, op{Kind: []string{"child", "all", "first"}[r.IntN(3)], Name: "d"})
 		}
 	}
 	p.Fail = r.IntN(3) == 0
@@ -55,8 +57,9 @@ func randomPlan(r *rand.Rand) plan {
 // The history is the run's record: folding all of it gives what Inspect
 // returns now, and folding every prefix gives what Inspect returned when
 // that prefix was the whole history. Randomized workflows (steps that
-// succeed, fail for good or after retries, compensations that retry,
-// sleeps, signals) are inspected over and over while they run; each
+// succeed, fail for good or after retries, compensations that retry or
+// fail for good and are resumed or skipped, sleeps, signals accepted and
+// rejected, children, All and First, cancellation) are inspected over and over while they run; each
 // snapshot taken with no event recorded in between is compared with the
 // fold of the events recorded when it was taken.
 func TestTimeTravelFoldMatchesInspect(t *testing.T) {
@@ -75,6 +78,14 @@ func TestTimeTravelFoldMatchesInspect(t *testing.T) {
 		attempts[key]++
 		return attempts[key]
 	}
+	double := flow.Step[int, int]{Name: "d", Run: func(_ context.Context, n int) (int, error) { return 2 * n, nil }}
+	child := flow.Workflow[int, int]{Name: "random_child", Run: func(wc flow.Context, n int) (int, error) {
+		return flow.Do(wc, double, n)
+	}}
+	branch := func(n int) func(flow.Context) (int, error) {
+		return func(wc flow.Context) (int, error) { return flow.Do(wc, double, n) }
+	}
+	flow.Register(e, child)
 	wf := flow.Workflow[plan, int]{Name: "random", Version: 1, Run: func(wc flow.Context, p plan) (int, error) {
 		sum := 0
 		for i, o := range p.Ops {
@@ -108,6 +119,24 @@ func TestTimeTravelFoldMatchesInspect(t *testing.T) {
 				}
 			case "receive":
 				n, err := flow.Receive[int](wc, o.Name, 0)
+				if err != nil {
+					return 0, err
+				}
+				sum += n
+			case "child":
+				n, err := flow.Call(wc, child, i, nil)
+				if err != nil {
+					return 0, err
+				}
+				sum += n
+			case "all":
+				ns, err := flow.All(wc, branch(i), branch(i+1))
+				if err != nil {
+					return 0, err
+				}
+				sum += ns[0] + ns[1]
+			case "first":
+				n, _, err := flow.First(wc, branch(i), branch(i+1))
 				if err != nil {
 					return 0, err
 				}
@@ -161,6 +190,13 @@ func TestTimeTravelFoldMatchesInspect(t *testing.T) {
 				}
 				if s.Status == "waiting" && strings.HasPrefix(s.Name, "flow.receive:") && !cancel {
 					name := strings.TrimPrefix(s.Name, "flow.receive:")
+					if name == "more" {
+						// A payload Receive[int] cannot decode comes first: it is
+						// rejected (signal_rejected) and the wait goes on.
+						if _, err := flow.Signal(ctx, e, run.ID(), name, "not a number", &flow.SignalOptions{Key: "bad" + s.Name + fmt.Sprint(s.Occurrence)}); err != nil {
+							t.Fatal(err)
+						}
+					}
 					if _, err := flow.Signal(ctx, e, run.ID(), name, 10, &flow.SignalOptions{Key: s.Name + fmt.Sprint(s.Occurrence)}); err != nil {
 						t.Fatal(err)
 					}
@@ -216,7 +252,11 @@ func TestTimeTravelFoldMatchesInspect(t *testing.T) {
 		if diff := compareStates(at.Run, final); diff != "" {
 			t.Fatalf("run %s: InspectAt(last event) differs from Inspect:\n%s", run.ID(), diff)
 		}
-		t.Logf("run %s: %d events, %d snapshots at %d distinct prefixes, final %s", run.ID(), len(history), len(snaps), len(distinct), final.Status)
+		kinds := map[string]int{}
+		for _, ev := range history {
+			kinds[ev.Kind]++
+		}
+		t.Logf("run %s: %d events, %d snapshots at %d distinct prefixes, final %s; %v", run.ID(), len(history), len(snaps), len(distinct), final.Status, kinds)
 	}
 }
 

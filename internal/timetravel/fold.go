@@ -231,6 +231,11 @@ func (f *folder) apply(ev store.Event) {
 		flowtype.EventChildStarted, flowtype.EventRaceWon:
 		s := f.step(ev, ev.At)
 		s.Status, s.Error, s.FinishedAt = store.StepCompleted, "", ev.At
+		if ev.Kind == flowtype.EventChildStarted || ev.Kind == flowtype.EventRaceWon {
+			// Recorded in one transaction that begins and completes the
+			// call: one attempt, and no step_started event.
+			s.Attempts = max(s.Attempts, 1)
+		}
 		if row, ok := f.row(s.Key()); ok {
 			s.Output, s.CompletedSeq = row.Output, row.CompletedSeq
 		}
@@ -243,6 +248,7 @@ func (f *folder) apply(ev store.Event) {
 	case flowtype.EventStepFailed:
 		s := f.step(ev, ev.At)
 		s.Status, s.Error, s.FinishedAt = store.StepFailed, ev.Detail, ev.At
+		s.Attempts = max(s.Attempts, ev.Attempt) // a child start refused without step_started
 	case flowtype.EventTimerStarted, flowtype.EventSignalWaiting, flowtype.EventChildWaiting:
 		if ev.Step != "" {
 			s := f.step(ev, ev.At)
