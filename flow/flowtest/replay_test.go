@@ -243,3 +243,57 @@ func TestReplayFileRefusesBadFiles(t *testing.T) {
 		t.Errorf("replay against version 2: %v, want an error naming both versions", err)
 	}
 }
+
+// Branches of All and First and child workflows replay from their records
+// too, and a branch that calls another step diverges naming its branch.
+func TestReplayOfBranchesAndChildren(t *testing.T) {
+	t.Parallel()
+	fx := &sideEffects{}
+	step := func(name string) flow.Step[int, int] {
+		return flow.Step[int, int]{Name: name, Run: func(_ context.Context, n int) (int, error) {
+			fx.bodies.Add(1)
+			return n + 1, nil
+		}}
+	}
+	child := flow.Workflow[int, int]{Name: "replayed_child", Run: func(wc flow.Context, n int) (int, error) {
+		return flow.Do(wc, step("inner"), n)
+	}}
+	build := func(second string) flow.Workflow[int, int] {
+		return flow.Workflow[int, int]{Name: "replayed_branches", Run: func(wc flow.Context, n int) (int, error) {
+			ns, err := flow.All(wc,
+				func(wc flow.Context) (int, error) { return flow.Do(wc, step("left"), n) },
+				func(wc flow.Context) (int, error) { return flow.Do(wc, step(second), n) })
+			if err != nil {
+				return 0, err
+			}
+			won, _, err := flow.First(wc, func(wc flow.Context) (int, error) { return flow.Do(wc, step("fast"), ns[0]) })
+			if err != nil {
+				return 0, err
+			}
+			return flow.Call(wc, child, won+ns[1], nil)
+		}}
+	}
+	env := flowtest.New(t, nil)
+	wf := build("right")
+	flowtest.Register(env, child) // the child run executes in the recording Env only
+	out, run, err := flowtest.RunWorkflow(env, wf, 1)
+	if err != nil || out != 6 {
+		t.Fatalf("recorded run: %d, %v", out, err)
+	}
+	h, err := env.Engine.ExportHistory(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.bodies.Store(0)
+	if rep, err := flowtest.Replay(flowtest.New(t, nil), build("right"), h); err != nil || !rep.Returned {
+		t.Fatalf("replay against the same code: %+v, %v", rep, err)
+	}
+	_, err = flowtest.Replay(flowtest.New(t, nil), build("wrong"), h)
+	var nd *flow.NonDeterminismError
+	if !errors.As(err, &nd) || nd.Branch != "all0.1" || nd.Position != 0 || nd.Recorded != `step "right"` {
+		t.Fatalf("replay with another step in a branch: %v, want a divergence in branch all0.1", err)
+	}
+	if n := fx.bodies.Load(); n != 0 {
+		t.Errorf("the replays ran %d step bodies, want none", n)
+	}
+}
