@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,13 +47,17 @@ func TestSQLViews(t *testing.T) {
 		time.Sleep(time.Duration(n%7) * time.Millisecond)
 		return n, nil
 	}}
+	var mu sync.Mutex
 	tries := map[int]int{}
 	flaky := flow.Step[int, int]{Name: "flaky", Retry: &fastRetry, Run: func(_ context.Context, n int) (int, error) {
-		tries[n]++ // one run at a time calls it: runs are awaited in turn
+		mu.Lock()
+		tries[n]++
+		try := tries[n]
+		mu.Unlock()
 		if n%3 == 0 {
 			return 0, flow.Permanent(errors.New("refused"))
 		}
-		if n%4 == 1 && tries[n] == 1 {
+		if n%4 == 1 && try == 1 {
 			return 0, errors.New("try again")
 		}
 		return n, nil
