@@ -39,13 +39,24 @@ type Options struct {
 	// claims, heartbeats and step checkpoints proceed at once. Default 10.
 	// New uses the caller's pool as it is and ignores MaxConns.
 	MaxConns int
+	// ApplicationName is the application_name of the sessions Open
+	// connects (the pool's and the wake listener's), as pg_stat_activity
+	// shows it: what tells flowlite's sessions from the application's when
+	// an operator watches them or ends them (pg_terminate_backend). Default:
+	// the DSN's application_name, else DefaultApplicationName ("flowlite").
+	// New uses the caller's pool as it is and ignores ApplicationName.
+	ApplicationName string
 }
+
+// DefaultApplicationName is the application_name of the sessions Open
+// connects when neither Options.ApplicationName nor the DSN names one.
+const DefaultApplicationName = pgstore.DefaultApplicationName
 
 func (o *Options) storeOptions() pgstore.Options {
 	if o == nil {
 		return pgstore.Options{}
 	}
-	return pgstore.Options{Schema: o.Schema, MaxConns: o.MaxConns}
+	return pgstore.Options{Schema: o.Schema, MaxConns: o.MaxConns, ApplicationName: o.ApplicationName}
 }
 
 // backend is the flow.Backend of a PostgreSQL schema: open opens its store.
@@ -111,13 +122,13 @@ func networkTimeout(cfg *flow.Config) time.Duration {
 // New returns an engine on a PostgreSQL database the caller opened with
 // sql.Open(flowpg.DriverName, dsn), or stdlib.OpenDB of pgx v5, and
 // creates and migrates the schema. The pool is used as it is (size,
-// lifetimes, search_path: flowlite names its schema in every statement),
-// and Close does not close it. Of opts, MaxConns does not apply. The
-// network timeouts Open sets up are the caller's to choose here: without
-// idle_in_transaction_session_timeout on the pool's sessions (in the DSN,
-// at most the lease), a worker that vanishes mid-transaction keeps its
-// runs' rows locked, and out of the other workers' reach, until the
-// server notices it is gone.
+// lifetimes, application_name, search_path: flowlite names its schema in
+// every statement), and Close does not close it. Of opts, MaxConns and
+// ApplicationName do not apply. The network timeouts Open sets up are the
+// caller's to choose here: without idle_in_transaction_session_timeout on
+// the pool's sessions (in the DSN, at most the lease), a worker that
+// vanishes mid-transaction keeps its runs' rows locked, and out of the
+// other workers' reach, until the server notices it is gone.
 func New(ctx context.Context, db *sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
 	if db == nil {
 		return nil, fmt.Errorf("flowpg: new engine: nil *sql.DB")

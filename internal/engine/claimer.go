@@ -34,8 +34,11 @@ func (e *Engine) runQueue(ctx context.Context, queue string, limit int) {
 			free++
 		}
 		runs, err := e.claim(ctx, queue, free)
-		if err != nil && ctx.Err() == nil {
-			e.log.Error("claim runs", "queue", queue, "err", err)
+		switch {
+		case err == nil:
+			e.loopOK("claim runs of queue " + queue)
+		case ctx.Err() == nil:
+			e.loopFailed("claim runs of queue "+queue, "claim runs", err, "queue", queue)
 		}
 		slots.Release(int64(free - len(runs)))
 		for _, run := range runs {
@@ -258,8 +261,12 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 // crashed, hung or lost its connection.
 func (e *Engine) runRescuer(ctx context.Context) {
 	rescue := func() {
-		if n, err := e.Rescue(ctx); err != nil && ctx.Err() == nil {
-			e.log.Error("rescue expired leases", "err", err)
+		n, err := e.Rescue(ctx)
+		if err == nil {
+			e.loopOK("rescue expired leases")
+		}
+		if err != nil && ctx.Err() == nil {
+			e.loopFailed("rescue expired leases", "rescue expired leases", err)
 		} else if n > 0 {
 			e.log.Info("rescued runs with expired leases", "runs", n)
 			e.WakeAll()

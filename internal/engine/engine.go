@@ -189,6 +189,7 @@ type Engine struct {
 	reportedEvents uint64     // metrics events counted at the last report
 	reportedAt     time.Time  // real time of the last report
 	warnedQueues   sync.Map   // queue name → struct{}: unworked start logged (unworked.go)
+	outage         outages    // loops whose polls find the database unavailable (outage.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc
@@ -214,6 +215,7 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 		begun:     make(map[string]begunStep),
 		unwritten: make(map[string]unwritten),
 		settledCh: make(chan struct{}),
+		outage:    outages{since: make(map[string]time.Time)},
 	}
 	e.host, _ = os.Hostname() // empty when unknown
 	e.slots = make(map[string]*semaphore.Weighted, len(cfg.Queues))

@@ -509,13 +509,28 @@ func (x *execution) startUnwind(rc *RunContext, errMsg string) {
 		return x.event(ctx, tx, now, store.Event{Kind: EventWorkflowFailed, Detail: errMsg})
 	})
 	if err != nil {
-		x.e.log.Error("start compensating", "run", x.run.ID, "err", err)
+		x.interrupted("start compensating", err)
 		return
 	}
 	x.run.Status, x.run.Error = store.RunCompensating, errMsg
 	x.e.cancelActive(children) // children executing here see it now, not at their next heartbeat
 	x.e.WakeAll()              // cancelled children, if any, unwind now
 	x.unwind(rc, true)
+}
+
+// interrupted ends an execution whose write failed, as abort does for the
+// workflow body: unless the lease is gone (nothing is ours to write), the
+// run is given back, to resume from its last record at the next poll. A
+// write that fails because the database went away for a moment (a
+// restart, a broken connection) would otherwise leave the run leased to
+// this engine, with no execution and no heartbeat, until the lease
+// expired and another worker rescued it.
+func (x *execution) interrupted(what string, err error) {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return
+	}
+	x.e.log.Error(what+"; giving the run back", "run", x.run.ID, "err", err)
+	x.release(x.e.cfg.PollInterval, what+" failed: "+err.Error())
 }
 
 // heldLeases returns the leases of the runs this engine claimed and has not

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -180,24 +181,49 @@ func (e *Engine) RolledBack(ctx context.Context, run store.Run) *RolledBackError
 
 // Wait blocks until the run is completed, failed, cancelled or suspended,
 // and returns it.
+//
+// A read that finds the database unavailable (store.ErrUnavailable: a
+// server restarting, a broken connection) does not end the wait: the run
+// goes on once the database is back, and so does the wait, polling, until
+// ctx ends; its error then matches both ctx's error and the last
+// store.ErrUnavailable.
 func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
+	var last store.Run
+	var away error // the last read's store.ErrUnavailable, while it lasts
 	for {
 		signal := e.settledSignal()
 		run, err := e.store.Reader().RunGet(ctx, id)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrUnavailable):
+			if ctx.Err() != nil {
+				return last, fmt.Errorf("%w: %w", ctx.Err(), err)
+			}
+			if away == nil {
+				e.log.Warn("database unavailable while waiting for a run; still waiting", "run", id, "err", err)
+			}
+			away = err
+		case err != nil:
 			return store.Run{}, err
-		}
-		if run.Status.Finished() || run.Status == store.RunSuspended {
-			return run, nil
-		}
-		if err := e.unwrittenError(run); err != nil {
-			return run, err
+		default:
+			if away != nil {
+				e.log.Info("database available again; waiting for the run goes on", "run", id)
+			}
+			last, away = run, nil
+			if run.Status.Finished() || run.Status == store.RunSuspended {
+				return run, nil
+			}
+			if err := e.unwrittenError(run); err != nil {
+				return run, err
+			}
 		}
 		timer := time.NewTimer(e.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return run, ctx.Err()
+			if away != nil {
+				return last, fmt.Errorf("%w: %w", ctx.Err(), away)
+			}
+			return last, ctx.Err()
 		case <-signal:
 		case <-timer.C:
 		}

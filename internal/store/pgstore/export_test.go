@@ -11,3 +11,6 @@ func SetListenIdle(s *Store, d time.Duration) { s.listenIdle = d }
 
 // DB returns the pool of s.
 func DB(s *Store) *sql.DB { return s.db }
+
+// InterpretError is interpretError, for the error mapping's table test.
+var InterpretError = interpretError

@@ -89,6 +89,13 @@ type Options struct {
 	// Every process on one schema should agree, or some engines will not
 	// be woken.
 	NoWakes bool
+	// ApplicationName is the application_name of the connections Open
+	// makes (its pool's and the wake listener's), which pg_stat_activity
+	// shows: an operator tells flowlite's sessions from the application's
+	// by it, to watch them or to end them with pg_terminate_backend.
+	// Default: the DSN's application_name (or PGAPPNAME's), else
+	// DefaultApplicationName. OpenDB leaves the caller's pool as it is.
+	ApplicationName string
 	// NetworkTimeout is how long the store waits on a network that went
 	// silent before giving up (network.go). Open's connections drop one
 	// whose sent data goes unacknowledged that long and probe idle ones
@@ -100,6 +107,10 @@ type Options struct {
 	// for a connection. Default DefaultNetworkTimeout.
 	NetworkTimeout time.Duration
 }
+
+// DefaultApplicationName is the application_name of the sessions Open
+// makes when neither Options.ApplicationName nor the DSN names one.
+const DefaultApplicationName = "flowlite"
 
 // Store is a store.Store over one PostgreSQL schema.
 type Store struct {
@@ -135,6 +146,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	where := fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 10
+	}
+	switch {
+	case opts.ApplicationName != "":
+		cfg.RuntimeParams["application_name"] = opts.ApplicationName
+	case cfg.RuntimeParams["application_name"] == "":
+		cfg.RuntimeParams["application_name"] = DefaultApplicationName
 	}
 	idleInTx, err := networkSettings(cfg, opts.NetworkTimeout)
 	if err != nil {
@@ -284,12 +301,25 @@ func (c conn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, erro
 	return c.target().PrepareContext(ctx, c.s.names.rewrite(query))
 }
 
+// A read on the pool (Reader) is sent again when the connection it took
+// turns out dead (deadconn.go); one in a transaction is not.
+
 func (c conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return c.target().QueryContext(ctx, c.s.names.rewrite(query), args...)
+	for try := 0; ; try++ {
+		rows, err := c.target().QueryContext(ctx, c.s.names.rewrite(query), args...)
+		if pool, ok := c.db.(*sql.DB); !ok || !retryDeadConn(ctx, pool, err, try) {
+			return rows, err
+		}
+	}
 }
 
 func (c conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return c.target().QueryRowContext(ctx, c.s.names.rewrite(query), args...)
+	for try := 0; ; try++ {
+		row := c.target().QueryRowContext(ctx, c.s.names.rewrite(query), args...)
+		if pool, ok := c.db.(*sql.DB); !ok || !retryDeadConn(ctx, pool, row.Err(), try) {
+			return row
+		}
+	}
 }
 
 // interpretError maps PostgreSQL's errors onto the store's sentinel
@@ -330,7 +360,13 @@ func interpretError(ctx context.Context, err error) error {
 		case "3D000": // invalid_catalog_name: the database does not exist
 			return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
 		}
+		if connLost(pgErr) { // the server ended the session, or is starting or stopping
+			return fmt.Errorf("%w (%v)", store.ErrUnavailable, err)
+		}
 		return err
+	}
+	if unreachable(err) {
+		return fmt.Errorf("%w (%v)", store.ErrUnavailable, err)
 	}
 	// database/sql's words for a pool used after Close, which it has no
 	// sentinel for.

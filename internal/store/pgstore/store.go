@@ -36,15 +36,11 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	conn, err := s.writeConn(ctx)
+	conn, sqlTx, err := s.begin(ctx, true) // a dead pooled connection is skipped (deadconn.go)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	sqlTx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return fmt.Errorf("begin write: %w", interpretError(ctx, err))
-	}
 	committed := false
 	defer func() {
 		// Runs on an error and on a panic of fn, which then goes on up to
@@ -88,7 +84,7 @@ func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
 	case waitCtx.Err() != nil:
 		// Not the caller's deadline: say so without wrapping
 		// context.DeadlineExceeded, which callers take for their own.
-		return nil, fmt.Errorf("begin write: no database connection within %s (%v)", s.connWait, err)
+		return nil, fmt.Errorf("begin write: %w: no database connection within %s (%v)", store.ErrUnavailable, s.connWait, err)
 	}
 	return nil, fmt.Errorf("begin write: %w", interpretError(ctx, err))
 }
