@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -196,4 +197,125 @@ func explainAnalyze(t *testing.T, db *sql.DB, schema, mode, query string, args [
 		t.Fatalf("read the plan %s: %v", out, err)
 	}
 	return plans[0].Plan
+}
+
+// statementCounter counts the statements a pool ran, by their sqlc name.
+type statementCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if name, ok := strings.CutPrefix(d.SQL, "-- name: "); ok {
+		name, _, _ = strings.Cut(name, " ")
+		c.mu.Lock()
+		c.n[name]++
+		c.mu.Unlock()
+	}
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *statementCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+// TestEventsOfATransactionInOneInsert checks that the events a
+// transaction appends are inserted by one statement, in the order they
+// were appended, that reads in the transaction see them, and that an event
+// of a run that does not exist fails the write and rolls it back.
+func TestEventsOfATransactionInOneInsert(t *testing.T) {
+	t.Parallel()
+	cfg := mustParse(t, needPG(t))
+	counter := &statementCounter{n: map[string]int{}}
+	cfg.Tracer = counter
+	db := stdlib.OpenDB(cfg)
+	t.Cleanup(func() { db.Close() })
+	ctx := t.Context()
+	s, err := pgstore.OpenDB(ctx, db, pgstore.Options{Schema: freshSchema(), NoWakes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	wf := store.WorkflowKey{Name: "job", Version: 1}
+	insert := func(id string) {
+		t.Helper()
+		if err := s.Write(ctx, func(tx store.Tx) error {
+			_, err := tx.RunInsert(ctx, store.RunInsertParams{ID: id, Workflow: wf, Queue: "q", Input: []byte("{}"), RunAt: base, Now: base})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert("a")
+	insert("b")
+	counter.take()
+
+	kinds := []string{"one", "two", "three"}
+	var seen []store.Event
+	err = s.Write(ctx, func(tx store.Tx) error {
+		for _, k := range kinds {
+			if err := tx.EventAppend(ctx, store.Event{RunID: "a", At: base, Kind: k}); err != nil {
+				return err
+			}
+			if err := tx.EventAppend(ctx, store.Event{RunID: "b", At: base, Kind: k}); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.RunWake(ctx, "a", base); err != nil { // a statement not reading events
+			return err
+		}
+		var err error
+		seen, err = tx.EventList(ctx, "a")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := counter.take()
+	if n["EventAppendMany"] != 1 || n["EventAppend"] != 0 {
+		t.Errorf("statements appending 6 events: %v; want one EventAppendMany", n)
+	}
+	if got := eventKinds(seen); !slices.Equal(got, kinds) {
+		t.Errorf("events of a read in the transaction: %v, want %v", got, kinds)
+	}
+	for _, id := range []string{"a", "b"} {
+		events, err := s.Reader().EventList(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eventKinds(events); !slices.Equal(got, kinds) {
+			t.Errorf("events of run %s: %v, want %v", id, got, kinds)
+		}
+	}
+
+	err = s.Write(ctx, func(tx store.Tx) error {
+		if err := tx.EventAppend(ctx, store.Event{RunID: "a", At: base, Kind: "four"}); err != nil {
+			return err
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: "missing", At: base, Kind: "four"})
+	})
+	if err == nil {
+		t.Fatal("a write appending an event to a run that does not exist succeeded")
+	}
+	events, err := s.Reader().EventList(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eventKinds(events); !slices.Equal(got, kinds) {
+		t.Errorf("events of run a after a failed write: %v, want %v", got, kinds)
+	}
+}
+
+func eventKinds(events []store.Event) []string {
+	kinds := make([]string, len(events))
+	for i, e := range events {
+		kinds[i] = e.Kind
+	}
+	return kinds
 }
