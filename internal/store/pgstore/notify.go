@@ -48,9 +48,9 @@ var _ store.Notifier = (*Store)(nil)
 //
 //   - in a transaction the store owns (Write), the wakes are collected and,
 //     after the commit, handed to one sender (sendWakes) that sends all
-//     that accumulated in one short transaction which does not wait for
-//     its flush (WakeAsyncCommit): writers never take the lock, and the
-//     wake follows the commit by a round trip;
+//     that accumulated in one statement, an implicit transaction which
+//     does not wait for its flush (WakeSend): writers never take the lock,
+//     and the wake follows the commit by a round trip;
 //   - in the caller's transaction (WriteInTx), whose commit the store does
 //     not see, they are sent in the transaction (pg_notify), which
 //     PostgreSQL delivers when the caller commits.
