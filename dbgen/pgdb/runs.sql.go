@@ -113,23 +113,23 @@ WITH picked AS MATERIALIZED (
       AND r.lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= $3::bigint
-      AND (r.workflow || ':' || r.version) IN (SELECT jsonb_array_elements_text($6::text::jsonb))
+      AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text($6::text::jsonb)))
       AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $4::text AND q.paused)
     ORDER BY r.run_at, r.seq
     LIMIT $7::bigint
     FOR UPDATE OF r SKIP LOCKED
 )
-UPDATE flowlite.runs
+UPDATE flowlite.runs AS u
 SET lease_owner      = $1::text,
     lease_expires_at = $2::bigint,
-    fence            = fence + 1,
-    status           = CASE status WHEN 'compensating' THEN status ELSE 'running' END,
-    started_at       = COALESCE(started_at, $3::bigint),
+    fence            = u.fence + 1,
+    status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
+    started_at       = COALESCE(u.started_at, $3::bigint),
     updated_at       = $3::bigint
-WHERE lease_owner IS NULL
-  AND status IN ('pending', 'waiting', 'compensating')
-  AND id IN (SELECT id FROM picked)
-RETURNING id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as
+FROM picked
+WHERE u.id = picked.id
+  AND u.lease_owner IS NULL
+RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as
 `
 
 type RunClaimParams struct {
@@ -149,12 +149,32 @@ type RunClaimParams struct {
 // rows another claimer (or a lease check, a rescue) holds are skipped, not
 // waited for, so concurrent claimers split the ready runs between them and
 // never get the same one. A row changed and committed since the statement
-// began is re-read before it is locked, and the outer WHERE repeats the
-// readiness test, so the statement stays a compare-and-set. started_at
-// keeps the first claim. The selection is a MATERIALIZED CTE, run once: as
-// a plain IN (subquery) the planner may rescan it for each row, and every
-// rescan, skipping the rows this statement already updated, would claim
-// @max_runs more.
+// began is re-read before it is locked and kept only if it still passes
+// the readiness test (PostgreSQL re-checks the WHERE clause of a locking
+// read on the newest version), and no other transaction can change a
+// locked row before this one commits, so the statement is a
+// compare-and-set. started_at keeps the first claim. The selection is a
+// MATERIALIZED CTE, run once: as a plain IN (subquery) the planner may
+// rescan it for each row, and every rescan, skipping the rows this
+// statement already updated, would claim @max_runs more.
+//
+// The statement is written so that its one good plan does not depend on
+// the table's statistics, which are missing or stale right after a bulk
+// insert (autovacuum analyzes a minute later at best), and on which a
+// generic plan of the prepared statement cannot rely anyway:
+//   - the known versions are a filter of the index scan (= ANY of an array
+//     computed once), not a join: a hash join would lose the order of
+//     runs_ready, and the planner, believing the queue nearly empty, would
+//     then read and sort every ready run of the queue to take @max_runs;
+//   - the UPDATE finds its rows by primary key from the picked IDs, and
+//     its WHERE clause does not repeat runs_ready's predicate, which
+//     would let the planner scan runs_ready instead and compare each of
+//     its entries with every picked ID.
+//
+// With those, a claim reads about @max_runs index entries whatever the
+// backlog (EXPLAIN on 10,000 ready runs: 1 ms, against 190-210 ms for the
+// earlier form without statistics, and a scan of the whole table with a
+// generic plan).
 func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, error) {
 	rows, err := q.db.QueryContext(ctx, runClaim,
 		arg.Owner,

@@ -9,20 +9,6 @@ import (
 	"context"
 )
 
-const wakeAsyncCommit = `-- name: WakeAsyncCommit :exec
-SELECT set_config('synchronous_commit', 'off', true)
-`
-
-// WakeAsyncCommit lets the transaction that only sends wakes after their
-// writes committed (Store.Write) commit without waiting for its WAL
-// flush: a wake is a hint, and its commit holds the lock of the server's
-// notification queue, which every notifying commit waits for, so it
-// should hold it as briefly as it can.
-func (q *Queries) WakeAsyncCommit(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, wakeAsyncCommit)
-	return err
-}
-
 const wakeQueue = `-- name: WakeQueue :exec
 SELECT pg_notify($1::text, json_build_object('k', 'ready', 'q', $2::text)::text)
 `
@@ -63,5 +49,41 @@ type WakeRunsParams struct {
 // than 1000 (the caller chooses it) is left out, the queue being enough.
 func (q *Queries) WakeRuns(ctx context.Context, arg WakeRunsParams) error {
 	_, err := q.db.ExecContext(ctx, wakeRuns, arg.Channel, arg.Kind, arg.Ids)
+	return err
+}
+
+const wakeSend = `-- name: WakeSend :exec
+SELECT set_config('synchronous_commit', 'off', true),
+       (SELECT count(pg_notify($1::text,
+                               json_build_object('k', w.v ->> 'k', 'q', r.queue,
+                                                 'r', CASE WHEN octet_length(r.id) <= 1000 THEN r.id END,
+                                                 'd', r.run_at)::text))
+        FROM jsonb_array_elements($2::text::jsonb) AS w(v)
+        JOIN flowlite.runs AS r ON r.id = w.v ->> 'id'),
+       (SELECT count(pg_notify($1::text, json_build_object('k', 'ready', 'q', q.name)::text))
+        FROM jsonb_array_elements_text($3::text::jsonb) AS q(name))
+`
+
+type WakeSendParams struct {
+	Channel string
+	Runs    string
+	Queues  string
+}
+
+// WakeSend sends, on channel @channel, the wakes of writes that committed
+// (Store.Write): for each element of @runs (a JSON array of objects
+// {"k": kind, "id": run ID}) a wake of that kind with the run's queue and
+// due time, and a ready wake for each queue of @queues (a JSON array of
+// names). It is one statement run outside any transaction block, so its
+// implicit transaction costs one round trip, not four (BEGIN, the
+// statement, COMMIT, and the setting below). Its commit does not wait for
+// its WAL flush (synchronous_commit off for this transaction, which
+// set_config's true makes local to it): a wake is a hint, and the commit
+// holds the lock of the server's notification queue, which every
+// notifying commit waits for, so it should hold it as briefly as it can.
+// The setting applies at the commit, after the whole statement, whatever
+// order its expressions are evaluated in.
+func (q *Queries) WakeSend(ctx context.Context, arg WakeSendParams) error {
+	_, err := q.db.ExecContext(ctx, wakeSend, arg.Channel, arg.Runs, arg.Queues)
 	return err
 }

@@ -91,12 +91,31 @@ LIMIT 1;
 -- rows another claimer (or a lease check, a rescue) holds are skipped, not
 -- waited for, so concurrent claimers split the ready runs between them and
 -- never get the same one. A row changed and committed since the statement
--- began is re-read before it is locked, and the outer WHERE repeats the
--- readiness test, so the statement stays a compare-and-set. started_at
--- keeps the first claim. The selection is a MATERIALIZED CTE, run once: as
--- a plain IN (subquery) the planner may rescan it for each row, and every
--- rescan, skipping the rows this statement already updated, would claim
--- @max_runs more.
+-- began is re-read before it is locked and kept only if it still passes
+-- the readiness test (PostgreSQL re-checks the WHERE clause of a locking
+-- read on the newest version), and no other transaction can change a
+-- locked row before this one commits, so the statement is a
+-- compare-and-set. started_at keeps the first claim. The selection is a
+-- MATERIALIZED CTE, run once: as a plain IN (subquery) the planner may
+-- rescan it for each row, and every rescan, skipping the rows this
+-- statement already updated, would claim @max_runs more.
+--
+-- The statement is written so that its one good plan does not depend on
+-- the table's statistics, which are missing or stale right after a bulk
+-- insert (autovacuum analyzes a minute later at best), and on which a
+-- generic plan of the prepared statement cannot rely anyway:
+--   - the known versions are a filter of the index scan (= ANY of an array
+--     computed once), not a join: a hash join would lose the order of
+--     runs_ready, and the planner, believing the queue nearly empty, would
+--     then read and sort every ready run of the queue to take @max_runs;
+--   - the UPDATE finds its rows by primary key from the picked IDs, and
+--     its WHERE clause does not repeat runs_ready's predicate, which
+--     would let the planner scan runs_ready instead and compare each of
+--     its entries with every picked ID.
+-- With those, a claim reads about @max_runs index entries whatever the
+-- backlog (EXPLAIN on 10,000 ready runs: 1 ms, against 190-210 ms for the
+-- earlier form without statistics, and a scan of the whole table with a
+-- generic plan).
 WITH picked AS MATERIALIZED (
     SELECT r.id FROM flowlite.runs AS r
     WHERE r.queue = sqlc.arg(queue)::text
@@ -104,23 +123,23 @@ WITH picked AS MATERIALIZED (
       AND r.lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= sqlc.arg(now)::bigint
-      AND (r.workflow || ':' || r.version) IN (SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb))
+      AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb)))
       AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = sqlc.arg(queue)::text AND q.paused)
     ORDER BY r.run_at, r.seq
     LIMIT sqlc.arg(max_runs)::bigint
     FOR UPDATE OF r SKIP LOCKED
 )
-UPDATE flowlite.runs
+UPDATE flowlite.runs AS u
 SET lease_owner      = sqlc.arg(owner)::text,
     lease_expires_at = sqlc.arg(lease_expires_at)::bigint,
-    fence            = fence + 1,
-    status           = CASE status WHEN 'compensating' THEN status ELSE 'running' END,
-    started_at       = COALESCE(started_at, sqlc.arg(now)::bigint),
+    fence            = u.fence + 1,
+    status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
+    started_at       = COALESCE(u.started_at, sqlc.arg(now)::bigint),
     updated_at       = sqlc.arg(now)::bigint
-WHERE lease_owner IS NULL
-  AND status IN ('pending', 'waiting', 'compensating')
-  AND id IN (SELECT id FROM picked)
-RETURNING *;
+FROM picked
+WHERE u.id = picked.id
+  AND u.lease_owner IS NULL
+RETURNING u.*;
 
 -- name: RunHeartbeat :one
 -- RunHeartbeat extends the lease of a run and proves the caller still owns

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
 	"github.com/flowlite/flowlite/internal/store"
@@ -24,15 +25,54 @@ func (r reader) EventList(ctx context.Context, runID string) ([]store.Event, err
 	return events, nil
 }
 
+// EventAppend keeps the event for one insert of all the events the
+// transaction appends: they are inserted, in the order they were appended,
+// by EventAppendMany before the first later statement that could see them
+// (one naming the events table, or a DELETE, whose cascade could remove
+// the run they belong to; seesEvents), before the caller's own statements
+// (SQL), and at the latest before the commit, in Write, or when fn returns,
+// in WriteInTx. A run's events then keep their order, reads in the
+// transaction see them, and an insert that fails (a run that does not
+// exist) fails the write.
+//
+// Why: the engine appends two to four events in every transaction, each
+// a statement of its own, which on PostgreSQL is a round trip and the
+// server's work of a statement; one insert costs about what one event did.
 func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
-	err := t.q.EventAppend(ctx, pgdb.EventAppendParams{
-		RunID: e.RunID, At: e.At, Kind: e.Kind, Step: e.Step,
-		Occurrence: int64(e.Occurrence), Attempt: int64(e.Attempt), Detail: e.Detail,
-	})
-	if err != nil {
-		return fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, interpretError(ctx, err))
-	}
+	t.events = append(t.events, e)
 	return nil
+}
+
+// flushEvents inserts the appended events, and reports an insert of
+// them that failed before.
+func (t *tx) flushEvents(ctx context.Context) error {
+	if t.flushErr != nil {
+		return t.flushErr
+	}
+	events := t.events
+	t.events = nil
+	switch len(events) {
+	case 0:
+		return nil
+	case 1:
+		e := events[0]
+		err := t.raw.EventAppend(ctx, pgdb.EventAppendParams{
+			RunID: e.RunID, At: e.At, Kind: e.Kind, Step: e.Step,
+			Occurrence: int64(e.Occurrence), Attempt: int64(e.Attempt), Detail: e.Detail,
+		})
+		if err != nil {
+			t.flushErr = fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, interpretError(ctx, err))
+		}
+	default:
+		t.flushErr = t.appendMany(ctx, events)
+	}
+	return t.flushErr
+}
+
+// seesEvents reports whether a statement of the adapter could read the
+// events table or remove rows of it.
+func seesEvents(query string) bool {
+	return strings.Contains(query, DefaultSchema+".events") || strings.Contains(query, "DELETE")
 }
 
 // eventRow is one event of EventAppendMany's JSON document.
@@ -50,8 +90,15 @@ type eventRow struct {
 const eventsChunk = 1000
 
 // EventAppendMany appends events with one statement per chunk of
-// eventsChunk events.
+// eventsChunk events, after the events appended one by one before them.
 func (t *tx) EventAppendMany(ctx context.Context, events []store.Event) error {
+	if err := t.flushEvents(ctx); err != nil {
+		return err
+	}
+	return t.appendMany(ctx, events)
+}
+
+func (t *tx) appendMany(ctx context.Context, events []store.Event) error {
 	for start := 0; start < len(events); start += eventsChunk {
 		chunk := events[start:min(start+eventsChunk, len(events))]
 		rows := make([]eventRow, len(chunk))
@@ -62,7 +109,7 @@ func (t *tx) EventAppendMany(ctx context.Context, events []store.Event) error {
 		if err != nil {
 			return fmt.Errorf("append %d events: %w", len(rows), err)
 		}
-		if err := t.q.EventAppendMany(ctx, doc); err != nil {
+		if err := t.raw.EventAppendMany(ctx, doc); err != nil {
 			return fmt.Errorf("append %d events: %w", len(rows), interpretError(ctx, err))
 		}
 	}

@@ -48,9 +48,9 @@ var _ store.Notifier = (*Store)(nil)
 //
 //   - in a transaction the store owns (Write), the wakes are collected and,
 //     after the commit, handed to one sender (sendWakes) that sends all
-//     that accumulated in one short transaction which does not wait for
-//     its flush (WakeAsyncCommit): writers never take the lock, and the
-//     wake follows the commit by a round trip;
+//     that accumulated in one statement, an implicit transaction which
+//     does not wait for its flush (WakeSend): writers never take the lock,
+//     and the wake follows the commit by a round trip;
 //   - in the caller's transaction (WriteInTx), whose commit the store does
 //     not see, they are sent in the transaction (pg_notify), which
 //     PostgreSQL delivers when the caller commits.
@@ -113,60 +113,39 @@ func (s *Store) sendWakes() {
 	}
 }
 
-// sendWakeBatch sends reqs, each run's and queue's once, in one
-// transaction.
+// sendWakeBatch sends reqs, each run's and queue's once, with one
+// statement (WakeSend) in a transaction of its own.
 func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	kinds := []store.WakeKind{store.WakeReady, store.WakeCancel}
-	ids := make(map[store.WakeKind][]string, len(kinds))
-	type key struct {
-		kind      store.WakeKind
-		id, queue string
+	type runWake struct {
+		Kind store.WakeKind `json:"k"`
+		ID   string         `json:"id"`
 	}
-	seen := make(map[key]bool)
-	var queues []string
+	seen := make(map[runWake]bool)
+	runs := []runWake{}
+	queues := []string{}
 	for _, r := range reqs {
 		if r.queue != "" {
-			if k := (key{queue: r.queue}); !seen[k] {
+			if k := (runWake{Kind: "queue", ID: r.queue}); !seen[k] {
 				seen[k] = true
 				queues = append(queues, r.queue)
 			}
 			continue
 		}
-		if !slices.Contains(kinds, r.kind) {
-			kinds = append(kinds, r.kind)
-		}
 		for _, id := range r.ids {
-			if k := (key{kind: r.kind, id: id}); !seen[k] {
+			if k := (runWake{Kind: r.kind, ID: id}); !seen[k] {
 				seen[k] = true
-				ids[r.kind] = append(ids[r.kind], id)
+				runs = append(runs, k)
 			}
 		}
 	}
-	conn, sqlTx, err := s.begin(ctx, false)
+	runsJSON, _ := json.Marshal(runs)     // strings only: always marshals
+	queuesJSON, _ := json.Marshal(queues) // likewise
+	err := pgdb.New(s.conn(s.db)).WakeSend(ctx, pgdb.WakeSendParams{Channel: s.channel, Runs: string(runsJSON), Queues: string(queuesJSON)})
 	if err != nil {
 		return fmt.Errorf("send wakes: %w", err)
-	}
-	defer conn.Close()
-	defer func() { _ = sqlTx.Rollback() }() // after Commit, a no-op
-	t := s.newTx(sqlTx)
-	if err := t.q.WakeAsyncCommit(ctx); err != nil {
-		return fmt.Errorf("send wakes: %w", interpretError(ctx, err))
-	}
-	for _, k := range kinds {
-		if err := t.wakeRuns(ctx, k, ids[k]...); err != nil {
-			return fmt.Errorf("send wakes: %w", err)
-		}
-	}
-	for _, q := range queues {
-		if err := t.wakeQueue(ctx, q); err != nil {
-			return fmt.Errorf("send wakes: %w", err)
-		}
-	}
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("send wakes: commit: %w", interpretError(ctx, err))
 	}
 	return nil
 }

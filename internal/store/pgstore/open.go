@@ -269,9 +269,12 @@ func (q *qualifier) rewrite(query string) string {
 
 // conn binds the generated queries to a pool or transaction, rewriting
 // their schema and failing them with ErrClosed once the store is closed.
+// In a transaction of the store (tx set), it first inserts the events the
+// transaction appended when the statement could see them (events.go).
 type conn struct {
 	db pgdb.DBTX
 	s  *Store
+	tx *tx
 }
 
 func (s *Store) conn(db pgdb.DBTX) conn { return conn{db: db, s: s} }
@@ -294,7 +297,19 @@ func (c conn) target() pgdb.DBTX {
 }
 
 func (c conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := c.before(ctx, query); err != nil {
+		return nil, err
+	}
 	return c.target().ExecContext(ctx, c.s.names.rewrite(query), args...)
+}
+
+// before inserts the events the transaction appended, if query could see
+// them.
+func (c conn) before(ctx context.Context, query string) error {
+	if c.tx == nil || len(c.tx.events) == 0 || !seesEvents(query) {
+		return nil
+	}
+	return c.tx.flushEvents(ctx)
 }
 
 func (c conn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -305,6 +320,9 @@ func (c conn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, erro
 // turns out dead (deadconn.go); one in a transaction is not.
 
 func (c conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := c.before(ctx, query); err != nil {
+		return nil, err
+	}
 	for try := 0; ; try++ {
 		rows, err := c.target().QueryContext(ctx, c.s.names.rewrite(query), args...)
 		if pool, ok := c.db.(*sql.DB); !ok || !retryDeadConn(ctx, pool, err, try) {
@@ -314,6 +332,11 @@ func (c conn) QueryContext(ctx context.Context, query string, args ...any) (*sql
 }
 
 func (c conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if err := c.before(ctx, query); err != nil && c.tx.flushErr == nil {
+		// A *sql.Row cannot carry it; the statement fails in the aborted
+		// transaction, and Write returns this error.
+		c.tx.flushErr = err
+	}
 	for try := 0; ; try++ {
 		row := c.target().QueryRowContext(ctx, c.s.names.rewrite(query), args...)
 		if pool, ok := c.db.(*sql.DB); !ok || !retryDeadConn(ctx, pool, row.Err(), try) {

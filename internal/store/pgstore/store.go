@@ -52,6 +52,9 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	t := s.newTx(sqlTx)
 	t.deferWakes = true
 	if err := fn(t); err != nil {
+		return t.withFlushErr(err)
+	}
+	if err := t.flushEvents(ctx); err != nil {
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
@@ -99,7 +102,11 @@ func (s *Store) WriteInTx(ctx context.Context, sqlTx *sql.Tx, fn func(store.Tx) 
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	return fn(s.newTx(sqlTx))
+	t := s.newTx(sqlTx)
+	if err := fn(t); err != nil {
+		return t.withFlushErr(err)
+	}
+	return t.flushEvents(ctx)
 }
 
 // Reader returns reads served by the pool, each statement on its own,
@@ -107,7 +114,9 @@ func (s *Store) WriteInTx(ctx context.Context, sqlTx *sql.Tx, fn func(store.Tx) 
 func (s *Store) Reader() store.Reader { return reader{q: pgdb.New(s.conn(s.db)), s: s} }
 
 func (s *Store) newTx(sqlTx *sql.Tx) *tx {
-	return &tx{reader: reader{q: pgdb.New(s.conn(sqlTx)), s: s}, sqlTx: sqlTx}
+	t := &tx{sqlTx: sqlTx, raw: pgdb.New(s.conn(sqlTx))}
+	t.reader = reader{q: pgdb.New(conn{db: sqlTx, s: s, tx: t}), s: s}
+	return t
 }
 
 // reader implements store.Reader over the generated queries, bound to the
@@ -128,9 +137,31 @@ type tx struct {
 	// in the transaction (notify.go).
 	deferWakes bool
 	wakes      []wakeReq
+	// events are the appended events not yet inserted (events.go), and
+	// raw runs statements without inserting them first.
+	events   []store.Event
+	raw      *pgdb.Queries
+	flushErr error // of an insert of events no caller could be told of
 }
 
-func (t *tx) SQL() *sql.Tx { return t.sqlTx }
+// SQL returns the transaction for the caller's own statements, which may
+// read flowlite's events: the appended ones are inserted first.
+func (t *tx) SQL() *sql.Tx {
+	if err := t.flushEvents(context.Background()); err != nil && t.flushErr == nil {
+		t.flushErr = err
+	}
+	return t.sqlTx
+}
+
+// withFlushErr adds to fn's error the failed insert of appended events
+// that aborted the transaction, if one did: fn's error is then most likely
+// its consequence.
+func (t *tx) withFlushErr(err error) error {
+	if t.flushErr == nil || errors.Is(err, t.flushErr) {
+		return err
+	}
+	return errors.Join(t.flushErr, err)
+}
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 

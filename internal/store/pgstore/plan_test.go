@@ -1,0 +1,321 @@
+package pgstore_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/pgstore"
+)
+
+// statementRecorder keeps the text and arguments of the last statement a
+// pool ran whose text starts with prefix (a sqlc "-- name:" line).
+type statementRecorder struct {
+	prefix string
+	mu     sync.Mutex
+	sql    string
+	args   []any
+}
+
+func (r *statementRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.HasPrefix(d.SQL, r.prefix) {
+		var args []any
+		for _, a := range d.Args {
+			switch a.(type) {
+			case pgx.QueryResultFormatsByOID, pgx.QueryResultFormats, pgx.QueryExecMode:
+				// options pgx's database/sql driver passes along, not arguments
+			default:
+				args = append(args, a)
+			}
+		}
+		r.mu.Lock()
+		r.sql, r.args = d.SQL, args
+		r.mu.Unlock()
+	}
+	return ctx
+}
+
+func (r *statementRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// planNode is the part of EXPLAIN (ANALYZE, FORMAT JSON) the test reads.
+type planNode struct {
+	NodeType      string     `json:"Node Type"`
+	Relation      string     `json:"Relation Name"`
+	Index         string     `json:"Index Name"`
+	ActualRows    float64    `json:"Actual Rows"`
+	ActualLoops   float64    `json:"Actual Loops"`
+	RemovedFilter float64    `json:"Rows Removed by Filter"`
+	RemovedJoin   float64    `json:"Rows Removed by Join Filter"`
+	Plans         []planNode `json:"Plans"`
+}
+
+// runsRowsRead is how many rows of the runs table the plan's nodes
+// produced or filtered out, over all their loops, and the node types met.
+func (n planNode) runsRowsRead(types map[string]bool) float64 {
+	types[n.NodeType] = true
+	var read float64
+	if n.Relation == "runs" {
+		read = n.ActualRows*n.ActualLoops + n.RemovedFilter*n.ActualLoops
+	}
+	read += n.RemovedJoin * n.ActualLoops
+	for _, c := range n.Plans {
+		read += c.runsRowsRead(types)
+	}
+	return read
+}
+
+// TestClaimReadsOnlyWhatItClaims checks that the claim statement's plan
+// reads about as many runs as it claims however many are ready, with the
+// table never analyzed (as right after a bulk insert) and with the
+// generic plan of the prepared statement: earlier, the planner sorted
+// every ready run and then compared each with every picked ID, so that a
+// drain got slower the larger its backlog.
+func TestClaimReadsOnlyWhatItClaims(t *testing.T) {
+	t.Parallel()
+	cfg := mustParse(t, needPG(t))
+	rec := &statementRecorder{prefix: "-- name: RunClaim "}
+	cfg.Tracer = rec
+	db := stdlib.OpenDB(cfg)
+	t.Cleanup(func() { db.Close() })
+	ctx := t.Context()
+	schema := freshSchema()
+	s, err := pgstore.OpenDB(ctx, db, pgstore.Options{Schema: schema, NoWakes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	const ready, claim = 3000, 4
+	wf := store.WorkflowKey{Name: "job", Version: 1}
+	ps := make([]store.RunInsertParams, ready)
+	for i := range ps {
+		ps[i] = store.RunInsertParams{ID: fmt.Sprintf("run%05d", i), Workflow: wf, Queue: "q", Input: []byte("{}"), RunAt: base, Now: base}
+	}
+	if err := s.Write(ctx, func(tx store.Tx) error {
+		_, err := tx.RunInsertMany(ctx, ps)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var claimed []store.Run
+	if err := s.Write(ctx, func(tx store.Tx) error {
+		var err error
+		claimed, err = tx.RunClaim(ctx, store.RunClaimParams{
+			Queue: "q", Known: []store.WorkflowKey{wf}, Owner: "w", Max: claim, Now: base + 1, LeaseExpiresAt: base + 60_000,
+		})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != claim || claimed[0].ID != "run00000" {
+		t.Fatalf("claimed %d runs, first %v; want %d from run00000", len(claimed), claimed, claim)
+	}
+	rec.mu.Lock()
+	query, args := rec.sql, rec.args
+	rec.mu.Unlock()
+	if query == "" {
+		t.Fatal("the claim statement was not seen")
+	}
+
+	for _, mode := range []string{"custom", "generic"} {
+		t.Run(mode, func(t *testing.T) {
+			plan := explainAnalyze(t, db, schema, mode, query, args)
+			types := map[string]bool{}
+			read := plan.runsRowsRead(types)
+			// A claim of 4 more runs: the 4 claimed above are skipped
+			// (their index entries are dead), 4 are read and locked, 4 are
+			// updated through the primary key.
+			if read > 4*claim {
+				t.Errorf("the claim read %.0f rows of runs to claim %d of %d ready ones", read, claim, ready-claim)
+			}
+			for _, bad := range []string{"Sort", "Seq Scan", "Hash Join"} {
+				if types[bad] {
+					t.Errorf("the claim's plan has a %s node", bad)
+				}
+			}
+			if t.Failed() {
+				b, _ := json.MarshalIndent(plan, "", "  ")
+				t.Logf("plan:\n%s", b)
+			}
+		})
+	}
+}
+
+// explainAnalyze runs EXPLAIN ANALYZE of query with args in a transaction
+// it rolls back, planned with the arguments' values (custom) or as a
+// prepared statement's generic plan.
+func explainAnalyze(t *testing.T, db *sql.DB, schema, mode, query string, args []any) planNode {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var out []byte
+	switch mode {
+	case "custom":
+		err = tx.QueryRowContext(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+query, args...).Scan(&out)
+	case "generic":
+		if _, err := tx.ExecContext(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.ExecContext(ctx, "PREPARE claim_plan_test AS "+query); err != nil {
+			t.Fatal(err)
+		}
+		// A prepared statement outlives the transaction: drop it with it.
+		defer tx.ExecContext(ctx, "DEALLOCATE claim_plan_test")
+		lits := make([]string, len(args))
+		for i, a := range args {
+			switch v := a.(type) {
+			case string:
+				lits[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+			case int64:
+				lits[i] = fmt.Sprint(v)
+			default:
+				t.Fatalf("argument %d: unexpected %T", i+1, a)
+			}
+		}
+		err = tx.QueryRowContext(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim_plan_test("+strings.Join(lits, ", ")+")").Scan(&out)
+	}
+	if err != nil {
+		t.Fatalf("explain the claim in schema %s: %v", schema, err)
+	}
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("read the plan %s: %v", out, err)
+	}
+	return plans[0].Plan
+}
+
+// statementCounter counts the statements a pool ran, by their sqlc name.
+type statementCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if name, ok := strings.CutPrefix(d.SQL, "-- name: "); ok {
+		name, _, _ = strings.Cut(name, " ")
+		c.mu.Lock()
+		c.n[name]++
+		c.mu.Unlock()
+	}
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *statementCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+// TestEventsOfATransactionInOneInsert checks that the events a
+// transaction appends are inserted by one statement, in the order they
+// were appended, that reads in the transaction see them, and that an event
+// of a run that does not exist fails the write and rolls it back.
+func TestEventsOfATransactionInOneInsert(t *testing.T) {
+	t.Parallel()
+	cfg := mustParse(t, needPG(t))
+	counter := &statementCounter{n: map[string]int{}}
+	cfg.Tracer = counter
+	db := stdlib.OpenDB(cfg)
+	t.Cleanup(func() { db.Close() })
+	ctx := t.Context()
+	s, err := pgstore.OpenDB(ctx, db, pgstore.Options{Schema: freshSchema(), NoWakes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	wf := store.WorkflowKey{Name: "job", Version: 1}
+	insert := func(id string) {
+		t.Helper()
+		if err := s.Write(ctx, func(tx store.Tx) error {
+			_, err := tx.RunInsert(ctx, store.RunInsertParams{ID: id, Workflow: wf, Queue: "q", Input: []byte("{}"), RunAt: base, Now: base})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert("a")
+	insert("b")
+	counter.take()
+
+	kinds := []string{"one", "two", "three"}
+	var seen []store.Event
+	err = s.Write(ctx, func(tx store.Tx) error {
+		for _, k := range kinds {
+			if err := tx.EventAppend(ctx, store.Event{RunID: "a", At: base, Kind: k}); err != nil {
+				return err
+			}
+			if err := tx.EventAppend(ctx, store.Event{RunID: "b", At: base, Kind: k}); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.RunWake(ctx, "a", base); err != nil { // a statement not reading events
+			return err
+		}
+		var err error
+		seen, err = tx.EventList(ctx, "a")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := counter.take()
+	if n["EventAppendMany"] != 1 || n["EventAppend"] != 0 {
+		t.Errorf("statements appending 6 events: %v; want one EventAppendMany", n)
+	}
+	if got := eventKinds(seen); !slices.Equal(got, kinds) {
+		t.Errorf("events of a read in the transaction: %v, want %v", got, kinds)
+	}
+	for _, id := range []string{"a", "b"} {
+		events, err := s.Reader().EventList(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eventKinds(events); !slices.Equal(got, kinds) {
+			t.Errorf("events of run %s: %v, want %v", id, got, kinds)
+		}
+	}
+
+	err = s.Write(ctx, func(tx store.Tx) error {
+		if err := tx.EventAppend(ctx, store.Event{RunID: "a", At: base, Kind: "four"}); err != nil {
+			return err
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: "missing", At: base, Kind: "four"})
+	})
+	if err == nil {
+		t.Fatal("a write appending an event to a run that does not exist succeeded")
+	}
+	events, err := s.Reader().EventList(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eventKinds(events); !slices.Equal(got, kinds) {
+		t.Errorf("events of run a after a failed write: %v, want %v", got, kinds)
+	}
+}
+
+func eventKinds(events []store.Event) []string {
+	kinds := make([]string, len(events))
+	for i, e := range events {
+		kinds[i] = e.Kind
+	}
+	return kinds
+}
