@@ -11,7 +11,9 @@ import (
 
 const eventAppend = `-- name: EventAppend :exec
 INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+SELECT $1::text, $2::bigint, $3::text, $4::text,
+       $5::bigint, $6::bigint, $7::text
+WHERE pg_current_xact_id() IS NOT NULL
 `
 
 type EventAppendParams struct {
@@ -26,7 +28,11 @@ type EventAppendParams struct {
 
 // EventAppend appends to a run's history. The ID comes from the events
 // identity sequence: never reused, growing in insertion order, which under
-// concurrent transactions is not commit order.
+// concurrent transactions is not commit order. The WHERE clause gives the
+// transaction its ID before the row's ID is drawn from the sequence (a
+// scan's filter runs before its projection): the change feed's holdback
+// (pgstore/feed.go) relies on every transaction that drew an event ID
+// having a transaction ID already.
 func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error {
 	_, err := q.db.ExecContext(ctx, eventAppend,
 		arg.RunID,

@@ -10,8 +10,11 @@ import (
 )
 
 const eventAppend = `-- name: EventAppend :exec
-INSERT INTO flowlite_events (run_id, at, kind, step, occurrence, attempt, detail)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+INSERT INTO flowlite_events (id, run_id, at, kind, step, occurrence, attempt, detail)
+VALUES (
+  (SELECT max(coalesce((SELECT max(id) FROM flowlite_events), 0), f.purged_through) + 1
+   FROM flowlite_feed AS f WHERE f.id = 1),
+  ?1, ?2, ?3, ?4, ?5, ?6, ?7)
 `
 
 type EventAppendParams struct {
@@ -24,6 +27,11 @@ type EventAppendParams struct {
 	Detail     string
 }
 
+// EventAppend appends to a run's history. The ID is the event's change-feed
+// position, so it must never be handed out twice: a plain rowid would come
+// back after the newest events were deleted, so the ID is one above both
+// the newest event and the highest ID ever deleted (feed.purged_through,
+// migration 00012). Both are one B-tree lookup.
 func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error {
 	_, err := q.exec(ctx, q.eventAppendStmt, eventAppend,
 		arg.RunID,

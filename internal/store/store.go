@@ -69,6 +69,7 @@ type Reader interface {
 	QueueReader
 	ReportReader
 	DefinitionReader
+	FeedReader
 }
 
 // Tx is a write transaction: it reads like a Reader, seeing its own
@@ -93,4 +94,5 @@ type Tx interface {
 	ReportTx
 	OperatorTx
 	DefinitionTx
+	FeedTx
 }

@@ -1,9 +1,15 @@
 -- name: EventAppend :exec
 -- EventAppend appends to a run's history. The ID comes from the events
 -- identity sequence: never reused, growing in insertion order, which under
--- concurrent transactions is not commit order.
+-- concurrent transactions is not commit order. The WHERE clause gives the
+-- transaction its ID before the row's ID is drawn from the sequence (a
+-- scan's filter runs before its projection): the change feed's holdback
+-- (pgstore/feed.go) relies on every transaction that drew an event ID
+-- having a transaction ID already.
 INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
-VALUES (@run_id, @at, @kind, @step, @occurrence, @attempt, @detail);
+SELECT sqlc.arg(run_id)::text, sqlc.arg(at)::bigint, sqlc.arg(kind)::text, sqlc.arg(step)::text,
+       sqlc.arg(occurrence)::bigint, sqlc.arg(attempt)::bigint, sqlc.arg(detail)::text
+WHERE pg_current_xact_id() IS NOT NULL;
 
 -- name: EventList :many
 SELECT * FROM flowlite.events WHERE run_id = @run_id ORDER BY id;

@@ -1,6 +1,14 @@
 -- name: EventAppend :exec
-INSERT INTO flowlite_events (run_id, at, kind, step, occurrence, attempt, detail)
-VALUES (@run_id, @at, @kind, @step, @occurrence, @attempt, @detail);
+-- EventAppend appends to a run's history. The ID is the event's change-feed
+-- position, so it must never be handed out twice: a plain rowid would come
+-- back after the newest events were deleted, so the ID is one above both
+-- the newest event and the highest ID ever deleted (feed.purged_through,
+-- migration 00012). Both are one B-tree lookup.
+INSERT INTO flowlite_events (id, run_id, at, kind, step, occurrence, attempt, detail)
+VALUES (
+  (SELECT max(coalesce((SELECT max(id) FROM flowlite_events), 0), f.purged_through) + 1
+   FROM flowlite_feed AS f WHERE f.id = 1),
+  @run_id, @at, @kind, @step, @occurrence, @attempt, @detail);
 
 -- name: EventList :many
 SELECT * FROM flowlite_events WHERE run_id = @run_id ORDER BY id;

@@ -45,6 +45,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/flowlite/flowlite/internal/broadcast"
 	"regexp"
 	"strings"
 	"sync"
@@ -105,6 +106,11 @@ type Store struct {
 	closing    context.CancelFunc
 	listenIdle time.Duration   // quiet time after which the listener pings
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
+
+	// feed is how far the change feed is final, and committed wakes its
+	// readers in this process after every Write (feed.go).
+	feed      feedHorizon
+	committed broadcast.Broadcast
 }
 
 var _ store.Store = (*Store)(nil)

@@ -65,6 +65,7 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	committed = true
 	s.sendAfterCommit(t.wakes)
+	s.committed.Notify()
 	return nil
 }
 

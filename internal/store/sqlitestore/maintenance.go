@@ -19,9 +19,18 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 	}
 	n, err := t.q.RunDeleteFinished(ctx, sqlitedb.RunDeleteFinishedParams{
 		FinishedBefore: &p.FinishedBefore, Status: string(p.Status), MaxRuns: int64(p.Max),
+		KeepAfter: keepAfter(p.KeepAfter),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete %s runs: %w", p.Status, interpretError(err))
 	}
 	return int(n), nil
+}
+
+// keepAfter reads a zero KeepAfter as "delete regardless".
+func keepAfter(position int64) int64 {
+	if position == 0 {
+		return store.NoFeedConsumer
+	}
+	return position
 }

@@ -54,6 +54,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 	tests = append(tests, operatorTests()...)
 	tests = append(tests, signalTests()...)
 	tests = append(tests, definitionTests()...)
+	tests = append(tests, feedTests()...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
