@@ -31,9 +31,11 @@ type RunDeleteFinishedParams struct {
 	Status         RunStatus // RunCompleted, RunFailed or RunCancelled
 	FinishedBefore int64     // Unix milliseconds, exclusive
 	Max            int       // positive
-	// KeepAfter keeps runs with an event after this feed position:
-	// NoFeedConsumer (or 0, read as NoFeedConsumer) to delete regardless.
-	KeepAfter int64
+	// WaitForFeed keeps runs with an event after the feed position
+	// KeepAfter (the feed's consumers have not read it); false deletes
+	// regardless of the feed.
+	WaitForFeed bool
+	KeepAfter   int64
 }
 
 // Maintainer is implemented by stores with upkeep of their own, which only

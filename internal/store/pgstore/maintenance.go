@@ -17,7 +17,7 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 	}
 	n, err := t.q.RunDeleteFinished(ctx, pgdb.RunDeleteFinishedParams{
 		FinishedBefore: p.FinishedBefore, Status: string(p.Status), MaxRuns: int64(p.Max),
-		KeepAfter: keepAfter(p.KeepAfter),
+		KeepAfter: keepAfter(p),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete %s runs: %w", p.Status, interpretError(ctx, err))
@@ -30,10 +30,10 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 // backed up and checked, by its own tools. Callers that type-assert a store
 // to it fall back to store.ErrNotSupported.
 
-// keepAfter reads a zero KeepAfter as "delete regardless".
-func keepAfter(position int64) int64 {
-	if position == 0 {
+// keepAfter is the position after which the delete keeps runs' events.
+func keepAfter(p store.RunDeleteFinishedParams) int64 {
+	if !p.WaitForFeed {
 		return store.NoFeedConsumer
 	}
-	return position
+	return p.KeepAfter
 }

@@ -19,7 +19,7 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 	}
 	n, err := t.q.RunDeleteFinished(ctx, sqlitedb.RunDeleteFinishedParams{
 		FinishedBefore: &p.FinishedBefore, Status: string(p.Status), MaxRuns: int64(p.Max),
-		KeepAfter: keepAfter(p.KeepAfter),
+		KeepAfter: keepAfter(p),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete %s runs: %w", p.Status, interpretError(err))
@@ -27,10 +27,10 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 	return int(n), nil
 }
 
-// keepAfter reads a zero KeepAfter as "delete regardless".
-func keepAfter(position int64) int64 {
-	if position == 0 {
+// keepAfter is the position after which the delete keeps runs' events.
+func keepAfter(p store.RunDeleteFinishedParams) int64 {
+	if !p.WaitForFeed {
 		return store.NoFeedConsumer
 	}
-	return position
+	return p.KeepAfter
 }

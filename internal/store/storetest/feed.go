@@ -158,14 +158,14 @@ func testFeedRetentionKeepsUnreadRuns(t *testing.T, s store.Store) {
 	read := readFeed(t, s, 0, 100)
 	finishedRun(t, s, newRun("unread"), store.RunCompleted, base+1)
 	keepAfter := read[len(read)-1].ID
-	p := store.RunDeleteFinishedParams{Status: store.RunCompleted, FinishedBefore: base + 2, Max: 10, KeepAfter: keepAfter}
+	p := store.RunDeleteFinishedParams{Status: store.RunCompleted, FinishedBefore: base + 2, Max: 10, WaitForFeed: true, KeepAfter: keepAfter}
 	if n := deleteFinished(t, s, p); n != 1 {
 		t.Fatalf("deleted %d runs, want 1 (the read one)", n)
 	}
 	if exists(t, s, "read") || !exists(t, s, "unread") {
 		t.Fatalf("read run exists: %v, unread run exists: %v; want false, true", exists(t, s, "read"), exists(t, s, "unread"))
 	}
-	p.KeepAfter = store.NoFeedConsumer
+	p.WaitForFeed = false
 	if n := deleteFinished(t, s, p); n != 1 || exists(t, s, "unread") {
 		t.Fatalf("delete regardless of consumers deleted %d runs, want 1", n)
 	}
