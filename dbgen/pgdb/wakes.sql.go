@@ -23,6 +23,19 @@ func (q *Queries) WakeAsyncCommit(ctx context.Context) error {
 	return err
 }
 
+const wakeFeed = `-- name: WakeFeed :exec
+SELECT pg_notify($1::text, '')
+`
+
+// WakeFeed notifies on channel @channel (the schema's feed channel, not
+// the engines' wake channel) that events committed, for the change feed's
+// followers in other processes. The payload is empty: a follower reads
+// the feed from its own position whatever woke it.
+func (q *Queries) WakeFeed(ctx context.Context, channel string) error {
+	_, err := q.db.ExecContext(ctx, wakeFeed, channel)
+	return err
+}
+
 const wakeQueue = `-- name: WakeQueue :exec
 SELECT pg_notify($1::text, json_build_object('k', 'ready', 'q', $2::text)::text)
 `

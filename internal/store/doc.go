@@ -132,6 +132,11 @@
 //     RunDeleteFinished's KeepAfter spares runs with events after the
 //     lowest acknowledged position, for engines configured to let
 //     retention wait for the feed's consumers.
+//   - Followers are woken, never told state: FeedNotifier's channel closes
+//     after a commit that appended events (pgstore also hears other
+//     processes' commits, by a NOTIFY on <schema>_feed sent after the
+//     commit, coalesced like the engines' wakes); a reader then reads from
+//     its own position, and polls as the correctness path.
 //   - Consumers are rows: FeedConsumerAck moves a named consumer's
 //     position forward, never back, in a write transaction like any
 //     other, so an acknowledged position survives a crash and a stale

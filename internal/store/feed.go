@@ -56,8 +56,10 @@ type FeedTx interface {
 }
 
 // FeedNotifier is implemented by stores that can tell the feed's readers in
-// this process, at once, that events committed. Readers in other processes
-// learn of them at their next poll.
+// this process, at once, that events committed. Whether it hears other
+// processes' commits is the adapter's to say: pgstore does (LISTEN on the
+// schema's feed channel, apart from the engines' wakes); sqlitestore does
+// not, and readers poll the file for them.
 type FeedNotifier interface {
 	// FeedCommitted returns a channel closed once a transaction that
 	// appended events commits after the call.

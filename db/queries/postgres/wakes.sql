@@ -25,3 +25,10 @@ SELECT pg_notify(sqlc.arg(channel)::text, json_build_object('k', 'ready', 'q', s
 -- notification queue, which every notifying commit waits for, so it
 -- should hold it as briefly as it can.
 SELECT set_config('synchronous_commit', 'off', true);
+
+-- name: WakeFeed :exec
+-- WakeFeed notifies on channel @channel (the schema's feed channel, not
+-- the engines' wake channel) that events committed, for the change feed's
+-- followers in other processes. The payload is empty: a follower reads
+-- the feed from its own position whatever woke it.
+SELECT pg_notify(sqlc.arg(channel)::text, '');

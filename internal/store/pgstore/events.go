@@ -31,5 +31,6 @@ func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
 	if err != nil {
 		return fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, interpretError(ctx, err))
 	}
+	t.appended = true
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
 	"github.com/flowlite/flowlite/internal/store"
@@ -61,11 +62,56 @@ type feedProbe struct {
 
 var _ store.FeedNotifier = (*Store)(nil)
 
+// wakeFeed is the kind of the wake a Write that appended events asks for:
+// sent on the schema's feed channel (notify.go), not the engines'.
+const wakeFeed store.WakeKind = "feed"
+
 // FeedCommitted returns a channel closed after the next Write of this
-// store commits. Another process's commits, or a transaction the caller
-// commits itself (WriteInTx), are not seen: the feed's readers poll for
-// those.
-func (s *Store) FeedCommitted() <-chan struct{} { return s.committed.Wait() }
+// store that appended events commits, or when another process's does: the
+// first call starts a listener on the schema's feed channel, which wakes
+// this process's readers on every feed wake until the store is closed. A
+// transaction the caller commits itself (WriteInTx) sends no feed wake,
+// nor does a store opened with Options.NoWakes: readers poll for those.
+func (s *Store) FeedCommitted() <-chan struct{} {
+	ch := s.committed.Wait()
+	if !s.noWakes && !s.closed.Load() {
+		s.feedListen.Do(func() {
+			s.feedDone.Add(1)
+			go s.listenFeed()
+		})
+	}
+	return ch
+}
+
+// listenFeed wakes the feed's readers in this process on every feed wake,
+// reconnecting with backoff, until the store is closed. It wakes them
+// also whenever it starts listening, as wakes sent meanwhile are lost.
+func (s *Store) listenFeed() {
+	defer s.feedDone.Done()
+	ctx := s.closedCtx
+	cfg, err := s.listenConfig(ctx)
+	if err != nil {
+		return // readers poll
+	}
+	retry := listenRetryMin
+	for {
+		conn, err := listenOn(ctx, cfg, s.feedChannel)
+		if err == nil {
+			retry = listenRetryMin
+			s.committed.Notify()
+			_ = receive(ctx, conn, s.listenIdle, func(string) { s.committed.Notify() })
+			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = conn.Close(closeCtx)
+			cancel()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, listenRetryMax)
+	}
+}
 
 // finalHorizon advances the store's horizon as far as it can now and
 // returns it. Concurrent readers share one probe.

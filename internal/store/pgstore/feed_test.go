@@ -120,3 +120,56 @@ func waitFeed(t *testing.T, s store.Store, after int64, n int) []store.Event {
 	}
 	return got
 }
+
+// TestFeedCommittedHearsOtherStores checks the feed's LISTEN/NOTIFY wake:
+// a store's FeedCommitted channel closes when another store on the same
+// schema (another process, as far as the database can tell) commits
+// events, and not for a store on another schema.
+func TestFeedCommittedHearsOtherStores(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := freshSchema()
+	open := func(schema string) *pgstore.Store {
+		s, err := pgstore.Open(ctx, needPG(t), pgstore.Options{Schema: schema, MaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	follower, writer, other := open(schema), open(schema), open(freshSchema())
+	appendOne := func(s *pgstore.Store, run string) {
+		t.Helper()
+		err := s.Write(ctx, func(tx store.Tx) error {
+			if _, err := tx.RunInsert(ctx, store.RunInsertParams{
+				ID: run, Workflow: store.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
+			}); err != nil {
+				return err
+			}
+			return tx.EventAppend(ctx, store.Event{RunID: run, At: base, Kind: "run_started"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first call starts the listener; its start wakes once.
+	first := follower.FeedCommitted()
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the feed listener did not start within 10s")
+	}
+	woken := follower.FeedCommitted()
+	appendOne(other, "elsewhere")
+	select {
+	case <-woken:
+		t.Fatal("woken by a commit in another schema")
+	case <-time.After(300 * time.Millisecond):
+	}
+	appendOne(writer, "here")
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a commit of another store on the schema did not wake the follower within 10s")
+	}
+}

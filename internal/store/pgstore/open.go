@@ -109,8 +109,11 @@ type Store struct {
 
 	// feed is how far the change feed is final, and committed wakes its
 	// readers in this process after every Write (feed.go).
-	feed      feedHorizon
-	committed broadcast.Broadcast
+	feed        feedHorizon
+	committed   broadcast.Broadcast
+	feedChannel string         // of feed wakes (notify.go)
+	feedListen  sync.Once      // starts the feed's listener (feed.go)
+	feedDone    sync.WaitGroup // of the feed's listener, for Close
 }
 
 var _ store.Store = (*Store)(nil)
@@ -173,7 +176,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	closedCtx, closing := context.WithCancel(context.Background())
 	return &Store{
 		db: db, ownsDB: owns, schema: schema, names: names,
-		channel: wakeChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
+		channel: wakeChannel(schema), feedChannel: feedChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
 		closedCtx: closedCtx, closing: closing,
 	}, nil
 }
@@ -188,6 +191,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closing() // ends the listeners, whose connections are not the pool's
+	s.feedDone.Wait()
 	if !s.ownsDB {
 		return nil
 	}

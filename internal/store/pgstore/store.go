@@ -64,6 +64,9 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 		return fmt.Errorf("commit: %w", interpretError(ctx, err))
 	}
 	committed = true
+	if t.appended && !s.noWakes {
+		t.wakes = append(t.wakes, wakeReq{kind: wakeFeed})
+	}
 	s.sendAfterCommit(t.wakes)
 	s.committed.Notify()
 	return nil
@@ -108,6 +111,9 @@ type tx struct {
 	// in the transaction (notify.go).
 	deferWakes bool
 	wakes      []wakeReq
+	// appended is set by EventAppend: the change feed's followers are
+	// told of the commit (feed.go).
+	appended bool
 }
 
 func (t *tx) SQL() *sql.Tx { return t.sqlTx }
