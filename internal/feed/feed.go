@@ -119,6 +119,7 @@ func (r *reader) run(ctx context.Context, yield func(store.Event, error) bool) (
 	}
 	poll := time.NewTimer(0)
 	defer poll.Stop()
+	var heldBack time.Duration // the last wait for held-back events
 	for {
 		var committed <-chan struct{}
 		if notify != nil && r.o.Follow {
@@ -152,8 +153,16 @@ func (r *reader) run(ctx context.Context, yield func(store.Event, error) bool) (
 		}
 		wait := r.o.PollInterval
 		if last > r.after {
-			// Committed, but held back: in flight transactions end soon.
-			wait = heldBackRetry
+			// Committed, but held back: the transactions in flight usually
+			// end within a few milliseconds; one left open for long (in any
+			// database of a PostgreSQL server) makes the retries back off
+			// to the poll interval.
+			if len(page) > 0 || heldBack == 0 {
+				heldBack = heldBackRetry
+			} else {
+				heldBack = min(2*heldBack, r.o.PollInterval)
+			}
+			wait = heldBack
 		} else if !r.o.Follow {
 			return nil
 		}
