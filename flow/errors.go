@@ -73,6 +73,15 @@ var (
 	// backend's busy timeout (flowsqlite's Options.BusyTimeout). The message names the file and the wait; nothing
 	// of the call was written, so it can be retried.
 	ErrBusy = store.ErrBusy
+	// ErrUnavailable matches the error of a call that could not reach the
+	// database server, or whose connection broke or was ended by the
+	// server (flowpg: a restart, pg_terminate_backend). The engine rides
+	// such breaks out on its own: it retries its writes, reconnects, and
+	// Run.Result keeps waiting through them until its context ends (its
+	// error then matches both the context's error and ErrUnavailable). A
+	// Start that failed so may have been recorded: start again with the
+	// same run ID, which finds it.
+	ErrUnavailable = store.ErrUnavailable
 )
 
 // MaxNameBytes is the longest name of a workflow, job, step, queue, signal

@@ -131,7 +131,7 @@ func skipOnPostgres(t *testing.T, feature string) {
 
 // rawDB opens the database file for assertions and tampering that the API
 // deliberately does not offer.
-func rawDB(t *testing.T, path string) *sql.DB {
+func rawDB(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	if _, ok := sqlitePaths.Load(path); pgtest.Postgres() && !ok {
 		// Without this the test would read an empty SQLite file beside the

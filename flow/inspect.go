@@ -149,14 +149,18 @@ func (e *Engine) Inspect(ctx context.Context, runID string) (RunInfo, error) {
 	}
 	info := runInfo(run)
 	for _, s := range steps {
-		info.Steps = append(info.Steps, StepRecord{
-			Name: s.Name, Occurrence: s.Occurrence, Status: string(s.Status), Attempts: s.Attempts,
-			Input: raw(s.Input), Output: raw(s.Output), Error: s.Error,
-			Compensation: string(s.Compensation), CompensationAttempts: s.CompensationAttempts,
-			CompensationError: s.CompensationError, StartedAt: millis(s.StartedAt), FinishedAt: millis(s.FinishedAt),
-		})
+		info.Steps = append(info.Steps, stepRecord(s))
 	}
 	return info, nil
+}
+
+func stepRecord(s store.Step) StepRecord {
+	return StepRecord{
+		Name: s.Name, Occurrence: s.Occurrence, Status: string(s.Status), Attempts: s.Attempts,
+		Input: raw(s.Input), Output: raw(s.Output), Error: s.Error,
+		Compensation: string(s.Compensation), CompensationAttempts: s.CompensationAttempts,
+		CompensationError: s.CompensationError, StartedAt: millis(s.StartedAt), FinishedAt: millis(s.FinishedAt),
+	}
 }
 
 // History returns the events of a run, oldest first.

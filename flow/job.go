@@ -91,8 +91,9 @@ func (j Job[Args]) Workflow() Workflow[Args, struct{}] {
 		retry = &r
 	}
 	return Workflow[Args, struct{}]{
-		Name:    j.Name,
-		Version: jobVersion,
+		Name:      j.Name,
+		Version:   jobVersion,
+		firstStep: j.Name,
 		Run: func(wc Context, args Args) (struct{}, error) {
 			// The step's recorded input is empty: the arguments are the
 			// run's input already, and the body hands them to the step.

@@ -43,6 +43,11 @@ type Workflow[In, Out any] struct {
 	// Run is the body. It runs again from the top on every resume, so it must
 	// be deterministic: call steps with Do, and read time with Now.
 	Run func(wc Context, in In) (Out, error)
+
+	// firstStep names the step the body always calls first, with the
+	// recorded input {} (a job's one step; see Job.Workflow), so that a
+	// claim can record its first attempt (engine.Workflow.FirstStep).
+	firstStep string
 }
 
 func (w Workflow[In, Out]) version() int {
@@ -54,8 +59,14 @@ func (w Workflow[In, Out]) version() int {
 
 // definition builds the engine's untyped view of w.
 func (w Workflow[In, Out]) definition() engine.Workflow {
+	var first engine.FirstStep
+	if w.firstStep != "" {
+		// The recorded input of a step whose input is struct{}.
+		first = engine.FirstStep{Name: w.firstStep, Input: []byte("{}")}
+	}
 	return engine.Workflow{
-		Key: workflowKey(w.Name, w.version()),
+		Key:       workflowKey(w.Name, w.version()),
+		FirstStep: first,
 		Run: func(rc *engine.RunContext, input []byte) ([]byte, error) {
 			in, err := codec.Decode[In](input)
 			if err != nil {

@@ -22,18 +22,30 @@ type eventJSON struct {
 }
 
 func (a *app) historyCommand() *cobra.Command {
-	var relative bool
+	var relative, export bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "history RUN",
 		Short: "Show the events of a run, oldest first",
 		Long: `Show the history of a run, oldest event first: when (RFC 3339 with
 milliseconds, or with --relative the milliseconds since the first event), the
 kind of event, the step call (name#occurrence) and attempt it concerns, and
-its detail.`,
+its detail.
+
+With --export, write everything recorded about the run (the run, its step
+calls with inputs and outputs, its signals and events) as a versioned JSON
+history file (package flowhistory documents the format) to stdout, or to
+--output FILE; flowtest.ReplayFile replays it against changed workflow code.`,
 		Args: oneRunArg,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			id := args[0]
+			if output != "" && !export {
+				return usageErrorf("--output needs --export")
+			}
 			return a.withReader(cmd.Context(), func(e *flow.Engine) error {
+				if export {
+					return a.exportHistory(cmd.Context(), e, id, output)
+				}
 				events, err := e.History(cmd.Context(), id)
 				if err != nil {
 					return runError(id, err)
@@ -63,5 +75,7 @@ its detail.`,
 		}),
 	}
 	cmd.Flags().BoolVar(&relative, "relative", false, "print times as milliseconds since the first event")
+	cmd.Flags().BoolVar(&export, "export", false, "write the run's history file (versioned JSON, for flowtest.ReplayFile)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "with --export, write to `FILE` instead of stdout")
 	return cmd
 }

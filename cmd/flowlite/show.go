@@ -34,17 +34,27 @@ type runDetailJSON struct {
 }
 
 func (a *app) showCommand() *cobra.Command {
-	return &cobra.Command{
+	var at string
+	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Show a run and its step timeline",
 		Long: `Show a run: its state, then one line per step call in the order the calls
 started, with the step's status, attempts and duration, and the state of its
 compensation. A step call is written name#occurrence, the occurrence counting
-the earlier calls of the same step in the run, from 0.`,
+the earlier calls of the same step in the run, from 0.
+
+With --at TIME, show the run as it stood then, rebuilt from its history: its
+status, steps with their outputs, open waits, received signals and
+compensations. TIME is a time (2006-01-02T15:04:05.000, RFC 3339), a duration
+before now (90s, 2h), or +DURATION after the run's first event (+1.5s, the
+times history --relative prints).`,
 		Args: oneRunArg,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			return a.withReader(cmd.Context(), func(e *flow.Engine) error {
+				if cmd.Flags().Changed("at") {
+					return a.showAt(cmd.Context(), e, id, at)
+				}
 				info, err := e.Inspect(cmd.Context(), id)
 				if err != nil {
 					return runError(id, err)
@@ -56,6 +66,8 @@ the earlier calls of the same step in the run, from 0.`,
 			})
 		}),
 	}
+	cmd.Flags().StringVar(&at, "at", "", "show the run as it stood at `TIME`, rebuilt from its history")
+	return cmd
 }
 
 func newRunDetailJSON(info flow.RunInfo) runDetailJSON {

@@ -7,6 +7,7 @@ package pgdb
 
 import (
 	"context"
+	"encoding/json"
 )
 
 const eventAppend = `-- name: EventAppend :exec
@@ -43,6 +44,23 @@ func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error 
 		arg.Attempt,
 		arg.Detail,
 	)
+	return err
+}
+
+const eventAppendMany = `-- name: EventAppendMany :exec
+INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
+SELECT j.v ->> 'run_id', (j.v ->> 'at')::bigint, j.v ->> 'kind', j.v ->> 'step',
+       (j.v ->> 'occurrence')::bigint, (j.v ->> 'attempt')::bigint, j.v ->> 'detail'
+FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(v, n)
+WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
+ORDER BY j.n
+`
+
+// EventAppendMany appends the events of @events, a JSON array of objects
+// (run_id, at, kind, step, occurrence, attempt, detail), in array order:
+// their IDs grow in that order, as RunInsertMany's runs are inserted.
+func (q *Queries) EventAppendMany(ctx context.Context, events json.RawMessage) error {
+	_, err := q.db.ExecContext(ctx, eventAppendMany, events)
 	return err
 }
 

@@ -63,6 +63,39 @@ type FeedConsumer struct {
 	AckedAt   int64
 }
 
+type FlowliteFailureRate struct {
+	Workflow     string
+	Finished     int64
+	Completed    int64
+	Failed       int64
+	Cancelled    int64
+	Suspended    int64
+	FailureRate  float64
+	StepFailures int64
+	RetriedSteps int64
+}
+
+type FlowlitePendingByQueue struct {
+	Queue          string
+	Paused         interface{}
+	Pending        int64
+	Due            int64
+	Running        int64
+	Waiting        int64
+	Compensating   int64
+	OldestDueAt    interface{}
+	OldestDueAgeMs int32
+}
+
+type FlowliteStepDuration struct {
+	Workflow  string
+	Step      string
+	Completed int64
+	AvgMs     int64
+	P95Ms     interface{}
+	MaxMs     interface{}
+}
+
 type Queue struct {
 	Name      string
 	Paused    bool

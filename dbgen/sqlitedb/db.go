@@ -93,6 +93,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventAppendStmt, err = db.PrepareContext(ctx, eventAppend); err != nil {
 		return nil, fmt.Errorf("error preparing query EventAppend: %w", err)
 	}
+	if q.eventAppendManyStmt, err = db.PrepareContext(ctx, eventAppendMany); err != nil {
+		return nil, fmt.Errorf("error preparing query EventAppendMany: %w", err)
+	}
 	if q.eventFeedStmt, err = db.PrepareContext(ctx, eventFeed); err != nil {
 		return nil, fmt.Errorf("error preparing query EventFeed: %w", err)
 	}
@@ -192,6 +195,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runInsertStmt, err = db.PrepareContext(ctx, runInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query RunInsert: %w", err)
 	}
+	if q.runInsertManyStmt, err = db.PrepareContext(ctx, runInsertMany); err != nil {
+		return nil, fmt.Errorf("error preparing query RunInsertMany: %w", err)
+	}
 	if q.runLeaseCheckStmt, err = db.PrepareContext(ctx, runLeaseCheck); err != nil {
 		return nil, fmt.Errorf("error preparing query RunLeaseCheck: %w", err)
 	}
@@ -278,6 +284,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.stepBeginStmt, err = db.PrepareContext(ctx, stepBegin); err != nil {
 		return nil, fmt.Errorf("error preparing query StepBegin: %w", err)
+	}
+	if q.stepBeginNewStmt, err = db.PrepareContext(ctx, stepBeginNew); err != nil {
+		return nil, fmt.Errorf("error preparing query StepBeginNew: %w", err)
 	}
 	if q.stepCompensationArmStmt, err = db.PrepareContext(ctx, stepCompensationArm); err != nil {
 		return nil, fmt.Errorf("error preparing query StepCompensationArm: %w", err)
@@ -450,6 +459,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing eventAppendStmt: %w", cerr)
 		}
 	}
+	if q.eventAppendManyStmt != nil {
+		if cerr := q.eventAppendManyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventAppendManyStmt: %w", cerr)
+		}
+	}
 	if q.eventFeedStmt != nil {
 		if cerr := q.eventFeedStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventFeedStmt: %w", cerr)
@@ -615,6 +629,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runInsertStmt: %w", cerr)
 		}
 	}
+	if q.runInsertManyStmt != nil {
+		if cerr := q.runInsertManyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runInsertManyStmt: %w", cerr)
+		}
+	}
 	if q.runLeaseCheckStmt != nil {
 		if cerr := q.runLeaseCheckStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runLeaseCheckStmt: %w", cerr)
@@ -758,6 +777,11 @@ func (q *Queries) Close() error {
 	if q.stepBeginStmt != nil {
 		if cerr := q.stepBeginStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepBeginStmt: %w", cerr)
+		}
+	}
+	if q.stepBeginNewStmt != nil {
+		if cerr := q.stepBeginNewStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepBeginNewStmt: %w", cerr)
 		}
 	}
 	if q.stepCompensationArmStmt != nil {
@@ -907,6 +931,7 @@ type Queries struct {
 	engineReportListStmt            *sql.Stmt
 	engineReportUpsertStmt          *sql.Stmt
 	eventAppendStmt                 *sql.Stmt
+	eventAppendManyStmt             *sql.Stmt
 	eventFeedStmt                   *sql.Stmt
 	eventListStmt                   *sql.Stmt
 	feedConsumerAckStmt             *sql.Stmt
@@ -940,6 +965,7 @@ type Queries struct {
 	runGetKeyHolderStmt             *sql.Stmt
 	runHeartbeatStmt                *sql.Stmt
 	runInsertStmt                   *sql.Stmt
+	runInsertManyStmt               *sql.Stmt
 	runLeaseCheckStmt               *sql.Stmt
 	runListStmt                     *sql.Stmt
 	runListExpiredLeasesStmt        *sql.Stmt
@@ -969,6 +995,7 @@ type Queries struct {
 	signalRejectStmt                *sql.Stmt
 	signalSendStmt                  *sql.Stmt
 	stepBeginStmt                   *sql.Stmt
+	stepBeginNewStmt                *sql.Stmt
 	stepCompensationArmStmt         *sql.Stmt
 	stepCompensationBeginStmt       *sql.Stmt
 	stepCompensationEndStmt         *sql.Stmt
@@ -1015,6 +1042,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		engineReportListStmt:            q.engineReportListStmt,
 		engineReportUpsertStmt:          q.engineReportUpsertStmt,
 		eventAppendStmt:                 q.eventAppendStmt,
+		eventAppendManyStmt:             q.eventAppendManyStmt,
 		eventFeedStmt:                   q.eventFeedStmt,
 		eventListStmt:                   q.eventListStmt,
 		feedConsumerAckStmt:             q.feedConsumerAckStmt,
@@ -1048,6 +1076,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runGetKeyHolderStmt:             q.runGetKeyHolderStmt,
 		runHeartbeatStmt:                q.runHeartbeatStmt,
 		runInsertStmt:                   q.runInsertStmt,
+		runInsertManyStmt:               q.runInsertManyStmt,
 		runLeaseCheckStmt:               q.runLeaseCheckStmt,
 		runListStmt:                     q.runListStmt,
 		runListExpiredLeasesStmt:        q.runListExpiredLeasesStmt,
@@ -1077,6 +1106,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		signalRejectStmt:                q.signalRejectStmt,
 		signalSendStmt:                  q.signalSendStmt,
 		stepBeginStmt:                   q.stepBeginStmt,
+		stepBeginNewStmt:                q.stepBeginNewStmt,
 		stepCompensationArmStmt:         q.stepCompensationArmStmt,
 		stepCompensationBeginStmt:       q.stepCompensationBeginStmt,
 		stepCompensationEndStmt:         q.stepCompensationEndStmt,

@@ -59,6 +59,39 @@ type FeedConsumer struct {
 	AckedAt   int64
 }
 
+type FlowliteFailureRate struct {
+	Workflow     string
+	Finished     *float64
+	Completed    *float64
+	Failed       *float64
+	Cancelled    *float64
+	Suspended    *float64
+	FailureRate  interface{}
+	StepFailures interface{}
+	RetriedSteps interface{}
+}
+
+type FlowlitePendingByQueue struct {
+	Queue          string
+	Paused         interface{}
+	Pending        *float64
+	Due            *float64
+	Running        *float64
+	Waiting        *float64
+	Compensating   *float64
+	OldestDueAt    interface{}
+	OldestDueAgeMs int64
+}
+
+type FlowliteStepDuration struct {
+	Workflow  string
+	Step      string
+	Completed int64
+	AvgMs     int64
+	P95Ms     interface{}
+	MaxMs     interface{}
+}
+
 type Queue struct {
 	Name      string
 	Paused    int64

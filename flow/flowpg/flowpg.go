@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	// The database/sql driver New expects its pool to be opened with,
 	// registered under the name "pgx".
@@ -38,13 +39,24 @@ type Options struct {
 	// claims, heartbeats and step checkpoints proceed at once. Default 10.
 	// New uses the caller's pool as it is and ignores MaxConns.
 	MaxConns int
+	// ApplicationName is the application_name of the sessions Open
+	// connects (the pool's and the wake listener's), as pg_stat_activity
+	// shows it: what tells flowlite's sessions from the application's when
+	// an operator watches them or ends them (pg_terminate_backend). Default:
+	// the DSN's application_name, else DefaultApplicationName ("flowlite").
+	// New uses the caller's pool as it is and ignores ApplicationName.
+	ApplicationName string
 }
+
+// DefaultApplicationName is the application_name of the sessions Open
+// connects when neither Options.ApplicationName nor the DSN names one.
+const DefaultApplicationName = pgstore.DefaultApplicationName
 
 func (o *Options) storeOptions() pgstore.Options {
 	if o == nil {
 		return pgstore.Options{}
 	}
-	return pgstore.Options{Schema: o.Schema, MaxConns: o.MaxConns}
+	return pgstore.Options{Schema: o.Schema, MaxConns: o.MaxConns, ApplicationName: o.ApplicationName}
 }
 
 // backend is the flow.Backend of a PostgreSQL schema: open opens its store.
@@ -71,8 +83,19 @@ func (b *backend) OpenStore(ctx context.Context) (store.Opened, error) {
 // flow.ErrSchemaTooNew and left untouched; a database that does not exist
 // fails with flow.ErrNotDatabase. Errors name the server and database,
 // never the password.
+//
+// Its connections give up on a network that went silent after about one
+// LeaseTimeout (at least a second, at most 30s): a dial, a statement or a
+// commit on a dead link fails instead of hanging for the minutes TCP would
+// wait, so an engine cut off from the server notices, stops when asked,
+// and reconnects by itself once the link is back; and the server ends a
+// session left idle in a transaction that long, so the runs whose rows a
+// vanished worker's transaction locked are rescued by the others. The
+// DSN's connect_timeout (default the same, up to 10s), tcp_user_timeout (milliseconds) and
+// idle_in_transaction_session_timeout override these.
 func Open(ctx context.Context, dsn string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
 	so := opts.storeOptions()
+	so.NetworkTimeout = networkTimeout(cfg)
 	return flow.New(ctx, &backend{open: func(ctx context.Context) (*pgstore.Store, error) {
 		s, err := pgstore.Open(ctx, dsn, so)
 		if err != nil {
@@ -82,11 +105,30 @@ func Open(ctx context.Context, dsn string, cfg *flow.Config, opts *Options) (*fl
 	}}, cfg)
 }
 
+// networkTimeout is the store's NetworkTimeout for an engine configured
+// with cfg: its lease, within [time.Second, pgstore.DefaultNetworkTimeout].
+// A worker whose link is silent longer than a lease has lost its runs to
+// the others anyway; a shorter wait would drop connections of a live
+// network that is merely slow, a longer one (tests lease runs for hours)
+// would leave a vanished worker's locks in place.
+func networkTimeout(cfg *flow.Config) time.Duration {
+	lease := pgstore.DefaultNetworkTimeout
+	if cfg != nil && cfg.LeaseTimeout > 0 {
+		lease = cfg.LeaseTimeout
+	}
+	return min(max(lease, time.Second), pgstore.DefaultNetworkTimeout)
+}
+
 // New returns an engine on a PostgreSQL database the caller opened with
 // sql.Open(flowpg.DriverName, dsn), or stdlib.OpenDB of pgx v5, and
 // creates and migrates the schema. The pool is used as it is (size,
-// lifetimes, search_path: flowlite names its schema in every statement),
-// and Close does not close it. Of opts, MaxConns does not apply.
+// lifetimes, application_name, search_path: flowlite names its schema in
+// every statement), and Close does not close it. Of opts, MaxConns and
+// ApplicationName do not apply. The network timeouts Open sets up are the
+// caller's to choose here: without idle_in_transaction_session_timeout on
+// the pool's sessions (in the DSN, at most the lease), a worker that
+// vanishes mid-transaction keeps its runs' rows locked, and out of the
+// other workers' reach, until the server notices it is gone.
 func New(ctx context.Context, db *sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
 	if db == nil {
 		return nil, fmt.Errorf("flowpg: new engine: nil *sql.DB")

@@ -142,3 +142,48 @@ func TestOpenRefusesBadInput(t *testing.T) {
 		t.Error("Open accepted a heartbeat interval longer than the lease")
 	}
 }
+
+// TestOpenDerivesNetworkTimeoutsFromTheLease: the server ends a session of
+// Open's pool that sits idle in a transaction for one lease (at least 1s,
+// at most 30s), so that a worker that vanishes mid-transaction does not
+// keep its runs' rows locked from the others; a RunTx step reads the
+// setting in the engine's own transaction.
+func TestOpenDerivesNetworkTimeoutsFromTheLease(t *testing.T) {
+	t.Parallel()
+	show := flow.Step[int, string]{Name: "show", RunTx: func(ctx context.Context, tx *sql.Tx, _ int) (string, error) {
+		var v string
+		err := tx.QueryRowContext(ctx, "SHOW idle_in_transaction_session_timeout").Scan(&v)
+		return v, err
+	}}
+	wf := flow.Workflow[int, string]{Name: "show", Run: func(wc flow.Context, n int) (string, error) {
+		return flow.Do(wc, show, n)
+	}}
+	for _, tc := range []struct {
+		lease time.Duration
+		want  string
+	}{{0, "30s"}, {3 * time.Second, "3s"}, {300 * time.Millisecond, "1s"}, {time.Hour, "30s"}} {
+		dsn, s := schema(t)
+		e, err := flowpg.Open(t.Context(), dsn, &flow.Config{LeaseTimeout: tc.lease, PollInterval: 10 * time.Millisecond},
+			&flowpg.Options{Schema: s, MaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flow.Register(e, wf)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err := flow.Start(ctx, e, wf, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.Result(ctx); err != nil || got != tc.want {
+			t.Errorf("lease %s: idle_in_transaction_session_timeout %q, %v; want %s", tc.lease, got, err, tc.want)
+		}
+		if err := e.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+		cancel()
+		e.Close()
+	}
+}

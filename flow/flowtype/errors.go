@@ -242,3 +242,28 @@ func (e *CancelledError) Error() string {
 
 // Is reports whether t is ErrCancelled.
 func (e *CancelledError) Is(t error) bool { return t == ErrCancelled }
+
+// ItemError reports which item of a batch (EnqueueMany, StartMany) made
+// the whole batch fail: Index is its position in the slice the caller
+// passed, counted from 0. Nothing of the batch was recorded.
+type ItemError struct {
+	// Index is the item's position in the caller's slice, from 0.
+	Index int
+	// RunID is the item's run ID; empty when the item failed before it had
+	// one.
+	RunID string
+	// Err is why the item could not be recorded; errors.Is sees through it
+	// (e.g. ErrPayloadTooLarge, ErrRunExists).
+	Err error
+}
+
+// Error names the item and says why it failed.
+func (e *ItemError) Error() string {
+	if e.RunID == "" {
+		return "item " + strconv.Itoa(e.Index) + ": " + e.Err.Error()
+	}
+	return "item " + strconv.Itoa(e.Index) + " (run " + e.RunID + "): " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *ItemError) Unwrap() error { return e.Err }

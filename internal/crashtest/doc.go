@@ -6,8 +6,14 @@
 // lease_test.go), and kill a change-feed consumer mid-stream to check that
 // it resumes without losing a change (feed_crash_test.go).
 //
+// The same workers run on a PostgreSQL schema (pgcrash_test.go, with
+// FLOWLITE_PG_TEST=1), and, with FLOWLITE_PG_FAULTS=1 only, under a
+// server that restarts and sessions that are terminated
+// (pgfaults_test.go).
+//
 // Run the long crash test with FLOWLITE_CRASH_LONG=1 or -args -long.
 //
-// Its tests import flow, flow/flowsqlite (the engines' backend) and
+// Its tests import flow, flow/flowsqlite and flow/flowpg (the engines'
+// backends), internal/pgtest (a fresh schema per test) and
 // modernc.org/sqlite for raw checks.
 package crashtest

@@ -99,8 +99,13 @@ func work(ctx context.Context) error {
 
 func undo(ctx context.Context, _ stepIn, _ int) error { return work(ctx) }
 
+// fastRetry retries quickly. An attempt a kill interrupts counts, so on a
+// loaded machine, where a child may be killed before it finishes a single
+// step, one step can lose an attempt to several kills in a row; 20 attempts
+// keep the injected failure plus a run of such kills (15 in the bounded
+// test) from exhausting a step that must complete.
 var fastRetry = &flow.RetryPolicy{
-	MaxAttempts: 5, InitialInterval: 10 * time.Millisecond, Coefficient: 2,
+	MaxAttempts: 20, InitialInterval: 10 * time.Millisecond, Coefficient: 2,
 	MaxInterval: 50 * time.Millisecond, Jitter: 0.2,
 }
 

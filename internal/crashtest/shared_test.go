@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowpg"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
@@ -26,7 +27,41 @@ import (
 const (
 	childShared = "shared"                // envChild value of a shared-file worker
 	envStarts   = "FLOWLITE_CRASH_STARTS" // "first,step,total": the runs it starts
+	// With envPGDSN set, a shared worker works a PostgreSQL schema instead
+	// of a file (pgcrash_test.go).
+	envPGDSN    = "FLOWLITE_CRASH_PG_DSN"
+	envPGSchema = "FLOWLITE_CRASH_PG_SCHEMA"
+	envPGApp    = "FLOWLITE_CRASH_PG_APP" // application_name of its sessions
 )
+
+// pgTarget is the PostgreSQL schema the workers of a crash test share.
+type pgTarget struct {
+	dsn, schema, app string
+}
+
+// env returns the worker environment that selects the target; none for a
+// SQLite file.
+func (p *pgTarget) env() []string {
+	if p == nil {
+		return nil
+	}
+	return []string{envPGDSN + "=" + p.dsn, envPGSchema + "=" + p.schema, envPGApp + "=" + p.app}
+}
+
+// open opens an engine on the target (not started), with the sessions'
+// application_name, so that a test can end exactly those sessions.
+func (p *pgTarget) open(ctx context.Context, cfg *flow.Config) (*flow.Engine, error) {
+	return flowpg.Open(ctx, p.dsn, cfg, &flowpg.Options{Schema: p.schema, ApplicationName: p.app})
+}
+
+// openWorkerEngine opens a shared worker's engine on the database its
+// environment names: envPGDSN's schema, else envDB's file.
+func openWorkerEngine(ctx context.Context, cfg *flow.Config) (*flow.Engine, error) {
+	if dsn := os.Getenv(envPGDSN); dsn != "" {
+		return (&pgTarget{dsn: dsn, schema: os.Getenv(envPGSchema), app: os.Getenv(envPGApp)}).open(ctx, cfg)
+	}
+	return flowsqlite.Open(ctx, os.Getenv(envDB), cfg, &flowsqlite.Options{BusyTimeout: 5 * time.Second})
+}
 
 // sharedChildMain starts runs first, first+step, … below total (Start is
 // idempotent, so a restarted child starts them again harmlessly), then
@@ -60,7 +95,7 @@ func sharedChildMain() int {
 	// workers keep the default busy timeout, with leases to match.
 	cfg.LeaseTimeout, cfg.HeartbeatInterval = 6*time.Second, 300*time.Millisecond
 	cfg.RescueInterval = 300 * time.Millisecond
-	e, err := flowsqlite.Open(ctx, os.Getenv(envDB), cfg, &flowsqlite.Options{BusyTimeout: 5 * time.Second})
+	e, err := openWorkerEngine(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0 // SIGTERM while opening
@@ -115,6 +150,7 @@ func (h *harness) spawnShared(inc, first, step, total int, drain bool) *child {
 	cmd.Env = append(os.Environ(), envChild+"="+childShared, envDB+"="+h.db, envLedger+"="+h.ledger,
 		envInc+"="+strconv.Itoa(inc), envStarts+"="+fmt.Sprintf("%d,%d,%d", first, step, total),
 		envDrain+"="+map[bool]string{true: "1", false: "0"}[drain])
+	cmd.Env = append(cmd.Env, h.pg.env()...)
 	c := &child{inc: inc, cmd: cmd, ready: make(chan struct{}), done: make(chan error, 1)}
 	cmd.Stdout = &readyWriter{ready: c.ready}
 	logf, err := os.Create(h.logPath(inc))
@@ -136,11 +172,15 @@ var busyWords = regexp.MustCompile(`(?i)locked|sqlite_busy|\bbusy\b`)
 // checkShared checks every run against the ledger (see checkRun) and
 // returns the problems and stats. alive(owner, at) says whether the worker
 // named owner was alive at unix millisecond at: a rescue of such a run is
-// spurious.
+// spurious. With alive nil, rescues are counted, not judged (when the
+// database went away, a live worker's lease may lapse).
 func checkShared(t *testing.T, h *harness, total, children int, alive func(owner string, at int64) bool) stats {
 	t.Helper()
 	ctx := t.Context()
-	raw := openRaw(t, h.db)
+	var raw rawDB // the file's integrity is checked on SQLite only
+	if h.pg == nil {
+		raw = openRaw(t, h.db)
+	}
 	byRun := h.settledLedger(ctx, raw, children)
 	for inc := 1; inc <= children; inc++ {
 		b, err := os.ReadFile(h.logPath(inc))
@@ -148,12 +188,12 @@ func checkShared(t *testing.T, h *harness, total, children int, alive func(owner
 			t.Fatal(err)
 		}
 		for line := range strings.Lines(string(b)) {
-			if busyWords.MatchString(line) || strings.Contains(line, "shared child:") {
+			if (h.pg == nil && busyWords.MatchString(line)) || strings.Contains(line, "shared child:") {
 				t.Errorf("child %d: %s", inc, strings.TrimSpace(line))
 			}
 		}
 	}
-	e, err := flowsqlite.Open(ctx, h.db, nil, nil)
+	e, err := h.openEngine(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +223,7 @@ func checkShared(t *testing.T, h *harness, total, children int, alive func(owner
 					owner = m[2]
 				}
 			case flow.EventRunRescued:
-				if alive(owner, ev.At.UnixMilli()) {
+				if alive != nil && alive(owner, ev.At.UnixMilli()) {
 					spurious++
 					t.Errorf("%s: rescued at %s from %s, which was alive (%s)", id, ev.At.Format(time.StampMilli), owner, ev.Detail)
 				}
@@ -242,6 +282,16 @@ func TestSharedFileStopsAndKills(t *testing.T) {
 	}
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, db: filepath.Join(dir, "flow.db"), ledger: filepath.Join(dir, "ledger.txt")}
+	stopsAndKills(t, h, total, stops, true)
+}
+
+// stopsAndKills runs three shared workers on h's database, which start the
+// runs 0 … total-1 between them, and ends one of them stops times, at
+// random, every few hundred milliseconds (with SIGKILL, or with either
+// SIGKILL or SIGTERM when graceful), starting a replacement each time;
+// then three last workers drain, and checkShared checks every run.
+func stopsAndKills(t *testing.T, h *harness, total, stops int, graceful bool) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	type life struct{ from, to int64 } // unix ms; to == 0 while alive
 	lives := map[string]*life{}
@@ -252,6 +302,15 @@ func TestSharedFileStopsAndKills(t *testing.T) {
 		lives["child-"+strconv.Itoa(inc)] = &life{from: time.Now().UnixMilli()}
 		slots[slot] = h.spawnShared(inc, slot, 3, total, drain)
 	}
+	// Leave no worker behind when the test fails half way (a PostgreSQL
+	// schema is dropped after this, in a cleanup registered before).
+	t.Cleanup(func() {
+		for _, c := range slots {
+			if c != nil {
+				c.kill()
+			}
+		}
+	})
 	end := func(c *child, sig os.Signal) {
 		_ = c.cmd.Process.Signal(sig)
 		var err error
@@ -275,10 +334,24 @@ func TestSharedFileStopsAndKills(t *testing.T) {
 	}
 	sigterms, sigkills := 0, 0
 	for range stops {
-		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		slot := rng.IntN(3)
+		if c := slots[slot]; rng.IntN(5) != 0 {
+			// Most stops hit a worker that works: on a loaded machine,
+			// opening the database can take as long as the pause below,
+			// and stops that all land before a worker claimed anything
+			// prove nothing. The others may hit it while it opens,
+			// migrates or rescues.
+			select {
+			case <-c.ready:
+			case err := <-c.done:
+				c.done <- err
+			case <-time.After(30 * time.Second):
+				t.Errorf("child %d not ready after 30s", c.inc)
+			}
+		}
+		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		sig := os.Signal(syscall.SIGKILL)
-		if rng.IntN(2) == 0 {
+		if graceful && rng.IntN(2) == 0 {
 			sig = syscall.SIGTERM
 			sigterms++
 		} else {

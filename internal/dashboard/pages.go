@@ -48,6 +48,9 @@ func (d *Dashboard) funcs() template.FuncMap {
 			return template.URL(q.Encode())
 		},
 		"runURL": func(id string) string { return "/runs/" + url.PathEscape(id) },
+		// atURL is the run page showing the run after the n-th event.
+		"atURL": func(id string, n int) string { return "/runs/" + url.PathEscape(id) + "?at=" + strconv.Itoa(n) },
+		"inc":   func(i int) int { return i + 1 },
 		"queueURL": func(q, op string) string {
 			return "/queues/" + url.PathEscape(q) + "/" + op
 		},
@@ -259,6 +262,18 @@ type runData struct {
 	// DAG is the picture of the run's definition with each node's state,
 	// for a run of a stored workflow definition (flow/flowdef).
 	DAG template.HTML
+	// Scrub is the time scrubber over the history; Past is set when the
+	// page shows the run as it stood after an earlier event.
+	Scrub scrubber
+}
+
+// scrubber is the position of the run page in the run's history: the page
+// shows the run as it stood after event At (1 to Total) of its history.
+type scrubber struct {
+	At, Total  int
+	Past       bool      // At < Total: the page shows an earlier state
+	When       time.Time // the time of event At
+	Prev, Next int       // neighbouring positions; 0 when none
 }
 
 func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
@@ -274,9 +289,38 @@ func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 		d.failErr(w, r, "history of run "+id, err)
 		return
 	}
-	data := runData{Run: info, Events: events, Timeline: buildTimeline(info, events, d.now())}
+	// ?at=N shows the run as it stood after the N-th event of its history,
+	// rebuilt by Engine.InspectAfter; the scrubber moves N.
+	sc := scrubber{At: len(events), Total: len(events)}
+	now := d.now()
+	if s := r.URL.Query().Get("at"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > len(events) {
+			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Invalid position %q in the history: a number from 1 to %d.", s, len(events)))
+			return
+		}
+		sc.At = n
+		if n < len(events) {
+			st, err := d.e.InspectAfter(ctx, id, events[n-1].ID)
+			if err != nil {
+				d.failErr(w, r, "run "+id+" in the past", err)
+				return
+			}
+			info, now, sc.Past = st.Run, st.At, true
+		}
+	}
+	if sc.At > 0 {
+		sc.When = events[sc.At-1].At
+	}
+	if sc.At > 1 {
+		sc.Prev = sc.At - 1
+	}
+	if sc.At < sc.Total {
+		sc.Next = sc.At + 1
+	}
+	data := runData{Run: info, Events: events, Timeline: buildTimeline(info, events[:sc.At], now), Scrub: sc}
 	data.DAG = d.dag(ctx, info)
-	if !d.readOnly {
+	if !d.readOnly && !sc.Past {
 		data.Actions = d.actionsFor(info)
 	}
 	p := page{Title: "Run " + id, Nav: "runs", Data: data}

@@ -34,8 +34,11 @@ func (e *Engine) runQueue(ctx context.Context, queue string, limit int) {
 			free++
 		}
 		runs, err := e.claim(ctx, queue, free)
-		if err != nil && ctx.Err() == nil {
-			e.log.Error("claim runs", "queue", queue, "err", err)
+		switch {
+		case err == nil:
+			e.loopOK("claim runs of queue " + queue)
+		case ctx.Err() == nil:
+			e.loopFailed("claim runs of queue "+queue, "claim runs", err, "queue", queue)
 		}
 		slots.Release(int64(free - len(runs)))
 		for _, run := range runs {
@@ -98,8 +101,71 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 		if err != nil {
 			return nil, err
 		}
+		if err := e.beginFirstStep(ctx, tx, r, now); err != nil {
+			return nil, err
+		}
 	}
 	return runs, nil
+}
+
+// beginFirstStep records, in the claim's transaction, the first attempt of
+// the first step of a run claimed for the first time, when its workflow
+// declares that step (Workflow.FirstStep): the attempt is then durable
+// before the body runs, as runStep would make it, without a transaction of
+// its own. Runs claimed again (their steps are to be read and replayed),
+// cancelled runs and runs past their deadline are left to runStep.
+func (e *Engine) beginFirstStep(ctx context.Context, tx store.Tx, r store.Run, now int64) error {
+	if r.Fence != 1 || r.Status != store.RunRunning || r.CancelRequested || (r.Deadline > 0 && r.Deadline <= now) {
+		return nil
+	}
+	def, ok := e.Lookup(store.WorkflowKey{Name: r.Workflow, Version: r.Version})
+	if !ok || def.FirstStep.Name == "" {
+		return nil
+	}
+	key := store.StepKey{RunID: r.ID, Name: def.FirstStep.Name}
+	// A run claimed for the first time has no step records (steps are
+	// written only under a lease).
+	attempt, err := tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: def.FirstStep.Input, Position: 0, Now: now, New: true})
+	if err != nil {
+		return err
+	}
+	err = tx.EventAppend(ctx, store.Event{RunID: r.ID, At: now, Kind: EventStepStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.begun[r.ID] = begunStep{lease: r.Lease(), key: key, attempt: attempt}
+	e.mu.Unlock()
+	return nil
+}
+
+// begunStep is a first attempt a claim recorded (beginFirstStep) that the
+// run's execution has not used yet.
+type begunStep struct {
+	lease   store.Lease
+	key     store.StepKey
+	attempt int
+}
+
+// takeBegun removes and returns the attempt the claim of run recorded, if
+// any.
+func (e *Engine) takeBegun(run store.Run) (begunStep, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, ok := e.begun[run.ID]
+	if ok {
+		delete(e.begun, run.ID)
+	}
+	return b, ok && b.lease == run.Lease()
+}
+
+// undoBegun gives back, in tx, an attempt a claim recorded but whose body
+// never ran because the run is given back or ends first (the engine
+// stopping, a cancellation, an unregistered version): the attempt does
+// not count, as a snoozed one does not, so a job with one attempt still
+// runs its body once.
+func undoBegun(ctx context.Context, tx store.Tx, b begunStep, why string, now int64) error {
+	return tx.StepSnooze(ctx, store.StepSnoozeParams{Key: b.key, Detail: "attempt not run: " + why, Now: now})
 }
 
 // claimed puts the runs a committed claim returned in claim order and
@@ -130,6 +196,9 @@ func (e *Engine) drop(runs []store.Run) {
 	for _, r := range runs {
 		if e.held[r.ID] == r.Lease() {
 			delete(e.held, r.ID)
+		}
+		if e.begun[r.ID].lease == r.Lease() {
+			delete(e.begun, r.ID) // rolled back with the claim
 		}
 	}
 	e.mu.Unlock()
@@ -167,6 +236,7 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 	}
 	e.mu.Unlock()
 	slots.Release(1)
+	begun, hasBegun := e.takeBegun(run)
 	ctx, cancel := context.WithTimeout(context.Background(), stopWriteTimeout)
 	defer cancel()
 	now := e.nowMs()
@@ -174,6 +244,11 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 		err := tx.RunRelease(ctx, run.Lease(), store.RunReleaseParams{RunAt: now, WakeSeq: run.WakeSeq, Now: now})
 		if err != nil {
 			return err
+		}
+		if hasBegun {
+			if err := undoBegun(ctx, tx, begun, "engine stopping", now); err != nil {
+				return err
+			}
 		}
 		return tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: EventRunReleased, Detail: "engine stopping"})
 	})
@@ -186,8 +261,12 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 // crashed, hung or lost its connection.
 func (e *Engine) runRescuer(ctx context.Context) {
 	rescue := func() {
-		if n, err := e.Rescue(ctx); err != nil && ctx.Err() == nil {
-			e.log.Error("rescue expired leases", "err", err)
+		n, err := e.Rescue(ctx)
+		if err == nil {
+			e.loopOK("rescue expired leases")
+		}
+		if err != nil && ctx.Err() == nil {
+			e.loopFailed("rescue expired leases", "rescue expired leases", err)
 		} else if n > 0 {
 			e.log.Info("rescued runs with expired leases", "runs", n)
 			e.WakeAll()

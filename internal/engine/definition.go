@@ -17,6 +17,21 @@ type WorkflowFunc func(rc *RunContext, input []byte) ([]byte, error)
 type Workflow struct {
 	Key store.WorkflowKey
 	Run WorkflowFunc
+	// FirstStep, when its Name is set, is the step every run of the
+	// workflow calls first, at the top level, with the recorded input
+	// FirstStep.Input: a job's one step. The claim of a fresh run then
+	// records the step's first attempt in its own transaction (see
+	// claimIn), and the execution skips the write that would record it:
+	// one transaction fewer per run, and one commit less between the
+	// claim and the body.
+	FirstStep FirstStep
+}
+
+// FirstStep names the step a workflow always calls first; see
+// Workflow.FirstStep.
+type FirstStep struct {
+	Name  string
+	Input []byte
 }
 
 // StepFunc runs one attempt of a step body. tx is the engine's write

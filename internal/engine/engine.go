@@ -180,6 +180,7 @@ type Engine struct {
 	slots     map[string]*semaphore.Weighted // per queue: free execution slots
 	active    map[string]*execution
 	held      map[string]store.Lease // claimed here and not done executing: the rescuer renews them
+	begun     map[string]begunStep   // first attempts claims recorded, until their executions take them
 	settledCh chan struct{}          // closed and replaced whenever a run settles here
 	unwritten map[string]unwritten   // runs whose last write here failed for good (writefail.go)
 	metrics   metrics                // instrumentation read by Metrics (metrics.go)
@@ -191,6 +192,7 @@ type Engine struct {
 	reportedEvents uint64     // metrics events counted at the last report
 	reportedAt     time.Time  // real time of the last report
 	warnedQueues   sync.Map   // queue name → struct{}: unworked start logged (unworked.go)
+	outage         outages    // loops whose polls find the database unavailable (outage.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc
@@ -213,8 +215,10 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 		wake:      make(map[string]chan struct{}),
 		active:    make(map[string]*execution),
 		held:      make(map[string]store.Lease),
+		begun:     make(map[string]begunStep),
 		unwritten: make(map[string]unwritten),
 		settledCh: make(chan struct{}),
+		outage:    outages{since: make(map[string]time.Time)},
 	}
 	e.host, _ = os.Hostname() // empty when unknown
 	e.slots = make(map[string]*semaphore.Weighted, len(cfg.Queues))

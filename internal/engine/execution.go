@@ -35,6 +35,12 @@ type execution struct {
 	deferredMu sync.Mutex
 	deferred   []func(ctx context.Context, tx store.Tx) error
 
+	// begun is the first attempt the claim recorded (beginFirstStep), until
+	// runStep uses it or an ending write gives it back (undoBegun).
+	begunMu  sync.Mutex
+	begun    begunStep
+	hasBegun bool
+
 	// ending is set while the execution gives its lease up (finish,
 	// release) and stays set once it did: a write that fails for the lease
 	// then, such as a heartbeat racing the finish, lost nothing to another
@@ -52,6 +58,7 @@ func (e *Engine) execute(run store.Run) {
 		e: e, run: run, def: def, lease: run.Lease(),
 		leaseCtx: leaseCtx, cancelLease: cancelLease, runCtx: runCtx, cancelRun: cancelRun,
 	}
+	x.begun, x.hasBegun = e.takeBegun(run)
 	defer cancelLease(nil)
 	defer func() {
 		e.mu.Lock()
@@ -116,26 +123,71 @@ func (e *Engine) execute(run store.Run) {
 // lease cancels the execution; a cancellation request cancels the run.
 func (x *execution) startHeartbeat() (stop func()) {
 	done := make(chan struct{})
+	finished := beatEvery(x.leaseCtx, done, x.e.cfg.HeartbeatInterval, func() {
+		if err := x.writeTx(leaseHeartbeat, func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
+			!errors.Is(err, store.ErrLeaseLost) {
+			x.e.log.Warn("heartbeat", "run", x.run.ID, "err", err)
+		}
+	})
+	return func() { close(done); <-finished }
+}
+
+// beatEvery calls beat every interval, on a goroutine of its own, until
+// done is closed or ctx ends; the returned channel is closed once it
+// stopped.
+func beatEvery(ctx context.Context, done <-chan struct{}, interval time.Duration, beat func()) <-chan struct{} {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(x.e.cfg.HeartbeatInterval)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-x.leaseCtx.Done():
+			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if err := x.writeTx(leaseHeartbeat, func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
-					!errors.Is(err, store.ErrLeaseLost) {
-					x.e.log.Warn("heartbeat", "run", x.run.ID, "err", err)
+				// A tick and done can be ready together, as when a beat
+				// took longer than the interval (a slow or unreachable
+				// database): select picks either, and a beat after done
+				// would hold up the execution's end, and the engine's
+				// Stop, for one more write.
+				select {
+				case <-done:
+					return
+				default:
 				}
+				beat()
 			}
 		}
 	}()
-	return func() { close(done); <-finished }
+	return finished
+}
+
+// takeBegun returns the attempt of the step key the claim recorded, and
+// marks it used, when there is one.
+func (x *execution) takeBegun(key store.StepKey) (int, bool) {
+	x.begunMu.Lock()
+	defer x.begunMu.Unlock()
+	if !x.hasBegun || x.begun.key != key {
+		return 0, false
+	}
+	x.hasBegun = false
+	return x.begun.attempt, true
+}
+
+// undoBegun gives the attempt the claim recorded back in tx when no body
+// used it (see the function undoBegun). It leaves it marked unused, so that
+// a later write gives it back if this transaction rolls back.
+func (x *execution) undoBegun(ctx context.Context, tx store.Tx, why string, now int64) error {
+	x.begunMu.Lock()
+	b, ok := x.begun, x.hasBegun
+	x.begunMu.Unlock()
+	if !ok {
+		return nil
+	}
+	return undoBegun(ctx, tx, b, why, now)
 }
 
 // later queues w to commit with the execution's next write transaction.
@@ -311,6 +363,9 @@ func (x *execution) releaseUntil(runAt int64, waiting bool, why string) {
 		if err := tx.RunRelease(ctx, x.lease, p); err != nil {
 			return err
 		}
+		if err := x.undoBegun(ctx, tx, why, now); err != nil {
+			return err
+		}
 		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: why})
 	})
 	if err != nil {
@@ -338,6 +393,9 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 			p.FinishedAt = now
 		}
 		if err := tx.RunFinish(ctx, x.lease, p); err != nil {
+			return err
+		}
+		if err := x.undoBegun(ctx, tx, "the run "+string(status)+" first", now); err != nil {
 			return err
 		}
 		if x.run.ParentID != "" && status.Finished() {
@@ -451,13 +509,28 @@ func (x *execution) startUnwind(rc *RunContext, errMsg string) {
 		return x.event(ctx, tx, now, store.Event{Kind: EventWorkflowFailed, Detail: errMsg})
 	})
 	if err != nil {
-		x.e.log.Error("start compensating", "run", x.run.ID, "err", err)
+		x.interrupted("start compensating", err)
 		return
 	}
 	x.run.Status, x.run.Error = store.RunCompensating, errMsg
 	x.e.cancelActive(children) // children executing here see it now, not at their next heartbeat
 	x.e.WakeAll()              // cancelled children, if any, unwind now
 	x.unwind(rc, true)
+}
+
+// interrupted ends an execution whose write failed, as abort does for the
+// workflow body: unless the lease is gone (nothing is ours to write), the
+// run is given back, to resume from its last record at the next poll. A
+// write that fails because the database went away for a moment (a
+// restart, a broken connection) would otherwise leave the run leased to
+// this engine, with no execution and no heartbeat, until the lease
+// expired and another worker rescued it.
+func (x *execution) interrupted(what string, err error) {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return
+	}
+	x.e.log.Error(what+"; giving the run back", "run", x.run.ID, "err", err)
+	x.release(x.e.cfg.PollInterval, what+" failed: "+err.Error())
 }
 
 // heldLeases returns the leases of the runs this engine claimed and has not

@@ -118,24 +118,19 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	if !p.Deadline.IsZero() {
 		deadline = p.Deadline.UnixMilli()
 	}
-	inserted, err := tx.RunInsert(ctx, store.RunInsertParams{
+	row := store.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
 		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey,
 		UniqueStates: insertStates(p), Now: now,
-	})
+	}
+	inserted, err := tx.RunInsert(ctx, row)
 	if err != nil {
 		return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
 	}
 	if !inserted {
-		run, err := tx.RunGet(ctx, p.ID)
-		if errors.Is(err, store.ErrNotFound) && p.UniqueKey != "" {
-			run, err = uniqueHolder(ctx, tx, p.Workflow.Name, p.UniqueKey, now)
-		}
+		run, err := existingRun(ctx, tx, p, now)
 		if err != nil {
-			return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
-		}
-		if run.Workflow != p.Workflow.Name {
-			return Started{}, fmt.Errorf("start run %s of workflow %s: %w (%s)", p.ID, p.Workflow.Name, ErrRunExists, run.Workflow)
+			return Started{}, err
 		}
 		return Started{Run: run, Existing: true}, nil
 	}
@@ -149,8 +144,18 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	if err != nil {
 		return Started{}, err
 	}
-	run, err := tx.RunGet(ctx, p.ID)
-	return Started{Run: run}, err
+	return Started{Run: insertedRun(row)}, nil
+}
+
+// insertedRun is the run an insert of r recorded, as RunGet would read it
+// back in the same transaction: reading it costs a statement per start,
+// and callers only use what they inserted.
+func insertedRun(r store.RunInsertParams) store.Run {
+	return store.Run{
+		ID: r.ID, Workflow: r.Workflow.Name, Version: r.Workflow.Version, Queue: r.Queue, Priority: r.Priority,
+		Status: store.RunPending, Input: r.Input, RunAt: r.RunAt, Deadline: r.Deadline, ParentID: r.ParentID,
+		UniqueKey: r.UniqueKey, CreatedAt: r.Now, UpdatedAt: r.Now,
+	}
 }
 
 // RolledBack returns the error of the failed run, naming the step that
@@ -176,24 +181,49 @@ func (e *Engine) RolledBack(ctx context.Context, run store.Run) *RolledBackError
 
 // Wait blocks until the run is completed, failed, cancelled or suspended,
 // and returns it.
+//
+// A read that finds the database unavailable (store.ErrUnavailable: a
+// server restarting, a broken connection) does not end the wait: the run
+// goes on once the database is back, and so does the wait, polling, until
+// ctx ends; its error then matches both ctx's error and the last
+// store.ErrUnavailable.
 func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
+	var last store.Run
+	var away error // the last read's store.ErrUnavailable, while it lasts
 	for {
 		signal := e.settledSignal()
 		run, err := e.store.Reader().RunGet(ctx, id)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrUnavailable):
+			if ctx.Err() != nil {
+				return last, fmt.Errorf("%w: %w", ctx.Err(), err)
+			}
+			if away == nil {
+				e.log.Warn("database unavailable while waiting for a run; still waiting", "run", id, "err", err)
+			}
+			away = err
+		case err != nil:
 			return store.Run{}, err
-		}
-		if run.Status.Finished() || run.Status == store.RunSuspended {
-			return run, nil
-		}
-		if err := e.unwrittenError(run); err != nil {
-			return run, err
+		default:
+			if away != nil {
+				e.log.Info("database available again; waiting for the run goes on", "run", id)
+			}
+			last, away = run, nil
+			if run.Status.Finished() || run.Status == store.RunSuspended {
+				return run, nil
+			}
+			if err := e.unwrittenError(run); err != nil {
+				return run, err
+			}
 		}
 		timer := time.NewTimer(e.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return run, ctx.Err()
+			if away != nil {
+				return last, fmt.Errorf("%w: %w", ctx.Err(), away)
+			}
+			return last, ctx.Err()
 		case <-signal:
 		case <-timer.C:
 		}

@@ -260,17 +260,23 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 			prior.Attempts, def.Retry.MaxAttempts)
 		return nil, x.stepFailed(rc, key, def, prior.Attempts, &PermanentError{Err: interrupted})
 	}
-	var attempt int
-	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
-		var err error
-		if attempt, err = tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: def.Input, Position: rc.st.position(key), Now: now}); err != nil {
-			return err
+	attempt, begun := x.takeBegun(key)
+	if !begun {
+		err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+			var err error
+			// The execution read every record of the run when it began
+			// (or there were none), so an unrecorded step is most likely new.
+			p := store.StepBeginParams{Key: key, Input: def.Input, Position: rc.st.position(key), Now: now, New: !recorded}
+			if attempt, err = tx.StepBegin(ctx, p); err != nil {
+				return err
+			}
+			return x.event(ctx, tx, now, store.Event{Kind: EventStepStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
+		})
+		if err != nil {
+			return nil, rc.Abort(err)
 		}
-		return x.event(ctx, tx, now, store.Event{Kind: EventStepStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
-	})
-	if err != nil {
-		return nil, rc.Abort(err)
 	}
+	var err error
 
 	complete := func(ctx context.Context, tx store.Tx, now int64, output []byte) error {
 		err := tx.StepComplete(ctx, store.StepCompleteParams{Key: key, Output: output, Compensable: def.Compensate != nil, Now: now})

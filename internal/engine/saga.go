@@ -78,7 +78,7 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 		return x.event(ctx, tx, now, store.Event{Kind: EventCompensationStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
 	})
 	if err != nil {
-		x.e.log.Error("begin compensation", "step", key, "err", err)
+		x.interrupted("begin compensation of step "+key.String(), err)
 		return false
 	}
 
@@ -103,7 +103,9 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 			return x.event(ctx, tx, now, ev)
 		})
 		if err != nil {
-			x.e.log.Error("record compensation", "step", key, "err", err)
+			// The compensation ran: given back, the run runs it again
+			// (compensations are at least once, like steps).
+			x.interrupted("record compensation of step "+key.String(), err)
 		}
 		return err == nil
 	}
@@ -118,9 +120,11 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 			ev.Kind, ev.Detail = EventCompensationFailed, msg
 			return x.event(ctx, tx, now, ev)
 		})
-		if err == nil {
-			x.suspend(reason)
+		if err != nil {
+			x.interrupted("record failed compensation of step "+key.String(), err)
+			return false
 		}
+		x.suspend(reason)
 		return false
 	}
 	delay := def.CompensateRetry.Backoff(attempt)
@@ -134,9 +138,11 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 		}
 		return tx.RunRelease(ctx, x.lease, store.RunReleaseParams{RunAt: now + delay.Milliseconds(), WakeSeq: x.run.WakeSeq, Now: now})
 	})
-	if err == nil {
-		x.ending.Store(true) // released until the next attempt
-		x.e.wakeAfter(x.run.Queue, delay)
+	if err != nil {
+		x.interrupted("record compensation attempt of step "+key.String(), err)
+		return false
 	}
+	x.ending.Store(true) // released until the next attempt
+	x.e.wakeAfter(x.run.Queue, delay)
 	return false
 }

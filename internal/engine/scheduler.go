@@ -357,9 +357,12 @@ func (e *Engine) runScheduler(ctx context.Context) {
 	for {
 		wait := interval
 		n, nextAt, ok, err := e.FireSchedules(ctx)
+		if err == nil {
+			e.loopOK("start scheduled runs")
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.log.Error("start scheduled runs", "err", err)
+			e.loopFailed("start scheduled runs", "start scheduled runs", err)
 		case n > 0:
 			e.log.Debug("started scheduled runs", "runs", n)
 		}

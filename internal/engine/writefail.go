@@ -29,13 +29,28 @@ const (
 
 // writeRetried is writeFenced, retried while the error may pass and the
 // budget lasts. what names the write in logs.
+//
+// A database that is unavailable (store.ErrUnavailable: a PostgreSQL
+// server restarting, a failover) has no budget: it takes minutes at worst,
+// and a write given up leaves the run leased here until its lease expires,
+// then to be rescued and resumed by someone, while a write retried lands
+// as soon as the database is back. Meanwhile nobody else can take the run
+// over, and once the database is back this execution's heartbeat renews
+// the lease (and the rescuer of this engine renews the lease of the runs
+// it executes before it rescues any); should another engine still take
+// the run, the fenced write fails with store.ErrLeaseLost. Once the engine
+// stops, the budget applies again, so that Stop waits no longer than it
+// would for any other failing write.
 func (x *execution) writeRetried(what string, fn func(ctx context.Context, tx store.Tx, now int64) error) error {
 	budget := min(writeRetryBudget, x.e.cfg.LeaseTimeout/2)
 	deadline := time.Now().Add(budget)
 	wait := writeRetryFirst
 	for attempt := 1; ; attempt++ {
 		err := x.writeFenced(fn)
-		if err == nil || !retryableWrite(err) || time.Now().Add(wait).After(deadline) {
+		if err == nil || !retryableWrite(err) {
+			return err
+		}
+		if time.Now().Add(wait).After(deadline) && (!errors.Is(err, store.ErrUnavailable) || x.e.stopping()) {
 			return err
 		}
 		x.e.metrics.writeFailed(err, x.e.now())
@@ -47,6 +62,13 @@ func (x *execution) writeRetried(what string, fn func(ctx context.Context, tx st
 		}
 		wait = min(2*wait, writeRetryMax)
 	}
+}
+
+// stopping reports whether Stop was called.
+func (e *Engine) stopping() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.running
 }
 
 // retryableWrite reports whether a failed write may succeed later. A lost

@@ -66,12 +66,14 @@
 //     RunRescue reads the expired leases and then clears them; its update
 //     repeats the expiry test, so a lease renewed in between stays, and on
 //     PostgreSQL its read can skip locked rows the same way.
-//   - Unique keys (RunInsert with a UniqueKey, UniqueHoldTake, RunRequeue)
+//   - Unique keys (RunInsert and RunInsertMany with a UniqueKey,
+//     UniqueHoldTake, RunRequeue)
 //     must stay unique under concurrent inserts: the key held for good is
 //     a unique index (runs_unique in both dialects' migrations); the test
 //     against current holds needs a constraint, a row lock on the hold or
 //     an advisory lock on (workflow, key). pgstore takes a transaction
-//     advisory lock of the key before that test.
+//     advisory lock of the key before that test (RunInsertMany: of every
+//     key of the batch, in lock-ID order, so that batches cannot deadlock).
 //   - Cron slots: ScheduleAdvance is the compare-and-set that decides which
 //     engine starts a slot's runs, in the same transaction; it must be one
 //     guarded UPDATE (which takes the schedule's row lock on PostgreSQL),
@@ -194,7 +196,7 @@
 //     back. (pgstore sends it in the transaction when the caller owns it,
 //     WriteInTx, where PostgreSQL delivers it on the caller's commit, and
 //     right after the commit in Write, because notifying transactions
-//     commit one at a time.) These are RunInsert, RunWake, RunRequeue, RunMakeDue, RunRescue,
+//     commit one at a time.) These are RunInsert, RunInsertMany, RunWake, RunRequeue, RunMakeDue, RunRescue,
 //     RunCancelToUnwind and RunSetStatus to pending (WakeReady for the
 //     run), QueueSetPaused resuming a queue (WakeReady for the queue), and
 //     RunRequestCancel and RunCancelChildren (WakeCancel for the run). A

@@ -25,4 +25,7 @@ type EventReader interface {
 // event commits together with the state change it records.
 type EventTx interface {
 	EventAppend(ctx context.Context, e Event) error
+	// EventAppendMany appends events in order, as EventAppend would one by
+	// one, in a few statements rather than one per event.
+	EventAppendMany(ctx context.Context, events []Event) error
 }

@@ -177,6 +177,13 @@ type RunTx interface {
 	// when a run with that ID already exists, or when p.UniqueKey is taken
 	// (see QueueReader).
 	RunInsert(ctx context.Context, p RunInsertParams) (bool, error)
+	// RunInsertMany inserts the runs of ps in order, each as RunInsert
+	// would, in a few statements rather than one per run, and reports for
+	// each whether it was inserted. A run is skipped, changing nothing for
+	// it, for the reasons RunInsert reports false, which include an ID or a
+	// unique key an earlier run of ps took. It writes nothing when it
+	// returns an error.
+	RunInsertMany(ctx context.Context, ps []RunInsertParams) ([]bool, error)
 	RunClaim(ctx context.Context, p RunClaimParams) ([]Run, error)
 	// RunHeartbeat extends a lease and reports whether cancellation of the
 	// run was requested.

@@ -83,6 +83,11 @@ type StepBeginParams struct {
 	Input    []byte
 	Position int // the call's index in its branch (see Step.Position)
 	Now      int64
+	// New says the caller knows of no record of the step, so the first
+	// attempt is likely: StepBegin may then try a plain insert, cheaper
+	// than the insert-or-update it otherwise runs. It never changes the
+	// outcome: a record that exists is handled as without New.
+	New bool
 }
 
 // StepCompleteParams checkpoints the output of a step.

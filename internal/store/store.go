@@ -37,6 +37,13 @@ var (
 	// process) held the database's write lock for longer than the store's
 	// busy timeout. Nothing of the failed call was written.
 	ErrBusy = errors.New("database is locked")
+	// ErrUnavailable is returned when the database server could not be
+	// reached, or the connection to it broke, or the server ended the
+	// session (a restart, an operator's pg_terminate_backend): nothing is
+	// wrong with the call, which may succeed once the server is back. A
+	// write that failed so may or may not have committed when the break
+	// came during its commit.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // Store is a database holding runs, their steps and their history.

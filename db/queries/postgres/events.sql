@@ -11,5 +11,16 @@ SELECT sqlc.arg(run_id)::text, sqlc.arg(at)::bigint, sqlc.arg(kind)::text, sqlc.
        sqlc.arg(occurrence)::bigint, sqlc.arg(attempt)::bigint, sqlc.arg(detail)::text
 WHERE pg_current_xact_id() IS NOT NULL;
 
+-- name: EventAppendMany :exec
+-- EventAppendMany appends the events of @events, a JSON array of objects
+-- (run_id, at, kind, step, occurrence, attempt, detail), in array order:
+-- their IDs grow in that order, as RunInsertMany's runs are inserted.
+INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
+SELECT j.v ->> 'run_id', (j.v ->> 'at')::bigint, j.v ->> 'kind', j.v ->> 'step',
+       (j.v ->> 'occurrence')::bigint, (j.v ->> 'attempt')::bigint, j.v ->> 'detail'
+FROM jsonb_array_elements(sqlc.arg(events)::jsonb) WITH ORDINALITY AS j(v, n)
+WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
+ORDER BY j.n;
+
 -- name: EventList :many
 SELECT * FROM flowlite.events WHERE run_id = @run_id ORDER BY id;

@@ -30,6 +30,32 @@ WHERE NOT EXISTS (
 )
 ON CONFLICT DO NOTHING;
 
+-- name: RunInsertMany :many
+-- RunInsertMany inserts the pending runs of @runs, a JSON array of objects
+-- (id, workflow, version, queue, priority, input in hex, run_at, deadline,
+-- parent_id, unique_key, unique_states, created_at; absent keys are null), in array
+-- order, and returns the IDs it inserted. Each run is skipped as RunInsert
+-- would skip it: a taken ID, a held unique key (runs_unique, which also
+-- catches a key two runs of @runs share: the later one is skipped), or a
+-- current hold of the key. The adapter takes the advisory locks of the
+-- keys first, in a fixed order, as RunInsert takes one.
+INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, unique_states, created_at, updated_at)
+SELECT j.v ->> 'id', j.v ->> 'workflow', (j.v ->> 'version')::bigint, j.v ->> 'queue', (j.v ->> 'priority')::bigint, 'pending',
+       decode(j.v ->> 'input', 'hex'), (j.v ->> 'run_at')::bigint, (j.v ->> 'deadline')::bigint, j.v ->> 'parent_id',
+       j.v ->> 'unique_key', (j.v ->> 'unique_states')::bigint, (j.v ->> 'created_at')::bigint, (j.v ->> 'created_at')::bigint
+FROM jsonb_array_elements(sqlc.arg(runs)::jsonb) WITH ORDINALITY AS j(v, n)
+WHERE j.v ->> 'unique_key' IS NULL OR NOT EXISTS (
+    SELECT 1 FROM flowlite.unique_holds AS h JOIN flowlite.runs AS r ON r.id = h.run_id
+    WHERE h.workflow = j.v ->> 'workflow' AND h.key = j.v ->> 'unique_key'
+      AND h.held_until > (j.v ->> 'created_at')::bigint
+      AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) <> 0
+)
+ORDER BY j.n
+ON CONFLICT DO NOTHING
+RETURNING id;
+
 -- name: UniqueKeyLock :exec
 -- UniqueKeyLock serializes the transactions that test or take a unique key
 -- of a workflow, until they commit: PostgreSQL-only, it stands in for the

@@ -12,6 +12,15 @@ SET status = 'running', attempts = s.attempts + 1, error = '', error_code = '', 
 WHERE s.status IN ('running', 'retrying')
 RETURNING attempts;
 
+-- name: StepBeginNew :execrows
+-- StepBeginNew records the first attempt of a step that has no record, and
+-- inserts nothing when it has one (StepBegin then does the update). A
+-- plain insert costs about half of StepBegin's insert-or-update with
+-- RETURNING, and a step's first attempt is by far its most common.
+INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+VALUES (@run_id, @name, @occurrence, 'running', 1, @input, @position, @now)
+ON CONFLICT (run_id, name, occurrence) DO NOTHING;
+
 -- name: StepComplete :execrows
 -- StepComplete checkpoints a step's output and numbers the completion
 -- within its run (compensations run in reverse completion order). The

@@ -18,6 +18,31 @@ WHERE NOT EXISTS (
 )
 ON CONFLICT DO NOTHING;
 
+-- name: RunInsertMany :many
+-- RunInsertMany inserts the pending runs of @runs, a JSON array of objects
+-- (id, workflow, version, queue, priority, input in hex, run_at, deadline,
+-- parent_id, unique_key, unique_states, created_at; absent keys are null), in array
+-- order, and returns the IDs it inserted. Each run is skipped as RunInsert
+-- would skip it: a taken ID, a held unique key (runs_unique, which also
+-- catches a key two runs of @runs share: the later one is skipped), or a
+-- current hold of the key. One prepared statement serves any number of
+-- runs: its text is parsed once, not once per call or per row.
+INSERT INTO flowlite_runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_key, unique_states, created_at, updated_at)
+SELECT j.value ->> 'id', j.value ->> 'workflow', j.value ->> 'version', j.value ->> 'queue', j.value ->> 'priority', 'pending',
+       unhex(j.value ->> 'input'), j.value ->> 'run_at', j.value ->> 'deadline', j.value ->> 'parent_id',
+       j.value ->> 'unique_key', j.value ->> 'unique_states', j.value ->> 'created_at', j.value ->> 'created_at'
+FROM jsonb_each(@runs) AS j
+WHERE j.value ->> 'unique_key' IS NULL OR NOT EXISTS (
+    SELECT 1 FROM flowlite_unique_holds AS h JOIN flowlite_runs AS r ON r.id = h.run_id
+    WHERE h.workflow = j.value ->> 'workflow' AND h.key = j.value ->> 'unique_key' AND h.held_until > j.value ->> 'created_at'
+      AND (h.states & (CASE r.status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
+          WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
+          WHEN 'failed' THEN 64 WHEN 'cancelled' THEN 128 ELSE 0 END)) != 0
+)
+ORDER BY j.key
+ON CONFLICT DO NOTHING
+RETURNING id;
+
 -- name: RunGet :one
 SELECT * FROM flowlite_runs WHERE id = @id;
 
@@ -47,7 +72,11 @@ LIMIT 1;
 -- unary + keeps the planner on the primary key for the selected IDs,
 -- instead of scanning every unfinished run through runs_status. Ties go to
 -- the run inserted first: rowid ends every entry of runs_ready. started_at
--- keeps the first claim.
+-- keeps the first claim. The limit is a CAST, not a bare @max_runs: SQLite
+-- plans a bare parameter LIMIT with the value bound and prepares the
+-- statement again whenever that value changes, which a claim of the free
+-- slots does on nearly every call (about a quarter of the claim's CPU in
+-- BenchmarkDrainJobs).
 UPDATE flowlite_runs
 SET lease_owner      = @owner,
     lease_expires_at = @lease_expires_at,
@@ -67,7 +96,7 @@ WHERE lease_owner IS NULL
       AND (r.workflow || ':' || r.version) IN (SELECT value FROM json_each(@known))
       AND NOT EXISTS (SELECT 1 FROM flowlite_queues AS q WHERE q.name = @queue AND q.paused = 1)
     ORDER BY r.run_at, rowid
-    LIMIT @max_runs
+    LIMIT CAST(@max_runs AS INTEGER)
   )
 RETURNING *;
 

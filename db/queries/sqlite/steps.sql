@@ -11,6 +11,15 @@ SET status = 'running', attempts = flowlite_steps.attempts + 1, error = '', erro
 WHERE flowlite_steps.status IN ('running', 'retrying')
 RETURNING attempts;
 
+-- name: StepBeginNew :execrows
+-- StepBeginNew records the first attempt of a step that has no record, and
+-- inserts nothing when it has one (StepBegin then does the update). A
+-- plain insert costs about half of StepBegin's insert-or-update with
+-- RETURNING, and a step's first attempt is by far its most common.
+INSERT INTO flowlite_steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+VALUES (@run_id, @name, @occurrence, 'running', 1, @input, @position, @now)
+ON CONFLICT (run_id, name, occurrence) DO NOTHING;
+
 -- name: StepComplete :execrows
 UPDATE flowlite_steps
 SET status = 'completed', output = @output, error = '',

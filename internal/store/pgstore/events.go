@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
@@ -32,5 +33,40 @@ func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
 		return fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, interpretError(ctx, err))
 	}
 	t.appended = true
+	return nil
+}
+
+// eventRow is one event of EventAppendMany's JSON document.
+type eventRow struct {
+	RunID      string `json:"run_id"`
+	At         int64  `json:"at"`
+	Kind       string `json:"kind"`
+	Step       string `json:"step"`
+	Occurrence int    `json:"occurrence"`
+	Attempt    int    `json:"attempt"`
+	Detail     string `json:"detail"`
+}
+
+// eventsChunk bounds the events of one EventAppendMany statement.
+const eventsChunk = 1000
+
+// EventAppendMany appends events with one statement per chunk of
+// eventsChunk events.
+func (t *tx) EventAppendMany(ctx context.Context, events []store.Event) error {
+	for start := 0; start < len(events); start += eventsChunk {
+		chunk := events[start:min(start+eventsChunk, len(events))]
+		rows := make([]eventRow, len(chunk))
+		for i, e := range chunk {
+			rows[i] = eventRow{RunID: e.RunID, At: e.At, Kind: e.Kind, Step: e.Step, Occurrence: e.Occurrence, Attempt: e.Attempt, Detail: e.Detail}
+		}
+		doc, err := json.Marshal(rows)
+		if err != nil {
+			return fmt.Errorf("append %d events: %w", len(rows), err)
+		}
+		if err := t.q.EventAppendMany(ctx, doc); err != nil {
+			return fmt.Errorf("append %d events: %w", len(rows), interpretError(ctx, err))
+		}
+		t.appended = true
+	}
 	return nil
 }

@@ -1,7 +1,16 @@
 package pgstore
 
-import "time"
+import (
+	"database/sql"
+	"time"
+)
 
 // SetListenIdle shortens how long the listener of s waits without a
 // notification before it pings its connection.
 func SetListenIdle(s *Store, d time.Duration) { s.listenIdle = d }
+
+// DB returns the pool of s.
+func DB(s *Store) *sql.DB { return s.db }
+
+// InterpretError is interpretError, for the error mapping's table test.
+var InterpretError = interpretError

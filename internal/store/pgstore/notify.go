@@ -150,10 +150,11 @@ func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 			}
 		}
 	}
-	sqlTx, err := s.db.BeginTx(ctx, nil)
+	conn, sqlTx, err := s.begin(ctx, false)
 	if err != nil {
-		return fmt.Errorf("send wakes: %w", interpretError(ctx, err))
+		return fmt.Errorf("send wakes: %w", err)
 	}
+	defer conn.Close()
 	defer func() { _ = sqlTx.Rollback() }() // after Commit, a no-op
 	t := s.newTx(sqlTx)
 	if err := t.q.WakeAsyncCommit(ctx); err != nil {

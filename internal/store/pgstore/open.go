@@ -41,6 +41,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -89,7 +90,28 @@ type Options struct {
 	// Every process on one schema should agree, or some engines will not
 	// be woken.
 	NoWakes bool
+	// ApplicationName is the application_name of the connections Open
+	// makes (its pool's and the wake listener's), which pg_stat_activity
+	// shows: an operator tells flowlite's sessions from the application's
+	// by it, to watch them or to end them with pg_terminate_backend.
+	// Default: the DSN's application_name (or PGAPPNAME's), else
+	// DefaultApplicationName. OpenDB leaves the caller's pool as it is.
+	ApplicationName string
+	// NetworkTimeout is how long the store waits on a network that went
+	// silent before giving up (network.go). Open's connections drop one
+	// whose sent data goes unacknowledged that long and probe idle ones
+	// with TCP keepalive, and the server ends a session idle in a
+	// transaction that long, releasing the row locks of a client that
+	// vanished; the DSN's connect_timeout, tcp_user_timeout and
+	// idle_in_transaction_session_timeout override these. OpenDB uses the
+	// caller's pool as it is. With either, a Write waits at most that long
+	// for a connection. Default DefaultNetworkTimeout.
+	NetworkTimeout time.Duration
 }
+
+// DefaultApplicationName is the application_name of the sessions Open
+// makes when neither Options.ApplicationName nor the DSN names one.
+const DefaultApplicationName = "flowlite"
 
 // Store is a store.Store over one PostgreSQL schema.
 type Store struct {
@@ -105,6 +127,7 @@ type Store struct {
 	closedCtx  context.Context // ends when Close is called, and with it Listen
 	closing    context.CancelFunc
 	listenIdle time.Duration   // quiet time after which the listener pings
+	connWait   time.Duration   // how long a Write waits for a connection (Options.NetworkTimeout)
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
 
 	// feed is how far the change feed is final, and committed wakes its
@@ -133,7 +156,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 10
 	}
-	db := stdlib.OpenDB(*cfg)
+	switch {
+	case opts.ApplicationName != "":
+		cfg.RuntimeParams["application_name"] = opts.ApplicationName
+	case cfg.RuntimeParams["application_name"] == "":
+		cfg.RuntimeParams["application_name"] = DefaultApplicationName
+	}
+	idleInTx, err := networkSettings(cfg, opts.NetworkTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", where, err)
+	}
+	var connOpts []stdlib.OptionOpenDB
+	if idleInTx > 0 {
+		connOpts = append(connOpts, stdlib.OptionAfterConnect(setIdleInTxTimeout(idleInTx)))
+	}
+	db := stdlib.OpenDB(*cfg, connOpts...)
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	s, err := newStore(ctx, db, true, opts)
@@ -149,7 +186,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // pgx's stdlib driver, or any driver that returns *pgconn.PgError for the
 // error mapping to apply), creates and migrates the schema, and returns a
 // store over it. The pool is used as it is, and Close does not close it.
-// Of opts, Schema and NoWakes apply.
+// Of opts, Schema, NoWakes and NetworkTimeout (the wait of a write for a
+// connection) apply.
 func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	s, err := newStore(ctx, db, false, opts)
 	if err != nil {
@@ -177,6 +215,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	return &Store{
 		db: db, ownsDB: owns, schema: schema, names: names,
 		channel: wakeChannel(schema), feedChannel: feedChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
+		connWait:  cmp.Or(max(opts.NetworkTimeout, 0), DefaultNetworkTimeout),
 		closedCtx: closedCtx, closing: closing,
 	}, nil
 }
@@ -272,12 +311,25 @@ func (c conn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, erro
 	return c.target().PrepareContext(ctx, c.s.names.rewrite(query))
 }
 
+// A read on the pool (Reader) is sent again when the connection it took
+// turns out dead (deadconn.go); one in a transaction is not.
+
 func (c conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return c.target().QueryContext(ctx, c.s.names.rewrite(query), args...)
+	for try := 0; ; try++ {
+		rows, err := c.target().QueryContext(ctx, c.s.names.rewrite(query), args...)
+		if pool, ok := c.db.(*sql.DB); !ok || !retryDeadConn(ctx, pool, err, try) {
+			return rows, err
+		}
+	}
 }
 
 func (c conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return c.target().QueryRowContext(ctx, c.s.names.rewrite(query), args...)
+	for try := 0; ; try++ {
+		row := c.target().QueryRowContext(ctx, c.s.names.rewrite(query), args...)
+		if pool, ok := c.db.(*sql.DB); !ok || !retryDeadConn(ctx, pool, row.Err(), try) {
+			return row
+		}
+	}
 }
 
 // interpretError maps PostgreSQL's errors onto the store's sentinel
@@ -318,7 +370,13 @@ func interpretError(ctx context.Context, err error) error {
 		case "3D000": // invalid_catalog_name: the database does not exist
 			return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
 		}
+		if connLost(pgErr) { // the server ended the session, or is starting or stopping
+			return fmt.Errorf("%w (%v)", store.ErrUnavailable, err)
+		}
 		return err
+	}
+	if unreachable(err) {
+		return fmt.Errorf("%w (%v)", store.ErrUnavailable, err)
 	}
 	// database/sql's words for a pool used after Close, which it has no
 	// sentinel for.

@@ -210,3 +210,62 @@ type lateCtx struct {
 }
 
 func (c lateCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// TestApplicationName: the sessions Open makes, the pool's and the wake
+// listener's, carry an application_name that tells them from the
+// application's in pg_stat_activity: Options.ApplicationName, else the
+// DSN's, else "flowlite".
+func TestApplicationName(t *testing.T) {
+	t.Parallel()
+	dsn := needPG(t)
+	admin := sql.OpenDB(stdlib.GetConnector(mustParse(t, dsn)))
+	admin.SetMaxOpenConns(1)
+	t.Cleanup(func() { admin.Close() })
+	for _, c := range []struct {
+		name, dsn string
+		opt, want string
+	}{
+		{"default", dsn, "", pgstore.DefaultApplicationName},
+		{"option", dsn, "billing-engine", "billing-engine"},
+		{"dsn", dsn + " application_name=from_dsn", "", "from_dsn"},
+		{"option over dsn", dsn + " application_name=from_dsn", "billing-engine", "billing-engine"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := pgstore.Open(t.Context(), c.dsn, pgstore.Options{Schema: freshSchema(), MaxConns: 2, ApplicationName: c.opt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			ctx := t.Context()
+			var pooled string
+			err = s.Write(ctx, func(tx store.Tx) error {
+				return tx.SQL().QueryRowContext(ctx, "SELECT current_setting('application_name')").Scan(&pooled)
+			})
+			if err != nil || pooled != c.want {
+				t.Errorf("pooled session's application_name = %q, %v; want %q", pooled, err, c.want)
+			}
+			listen(t, s) // returns once the listener listens
+			var names []string
+			rows, err := admin.QueryContext(ctx, `
+				SELECT application_name FROM pg_stat_activity
+				WHERE datname = current_database() AND query = 'LISTEN "' || $1 || '_wake"'`, s.Schema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var n string
+				if err := rows.Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				names = append(names, n)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if len(names) != 1 || names[0] != c.want {
+				t.Errorf("listener sessions' application_name = %q, want [%q]", names, c.want)
+			}
+		})
+	}
+}

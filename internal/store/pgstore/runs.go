@@ -2,10 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
 	"github.com/flowlite/flowlite/internal/store"
@@ -362,4 +364,96 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// insertManyChunk bounds the runs of one RunInsertMany statement, and so
+// the size of the JSON document it binds.
+const insertManyChunk = 1000
+
+// runRow is one run of RunInsertMany's JSON document; its keys are the
+// ones the query reads, and an absent key reads as null.
+type runRow struct {
+	ID           string  `json:"id"`
+	Workflow     string  `json:"workflow"`
+	Version      int     `json:"version"`
+	Queue        string  `json:"queue"`
+	Priority     int     `json:"priority"`
+	Input        string  `json:"input"` // hex: JSON text cannot carry every byte string
+	RunAt        int64   `json:"run_at"`
+	Deadline     *int64  `json:"deadline,omitempty"`
+	ParentID     *string `json:"parent_id,omitempty"`
+	UniqueKey    *string `json:"unique_key,omitempty"`
+	UniqueStates int64   `json:"unique_states"`
+	CreatedAt    int64   `json:"created_at"`
+}
+
+// RunInsertMany inserts ps with one statement per chunk of insertManyChunk
+// runs. It first takes the advisory locks of the chunk's unique keys, in
+// the order of their lock IDs so that two batches sharing keys cannot
+// deadlock, as RunInsert takes its key's. A repeated ID is tried at its
+// first occurrence only: the later ones are reported false.
+func (t *tx) RunInsertMany(ctx context.Context, ps []store.RunInsertParams) ([]bool, error) {
+	inserted := make([]bool, len(ps))
+	first := make(map[string]int, len(ps)) // ID → index of its first occurrence
+	for start := 0; start < len(ps); start += insertManyChunk {
+		chunk := ps[start:min(start+insertManyChunk, len(ps))]
+		rows := make([]runRow, 0, len(chunk))
+		var locks []int64
+		for i, p := range chunk {
+			if _, dup := first[p.ID]; dup {
+				continue
+			}
+			first[p.ID] = start + i
+			states, err := statesMask(p.UniqueStates, unfinishedMask)
+			if err != nil {
+				return nil, fmt.Errorf("insert run %s: %w", p.ID, err)
+			}
+			if states&unfinishedMask != unfinishedMask {
+				return nil, fmt.Errorf("insert run %s: unique states %v lack an unfinished state", p.ID, p.UniqueStates)
+			}
+			if p.UniqueKey != "" {
+				locks = append(locks, uniqueKeyLockID(t.s.schema, p.Workflow.Name, p.UniqueKey))
+			}
+			var deadline *int64
+			if p.Deadline != 0 {
+				deadline = &p.Deadline
+			}
+			var parent, key *string
+			if p.ParentID != "" {
+				parent = &p.ParentID
+			}
+			if p.UniqueKey != "" {
+				key = &p.UniqueKey
+			}
+			rows = append(rows, runRow{
+				ID: p.ID, Workflow: p.Workflow.Name, Version: p.Workflow.Version, Queue: p.Queue, Priority: p.Priority,
+				Input: hex.EncodeToString(p.Input), RunAt: p.RunAt, Deadline: deadline,
+				ParentID: parent, UniqueKey: key, UniqueStates: states, CreatedAt: p.Now,
+			})
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		slices.Sort(locks)
+		for _, id := range slices.Compact(locks) {
+			if err := t.q.UniqueKeyLock(ctx, id); err != nil {
+				return nil, fmt.Errorf("insert %d runs: lock unique key: %w", len(rows), interpretError(ctx, err))
+			}
+		}
+		doc, err := json.Marshal(rows)
+		if err != nil {
+			return nil, fmt.Errorf("insert %d runs: %w", len(rows), err)
+		}
+		ids, err := t.q.RunInsertMany(ctx, doc)
+		if err != nil {
+			return nil, fmt.Errorf("insert %d runs: %w", len(rows), interpretError(ctx, err))
+		}
+		for _, id := range ids {
+			inserted[first[id]] = true
+		}
+		if err := t.wakeRuns(ctx, store.WakeReady, ids...); err != nil {
+			return nil, fmt.Errorf("insert %d runs: %w", len(rows), err)
+		}
+	}
+	return inserted, nil
 }

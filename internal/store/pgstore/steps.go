@@ -45,6 +45,18 @@ func (t *tx) StepReopen(ctx context.Context, key store.StepKey) error {
 }
 
 func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error) {
+	if p.New {
+		n, err := t.q.StepBeginNew(ctx, pgdb.StepBeginNewParams{
+			RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence), Input: nonNil(p.Input),
+			Position: position(p.Position), Now: p.Now,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("begin step %s: %w", p.Key, interpretError(ctx, err))
+		}
+		if n == 1 {
+			return 1, nil
+		}
+	}
 	attempts, err := t.q.StepBegin(ctx, pgdb.StepBeginParams{
 		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence), Input: nonNil(p.Input),
 		Position: position(p.Position), Now: p.Now,

@@ -21,7 +21,8 @@ import (
 // transaction on a pooled connection, and one caller's failure or panic
 // rolls back that transaction alone.
 //
-// ctx bounds the wait for a connection; once fn starts, the transaction
+// ctx bounds the wait for a connection, and so does the store's
+// NetworkTimeout (connWait); once fn starts, the transaction
 // runs to its outcome whatever ctx does (it is begun without ctx's
 // cancellation, as the store contract asks). Write never calls fn twice:
 // under READ COMMITTED no serialization failure arises, and a deadlock the
@@ -35,18 +36,11 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, sqlTx, err := s.begin(ctx, true) // a dead pooled connection is skipped (deadconn.go)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("begin write: %w", interpretError(ctx, err))
+		return err
 	}
 	defer conn.Close()
-	sqlTx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return fmt.Errorf("begin write: %w", interpretError(ctx, err))
-	}
 	committed := false
 	defer func() {
 		// Runs on an error and on a panic of fn, which then goes on up to
@@ -70,6 +64,33 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	s.sendAfterCommit(t.wakes)
 	s.committed.Notify()
 	return nil
+}
+
+// writeConn returns a connection of the pool for a write, waiting at most
+// connWait for it.
+//
+// The engine's writes run detached from cancellation, so that what a run
+// did is recorded after it was cancelled; without a bound of its own, a
+// write waits for a connection for as long as the pool takes to make one.
+// While the server is out of reach that is forever: database/sql dials
+// for waiting callers one at a time, each dial failing only after its
+// timeout, so the waits of many writes add up, and an engine asked to stop
+// would not, its executions queued behind each other's dials.
+func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, s.connWait)
+	defer cancel()
+	conn, err := s.db.Conn(waitCtx)
+	switch {
+	case err == nil:
+		return conn, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case waitCtx.Err() != nil:
+		// Not the caller's deadline: say so without wrapping
+		// context.DeadlineExceeded, which callers take for their own.
+		return nil, fmt.Errorf("begin write: %w: no database connection within %s (%v)", store.ErrUnavailable, s.connWait, err)
+	}
+	return nil, fmt.Errorf("begin write: %w", interpretError(ctx, err))
 }
 
 // WriteInTx runs fn on a transaction the caller owns and commits. The

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
@@ -30,6 +31,37 @@ func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
 	})
 	if err != nil {
 		return fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, interpretError(err))
+	}
+	return nil
+}
+
+// eventRow is one event of EventAppendMany's JSON document.
+type eventRow struct {
+	RunID      string `json:"run_id"`
+	At         int64  `json:"at"`
+	Kind       string `json:"kind"`
+	Step       string `json:"step"`
+	Occurrence int    `json:"occurrence"`
+	Attempt    int    `json:"attempt"`
+	Detail     string `json:"detail"`
+}
+
+// EventAppendMany appends events with one prepared statement per chunk of
+// insertManyChunk events.
+func (t *tx) EventAppendMany(ctx context.Context, events []store.Event) error {
+	for start := 0; start < len(events); start += insertManyChunk {
+		chunk := events[start:min(start+insertManyChunk, len(events))]
+		rows := make([]eventRow, len(chunk))
+		for i, e := range chunk {
+			rows[i] = eventRow{RunID: e.RunID, At: e.At, Kind: e.Kind, Step: e.Step, Occurrence: e.Occurrence, Attempt: e.Attempt, Detail: e.Detail}
+		}
+		doc, err := json.Marshal(rows)
+		if err != nil {
+			return fmt.Errorf("append %d events: %w", len(rows), err)
+		}
+		if err := t.q.EventAppendMany(ctx, string(doc)); err != nil {
+			return fmt.Errorf("append %d events: %w", len(rows), interpretError(err))
+		}
 	}
 	return nil
 }

@@ -20,11 +20,51 @@ func stepTests() []struct {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"StepBegin", testStepBegin},
+		{"StepBeginNew", testStepBeginNew},
 		{"StepComplete", testStepComplete},
 		{"StepFail", testStepFail},
 		{"StepCompensationArm", testStepCompensationArm},
 		{"StepCompensation", testStepCompensation},
 	}
+}
+
+// testStepBeginNew checks that New changes nothing StepBegin reports or
+// records, whether the step has a record or not.
+func testStepBeginNew(t *testing.T, s store.Store) {
+	insert(t, s, newRun("r"))
+	charge := store.StepKey{RunID: "r", Name: "charge", Occurrence: 0}
+	begin := func(now int64) (int, error) {
+		var n int
+		err := s.Write(t.Context(), func(tx store.Tx) error {
+			var err error
+			n, err = tx.StepBegin(t.Context(), store.StepBeginParams{Key: charge, Input: []byte(`{"cents":100}`), Position: 2, Now: now, New: true})
+			return err
+		})
+		return n, err
+	}
+	if n, err := begin(base); n != 1 || err != nil {
+		t.Fatalf("first StepBegin with New = %d, %v; want 1", n, err)
+	}
+	checkStep(t, s, store.Step{
+		RunID: "r", Name: "charge", Status: store.StepRunning, Attempts: 1, Input: []byte(`{"cents":100}`),
+		Compensation: store.CompensationNone, StartedAt: base, Position: 2,
+	})
+	// The record exists (an interrupted attempt): New still counts a new one.
+	if n, err := begin(base + 10); n != 2 || err != nil {
+		t.Errorf("StepBegin with New of a running step = %d, %v; want 2", n, err)
+	}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.StepFail(ctx, store.StepFailParams{Key: charge, Error: "timeout", Now: base + 20})
+	})
+	if n, err := begin(base + 30); n != 3 || err != nil {
+		t.Errorf("StepBegin with New of a retrying step = %d, %v; want 3", n, err)
+	}
+	completeStep(t, s, charge, `"ch_1"`, false, base+40)
+	done := step(t, s, charge)
+	if _, err := begin(base + 50); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("StepBegin with New of a completed step: error %v, want ErrConflict", err)
+	}
+	checkStep(t, s, done)
 }
 
 func testStepBegin(t *testing.T, s store.Store) {

@@ -55,6 +55,8 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 	tests = append(tests, signalTests()...)
 	tests = append(tests, definitionTests()...)
 	tests = append(tests, feedTests()...)
+
+	tests = append(tests, batchTests()...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

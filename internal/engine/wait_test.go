@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/sqlitestore"
+)
+
+// awayStore is a store whose database is unavailable to reads of runs
+// while away is set, and to writes while awayWrites is, as a PostgreSQL
+// server is while it restarts.
+type awayStore struct {
+	store.Store
+	away       atomic.Bool  // reads of runs fail
+	awayWrites atomic.Bool  // writes fail
+	reads      atomic.Int32 // reads refused
+}
+
+func (s *awayStore) Write(ctx context.Context, fn func(store.Tx) error) error {
+	if s.awayWrites.Load() {
+		return fmt.Errorf("begin write: %w (dial tcp: connection refused)", store.ErrUnavailable)
+	}
+	return s.Store.Write(ctx, fn)
+}
+
+func (s *awayStore) Reader() store.Reader { return awayReader{Reader: s.Store.Reader(), s: s} }
+
+type awayReader struct {
+	store.Reader
+	s *awayStore
+}
+
+func (r awayReader) RunGet(ctx context.Context, id string) (store.Run, error) {
+	if r.s.away.Load() {
+		r.s.reads.Add(1)
+		return store.Run{}, fmt.Errorf("read run %s: %w (dial tcp: connection refused)", id, store.ErrUnavailable)
+	}
+	return r.Reader.RunGet(ctx, id)
+}
+
+// Wait rides out a database that is unavailable for a while: the run goes
+// on once it is back, and so does the wait. When ctx ends meanwhile, the
+// error says both.
+func TestWaitThroughUnavailableDatabase(t *testing.T) {
+	t.Parallel()
+	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "w.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	as := &awayStore{Store: s}
+	e, err := New(as, Config{PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	err = e.Register(Workflow{Key: jobKey, Run: func(*RunContext, []byte) ([]byte, error) {
+		<-release
+		return []byte(`"done"`), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	// Runs before Stop's cleanup: a failed test leaves no body blocked.
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let)
+	ctx := t.Context()
+	if _, err := e.StartRun(ctx, StartParams{ID: "r", Workflow: jobKey, Input: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Unavailable until ctx ends: ctx's error, and the database's.
+	as.away.Store(true)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = e.Wait(short, "r")
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Wait while the database is away until ctx ends = %v, want the deadline and ErrUnavailable", err)
+	}
+
+	// Unavailable for a while, then back: the wait goes on to the outcome.
+	done := make(chan error, 1)
+	go func() {
+		run, err := e.Wait(ctx, "r")
+		if err == nil && run.Status != store.RunCompleted {
+			err = fmt.Errorf("run %s, want completed", run.Status)
+		}
+		done <- err
+	}()
+	for as.reads.Load() < 5 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	let()
+	time.Sleep(50 * time.Millisecond)
+	as.away.Store(false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Wait through an unavailable database: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not return 10s after the database came back")
+	}
+}
