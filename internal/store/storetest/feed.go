@@ -142,12 +142,27 @@ func testFeedPositionsNeverReused(t *testing.T, s store.Store) {
 	}
 	appendEvents(t, s, "kept", "after-delete")
 	after := readFeed(t, s, 0, 100)
-	got := after[len(after)-1]
-	if got.Kind != "after-delete" || got.ID <= newest {
-		t.Fatalf("event appended after the delete: %s at position %d, want a position above %d", got.Kind, got.ID, newest)
+	if e := after[len(after)-1]; e.Kind != "after-delete" || e.ID <= newest {
+		t.Fatalf("event appended after the delete: %s at position %d, want a position above %d", e.Kind, e.ID, newest)
 	}
 	if got := readFeed(t, s, newest, 100); !slices.Equal(kinds(got), []string{"kept:after-delete"}) {
 		t.Errorf("a reader at position %d sees %v, want the new event", newest, kinds(got))
+	}
+
+	// The batched append keeps the rule too: delete the newest run again
+	// and append a batch.
+	finishedRun(t, s, newRun("gone-again"), store.RunCompleted, base+1)
+	all := readFeed(t, s, 0, 100)
+	newest = all[len(all)-1].ID
+	if n := deleteFinished(t, s, store.RunDeleteFinishedParams{Status: store.RunCompleted, FinishedBefore: base + 2, Max: 10}); n != 1 {
+		t.Fatalf("deleted %d runs, want 1", n)
+	}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return tx.EventAppendMany(ctx, []store.Event{{RunID: "kept", At: base, Kind: "batch-1"}, {RunID: "kept", At: base, Kind: "batch-2"}})
+	})
+	got := readFeed(t, s, newest, 100)
+	if !slices.Equal(kinds(got), []string{"kept:batch-1", "kept:batch-2"}) || got[0].ID <= newest {
+		t.Errorf("batch appended after deleting the newest events: %v at %v, want positions above %d", kinds(got), got, newest)
 	}
 }
 
