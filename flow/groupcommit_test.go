@@ -71,7 +71,7 @@ func TestTimedOutRunTxFailsNoOtherCaller(t *testing.T) {
 	ctx := waitCtx(t)
 	if raceEnabled { // each long INSERT holds the writer several times longer
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
 		t.Cleanup(cancel)
 	}
 

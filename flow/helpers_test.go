@@ -148,15 +148,25 @@ func rawDB(t testing.TB, path string) *sql.DB {
 
 func waitCtx(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), slowBound(20*time.Second))
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// slowBound stretches a test's time bound under the race detector, which
+// slows the engine five to ten times on two shared cores: the bounds guard
+// against hangs, not against a slow machine.
+func slowBound(d time.Duration) time.Duration {
+	if raceEnabled {
+		return 4 * d
+	}
+	return d
 }
 
 // eventually polls cond until it holds or the test times out.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(slowBound(15 * time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -486,12 +488,34 @@ func TestServe(t *testing.T) {
 		t.Errorf("read-only dashboard changed the run: %s", got.Status)
 	}
 
-	// Read-write: the action goes through.
+	// Read-write: a bare POST is refused, the confirmation form's goes
+	// through.
 	base, stop = serve(t, path, "--log-level", "info")
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, _ := http.NewRequest(http.MethodPost, base+"/runs/"+stuckRun+"/resume", nil)
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	resp, err = client.Do(req)
+	resp, err = http.Post(base+"/runs/"+stuckRun+"/resume", "application/x-www-form-urlencoded", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "CSRF") {
+		t.Errorf("bare POST resume: %d %q, want 403 naming CSRF", resp.StatusCode, body)
+	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = client.Get(base + "/runs/" + stuckRun + "/resume")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	token := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(string(body))
+	if token == nil {
+		t.Fatalf("confirmation page %d without a CSRF token", resp.StatusCode)
+	}
+	resp, err = client.PostForm(base+"/runs/"+stuckRun+"/resume", url.Values{"csrf_token": {token[1]}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@
 // backends it opens engines with; flowpg also registers the database/sql
 // driver through which it reads a PostgreSQL schema's version), cobra, internal/store/sqlitestore (Inspect and
 // Migrate read and migrate a file's schema, which flow does not expose,
-// with errors in flow's terms, e.g. flow.ErrBusy) and internal/dashboard
+// with errors in flow's terms, e.g. flow.ErrBusy) and flow/flowui
 // (serve). It imports no database driver and reads no SQLite result code
 // itself (internal/archtest checks the driver).
 package main

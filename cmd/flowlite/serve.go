@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/internal/dashboard"
+	"github.com/flowlite/flowlite/flow/flowui"
 )
 
 // shutdownTimeout bounds how long serve waits for requests in flight once
@@ -29,7 +29,13 @@ run's step timeline and history, suspended runs and dead letters, with
 buttons for the operator actions (resume, skip, cancel, retry, requeue),
 each behind a confirmation page. --read-only hides the buttons and refuses
 actions with 403. Actions must come from the dashboard's own pages:
-cross-origin browser requests are refused.
+cross-origin browser requests are refused, and every action must carry the
+CSRF token of the page's form (a bare curl -X POST is refused with 403).
+
+It serves a JSON API under /api too (runs, a run, its history, queues, and
+the same actions plus signal); a script GETs /api/csrf first and sends its
+cookie and the X-CSRF-Token header with each action. The package flow/flowui
+serves the same dashboard and API inside an application's own server.
 
 It also serves /metrics and /healthz (200 when the database can be read, 503
 otherwise). /metrics is in the Prometheus text format and read from the
@@ -59,7 +65,7 @@ within their poll interval. It stops on SIGINT or SIGTERM.`,
 				with = a.withReader
 			}
 			return with(ctx, func(e *flow.Engine) error {
-				d, err := dashboard.New(e, &dashboard.Options{ReadOnly: readOnly, Logger: a.logger})
+				d, err := flowui.New(e, &flowui.Options{ReadOnly: readOnly, Logger: a.logger})
 				if err != nil {
 					return err
 				}

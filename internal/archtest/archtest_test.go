@@ -248,14 +248,18 @@ func TestStepsImportOnlyFlow(t *testing.T) {
 	allowOnly(t, "steps", "flow")
 }
 
-// The dashboard is a client of flow's public API, like any user program:
+// The dashboard (and flow/flowui, its public face) is a client of flow's public API, like any user program:
 // it must not reach into the engine or a store adapter, whose internals it
 // would then depend on. (flow itself uses the engine, so this rule is on
 // the dashboard's own imports.)
 func TestDashboardImportsNoEngine(t *testing.T) {
 	t.Parallel()
 	pkgs := packages(t)
-	for _, p := range under(t, pkgs, "internal/dashboard") {
+	var ps []*pkg
+	for _, dir := range []string{"internal/dashboard", "flow/flowui", "flow/flowprom"} {
+		ps = append(ps, under(t, pkgs, dir)...)
+	}
+	for _, p := range ps {
 		for _, imp := range p.Imports {
 			engine := imp == module+"/internal/engine" || strings.HasPrefix(imp, module+"/internal/engine/")
 			if engine || isAdapter(imp) || isDBGen(imp) || isDriver(imp) {

@@ -131,6 +131,19 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("runs")),
 		chromedp.SetValue(chromedp.ID("f-status"), "failed"),
 		chromedp.Click(chromedp.ID("f-apply")),
+	))
+	// The unfiltered page shows the run too: wait for the filtered one
+	// (evaluating while the browser navigates fails; try again).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`location.search.includes("status=failed") && document.readyState === "complete"`))
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the filtered runs page did not load: %v", err)
+		}
+	}
+	must("filtered runs", chromedp.Do(bctx,
 		chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="`+sagaRun+`"]`)),
 	))
 	if n := eval(`document.querySelectorAll("#runs tbody tr").length`); n != 1 {

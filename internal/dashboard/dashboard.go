@@ -13,6 +13,11 @@
 // It reads and acts through flow's public API on an engine it does not
 // start: it is an observer and operator, never a worker. It imports flow,
 // internal/metrics and the standard library.
+//
+// flow/flowui is its public face: it mounts the dashboard under a prefix
+// (Options.Prefix), wraps it in the application's authorization, checks
+// the CSRF token the confirmation forms carry (Options.CSRFToken) and adds
+// the JSON API; `flowlite serve` serves flowui.
 package dashboard
 
 import (
@@ -25,6 +30,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
@@ -42,6 +48,15 @@ type Options struct {
 	// Now tells the time for relative times and running bars; default
 	// time.Now.
 	Now func() time.Time
+	// Prefix is the path the dashboard is mounted at ("/ops", no trailing
+	// slash), put in front of every link, form and redirect it writes. The
+	// dashboard's routes stay unprefixed: whoever mounts it strips Prefix
+	// from the request path (flow/flowui does).
+	Prefix string
+	// CSRFToken, when set, returns the token the forms of state-changing
+	// actions carry in the field csrf_token; whoever mounts the dashboard
+	// checks it (flow/flowui does).
+	CSRFToken func(*http.Request) string
 }
 
 // Dashboard is the HTTP handler of the dashboard.
@@ -50,6 +65,8 @@ type Dashboard struct {
 	readOnly bool
 	log      *slog.Logger
 	now      func() time.Time
+	base     string
+	csrf     func(*http.Request) string
 	pages    map[string]*template.Template
 	handler  http.Handler
 }
@@ -60,7 +77,7 @@ func New(e *flow.Engine, opts *Options) (*Dashboard, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	d := &Dashboard{e: e, readOnly: opts.ReadOnly, log: opts.Logger, now: opts.Now, pages: make(map[string]*template.Template)}
+	d := &Dashboard{e: e, readOnly: opts.ReadOnly, log: opts.Logger, now: opts.Now, base: strings.TrimSuffix(opts.Prefix, "/"), csrf: opts.CSRFToken, pages: make(map[string]*template.Template)}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -108,6 +125,10 @@ func New(e *flow.Engine, opts *Options) (*Dashboard, error) {
 // ServeHTTP serves the dashboard.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.ServeHTTP(w, r) }
 
+// path returns the link to the dashboard's page p ("/runs"), under the
+// prefix the dashboard is mounted at.
+func (d *Dashboard) path(p string) string { return d.base + p }
+
 // securityHeaders keeps pages from being framed or loading anything from
 // elsewhere.
 func securityHeaders(next http.Handler) http.Handler {
@@ -149,6 +170,7 @@ type page struct {
 	Nav      string // the nav entry to highlight
 	ReadOnly bool
 	Flash    string
+	CSRF     string // the token forms that change state carry
 	Data     any
 }
 
@@ -156,6 +178,9 @@ type page struct {
 // a clean 500 instead of half a page.
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	p.ReadOnly = d.readOnly
+	if d.csrf != nil {
+		p.CSRF = d.csrf(r)
+	}
 	var buf bytes.Buffer
 	if err := d.pages[name].Execute(&buf, p); err != nil {
 		d.log.Error("render page", "page", name, "path", r.URL.Path, "err", err)

@@ -38,7 +38,7 @@ func (d *Dashboard) queueRows(ctx context.Context) ([]queueRow, error) {
 }
 
 // queueMetrics writes the statistics of every queue.
-func (d *Dashboard) queueMetrics(ctx context.Context, mw *metrics.Writer) {
+func (d *Dashboard) queueMetrics(ctx context.Context, mw MetricsSink) {
 	stats, err := d.e.QueueStats(ctx)
 	if err != nil {
 		d.log.Warn("metrics: queue stats", "err", err)
@@ -193,7 +193,7 @@ func (d *Dashboard) confirmDead(w http.ResponseWriter, r *http.Request) {
 		d.failErr(w, r, "list dead letters", err)
 		return
 	}
-	data := confirmData{Kind: "dead", Op: op, Matched: len(runs), Workflow: f.Workflow, Queue: f.Queue, Post: "/dead/" + op.Name, Back: "/dead?" + query}
+	data := confirmData{Kind: "dead", Op: op, Matched: len(runs), Workflow: f.Workflow, Queue: f.Queue, Post: d.path("/dead/" + op.Name), Back: d.path("/dead?" + query)}
 	d.render(w, r, http.StatusOK, "confirm", page{Title: op.Confirm, Nav: "dead", Data: data})
 }
 
@@ -221,7 +221,7 @@ func (d *Dashboard) actDead(w http.ResponseWriter, r *http.Request) {
 	if query != "" {
 		query += "&"
 	}
-	http.Redirect(w, r, "/dead?"+query+"done="+op.Name+"&n="+strconv.Itoa(n), http.StatusSeeOther)
+	http.Redirect(w, r, d.path("/dead?")+query+"done="+op.Name+"&n="+strconv.Itoa(n), http.StatusSeeOther)
 }
 
 func queueOp(op string) (label, explain string, ok bool) {
@@ -245,7 +245,7 @@ func (d *Dashboard) confirmQueue(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusForbidden, "The dashboard is read-only: actions are disabled.")
 		return
 	}
-	data := confirmData{Kind: "queue", Queue: q, Label: label, Explain: explain, Post: "/queues/" + url.PathEscape(q) + "/" + op, Back: "/"}
+	data := confirmData{Kind: "queue", Queue: q, Label: label, Explain: explain, Post: d.path("/queues/" + url.PathEscape(q) + "/" + op), Back: d.path("/")}
 	d.render(w, r, http.StatusOK, "confirm", page{Title: label + " queue " + q + "?", Nav: "overview", Data: data})
 }
 
@@ -270,5 +270,5 @@ func (d *Dashboard) actQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.Info("operator action", "action", op+" queue", "queue", q, "remote", r.RemoteAddr)
-	http.Redirect(w, r, "/?done="+op, http.StatusSeeOther)
+	http.Redirect(w, r, d.path("/?done="+op), http.StatusSeeOther)
 }

@@ -24,10 +24,35 @@ const healthTimeout = 5 * time.Second
 func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
 	defer cancel()
-	start := time.Now()
 	var buf bufferWriter
 	mw := metrics.NewWriter(&buf)
+	d.WriteMetrics(ctx, mw)
+	if err := mw.Flush(); err != nil {
+		d.log.Error("metrics: write", "err", err)
+	}
+	w.Header().Set("Content-Type", metrics.ContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.b)
+}
 
+// MetricsSink receives metric families: *metrics.Writer writes them in the
+// Prometheus text format; flow/flowprom turns them into Prometheus
+// collector metrics, so both expose the same series.
+type MetricsSink interface {
+	// Family starts a family; the samples that follow belong to it.
+	Family(name string, typ metrics.Type, help string)
+	// Sample adds a gauge or counter sample of the current family.
+	Sample(name string, labels []metrics.Label, v float64)
+	// HistogramSample adds a histogram of the current family: counts per
+	// bucket, the last one above every bound.
+	HistogramSample(labels []metrics.Label, bounds []float64, counts []uint64, sum float64, count uint64)
+}
+
+// WriteMetrics reads the database and writes every family /metrics serves
+// to mw. Reads that fail are logged and leave their families out, except
+// flowlite_up, which says whether the database could be read.
+func (d *Dashboard) WriteMetrics(ctx context.Context, mw MetricsSink) {
+	start := time.Now()
 	up := 1.0
 	counts, err := d.e.CountRuns(ctx)
 	if err != nil {
@@ -68,18 +93,12 @@ func (d *Dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 	d.engineMetrics(ctx, mw)
 	mw.Family("flowlite_scrape_duration_seconds", metrics.Gauge, "How long this scrape's database reads took.")
 	mw.Sample("flowlite_scrape_duration_seconds", nil, time.Since(start).Seconds())
-	if err := mw.Flush(); err != nil {
-		d.log.Error("metrics: write", "err", err)
-	}
-	w.Header().Set("Content-Type", metrics.ContentType)
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(buf.b)
 }
 
 // unworkedMetrics writes, for each queue with pending runs that no live
 // engine works, how many and how old the oldest is: runs that will not
 // start, which no other metric tells apart from a slow queue.
-func (d *Dashboard) unworkedMetrics(ctx context.Context, mw *metrics.Writer) {
+func (d *Dashboard) unworkedMetrics(ctx context.Context, mw MetricsSink) {
 	list, err := d.e.UnworkedQueues(ctx)
 	if err != nil {
 		d.log.Warn("metrics: unworked queues", "err", err)
@@ -96,7 +115,7 @@ func (d *Dashboard) unworkedMetrics(ctx context.Context, mw *metrics.Writer) {
 }
 
 // engineMetrics writes the sums of the engines' reports.
-func (d *Dashboard) engineMetrics(ctx context.Context, mw *metrics.Writer) {
+func (d *Dashboard) engineMetrics(ctx context.Context, mw MetricsSink) {
 	reports, err := d.e.Reports(ctx)
 	if err != nil {
 		d.log.Warn("metrics: engine reports", "err", err)

@@ -47,12 +47,13 @@ func (d *Dashboard) funcs() template.FuncMap {
 			}
 			return template.URL(q.Encode())
 		},
-		"runURL": func(id string) string { return "/runs/" + url.PathEscape(id) },
+		"runURL": func(id string) string { return d.path("/runs/" + url.PathEscape(id)) },
+		"path":   d.path,
 		// atURL is the run page showing the run after the n-th event.
-		"atURL": func(id string, n int) string { return "/runs/" + url.PathEscape(id) + "?at=" + strconv.Itoa(n) },
+		"atURL": func(id string, n int) string { return d.path("/runs/" + url.PathEscape(id) + "?at=" + strconv.Itoa(n)) },
 		"inc":   func(i int) int { return i + 1 },
 		"queueURL": func(q, op string) string {
-			return "/queues/" + url.PathEscape(q) + "/" + op
+			return d.path("/queues/" + url.PathEscape(q) + "/" + op)
 		},
 		"bytes": byteSize,
 		"secs": func(d time.Duration) string {
@@ -62,7 +63,7 @@ func (d *Dashboard) funcs() template.FuncMap {
 			return fmtDur(d)
 		},
 		"actionURL": func(id, action string) string {
-			return "/runs/" + url.PathEscape(id) + "/" + action
+			return d.path("/runs/" + url.PathEscape(id) + "/" + action)
 		},
 	}
 }
@@ -481,7 +482,7 @@ func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
 		d.failErr(w, r, "run "+id, err)
 		return
 	}
-	data := confirmData{Kind: "run", Run: info, Action: a, Post: "/runs/" + url.PathEscape(id) + "/" + a.Name, Back: "/runs/" + url.PathEscape(id)}
+	data := confirmData{Kind: "run", Run: info, Action: a, Post: d.path("/runs/" + url.PathEscape(id) + "/" + a.Name), Back: d.path("/runs/" + url.PathEscape(id))}
 	d.render(w, r, http.StatusOK, "confirm", page{Title: a.Confirm, Nav: "runs", Data: data})
 }
 
@@ -504,8 +505,8 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 	}
 	d.log.Info("operator action", "action", a.Name, "run", id, "next", next, "remote", r.RemoteAddr)
 	if next == "" {
-		http.Redirect(w, r, "/runs?done="+a.Name, http.StatusSeeOther)
+		http.Redirect(w, r, d.path("/runs?done="+a.Name), http.StatusSeeOther)
 		return
 	}
-	http.Redirect(w, r, "/runs/"+url.PathEscape(next)+"?done="+a.Name, http.StatusSeeOther)
+	http.Redirect(w, r, d.path("/runs/"+url.PathEscape(next)+"?done="+a.Name), http.StatusSeeOther)
 }

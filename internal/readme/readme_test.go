@@ -68,6 +68,11 @@ var knownImports = map[string]string{
 	"flowsqlite": "github.com/flowlite/flowlite/flow/flowsqlite",
 	"flowpg":     "github.com/flowlite/flowlite/flow/flowpg",
 	"flowdef":    "github.com/flowlite/flowlite/flow/flowdef",
+	"flowui":     "github.com/flowlite/flowlite/flow/flowui",
+	"flowprom":   "github.com/flowlite/flowlite/flow/flowprom",
+	"http":       "net/http",
+	"prometheus": "github.com/prometheus/client_golang/prometheus",
+	"promhttp":   "github.com/prometheus/client_golang/prometheus/promhttp",
 }
 
 // goFile returns a file of package main holding the blocks, importing the
