@@ -87,6 +87,14 @@ type Config struct {
 	// Retention is how long finished runs are kept, per state; see
 	// Retention for the defaults.
 	Retention Retention
+	// RetentionWaitsForConsumers makes retention keep a finished run
+	// while a registered change-feed consumer (ChangesOptions.Consumer)
+	// has not acknowledged all of its changes, so no consumer falls behind
+	// retention; a consumer that stops for good then keeps runs forever
+	// until it is deleted (DeleteChangeConsumer, flowlite changes
+	// --delete). False (the default): retention deletes them anyway, and a
+	// consumer that falls behind gets a *FeedBehindError.
+	RetentionWaitsForConsumers bool
 	// CleanInterval is how often finished runs past their retention are
 	// deleted. Default 1m; negative: never automatically (call Clean).
 	CleanInterval time.Duration
@@ -189,11 +197,12 @@ func engineConfig(cfg *Config, busy time.Duration) engine.Config {
 		WorkerID:          cfg.WorkerID,
 		Intercept:         cfg.Intercept,
 
-		Retention:       cfg.Retention,
-		CleanInterval:   cfg.CleanInterval,
-		ReportInterval:  cfg.ReportInterval,
-		ReportRetention: cfg.ReportRetention,
-		MaxPayloadBytes: cfg.MaxPayloadBytes,
+		Retention:                  cfg.Retention,
+		CleanInterval:              cfg.CleanInterval,
+		RetentionWaitsForConsumers: cfg.RetentionWaitsForConsumers,
+		ReportInterval:             cfg.ReportInterval,
+		ReportRetention:            cfg.ReportRetention,
+		MaxPayloadBytes:            cfg.MaxPayloadBytes,
 	}
 }
 

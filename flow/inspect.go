@@ -104,6 +104,7 @@ const (
 	EventRunFailed             = flowtype.EventRunFailed
 	EventRunSuspended          = flowtype.EventRunSuspended
 	EventRunCancelled          = flowtype.EventRunCancelled
+	EventScheduleFired         = flowtype.EventScheduleFired
 )
 
 // Event is one entry of a run's history; Kind is one of the Event* kinds.

@@ -3,6 +3,7 @@
 //	flowlite --db app.db runs --status suspended
 //	flowlite --db app.db show RUN
 //	flowlite --db app.db history RUN
+//	flowlite --db app.db changes [--follow] [--json] [--consumer NAME]
 //	flowlite --db app.db stats
 //	flowlite --db app.db cancel|resume|skip|retry RUN
 //	flowlite --db app.db run-now|delete RUN
@@ -177,6 +178,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.runsCommand(),
 		a.showCommand(),
 		a.historyCommand(),
+		a.changesCommand(),
 		a.statsCommand(),
 		a.cancelCommand(),
 		a.resumeCommand(),

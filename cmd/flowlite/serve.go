@@ -80,6 +80,13 @@ within their poll interval. It stops on SIGINT or SIGTERM.`,
 					WriteTimeout:      60 * time.Second,
 					IdleTimeout:       2 * time.Minute,
 				}
+				// Streams (the change feed) last as long as their clients:
+				// Shutdown ends them by cancelling every request's context,
+				// rather than waiting out shutdownTimeout for them.
+				base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+				defer cancelBase()
+				srv.BaseContext = func(net.Listener) context.Context { return base }
+				srv.RegisterOnShutdown(cancelBase)
 				mode := "read-write"
 				if readOnly {
 					mode = "read-only"

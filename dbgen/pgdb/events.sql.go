@@ -12,7 +12,9 @@ import (
 
 const eventAppend = `-- name: EventAppend :exec
 INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+SELECT $1::text, $2::bigint, $3::text, $4::text,
+       $5::bigint, $6::bigint, $7::text
+WHERE pg_current_xact_id() IS NOT NULL
 `
 
 type EventAppendParams struct {
@@ -27,7 +29,11 @@ type EventAppendParams struct {
 
 // EventAppend appends to a run's history. The ID comes from the events
 // identity sequence: never reused, growing in insertion order, which under
-// concurrent transactions is not commit order.
+// concurrent transactions is not commit order. The WHERE clause gives the
+// transaction its ID before the row's ID is drawn from the sequence (a
+// scan's filter runs before its projection): the change feed's holdback
+// (pgstore/feed.go) relies on every transaction that drew an event ID
+// having a transaction ID already.
 func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error {
 	_, err := q.db.ExecContext(ctx, eventAppend,
 		arg.RunID,
@@ -46,6 +52,7 @@ INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail
 SELECT j.v ->> 'run_id', (j.v ->> 'at')::bigint, j.v ->> 'kind', j.v ->> 'step',
        (j.v ->> 'occurrence')::bigint, (j.v ->> 'attempt')::bigint, j.v ->> 'detail'
 FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(v, n)
+WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
 ORDER BY j.n
 `
 

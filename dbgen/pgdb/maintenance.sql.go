@@ -70,18 +70,23 @@ WHERE d.status IN ('completed', 'failed', 'cancelled')
     WHERE r.status IN ('completed', 'failed', 'cancelled')
       AND r.status = $1::text
       AND r.finished_at < $2::bigint
+      AND NOT EXISTS (
+        SELECT 1 FROM flowlite.events AS e
+        WHERE e.run_id = r.id AND e.id > $3::bigint
+      )
       AND (r.parent_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM flowlite.runs AS p
         WHERE p.id = r.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
       ))
     ORDER BY r.finished_at
-    LIMIT $3::bigint
+    LIMIT $4::bigint
   )
 `
 
 type RunDeleteFinishedParams struct {
 	Status         string
 	FinishedBefore int64
+	KeepAfter      int64
 	MaxRuns        int64
 }
 
@@ -91,9 +96,17 @@ type RunDeleteFinishedParams struct {
 // children, if any, lose their parent_id (ON DELETE SET NULL). A finished
 // child of an unfinished parent is kept: the parent may still read its
 // outcome. The outer WHERE repeats the state test, so the statement can
-// never delete an unfinished run whatever @status says.
+// never delete an unfinished run whatever @status says. A run with an event
+// after @keep_after is kept: the change feed's consumers have not read it
+// yet (Config.Feed.Retention wait; the caller passes the largest int64
+// otherwise).
 func (q *Queries) RunDeleteFinished(ctx context.Context, arg RunDeleteFinishedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, runDeleteFinished, arg.Status, arg.FinishedBefore, arg.MaxRuns)
+	result, err := q.db.ExecContext(ctx, runDeleteFinished,
+		arg.Status,
+		arg.FinishedBefore,
+		arg.KeepAfter,
+		arg.MaxRuns,
+	)
 	if err != nil {
 		return 0, err
 	}

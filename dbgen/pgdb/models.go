@@ -51,6 +51,18 @@ type Event struct {
 	Detail     string
 }
 
+type Feed struct {
+	ID            int64
+	PurgedThrough int64
+}
+
+type FeedConsumer struct {
+	Name      string
+	Position  int64
+	CreatedAt int64
+	AckedAt   int64
+}
+
 type FlowliteFailureRate struct {
 	Workflow     string
 	Finished     int64

@@ -61,22 +61,31 @@ SELECT set_config('synchronous_commit', 'off', true),
         FROM jsonb_array_elements($2::text::jsonb) AS w(v)
         JOIN flowlite.runs AS r ON r.id = w.v ->> 'id'),
        (SELECT count(pg_notify($1::text, json_build_object('k', 'ready', 'q', q.name)::text))
-        FROM jsonb_array_elements_text($3::text::jsonb) AS q(name))
+        FROM jsonb_array_elements_text($3::text::jsonb) AS q(name)),
+       -- The change feed's followers in other processes, on their own
+       -- channel (@feed_channel), when @notify_feed says events committed;
+       -- the payload is empty: a follower reads from its own position
+       -- whatever woke it.
+       (SELECT count(pg_notify($4::text, ''))
+        WHERE $5::boolean)
 `
 
 type WakeSendParams struct {
-	Channel string
-	Runs    string
-	Queues  string
+	Channel     string
+	Runs        string
+	Queues      string
+	FeedChannel string
+	NotifyFeed  bool
 }
 
 // WakeSend sends, on channel @channel, the wakes of writes that committed
 // (Store.Write): for each element of @runs (a JSON array of objects
 // {"k": kind, "id": run ID}) a wake of that kind with the run's queue and
 // due time, and a ready wake for each queue of @queues (a JSON array of
-// names). It is one statement run outside any transaction block, so its
-// implicit transaction costs one round trip, not four (BEGIN, the
-// statement, COMMIT, and the setting below). Its commit does not wait for
+// names), and the change feed's wake (last column). It is one statement
+// run outside any transaction block, so its implicit transaction costs
+// one round trip, not four (BEGIN, the statement, COMMIT, and the setting
+// below). Its commit does not wait for
 // its WAL flush (synchronous_commit off for this transaction, which
 // set_config's true makes local to it): a wake is a hint, and the commit
 // holds the lock of the server's notification queue, which every
@@ -84,6 +93,12 @@ type WakeSendParams struct {
 // The setting applies at the commit, after the whole statement, whatever
 // order its expressions are evaluated in.
 func (q *Queries) WakeSend(ctx context.Context, arg WakeSendParams) error {
-	_, err := q.db.ExecContext(ctx, wakeSend, arg.Channel, arg.Runs, arg.Queues)
+	_, err := q.db.ExecContext(ctx, wakeSend,
+		arg.Channel,
+		arg.Runs,
+		arg.Queues,
+		arg.FeedChannel,
+		arg.NotifyFeed,
+	)
 	return err
 }

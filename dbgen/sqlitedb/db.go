@@ -96,8 +96,32 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventAppendManyStmt, err = db.PrepareContext(ctx, eventAppendMany); err != nil {
 		return nil, fmt.Errorf("error preparing query EventAppendMany: %w", err)
 	}
+	if q.eventFeedStmt, err = db.PrepareContext(ctx, eventFeed); err != nil {
+		return nil, fmt.Errorf("error preparing query EventFeed: %w", err)
+	}
 	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
 		return nil, fmt.Errorf("error preparing query EventList: %w", err)
+	}
+	if q.feedConsumerAckStmt, err = db.PrepareContext(ctx, feedConsumerAck); err != nil {
+		return nil, fmt.Errorf("error preparing query FeedConsumerAck: %w", err)
+	}
+	if q.feedConsumerDeleteStmt, err = db.PrepareContext(ctx, feedConsumerDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query FeedConsumerDelete: %w", err)
+	}
+	if q.feedConsumerGetStmt, err = db.PrepareContext(ctx, feedConsumerGet); err != nil {
+		return nil, fmt.Errorf("error preparing query FeedConsumerGet: %w", err)
+	}
+	if q.feedConsumerListStmt, err = db.PrepareContext(ctx, feedConsumerList); err != nil {
+		return nil, fmt.Errorf("error preparing query FeedConsumerList: %w", err)
+	}
+	if q.feedConsumerMinPositionStmt, err = db.PrepareContext(ctx, feedConsumerMinPosition); err != nil {
+		return nil, fmt.Errorf("error preparing query FeedConsumerMinPosition: %w", err)
+	}
+	if q.feedLastStmt, err = db.PrepareContext(ctx, feedLast); err != nil {
+		return nil, fmt.Errorf("error preparing query FeedLast: %w", err)
+	}
+	if q.feedPurgedThroughStmt, err = db.PrepareContext(ctx, feedPurgedThrough); err != nil {
+		return nil, fmt.Errorf("error preparing query FeedPurgedThrough: %w", err)
 	}
 	if q.payloadInvalidListStmt, err = db.PrepareContext(ctx, payloadInvalidList); err != nil {
 		return nil, fmt.Errorf("error preparing query PayloadInvalidList: %w", err)
@@ -440,9 +464,49 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing eventAppendManyStmt: %w", cerr)
 		}
 	}
+	if q.eventFeedStmt != nil {
+		if cerr := q.eventFeedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventFeedStmt: %w", cerr)
+		}
+	}
 	if q.eventListStmt != nil {
 		if cerr := q.eventListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
+		}
+	}
+	if q.feedConsumerAckStmt != nil {
+		if cerr := q.feedConsumerAckStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing feedConsumerAckStmt: %w", cerr)
+		}
+	}
+	if q.feedConsumerDeleteStmt != nil {
+		if cerr := q.feedConsumerDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing feedConsumerDeleteStmt: %w", cerr)
+		}
+	}
+	if q.feedConsumerGetStmt != nil {
+		if cerr := q.feedConsumerGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing feedConsumerGetStmt: %w", cerr)
+		}
+	}
+	if q.feedConsumerListStmt != nil {
+		if cerr := q.feedConsumerListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing feedConsumerListStmt: %w", cerr)
+		}
+	}
+	if q.feedConsumerMinPositionStmt != nil {
+		if cerr := q.feedConsumerMinPositionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing feedConsumerMinPositionStmt: %w", cerr)
+		}
+	}
+	if q.feedLastStmt != nil {
+		if cerr := q.feedLastStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing feedLastStmt: %w", cerr)
+		}
+	}
+	if q.feedPurgedThroughStmt != nil {
+		if cerr := q.feedPurgedThroughStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing feedPurgedThroughStmt: %w", cerr)
 		}
 	}
 	if q.payloadInvalidListStmt != nil {
@@ -868,7 +932,15 @@ type Queries struct {
 	engineReportUpsertStmt          *sql.Stmt
 	eventAppendStmt                 *sql.Stmt
 	eventAppendManyStmt             *sql.Stmt
+	eventFeedStmt                   *sql.Stmt
 	eventListStmt                   *sql.Stmt
+	feedConsumerAckStmt             *sql.Stmt
+	feedConsumerDeleteStmt          *sql.Stmt
+	feedConsumerGetStmt             *sql.Stmt
+	feedConsumerListStmt            *sql.Stmt
+	feedConsumerMinPositionStmt     *sql.Stmt
+	feedLastStmt                    *sql.Stmt
+	feedPurgedThroughStmt           *sql.Stmt
 	payloadInvalidListStmt          *sql.Stmt
 	queueCountsStmt                 *sql.Stmt
 	queueDurationsStmt              *sql.Stmt
@@ -971,7 +1043,15 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		engineReportUpsertStmt:          q.engineReportUpsertStmt,
 		eventAppendStmt:                 q.eventAppendStmt,
 		eventAppendManyStmt:             q.eventAppendManyStmt,
+		eventFeedStmt:                   q.eventFeedStmt,
 		eventListStmt:                   q.eventListStmt,
+		feedConsumerAckStmt:             q.feedConsumerAckStmt,
+		feedConsumerDeleteStmt:          q.feedConsumerDeleteStmt,
+		feedConsumerGetStmt:             q.feedConsumerGetStmt,
+		feedConsumerListStmt:            q.feedConsumerListStmt,
+		feedConsumerMinPositionStmt:     q.feedConsumerMinPositionStmt,
+		feedLastStmt:                    q.feedLastStmt,
+		feedPurgedThroughStmt:           q.feedPurgedThroughStmt,
 		payloadInvalidListStmt:          q.payloadInvalidListStmt,
 		queueCountsStmt:                 q.queueCountsStmt,
 		queueDurationsStmt:              q.queueDurationsStmt,

@@ -10,8 +10,11 @@ import (
 )
 
 const eventAppend = `-- name: EventAppend :exec
-INSERT INTO flowlite_events (run_id, at, kind, step, occurrence, attempt, detail)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+INSERT INTO flowlite_events (id, run_id, at, kind, step, occurrence, attempt, detail)
+VALUES (
+  (SELECT max(coalesce((SELECT max(id) FROM flowlite_events), 0), f.purged_through) + 1
+   FROM flowlite_feed AS f WHERE f.id = 1),
+  ?1, ?2, ?3, ?4, ?5, ?6, ?7)
 `
 
 type EventAppendParams struct {
@@ -24,6 +27,11 @@ type EventAppendParams struct {
 	Detail     string
 }
 
+// EventAppend appends to a run's history. The ID is the event's change-feed
+// position, so it must never be handed out twice: a plain rowid would come
+// back after the newest events were deleted, so the ID is one above both
+// the newest event and the highest ID ever deleted (feed.purged_through,
+// migration 00013). Both are one B-tree lookup.
 func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error {
 	_, err := q.exec(ctx, q.eventAppendStmt, eventAppend,
 		arg.RunID,
@@ -38,8 +46,10 @@ func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error 
 }
 
 const eventAppendMany = `-- name: EventAppendMany :exec
-INSERT INTO flowlite_events (run_id, at, kind, step, occurrence, attempt, detail)
-SELECT j.value ->> 'run_id', j.value ->> 'at', j.value ->> 'kind', j.value ->> 'step',
+INSERT INTO flowlite_events (id, run_id, at, kind, step, occurrence, attempt, detail)
+SELECT (SELECT max(coalesce((SELECT max(id) FROM flowlite_events), 0), f.purged_through)
+        FROM flowlite_feed AS f WHERE f.id = 1) + j.key + 1,
+       j.value ->> 'run_id', j.value ->> 'at', j.value ->> 'kind', j.value ->> 'step',
        j.value ->> 'occurrence', j.value ->> 'attempt', j.value ->> 'detail'
 FROM jsonb_each(?1) AS j
 ORDER BY j.key
@@ -47,7 +57,8 @@ ORDER BY j.key
 
 // EventAppendMany appends the events of @events, a JSON array of objects
 // (run_id, at, kind, step, occurrence, attempt, detail), in array order,
-// with one prepared statement.
+// with one prepared statement. IDs are taken as in EventAppend: above both
+// the newest event and the highest ID ever deleted, in array order.
 func (q *Queries) EventAppendMany(ctx context.Context, events interface{}) error {
 	_, err := q.exec(ctx, q.eventAppendManyStmt, eventAppendMany, events)
 	return err

@@ -70,18 +70,22 @@ WHERE +flowlite_runs.status IN ('completed', 'failed', 'cancelled')
     WHERE r.status IN ('completed', 'failed', 'cancelled')
       AND r.status = ?1
       AND r.finished_at < ?2
+      AND NOT EXISTS (
+        SELECT 1 FROM flowlite_events AS e WHERE e.run_id = r.id AND e.id > ?3
+      )
       AND (r.parent_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM flowlite_runs AS p
         WHERE p.id = r.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
       ))
     ORDER BY r.finished_at
-    LIMIT ?3
+    LIMIT ?4
   )
 `
 
 type RunDeleteFinishedParams struct {
 	Status         string
 	FinishedBefore *int64
+	KeepAfter      int64
 	MaxRuns        int64
 }
 
@@ -95,7 +99,12 @@ type RunDeleteFinishedParams struct {
 // the planner from scanning runs_finished for it instead of looking the
 // selected IDs up by primary key.
 func (q *Queries) RunDeleteFinished(ctx context.Context, arg RunDeleteFinishedParams) (int64, error) {
-	result, err := q.exec(ctx, q.runDeleteFinishedStmt, runDeleteFinished, arg.Status, arg.FinishedBefore, arg.MaxRuns)
+	result, err := q.exec(ctx, q.runDeleteFinishedStmt, runDeleteFinished,
+		arg.Status,
+		arg.FinishedBefore,
+		arg.KeepAfter,
+		arg.MaxRuns,
+	)
 	if err != nil {
 		return 0, err
 	}

@@ -88,4 +88,7 @@ const (
 	// EventRunRequeued: a dead letter was requeued; Detail names the new
 	// run, whose run_started event names the dead letter.
 	EventRunRequeued = "run_requeued"
+	// EventScheduleFired: a schedule's slot started the run, right after
+	// its run_started; Detail names the schedule and the slot.
+	EventScheduleFired = "schedule_fired"
 )

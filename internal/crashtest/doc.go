@@ -3,7 +3,8 @@
 // at random moments and restarted, then check the database against an
 // external ledger the step bodies wrote (see crash_test.go), and pit two
 // engines on one file against each other to check lease fencing (see
-// lease_test.go).
+// lease_test.go), and kill a change-feed consumer mid-stream to check that
+// it resumes without losing a change (feed_crash_test.go).
 //
 // The same workers run on a PostgreSQL schema (pgcrash_test.go, with
 // FLOWLITE_PG_TEST=1), and, with FLOWLITE_PG_FAULTS=1 only, under a

@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == childDAG {
 		os.Exit(dagChildMain())
 	}
+	if os.Getenv(envChild) == childFeed {
+		os.Exit(feedChildMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -1,7 +1,8 @@
 // Package dashboard serves a flowlite database as server-rendered HTML: the
 // queues, runs with filters, a run's step timeline (an inline SVG) and
 // history, suspended runs and dead letters, with buttons for the operator
-// actions, plus /metrics (Prometheus text format) and /healthz.
+// actions, plus /metrics (Prometheus text format), /healthz and /changes (the
+// change feed as server-sent events).
 //
 // Everything it serves is embedded (templates, CSS); it loads nothing from
 // another origin, so it works offline. Actions are POST requests behind a
@@ -107,6 +108,7 @@ func New(e *flow.Engine, opts *Options) (*Dashboard, error) {
 	d.deadRoutes(mux)
 	mux.HandleFunc("GET /metrics", d.metrics)
 	mux.HandleFunc("GET /healthz", d.healthz)
+	mux.HandleFunc("GET /changes", d.changes)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusNotFound, "No such page: "+r.URL.Path)
@@ -148,6 +150,10 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection's writer, to
+// flush a stream (/changes) and lift its write deadline.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (d *Dashboard) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -118,6 +118,15 @@ func (e *Engine) Clean(ctx context.Context) (int, error) {
 			start := time.Now()
 			err := e.store.Write(ctx, func(tx store.Tx) error {
 				var err error
+				if e.cfg.RetentionWaitsForConsumers {
+					// Read in the delete's transaction: positions only move
+					// forward, so a consumer acknowledging meanwhile keeps
+					// no less than this.
+					if p.KeepAfter, err = tx.FeedConsumerMinPosition(ctx); err != nil {
+						return err
+					}
+					p.WaitForFeed = true
+				}
 				n, err = tx.RunDeleteFinished(ctx, p)
 				return err
 			})

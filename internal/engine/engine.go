@@ -69,6 +69,9 @@ type Config struct {
 
 	// Retention is how long finished runs are kept, per state (cleaner.go).
 	Retention Retention
+	// RetentionWaitsForConsumers keeps finished runs with changes a
+	// registered change-feed consumer has not acknowledged (cleaner.go).
+	RetentionWaitsForConsumers bool
 	// CleanInterval is how often the cleaner runs. Default 1m; negative:
 	// never (call Clean).
 	CleanInterval time.Duration

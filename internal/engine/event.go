@@ -36,4 +36,5 @@ const (
 	EventRunFailed             = flowtype.EventRunFailed
 	EventRunSuspended          = flowtype.EventRunSuspended
 	EventRunCancelled          = flowtype.EventRunCancelled
+	EventScheduleFired         = flowtype.EventScheduleFired
 )

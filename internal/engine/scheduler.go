@@ -338,6 +338,13 @@ func (e *Engine) startScheduled(ctx context.Context, tx store.Tx, s store.Schedu
 		Detail: fmt.Sprintf("workflow %s, queue %s, priority %d, schedule %s, slot %s, worker %s",
 			s.Workflow, s.Queue, s.Priority, s.Name, time.UnixMilli(slot).UTC().Format(time.RFC3339), e.cfg.WorkerID),
 	})
+	if err != nil {
+		return false, err
+	}
+	err = tx.EventAppend(ctx, store.Event{
+		RunID: id, At: now, Kind: EventScheduleFired,
+		Detail: fmt.Sprintf("schedule %s, slot %s", s.Name, time.UnixMilli(slot).UTC().Format(time.RFC3339)),
+	})
 	return err == nil, err
 }
 

@@ -15,7 +15,8 @@
 // records here (run.go: RunReader, RunTx), each adapter's methods
 // (sqlitestore/runs.go) and its conformance tests (storetest/runs.go). The
 // entities are runs, steps, signals, events, workflows, schedules, queues,
-// reports, maintenance, operator actions and workflow definitions. store.go only assembles them:
+// reports, maintenance, operator actions, workflow definitions and the
+// change feed. store.go only assembles them:
 // Reader embeds every XReader, Tx every XTx.
 //
 // # The contract
@@ -104,6 +105,44 @@
 // and signals get int64 IDs from the database, and a run's events and
 // signals are listed by ID, which is the order they were inserted in. A
 // run's sequence number (RunSeqMax) grows with its insertion.
+//
+// The change feed. FeedReader.EventFeed reads every run's events in
+// position order, where an event's position is its ID. Its guarantees:
+//
+//   - A position is never handed out twice, even after the events holding
+//     the newest positions were deleted. PostgreSQL's identity sequence
+//     gives that; SQLite's plain rowids (chosen over AUTOINCREMENT, which
+//     writes sqlite_sequence on every insert) would not, so sqlitestore's
+//     EventAppend takes one above both the newest event and the highest
+//     position ever deleted, in the same statement.
+//   - EventFeed returns final events only: once it returned position P, no
+//     event at or below P commits later. So a reader that resumes after
+//     the last position it handled misses nothing. On SQLite the single
+//     writer commits in ID order, so every visible event is final. On
+//     PostgreSQL IDs are drawn in insertion order, not commit order:
+//     pgstore holds back every ID a transaction in progress could still
+//     fill, up to a horizon it proves final with the sequence's last value
+//     and the snapshot's xmin (pgstore/feed.go has the argument and why
+//     the alternatives were not taken). Its only cost to writers is that
+//     EventAppend gives its transaction an ID before drawing the event's.
+//     A transaction left open anywhere on the server holds the feed back
+//     until it ends.
+//   - Retention is visible. Events go with their runs; the highest
+//     position ever deleted is recorded (FeedPurgedThrough, kept by a
+//     trigger on the events table, whatever deleted them), so a reader
+//     below it can be told that it may have missed events.
+//     RunDeleteFinished's KeepAfter spares runs with events after the
+//     lowest acknowledged position, for engines configured to let
+//     retention wait for the feed's consumers.
+//   - Followers are woken, never told state: FeedNotifier's channel closes
+//     after a commit that appended events (pgstore also hears other
+//     processes' commits, by a NOTIFY on <schema>_feed sent after the
+//     commit, coalesced like the engines' wakes); a reader then reads from
+//     its own position, and polls as the correctness path.
+//   - Consumers are rows: FeedConsumerAck moves a named consumer's
+//     position forward, never back, in a write transaction like any
+//     other, so an acknowledged position survives a crash and a stale
+//     acknowledgement changes nothing.
 //
 // Errors. Adapters map their driver's errors onto the sentinels below
 // (ErrNotFound for no row, ErrFull, ErrReadOnly, ErrNotDatabase…), wrapped

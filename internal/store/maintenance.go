@@ -21,7 +21,8 @@ type MaintenanceTx interface {
 	// events and signals, and returns how many runs it deleted. It never
 	// deletes an unfinished run (the delete re-checks the state, whatever
 	// p.Status says), nor a finished child of an unfinished parent, which
-	// may still read the child's outcome.
+	// may still read the child's outcome, nor a run with an event after
+	// p.KeepAfter (a position the feed's consumers have not acknowledged).
 	RunDeleteFinished(ctx context.Context, p RunDeleteFinishedParams) (int, error)
 }
 
@@ -30,6 +31,11 @@ type RunDeleteFinishedParams struct {
 	Status         RunStatus // RunCompleted, RunFailed or RunCancelled
 	FinishedBefore int64     // Unix milliseconds, exclusive
 	Max            int       // positive
+	// WaitForFeed keeps runs with an event after the feed position
+	// KeepAfter (the feed's consumers have not read it); false deletes
+	// regardless of the feed.
+	WaitForFeed bool
+	KeepAfter   int64
 }
 
 // Maintainer is implemented by stores with upkeep of their own, which only

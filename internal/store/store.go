@@ -76,6 +76,7 @@ type Reader interface {
 	QueueReader
 	ReportReader
 	DefinitionReader
+	FeedReader
 }
 
 // Tx is a write transaction: it reads like a Reader, seeing its own
@@ -100,4 +101,5 @@ type Tx interface {
 	ReportTx
 	OperatorTx
 	DefinitionTx
+	FeedTx
 }

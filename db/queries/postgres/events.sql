@@ -1,9 +1,15 @@
 -- name: EventAppend :exec
 -- EventAppend appends to a run's history. The ID comes from the events
 -- identity sequence: never reused, growing in insertion order, which under
--- concurrent transactions is not commit order.
+-- concurrent transactions is not commit order. The WHERE clause gives the
+-- transaction its ID before the row's ID is drawn from the sequence (a
+-- scan's filter runs before its projection): the change feed's holdback
+-- (pgstore/feed.go) relies on every transaction that drew an event ID
+-- having a transaction ID already.
 INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
-VALUES (@run_id, @at, @kind, @step, @occurrence, @attempt, @detail);
+SELECT sqlc.arg(run_id)::text, sqlc.arg(at)::bigint, sqlc.arg(kind)::text, sqlc.arg(step)::text,
+       sqlc.arg(occurrence)::bigint, sqlc.arg(attempt)::bigint, sqlc.arg(detail)::text
+WHERE pg_current_xact_id() IS NOT NULL;
 
 -- name: EventAppendMany :exec
 -- EventAppendMany appends the events of @events, a JSON array of objects
@@ -13,6 +19,7 @@ INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail
 SELECT j.v ->> 'run_id', (j.v ->> 'at')::bigint, j.v ->> 'kind', j.v ->> 'step',
        (j.v ->> 'occurrence')::bigint, (j.v ->> 'attempt')::bigint, j.v ->> 'detail'
 FROM jsonb_array_elements(sqlc.arg(events)::jsonb) WITH ORDINALITY AS j(v, n)
+WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
 ORDER BY j.n;
 
 -- name: EventList :many

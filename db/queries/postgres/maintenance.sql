@@ -5,7 +5,10 @@
 -- children, if any, lose their parent_id (ON DELETE SET NULL). A finished
 -- child of an unfinished parent is kept: the parent may still read its
 -- outcome. The outer WHERE repeats the state test, so the statement can
--- never delete an unfinished run whatever @status says.
+-- never delete an unfinished run whatever @status says. A run with an event
+-- after @keep_after is kept: the change feed's consumers have not read it
+-- yet (Config.Feed.Retention wait; the caller passes the largest int64
+-- otherwise).
 DELETE FROM flowlite.runs AS d
 WHERE d.status IN ('completed', 'failed', 'cancelled')
   AND d.id IN (
@@ -13,6 +16,10 @@ WHERE d.status IN ('completed', 'failed', 'cancelled')
     WHERE r.status IN ('completed', 'failed', 'cancelled')
       AND r.status = sqlc.arg(status)::text
       AND r.finished_at < sqlc.arg(finished_before)::bigint
+      AND NOT EXISTS (
+        SELECT 1 FROM flowlite.events AS e
+        WHERE e.run_id = r.id AND e.id > sqlc.arg(keep_after)::bigint
+      )
       AND (r.parent_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM flowlite.runs AS p
         WHERE p.id = r.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')

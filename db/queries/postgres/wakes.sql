@@ -23,9 +23,10 @@ SELECT pg_notify(sqlc.arg(channel)::text, json_build_object('k', 'ready', 'q', s
 -- (Store.Write): for each element of @runs (a JSON array of objects
 -- {"k": kind, "id": run ID}) a wake of that kind with the run's queue and
 -- due time, and a ready wake for each queue of @queues (a JSON array of
--- names). It is one statement run outside any transaction block, so its
--- implicit transaction costs one round trip, not four (BEGIN, the
--- statement, COMMIT, and the setting below). Its commit does not wait for
+-- names), and the change feed's wake (last column). It is one statement
+-- run outside any transaction block, so its implicit transaction costs
+-- one round trip, not four (BEGIN, the statement, COMMIT, and the setting
+-- below). Its commit does not wait for
 -- its WAL flush (synchronous_commit off for this transaction, which
 -- set_config's true makes local to it): a wake is a hint, and the commit
 -- holds the lock of the server's notification queue, which every
@@ -40,4 +41,10 @@ SELECT set_config('synchronous_commit', 'off', true),
         FROM jsonb_array_elements(sqlc.arg(runs)::text::jsonb) AS w(v)
         JOIN flowlite.runs AS r ON r.id = w.v ->> 'id'),
        (SELECT count(pg_notify(sqlc.arg(channel)::text, json_build_object('k', 'ready', 'q', q.name)::text))
-        FROM jsonb_array_elements_text(sqlc.arg(queues)::text::jsonb) AS q(name));
+        FROM jsonb_array_elements_text(sqlc.arg(queues)::text::jsonb) AS q(name)),
+       -- The change feed's followers in other processes, on their own
+       -- channel (@feed_channel), when @notify_feed says events committed;
+       -- the payload is empty: a follower reads from its own position
+       -- whatever woke it.
+       (SELECT count(pg_notify(sqlc.arg(feed_channel)::text, ''))
+        WHERE sqlc.arg(notify_feed)::boolean);

@@ -1,13 +1,24 @@
 -- name: EventAppend :exec
-INSERT INTO flowlite_events (run_id, at, kind, step, occurrence, attempt, detail)
-VALUES (@run_id, @at, @kind, @step, @occurrence, @attempt, @detail);
+-- EventAppend appends to a run's history. The ID is the event's change-feed
+-- position, so it must never be handed out twice: a plain rowid would come
+-- back after the newest events were deleted, so the ID is one above both
+-- the newest event and the highest ID ever deleted (feed.purged_through,
+-- migration 00013). Both are one B-tree lookup.
+INSERT INTO flowlite_events (id, run_id, at, kind, step, occurrence, attempt, detail)
+VALUES (
+  (SELECT max(coalesce((SELECT max(id) FROM flowlite_events), 0), f.purged_through) + 1
+   FROM flowlite_feed AS f WHERE f.id = 1),
+  @run_id, @at, @kind, @step, @occurrence, @attempt, @detail);
 
 -- name: EventAppendMany :exec
 -- EventAppendMany appends the events of @events, a JSON array of objects
 -- (run_id, at, kind, step, occurrence, attempt, detail), in array order,
--- with one prepared statement.
-INSERT INTO flowlite_events (run_id, at, kind, step, occurrence, attempt, detail)
-SELECT j.value ->> 'run_id', j.value ->> 'at', j.value ->> 'kind', j.value ->> 'step',
+-- with one prepared statement. IDs are taken as in EventAppend: above both
+-- the newest event and the highest ID ever deleted, in array order.
+INSERT INTO flowlite_events (id, run_id, at, kind, step, occurrence, attempt, detail)
+SELECT (SELECT max(coalesce((SELECT max(id) FROM flowlite_events), 0), f.purged_through)
+        FROM flowlite_feed AS f WHERE f.id = 1) + j.key + 1,
+       j.value ->> 'run_id', j.value ->> 'at', j.value ->> 'kind', j.value ->> 'step',
        j.value ->> 'occurrence', j.value ->> 'attempt', j.value ->> 'detail'
 FROM jsonb_each(@events) AS j
 ORDER BY j.key;

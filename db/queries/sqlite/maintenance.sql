@@ -15,6 +15,9 @@ WHERE +flowlite_runs.status IN ('completed', 'failed', 'cancelled')
     WHERE r.status IN ('completed', 'failed', 'cancelled')
       AND r.status = @status
       AND r.finished_at < @finished_before
+      AND NOT EXISTS (
+        SELECT 1 FROM flowlite_events AS e WHERE e.run_id = r.id AND e.id > @keep_after
+      )
       AND (r.parent_id IS NULL OR NOT EXISTS (
         SELECT 1 FROM flowlite_runs AS p
         WHERE p.id = r.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')

@@ -40,6 +40,7 @@ func (r reader) EventList(ctx context.Context, runID string) ([]store.Event, err
 // server's work of a statement; one insert costs about what one event did.
 func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
 	t.events = append(t.events, e)
+	t.appended = true
 	return nil
 }
 
@@ -112,6 +113,7 @@ func (t *tx) appendMany(ctx context.Context, events []store.Event) error {
 		if err := t.raw.EventAppendMany(ctx, doc); err != nil {
 			return fmt.Errorf("append %d events: %w", len(rows), interpretError(ctx, err))
 		}
+		t.appended = true
 	}
 	return nil
 }

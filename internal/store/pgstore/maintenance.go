@@ -17,6 +17,7 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 	}
 	n, err := t.q.RunDeleteFinished(ctx, pgdb.RunDeleteFinishedParams{
 		FinishedBefore: p.FinishedBefore, Status: string(p.Status), MaxRuns: int64(p.Max),
+		KeepAfter: keepAfter(p),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete %s runs: %w", p.Status, interpretError(ctx, err))
@@ -28,3 +29,11 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 // file of the application's, and the server checkpoints its WAL, and is
 // backed up and checked, by its own tools. Callers that type-assert a store
 // to it fall back to store.ErrNotSupported.
+
+// keepAfter is the position after which the delete keeps runs' events.
+func keepAfter(p store.RunDeleteFinishedParams) int64 {
+	if !p.WaitForFeed {
+		return store.NoFeedConsumer
+	}
+	return p.KeepAfter
+}

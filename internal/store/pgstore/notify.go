@@ -113,8 +113,9 @@ func (s *Store) sendWakes() {
 	}
 }
 
-// sendWakeBatch sends reqs, each run's and queue's once, with one
-// statement (WakeSend) in a transaction of its own.
+// sendWakeBatch sends reqs, each run's and queue's once, and the change
+// feed's one notification if a write appended events, with one statement
+// (WakeSend) in a transaction of its own.
 func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -126,7 +127,12 @@ func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 	seen := make(map[runWake]bool)
 	runs := []runWake{}
 	queues := []string{}
+	feed := false
 	for _, r := range reqs {
+		if r.kind == wakeFeed {
+			feed = true // one notification for all
+			continue
+		}
 		if r.queue != "" {
 			if k := (runWake{Kind: "queue", ID: r.queue}); !seen[k] {
 				seen[k] = true
@@ -143,9 +149,12 @@ func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 	}
 	runsJSON, _ := json.Marshal(runs)     // strings only: always marshals
 	queuesJSON, _ := json.Marshal(queues) // likewise
-	err := pgdb.New(s.conn(s.db)).WakeSend(ctx, pgdb.WakeSendParams{Channel: s.channel, Runs: string(runsJSON), Queues: string(queuesJSON)})
+	err := pgdb.New(s.conn(s.db)).WakeSend(ctx, pgdb.WakeSendParams{
+		Channel: s.channel, Runs: string(runsJSON), Queues: string(queuesJSON),
+		FeedChannel: s.feedChannel, NotifyFeed: feed,
+	})
 	if err != nil {
-		return fmt.Errorf("send wakes: %w", err)
+		return fmt.Errorf("send wakes: %w", interpretError(ctx, err))
 	}
 	return nil
 }
@@ -153,12 +162,22 @@ func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 // channelSuffix follows the schema name in the wake channel's name.
 const channelSuffix = "_wake"
 
+// feedChannelSuffix follows the schema name in the change feed's channel,
+// apart from the engines' wakes: an engine has nothing to do when a step
+// completes, and a follower nothing when a run is due.
+const feedChannelSuffix = "_feed"
+
 // wakeChannel names the channel of a schema's wakes, cut to PostgreSQL's
 // 63-byte identifier limit (pg_notify fails on a longer name). Two schemas
 // alike in their first 58 bytes share a channel, which costs their engines
 // a wasted look for work now and then, never a missed one.
-func wakeChannel(schema string) string {
-	c := schema + channelSuffix
+func wakeChannel(schema string) string { return channelName(schema, channelSuffix) }
+
+// feedChannel names the channel of a schema's feed wakes, like wakeChannel.
+func feedChannel(schema string) string { return channelName(schema, feedChannelSuffix) }
+
+func channelName(schema, suffix string) string {
+	c := schema + suffix
 	if len(c) > 63 {
 		c = c[:63]
 	}
@@ -319,6 +338,11 @@ func (s *Store) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 // listenConnect opens the listener's connection and starts listening on
 // the store's channel.
 func (s *Store) listenConnect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	return listenOn(ctx, cfg, s.channel)
+}
+
+// listenOn opens a connection of cfg's and listens on channel there.
+func listenOn(ctx context.Context, cfg *pgx.ConnConfig, channel string) (*pgx.Conn, error) {
 	cfg = cfg.Copy()
 	// The settings of a pool's connection carry that connection's own
 	// notification buffer, which would swallow the listener's: pgx
@@ -328,9 +352,9 @@ func (s *Store) listenConnect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Co
 	if err != nil {
 		return nil, fmt.Errorf("connect listener: %w", err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("listen on %s: %w", s.channel, err)
+		return nil, fmt.Errorf("listen on %s: %w", channel, err)
 	}
 	return conn, nil
 }
@@ -338,6 +362,16 @@ func (s *Store) listenConnect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Co
 // receiveWakes hands the notifications of conn to fn until ctx ends or the
 // connection fails, pinging it when it has been quiet for idle.
 func receiveWakes(ctx context.Context, conn *pgx.Conn, idle time.Duration, fn func(store.Wake)) error {
+	return receive(ctx, conn, idle, func(payload string) {
+		if w, ok := parseWake(payload); ok {
+			fn(w)
+		}
+	})
+}
+
+// receive hands the payloads of conn's notifications to fn until ctx ends
+// or the connection fails, pinging it when it has been quiet for idle.
+func receive(ctx context.Context, conn *pgx.Conn, idle time.Duration, fn func(payload string)) error {
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, idle)
 		n, err := conn.WaitForNotification(waitCtx)
@@ -347,9 +381,7 @@ func receiveWakes(ctx context.Context, conn *pgx.Conn, idle time.Duration, fn fu
 			if n == nil { // pgx handed it to another handler: none here
 				continue
 			}
-			if w, ok := parseWake(n.Payload); ok {
-				fn(w)
-			}
+			fn(n.Payload)
 			continue
 		case ctx.Err() != nil:
 			return nil

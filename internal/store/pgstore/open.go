@@ -46,6 +46,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/flowlite/flowlite/internal/broadcast"
 	"regexp"
 	"strings"
 	"sync"
@@ -128,6 +129,14 @@ type Store struct {
 	listenIdle time.Duration   // quiet time after which the listener pings
 	connWait   time.Duration   // how long a Write waits for a connection (Options.NetworkTimeout)
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
+
+	// feed is how far the change feed is final, and committed wakes its
+	// readers in this process after every Write (feed.go).
+	feed        feedHorizon
+	committed   broadcast.Broadcast
+	feedChannel string         // of feed wakes (notify.go)
+	feedListen  sync.Once      // starts the feed's listener (feed.go)
+	feedDone    sync.WaitGroup // of the feed's listener, for Close
 }
 
 var _ store.Store = (*Store)(nil)
@@ -205,7 +214,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	closedCtx, closing := context.WithCancel(context.Background())
 	return &Store{
 		db: db, ownsDB: owns, schema: schema, names: names,
-		channel: wakeChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
+		channel: wakeChannel(schema), feedChannel: feedChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
 		connWait:  cmp.Or(max(opts.NetworkTimeout, 0), DefaultNetworkTimeout),
 		closedCtx: closedCtx, closing: closing,
 	}, nil
@@ -221,6 +230,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closing() // ends the listeners, whose connections are not the pool's
+	s.feedDone.Wait()
 	if !s.ownsDB {
 		return nil
 	}

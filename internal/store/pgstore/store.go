@@ -61,7 +61,11 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 		return fmt.Errorf("commit: %w", interpretError(ctx, err))
 	}
 	committed = true
+	if t.appended && !s.noWakes {
+		t.wakes = append(t.wakes, wakeReq{kind: wakeFeed})
+	}
 	s.sendAfterCommit(t.wakes)
+	s.committed.Notify()
 	return nil
 }
 
@@ -142,6 +146,9 @@ type tx struct {
 	events   []store.Event
 	raw      *pgdb.Queries
 	flushErr error // of an insert of events no caller could be told of
+	// appended is set by EventAppend: the change feed's followers are
+	// told of the commit (feed.go).
+	appended bool
 }
 
 // SQL returns the transaction for the caller's own statements, which may

@@ -19,9 +19,18 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 	}
 	n, err := t.q.RunDeleteFinished(ctx, sqlitedb.RunDeleteFinishedParams{
 		FinishedBefore: &p.FinishedBefore, Status: string(p.Status), MaxRuns: int64(p.Max),
+		KeepAfter: keepAfter(p),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete %s runs: %w", p.Status, interpretError(err))
 	}
 	return int(n), nil
+}
+
+// keepAfter is the position after which the delete keeps runs' events.
+func keepAfter(p store.RunDeleteFinishedParams) int64 {
+	if !p.WaitForFeed {
+		return store.NoFeedConsumer
+	}
+	return p.KeepAfter
 }

@@ -21,6 +21,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/flowlite/flowlite/internal/broadcast"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -105,6 +106,10 @@ type Store struct {
 	checkpointInterval time.Duration
 	walLimit           int64
 	wal                walState
+
+	// committed wakes the change feed's readers in this process after
+	// every commit of the writer (feed.go).
+	committed broadcast.Broadcast
 
 	requests   chan *writeRequest
 	closing    chan struct{}

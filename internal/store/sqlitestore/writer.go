@@ -191,7 +191,9 @@ func (s *Store) commitGroup(group []*writeRequest) (retry []*writeRequest) {
 				results[i] = err
 			}
 		}
+		return nil
 	}
+	s.committed.Notify()
 	return nil
 }
 

@@ -1,0 +1,52 @@
+-- name: EventFeed :many
+-- EventFeed returns up to @max_events events with positions in
+-- (@after, @through], in position (ID) order. The caller (pgstore/feed.go)
+-- passes a @through that no transaction in progress can still fill.
+SELECT * FROM flowlite.events
+WHERE id > sqlc.arg(after)::bigint AND id <= sqlc.arg(through)::bigint
+ORDER BY id LIMIT sqlc.arg(max_events)::bigint;
+
+-- name: FeedSequenceLast :one
+-- FeedSequenceLast returns the last event ID the sequence handed out, to
+-- any transaction, committed or not (sequences are not transactional); 0
+-- before the first.
+SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('flowlite.events', 'id')::regclass), 0)::bigint AS newest;
+
+-- name: FeedSnapshot :one
+-- FeedSnapshot returns the current snapshot's xmin (the oldest transaction
+-- still in progress) and xmax (one past the newest transaction ID handed
+-- out), as 64-bit numbers (xid8 counts epochs, so it never wraps).
+SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, pg_snapshot_xmax(s)::text::bigint AS xmax
+FROM pg_current_snapshot() AS s;
+
+-- name: FeedPurgedThrough :one
+-- FeedPurgedThrough returns the highest event ID ever deleted.
+SELECT purged_through FROM flowlite.feed WHERE id = 1;
+
+-- name: FeedLast :one
+-- FeedLast returns the newest committed event's position, 0 when there is
+-- none.
+SELECT coalesce(max(id), 0)::bigint AS newest FROM flowlite.events;
+
+-- name: FeedConsumerGet :one
+SELECT * FROM flowlite.feed_consumers WHERE name = sqlc.arg(name)::text;
+
+-- name: FeedConsumerList :many
+SELECT * FROM flowlite.feed_consumers ORDER BY name;
+
+-- name: FeedConsumerMinPosition :one
+-- FeedConsumerMinPosition returns the lowest acknowledged position, or the
+-- largest int64 when no consumer is registered.
+SELECT coalesce(min(position), 9223372036854775807)::bigint AS position FROM flowlite.feed_consumers;
+
+-- name: FeedConsumerAck :exec
+-- FeedConsumerAck registers the consumer @name at @position, or moves its
+-- position forward to @position; it never moves a position back.
+INSERT INTO flowlite.feed_consumers AS c (name, position, created_at, acked_at)
+VALUES (sqlc.arg(name)::text, sqlc.arg(position)::bigint, sqlc.arg(now)::bigint, sqlc.arg(now)::bigint)
+ON CONFLICT (name) DO UPDATE SET
+  position = GREATEST(c.position, excluded.position),
+  acked_at = excluded.acked_at;
+
+-- name: FeedConsumerDelete :execrows
+DELETE FROM flowlite.feed_consumers WHERE name = sqlc.arg(name)::text;

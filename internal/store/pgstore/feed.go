@@ -1,0 +1,241 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// The change feed on PostgreSQL.
+//
+// Event IDs come from a sequence, which hands them out in the order
+// transactions insert, not the order they commit: transaction A may draw
+// ID 50, B draw 51 and commit, and A commit later. A reader that delivered
+// 51 and moved its cursor past it would never see 50. So the feed holds
+// back every ID a transaction still in progress could fill, and delivers
+// IDs only up to a final horizon: an ID F such that every ID at or below
+// it is committed (and visible) or will never appear.
+//
+// The horizon comes from a probe, in three steps:
+//
+//  1. read L, the sequence's last value: every ID at or below L was drawn
+//     already, by a transaction committed, rolled back or in progress;
+//  2. then read the snapshot's xmax X: every transaction ID handed out so
+//     far is below X. A transaction that drew an ID has a transaction ID
+//     from before it drew (EventAppend makes sure of it, events.sql), so
+//     every transaction that drew an ID at or below L is below X;
+//  3. once a later snapshot's xmin is at least X, every transaction below
+//     X has ended, and L is final.
+//
+// Step 3 usually holds in the probe's own snapshot when the database is
+// idle, and at the next read otherwise, as soon as the transactions that
+// were in flight at the probe have committed: the horizon trails the
+// newest commit by about one transaction's length. A transaction that
+// stays open (in any database of the server, as xmin is server-wide) holds
+// the horizon back until it ends; that is the price of never skipping an
+// event, and what any reader ordered by commit would wait for too.
+//
+// Why not the alternatives: delivering only events whose own transaction
+// ID is below xmin, but in ID order, is not enough (A above may hold a
+// transaction ID newer than B's, so B's event passes the test while A's
+// ID 50 is still unseen); ordering by (transaction ID, ID) instead makes
+// the cursor a pair and can order two transactions of one run against
+// their commit order; a counter taken under a lock at commit serializes
+// every commit. The probe costs the writers nothing: one condition in
+// EventAppend, evaluated once per event.
+type feedHorizon struct {
+	mu    sync.Mutex
+	final int64      // every ID at or below it is final
+	probe *feedProbe // taken, not yet known to be final
+}
+
+type feedProbe struct {
+	last int64 // the sequence's last value at the probe
+	xmax int64 // the snapshot's xmax after reading last
+}
+
+var _ store.FeedNotifier = (*Store)(nil)
+
+// wakeFeed is the kind of the wake a Write that appended events asks for:
+// sent on the schema's feed channel (notify.go), not the engines'.
+const wakeFeed store.WakeKind = "feed"
+
+// FeedCommitted returns a channel closed after the next Write of this
+// store that appended events commits, or when another process's does: the
+// first call starts a listener on the schema's feed channel, which wakes
+// this process's readers on every feed wake until the store is closed. A
+// transaction the caller commits itself (WriteInTx) sends no feed wake,
+// nor does a store opened with Options.NoWakes: readers poll for those.
+func (s *Store) FeedCommitted() <-chan struct{} {
+	ch := s.committed.Wait()
+	if !s.noWakes && !s.closed.Load() {
+		s.feedListen.Do(func() {
+			s.feedDone.Add(1)
+			go s.listenFeed()
+		})
+	}
+	return ch
+}
+
+// listenFeed wakes the feed's readers in this process on every feed wake,
+// reconnecting with backoff, until the store is closed. It wakes them
+// also whenever it starts listening, as wakes sent meanwhile are lost.
+func (s *Store) listenFeed() {
+	defer s.feedDone.Done()
+	ctx := s.closedCtx
+	cfg, err := s.listenConfig(ctx)
+	if err != nil {
+		return // readers poll
+	}
+	retry := listenRetryMin
+	for {
+		conn, err := listenOn(ctx, cfg, s.feedChannel)
+		if err == nil {
+			retry = listenRetryMin
+			s.committed.Notify()
+			_ = receive(ctx, conn, s.listenIdle, func(string) { s.committed.Notify() })
+			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = conn.Close(closeCtx)
+			cancel()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, listenRetryMax)
+	}
+}
+
+// finalHorizon advances the store's horizon as far as it can now and
+// returns it. Concurrent readers share one probe.
+func (s *Store) finalHorizon(ctx context.Context, q *pgdb.Queries) (int64, error) {
+	h := &s.feed
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.probe != nil {
+		snap, err := q.FeedSnapshot(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("read snapshot: %w", interpretError(ctx, err))
+		}
+		if snap.Xmin >= h.probe.xmax {
+			h.final = max(h.final, h.probe.last)
+			h.probe = nil
+		}
+	}
+	if h.probe == nil {
+		last, err := q.FeedSequenceLast(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("read event sequence: %w", interpretError(ctx, err))
+		}
+		snap, err := q.FeedSnapshot(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("read snapshot: %w", interpretError(ctx, err))
+		}
+		if snap.Xmin >= snap.Xmax {
+			h.final = max(h.final, last) // no transaction in progress
+		} else if last > h.final {
+			h.probe = &feedProbe{last: last, xmax: snap.Xmax}
+		}
+	}
+	return h.final, nil
+}
+
+// EventFeed reads the events after after up to the final horizon.
+func (r reader) EventFeed(ctx context.Context, after int64, max int) ([]store.Event, error) {
+	through, err := r.s.finalHorizon(ctx, r.q)
+	if err != nil {
+		return nil, fmt.Errorf("read change feed after %d: %w", after, err)
+	}
+	if through <= after {
+		return []store.Event{}, nil
+	}
+	rows, err := r.q.EventFeed(ctx, pgdb.EventFeedParams{After: after, Through: through, MaxEvents: int64(max)})
+	if err != nil {
+		return nil, fmt.Errorf("read change feed after %d: %w", after, interpretError(ctx, err))
+	}
+	events := make([]store.Event, len(rows))
+	for i, row := range rows {
+		events[i] = store.Event{
+			ID: row.ID, RunID: row.RunID, At: row.At, Kind: row.Kind, Step: row.Step,
+			Occurrence: int(row.Occurrence), Attempt: int(row.Attempt), Detail: row.Detail,
+		}
+	}
+	return events, nil
+}
+
+func (r reader) FeedPurgedThrough(ctx context.Context) (int64, error) {
+	n, err := r.q.FeedPurgedThrough(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read change feed's purged position: %w", interpretError(ctx, err))
+	}
+	return n, nil
+}
+
+func (r reader) FeedLast(ctx context.Context) (int64, error) {
+	n, err := r.q.FeedLast(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read change feed's last position: %w", interpretError(ctx, err))
+	}
+	return n, nil
+}
+
+func (r reader) FeedConsumerGet(ctx context.Context, name string) (store.FeedConsumer, error) {
+	row, err := r.q.FeedConsumerGet(ctx, name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.FeedConsumer{}, fmt.Errorf("feed consumer %s: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.FeedConsumer{}, fmt.Errorf("read feed consumer %s: %w", name, interpretError(ctx, err))
+	}
+	return feedConsumer(row), nil
+}
+
+func (r reader) FeedConsumerList(ctx context.Context) ([]store.FeedConsumer, error) {
+	rows, err := r.q.FeedConsumerList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list feed consumers: %w", interpretError(ctx, err))
+	}
+	out := make([]store.FeedConsumer, len(rows))
+	for i, row := range rows {
+		out[i] = feedConsumer(row)
+	}
+	return out, nil
+}
+
+func (r reader) FeedConsumerMinPosition(ctx context.Context) (int64, error) {
+	n, err := r.q.FeedConsumerMinPosition(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read feed consumers' lowest position: %w", interpretError(ctx, err))
+	}
+	return n, nil
+}
+
+func feedConsumer(row pgdb.FeedConsumer) store.FeedConsumer {
+	return store.FeedConsumer{Name: row.Name, Position: row.Position, CreatedAt: row.CreatedAt, AckedAt: row.AckedAt}
+}
+
+func (t *tx) FeedConsumerAck(ctx context.Context, name string, position, now int64) error {
+	if name == "" {
+		return errors.New("acknowledge feed position: consumer name is empty")
+	}
+	err := t.q.FeedConsumerAck(ctx, pgdb.FeedConsumerAckParams{Name: name, Position: position, Now: now})
+	if err != nil {
+		return fmt.Errorf("acknowledge feed position %d of consumer %s: %w", position, name, interpretError(ctx, err))
+	}
+	return nil
+}
+
+func (t *tx) FeedConsumerDelete(ctx context.Context, name string) (bool, error) {
+	n, err := t.q.FeedConsumerDelete(ctx, name)
+	if err != nil {
+		return false, fmt.Errorf("delete feed consumer %s: %w", name, interpretError(ctx, err))
+	}
+	return n > 0, nil
+}
