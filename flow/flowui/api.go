@@ -87,16 +87,9 @@ func (a *api) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/csrf", a.csrf)
 	mux.HandleFunc("POST /api/runs/{id}/signal", a.signal)
 	mux.HandleFunc("POST /api/runs/{id}/{action}", a.act)
-	mux.HandleFunc("GET /api/changes", a.changes)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, apiError{Error: fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path)})
 	})
-}
-
-// changes is the place of the change stream: the change feed's
-// server-sent events are to be served here, behind the same authorization.
-func (a *api) changes(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusNotImplemented, apiError{Error: "the change stream is not served by this version"})
 }
 
 func (a *api) runs(w http.ResponseWriter, r *http.Request) {

@@ -1,11 +1,15 @@
 package flowui_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/internal/fixture"
@@ -108,7 +112,6 @@ func TestAPIRead(t *testing.T) {
 		{"POST", "/runs/" + fixture.DoneRun + "/signal", `{"name":"go"}`, 409, "signal run"},
 		{"POST", "/runs/" + fixture.PendingRun + "/signal", `{"payload":1}`, 400, "empty name"},
 		{"POST", "/runs/" + fixture.PendingRun + "/signal", `{"name":`, 400, "bad body"},
-		{"GET", "/changes", "", 501, "change stream"},
 	} {
 		if code := a.call(c.method, c.path, c.body, &e); code != c.status || !strings.Contains(e.Error, c.msg) {
 			t.Errorf("%s %s: %d %q, want %d with %q", c.method, c.path, code, e.Error, c.status, c.msg)
@@ -159,5 +162,52 @@ func TestAPIActions(t *testing.T) {
 	var gone struct{ Error string }
 	if code := a.call("GET", "/runs/"+fixture.DoneRun, "", &gone); code != 404 {
 		t.Errorf("deleted run: %d, want 404", code)
+	}
+}
+
+// TestAPIChanges: /api/changes streams the change feed, in position
+// order, from the position a client names.
+func TestAPIChanges(t *testing.T) {
+	t.Parallel()
+	srv, e := mounted(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var all []flow.Change
+	for c, err := range e.Changes(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, c)
+	}
+	if len(all) < 2 {
+		t.Fatalf("the fixture has %d changes, want several", len(all))
+	}
+	from := all[0].Position
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+prefix+"/api/changes?after="+strconv.FormatInt(from, 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET /api/changes: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var ids []string
+	for len(ids) < len(all)-1 && sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			ids = append(ids, id)
+		}
+	}
+	for i, id := range ids {
+		if want := strconv.FormatInt(all[i+1].Position, 10); id != want {
+			t.Fatalf("event %d has id %s, want %s (the change after %d)", i, id, want, from)
+		}
+	}
+	if len(ids) != len(all)-1 {
+		t.Fatalf("%d events, want %d: %v", len(ids), len(all)-1, sc.Err())
 	}
 }

@@ -17,7 +17,9 @@
 //	GET  /api/csrf                  {"token": …}, and the cookie it goes with
 //	POST /api/runs/{id}/{action}    cancel, resume, skip, retry, run-now, delete
 //	POST /api/runs/{id}/signal      body {"name": …, "payload": any JSON, "key": optional}
-//	GET  /api/changes               reserved for the change stream (server-sent events)
+//	GET  /api/changes               the change feed as server-sent events: ?after=N or
+//	                                Last-Event-ID resumes, ?consumer=NAME reads as a
+//	                                durable consumer (refused when read-only)
 //
 // A run ID is one path segment: escape it (url.PathEscape), since the IDs
 // of requeued runs hold a slash. The API answers JSON: runs, events and queue statistics with the field
@@ -44,8 +46,9 @@
 // mounted under the prefix; this package adds the prefix handling, the
 // security layers and the JSON API, and is the only public face: the
 // dashboard's templates and routes may change, the API above may not
-// without notice. The change stream (internal/dashboard's change feed) is
-// to be served at /api/changes through the same layers.
+// without notice. /api/changes is the dashboard's change stream
+// (internal/dashboard's /changes) under the API's stable name, behind the
+// same layers.
 //
 // It imports flow, internal/dashboard, internal/csrf and the standard
 // library.
@@ -129,6 +132,7 @@ func New(e *flow.Engine, opts *Options) (*Handler, error) {
 
 	mux := http.NewServeMux()
 	(&api{e: e, log: log, readOnly: opts.ReadOnly}).routes(mux)
+	mux.Handle("GET /api/changes", servedAt("/changes", dash))
 	mux.Handle("/", dash)
 
 	cross := http.NewCrossOriginProtection()
@@ -168,6 +172,16 @@ func mount(prefix string, next http.Handler) http.Handler {
 			return
 		}
 		strip.ServeHTTP(w, r)
+	})
+}
+
+// servedAt serves a request as if it had asked for path, keeping its query
+// and headers: a route of the API that is a page of the dashboard.
+func servedAt(path string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path, r2.URL.RawPath = path, ""
+		next.ServeHTTP(w, r2)
 	})
 }
 
