@@ -5,9 +5,14 @@
 //
 // It writes NAME_flowdef.go (input and output structs, the interface of
 // the steps to implement, typed step values, New<Name>, a typed Start and
-// run handle) and NAME_flowdef_test.go (a test that checks the definition
-// against the steps' Go types) next to the definition, in the package
-// $GOPACKAGE (or -package). See internal/defgen for the conventions.
+// run handle, and references to every step type field the definition
+// names, so that removing one is a compile error) and NAME_flowdef_test.go
+// (a test that checks the definition against the steps' Go types) next to
+// the definition, in the package $GOPACKAGE (or -package). It reads the
+// step types' fields from the Go package in the definition's directory,
+// and fails, at the definition's file:line:column, on a field the
+// definition names that the type lacks. See internal/defgen for the
+// conventions.
 package main
 
 import (

@@ -89,6 +89,32 @@ func PipelinePublishStep(steps PipelineSteps) flow.Step[PublishInput, PublishOut
 	return s
 }
 
+// The fields of the step types that pipeline.yaml names, so that a step type
+// that loses one (or renames it) fails to compile here instead of
+// failing NewPipeline at start-up. Their JSON names were checked when
+// this file was generated.
+func _() {
+	var extractInput ExtractInput
+	_ = extractInput.BatchSize
+	_ = extractInput.Dataset
+	var extractOutput ExtractOutput
+	_ = extractOutput.Batches
+	var loadInput LoadInput
+	_ = loadInput.Checksums
+	_ = loadInput.Dataset
+	_ = loadInput.Rows
+	var loadOutput LoadOutput
+	_ = loadOutput.Rows
+	_ = loadOutput.Table
+	var publishInput PublishInput
+	_ = publishInput.Table
+	var publishOutput PublishOutput
+	_ = publishOutput.URL
+	var transformInput TransformInput
+	_ = transformInput.Batch
+	_ = transformInput.Index
+}
+
 // Pipeline is pipeline.yaml compiled against its steps.
 type Pipeline struct{ w *flowdef.Workflow }
 
