@@ -221,8 +221,14 @@ func Generate(d *flowdef.Definition, o Options) (Files, error) {
 		p("// failing New%s at start-up. Their JSON names were checked when", prefix)
 		p("// this file was generated.")
 		p("func _() {")
+		vars := map[string]bool{}
 		for _, c := range checks {
+			// ABInput and AbInput would share a name.
 			v := varName(c.typ)
+			for i := 2; vars[v]; i++ {
+				v = fmt.Sprintf("%s%d", varName(c.typ), i)
+			}
+			vars[v] = true
 			p("\tvar %s %s", v, c.typ)
 			for _, sel := range c.selectors {
 				p("\t_ = %s.%s", v, sel)
