@@ -39,11 +39,11 @@ schema.json) stored in the database, unique by name and version.
 The CLI does not have the program's steps. With --catalog FILE, a manifest
 the program wrote (flowdef's Catalog.Manifest: each step's name and the JSON
 Schemas of its input and output), validate, apply and graph check everything
-the program would: unknown steps and fields, and types. Without it they check
-what needs no steps: the document's shape, the DAG (cycles, unknown needs,
-duplicate ids), expressions' syntax and names of inputs, variables and steps;
-the program checks the rest when flowdef.LoadLibrary compiles the stored
-definitions.
+the program would: unknown steps and fields, and types. apply requires it,
+so that no unchecked definition is stored. Without it validate and graph
+check what needs no steps: the document's shape, the DAG (cycles, unknown
+needs, duplicate ids), expressions' syntax and names of inputs, variables and
+steps.
 
 A stored version that a run or an engine uses cannot change: apply a new
 version instead; runs keep the version they started with.`,
@@ -123,11 +123,18 @@ func (a *app) defApplyCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "apply FILE...",
 		Short: "Validate definition files and store them",
-		Long: `Validate every file, then store each under its name and version. Nothing
-is stored unless every file is valid. Storing a document again changes
-nothing; a different document for a version in use is refused (exit code 1).`,
+		Long: `Validate every file against the program's catalog (--catalog, required),
+then store each under its name and version. Nothing is stored unless every
+file is valid. Storing a document again changes nothing; a different
+document for a version in use is refused (exit code 1).`,
 		Args: filesArgs,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			// Without the program's steps only the document's shape could be
+			// checked, and a definition whose types do not match its steps
+			// would be stored, to fail when the program loads it.
+			if a.catalog == nil {
+				return usageErrorf("def apply needs --catalog FILE (the program's Catalog.Manifest): a definition is stored only once its steps and types are checked")
+			}
 			srcs, err := a.readDefinitions(args)
 			if err != nil {
 				return err

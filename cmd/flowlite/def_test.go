@@ -26,16 +26,19 @@ func TestDefCommands(t *testing.T) {
 			t.Errorf("validate stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
+	// apply checks types, so it needs the program's catalog.
+	fails(t, exitUsage, "needs --catalog", "--db", path, "def", "apply", etl)
+	cat := etlManifest(t)
 	// Nothing is stored unless every file is valid.
-	fails(t, exitError, "invalid", "--db", path, "def", "apply", etl, "testdata/def/bad.json")
+	fails(t, exitError, "invalid", "--db", path, "def", "apply", "--catalog", cat, etl, "testdata/def/bad.json")
 	if out := ok(t, path, "def", "list", "--json"); strings.TrimSpace(out) != "[]" {
 		t.Errorf("list after a refused apply: %s", out)
 	}
 
-	if out := ok(t, path, "def", "apply", etl); out != "etl version 1: created ("+etl+")\n" {
+	if out := ok(t, path, "def", "apply", "--catalog", cat, etl); out != "etl version 1: created ("+etl+")\n" {
 		t.Errorf("apply: %q", out)
 	}
-	if out := ok(t, path, "def", "apply", etl); !strings.Contains(out, "unchanged") {
+	if out := ok(t, path, "def", "apply", "--catalog", cat, etl); !strings.Contains(out, "unchanged") {
 		t.Errorf("apply again: %q", out)
 	}
 	src, err := os.ReadFile(etl)
@@ -46,7 +49,7 @@ func TestDefCommands(t *testing.T) {
 	if err := os.WriteFile(changed, append(src, []byte("description: changed\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := ok(t, path, "def", "apply", changed); !strings.Contains(out, "replaced") {
+	if out := ok(t, path, "def", "apply", "--catalog", cat, changed); !strings.Contains(out, "replaced") {
 		t.Errorf("apply of a change to an unused version: %q", out)
 	}
 	list := decode[[]defJSON](t, ok(t, path, "def", "list", "--json"))
@@ -69,6 +72,37 @@ func TestDefCommands(t *testing.T) {
 		t.Errorf("graph svg: %s", out)
 	}
 	fails(t, exitUsage, "invalid --format", "--db", path, "def", "graph", "--format", "png", "etl")
+}
+
+// etlManifest writes the catalog manifest of a program whose steps match
+// testdata/def/etl.yaml, and returns its path.
+func etlManifest(t *testing.T) string {
+	t.Helper()
+	type extractIn struct {
+		Source string `json:"source"`
+	}
+	type extractOut struct {
+		Rows []string `json:"rows"`
+	}
+	type loadIn struct {
+		Rows []string `json:"rows"`
+	}
+	cat := flowdef.NewCatalog()
+	if err := errors.Join(
+		flowdef.AddStep(cat, flow.Step[extractIn, extractOut]{Name: "extract"}),
+		flowdef.AddStep(cat, flow.Step[loadIn, int]{Name: "load"}),
+	); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cat.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(path, m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestDefCatalog: with a program's catalog manifest, validate checks the
@@ -104,4 +138,10 @@ func TestDefCatalog(t *testing.T) {
 		t.Errorf("stderr: %s", r.stderr)
 	}
 	fails(t, exitUsage, "--catalog", "def", "validate", "--catalog", filepath.Join(t.TempDir(), "none.json"), "testdata/def/etl.yaml")
+	// apply refuses the mismatch too: nothing reaches the database.
+	path := fixtureDB(t)
+	fails(t, exitError, "type mismatch", "--db", path, "def", "apply", "--catalog", manifest, "testdata/def/etl.yaml")
+	if out := ok(t, path, "def", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("list after a refused apply: %s", out)
+	}
 }
