@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,13 +69,9 @@ func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKe
 // key's other guarantee, one holder for good, is the unique index
 // runs_unique, which needs no lock.
 func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, error) {
-	states, err := statesMask(p.UniqueStates, unfinishedMask)
+	states, err := store.UniqueStatesMask(p)
 	if err != nil {
-		return false, fmt.Errorf("insert run %s: %w", p.ID, err)
-	}
-	if states&unfinishedMask != unfinishedMask {
-		// A run that could enter a holding state could break runs_unique.
-		return false, fmt.Errorf("insert run %s: unique states %v lack an unfinished state", p.ID, p.UniqueStates)
+		return false, err
 	}
 	if p.UniqueKey != "" {
 		if err := t.lockUniqueKey(ctx, p.Workflow.Name, p.UniqueKey); err != nil {
@@ -366,28 +361,7 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// insertManyChunk bounds the runs of one RunInsertMany statement, and so
-// the size of the JSON document it binds.
-const insertManyChunk = 1000
-
-// runRow is one run of RunInsertMany's JSON document; its keys are the
-// ones the query reads, and an absent key reads as null.
-type runRow struct {
-	ID           string  `json:"id"`
-	Workflow     string  `json:"workflow"`
-	Version      int     `json:"version"`
-	Queue        string  `json:"queue"`
-	Priority     int     `json:"priority"`
-	Input        string  `json:"input"` // hex: JSON text cannot carry every byte string
-	RunAt        int64   `json:"run_at"`
-	Deadline     *int64  `json:"deadline,omitempty"`
-	ParentID     *string `json:"parent_id,omitempty"`
-	UniqueKey    *string `json:"unique_key,omitempty"`
-	UniqueStates int64   `json:"unique_states"`
-	CreatedAt    int64   `json:"created_at"`
-}
-
-// RunInsertMany inserts ps with one statement per chunk of insertManyChunk
+// RunInsertMany inserts ps with one statement per chunk of store.InsertManyChunk
 // runs. It first takes the advisory locks of the chunk's unique keys, in
 // the order of their lock IDs so that two batches sharing keys cannot
 // deadlock, as RunInsert takes its key's. A repeated ID is tried at its
@@ -395,41 +369,23 @@ type runRow struct {
 func (t *tx) RunInsertMany(ctx context.Context, ps []store.RunInsertParams) ([]bool, error) {
 	inserted := make([]bool, len(ps))
 	first := make(map[string]int, len(ps)) // ID → index of its first occurrence
-	for start := 0; start < len(ps); start += insertManyChunk {
-		chunk := ps[start:min(start+insertManyChunk, len(ps))]
-		rows := make([]runRow, 0, len(chunk))
+	for start := 0; start < len(ps); start += store.InsertManyChunk {
+		chunk := ps[start:min(start+store.InsertManyChunk, len(ps))]
+		rows := make([]store.RunInsertRow, 0, len(chunk))
 		var locks []int64
 		for i, p := range chunk {
 			if _, dup := first[p.ID]; dup {
 				continue
 			}
 			first[p.ID] = start + i
-			states, err := statesMask(p.UniqueStates, unfinishedMask)
+			states, err := store.UniqueStatesMask(p)
 			if err != nil {
-				return nil, fmt.Errorf("insert run %s: %w", p.ID, err)
-			}
-			if states&unfinishedMask != unfinishedMask {
-				return nil, fmt.Errorf("insert run %s: unique states %v lack an unfinished state", p.ID, p.UniqueStates)
+				return nil, err
 			}
 			if p.UniqueKey != "" {
 				locks = append(locks, uniqueKeyLockID(t.s.schema, p.Workflow.Name, p.UniqueKey))
 			}
-			var deadline *int64
-			if p.Deadline != 0 {
-				deadline = &p.Deadline
-			}
-			var parent, key *string
-			if p.ParentID != "" {
-				parent = &p.ParentID
-			}
-			if p.UniqueKey != "" {
-				key = &p.UniqueKey
-			}
-			rows = append(rows, runRow{
-				ID: p.ID, Workflow: p.Workflow.Name, Version: p.Workflow.Version, Queue: p.Queue, Priority: p.Priority,
-				Input: hex.EncodeToString(p.Input), RunAt: p.RunAt, Deadline: deadline,
-				ParentID: parent, UniqueKey: key, UniqueStates: states, CreatedAt: p.Now,
-			})
+			rows = append(rows, store.NewRunInsertRow(p, states))
 		}
 		if len(rows) == 0 {
 			continue

@@ -47,10 +47,10 @@ type eventRow struct {
 }
 
 // EventAppendMany appends events with one prepared statement per chunk of
-// insertManyChunk events.
+// store.InsertManyChunk events.
 func (t *tx) EventAppendMany(ctx context.Context, events []store.Event) error {
-	for start := 0; start < len(events); start += insertManyChunk {
-		chunk := events[start:min(start+insertManyChunk, len(events))]
+	for start := 0; start < len(events); start += store.InsertManyChunk {
+		chunk := events[start:min(start+store.InsertManyChunk, len(events))]
 		rows := make([]eventRow, len(chunk))
 		for i, e := range chunk {
 			rows[i] = eventRow{RunID: e.RunID, At: e.At, Kind: e.Kind, Step: e.Step, Occurrence: e.Occurrence, Attempt: e.Attempt, Detail: e.Detail}

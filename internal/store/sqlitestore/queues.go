@@ -138,7 +138,7 @@ func (t *tx) QueueSetPaused(ctx context.Context, name string, paused bool, now i
 }
 
 func (t *tx) UniqueHoldTake(ctx context.Context, p store.UniqueHoldParams) (bool, error) {
-	states, err := statesMask(p.States, allMask)
+	states, err := store.StatesMask(p.States, store.AllMask)
 	if err != nil {
 		return false, fmt.Errorf("hold unique key %q of %s for run %s: %w", p.Key, p.Workflow, p.RunID, err)
 	}

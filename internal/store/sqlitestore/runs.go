@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,13 +66,9 @@ func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKe
 }
 
 func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, error) {
-	states, err := statesMask(p.UniqueStates, unfinishedMask)
+	states, err := store.UniqueStatesMask(p)
 	if err != nil {
-		return false, fmt.Errorf("insert run %s: %w", p.ID, err)
-	}
-	if states&unfinishedMask != unfinishedMask {
-		// A run that could enter a holding state could break runs_unique.
-		return false, fmt.Errorf("insert run %s: unique states %v lack an unfinished state", p.ID, p.UniqueStates)
+		return false, err
 	}
 	n, err := t.q.RunInsert(ctx, sqlitedb.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow.Name, Version: int64(p.Workflow.Version), Queue: p.Queue,
@@ -287,53 +282,25 @@ func runFromRow(r sqlitedb.Run) store.Run {
 	}
 }
 
-// insertManyChunk bounds the runs of one RunInsertMany statement, and so
-// the size of the JSON document it binds.
-const insertManyChunk = 1000
-
-// runRow is one run of RunInsertMany's JSON document; its keys are the
-// ones the query reads, and an absent key reads as null.
-type runRow struct {
-	ID           string  `json:"id"`
-	Workflow     string  `json:"workflow"`
-	Version      int     `json:"version"`
-	Queue        string  `json:"queue"`
-	Priority     int     `json:"priority"`
-	Input        string  `json:"input"` // hex: JSON text cannot carry every byte string
-	RunAt        int64   `json:"run_at"`
-	Deadline     *int64  `json:"deadline,omitempty"`
-	ParentID     *string `json:"parent_id,omitempty"`
-	UniqueKey    *string `json:"unique_key,omitempty"`
-	UniqueStates int64   `json:"unique_states"`
-	CreatedAt    int64   `json:"created_at"`
-}
-
 // RunInsertMany inserts ps with one prepared statement per chunk of
-// insertManyChunk runs. A repeated ID is tried at its first occurrence
+// store.InsertManyChunk runs. A repeated ID is tried at its first occurrence
 // only: the later ones are reported false.
 func (t *tx) RunInsertMany(ctx context.Context, ps []store.RunInsertParams) ([]bool, error) {
 	inserted := make([]bool, len(ps))
 	first := make(map[string]int, len(ps)) // ID → index of its first occurrence
-	for start := 0; start < len(ps); start += insertManyChunk {
-		chunk := ps[start:min(start+insertManyChunk, len(ps))]
-		rows := make([]runRow, 0, len(chunk))
+	for start := 0; start < len(ps); start += store.InsertManyChunk {
+		chunk := ps[start:min(start+store.InsertManyChunk, len(ps))]
+		rows := make([]store.RunInsertRow, 0, len(chunk))
 		for i, p := range chunk {
 			if _, dup := first[p.ID]; dup {
 				continue
 			}
 			first[p.ID] = start + i
-			states, err := statesMask(p.UniqueStates, unfinishedMask)
+			states, err := store.UniqueStatesMask(p)
 			if err != nil {
-				return nil, fmt.Errorf("insert run %s: %w", p.ID, err)
+				return nil, err
 			}
-			if states&unfinishedMask != unfinishedMask {
-				return nil, fmt.Errorf("insert run %s: unique states %v lack an unfinished state", p.ID, p.UniqueStates)
-			}
-			rows = append(rows, runRow{
-				ID: p.ID, Workflow: p.Workflow.Name, Version: p.Workflow.Version, Queue: p.Queue, Priority: p.Priority,
-				Input: hex.EncodeToString(p.Input), RunAt: p.RunAt, Deadline: optional(p.Deadline),
-				ParentID: optionalString(p.ParentID), UniqueKey: optionalString(p.UniqueKey), UniqueStates: states, CreatedAt: p.Now,
-			})
+			rows = append(rows, store.NewRunInsertRow(p, states))
 		}
 		if len(rows) == 0 {
 			continue
