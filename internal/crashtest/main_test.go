@@ -217,11 +217,17 @@ func childMain() int {
 	if err := flow.RegisterSafely(e, sagaWorkflow); err != nil {
 		return fail("register: %v", err)
 	}
+	return workChild(ctx, e, fail)
+}
+
+// workChild starts e, prints "ready" for the parent, and works until ctx
+// ends (SIGTERM) or, in the draining child (envDrain), until no run is left
+// unfinished; fail reports a failure and gives the exit code.
+func workChild(ctx context.Context, e *flow.Engine, fail func(format string, args ...any) int) int {
 	if err := e.Start(ctx); err != nil {
 		return fail("start: %v", err)
 	}
 	fmt.Println("ready")
-
 	drain := os.Getenv(envDrain) == "1"
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -238,7 +244,7 @@ func childMain() int {
 		if err != nil {
 			return fail("count runs: %v", err)
 		}
-		if counts[flow.StatusPending]+counts[flow.StatusRunning]+counts[flow.RunStatus("waiting")]+counts[flow.StatusCompensating] == 0 {
+		if counts[flow.StatusPending]+counts[flow.StatusRunning]+counts[flow.StatusWaiting]+counts[flow.StatusCompensating] == 0 {
 			return stopEngine(e)
 		}
 	}

@@ -314,29 +314,5 @@ func waitsChildMain() int {
 	if err := registerWaits(e); err != nil {
 		return fail("register: %v", err)
 	}
-	if err := e.Start(ctx); err != nil {
-		return fail("start: %v", err)
-	}
-	fmt.Println("ready")
-
-	drain := os.Getenv(envDrain) == "1"
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return stopEngine(e)
-		case <-tick.C:
-		}
-		if !drain {
-			continue
-		}
-		counts, err := e.CountRuns(ctx)
-		if err != nil {
-			return fail("count runs: %v", err)
-		}
-		if counts[flow.StatusPending]+counts[flow.StatusRunning]+counts[flow.StatusWaiting]+counts[flow.StatusCompensating] == 0 {
-			return stopEngine(e)
-		}
-	}
+	return workChild(ctx, e, fail)
 }
