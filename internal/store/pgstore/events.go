@@ -87,11 +87,8 @@ type eventRow struct {
 	Detail     string `json:"detail"`
 }
 
-// eventsChunk bounds the events of one EventAppendMany statement.
-const eventsChunk = 1000
-
 // EventAppendMany appends events with one statement per chunk of
-// eventsChunk events, after the events appended one by one before them.
+// store.InsertManyChunk events, after the events appended one by one before them.
 func (t *tx) EventAppendMany(ctx context.Context, events []store.Event) error {
 	if err := t.flushEvents(ctx); err != nil {
 		return err
@@ -100,8 +97,8 @@ func (t *tx) EventAppendMany(ctx context.Context, events []store.Event) error {
 }
 
 func (t *tx) appendMany(ctx context.Context, events []store.Event) error {
-	for start := 0; start < len(events); start += eventsChunk {
-		chunk := events[start:min(start+eventsChunk, len(events))]
+	for start := 0; start < len(events); start += store.InsertManyChunk {
+		chunk := events[start:min(start+store.InsertManyChunk, len(events))]
 		rows := make([]eventRow, len(chunk))
 		for i, e := range chunk {
 			rows[i] = eventRow{RunID: e.RunID, At: e.At, Kind: e.Kind, Step: e.Step, Occurrence: e.Occurrence, Attempt: e.Attempt, Detail: e.Detail}
