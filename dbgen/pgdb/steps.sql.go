@@ -8,6 +8,7 @@ package pgdb
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 )
 
 const stepBegin = `-- name: StepBegin :one
@@ -77,6 +78,49 @@ func (q *Queries) StepBeginNew(ctx context.Context, arg StepBeginNewParams) (int
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const stepBeginNewMany = `-- name: StepBeginNewMany :many
+INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+SELECT j.v ->> 'run_id', j.v ->> 'name', (j.v ->> 'occurrence')::bigint, 'running', 1,
+       decode(j.v ->> 'input', 'hex'), (j.v ->> 'position')::bigint, (j.v ->> 'now')::bigint
+FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(v, n)
+ORDER BY j.n
+ON CONFLICT (run_id, name, occurrence) DO NOTHING
+RETURNING run_id, name, occurrence
+`
+
+type StepBeginNewManyRow struct {
+	RunID      string
+	Name       string
+	Occurrence int64
+}
+
+// StepBeginNewMany is StepBeginNew for the steps of @steps, a JSON array of
+// objects (run_id, name, occurrence, input in hex, position, now; absent
+// keys are null), in one statement. It returns the steps it inserted: the
+// others have a record, and StepBegin begins them.
+func (q *Queries) StepBeginNewMany(ctx context.Context, steps json.RawMessage) ([]StepBeginNewManyRow, error) {
+	rows, err := q.db.QueryContext(ctx, stepBeginNewMany, steps)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StepBeginNewManyRow{}
+	for rows.Next() {
+		var i StepBeginNewManyRow
+		if err := rows.Scan(&i.RunID, &i.Name, &i.Occurrence); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const stepCompensationArm = `-- name: StepCompensationArm :execrows

@@ -101,40 +101,55 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 		if err != nil {
 			return nil, err
 		}
-		if err := e.beginFirstStep(ctx, tx, r, now); err != nil {
-			return nil, err
-		}
+	}
+	if err := e.beginFirstSteps(ctx, tx, runs, now); err != nil {
+		return nil, err
 	}
 	return runs, nil
 }
 
-// beginFirstStep records, in the claim's transaction, the first attempt of
-// the first step of a run claimed for the first time, when its workflow
+// beginFirstSteps records, in the claim's transaction, the first attempt
+// of the first step of each run claimed for the first time whose workflow
 // declares that step (Workflow.FirstStep): the attempt is then durable
 // before the body runs, as runStep would make it, without a transaction of
 // its own. Runs claimed again (their steps are to be read and replayed),
-// cancelled runs and runs past their deadline are left to runStep.
-func (e *Engine) beginFirstStep(ctx context.Context, tx store.Tx, r store.Run, now int64) error {
-	if r.Fence != 1 || r.Status != store.RunRunning || r.CancelRequested || (r.Deadline > 0 && r.Deadline <= now) {
+// cancelled runs and runs past their deadline are left to runStep. The
+// attempts are begun together (StepBeginMany), one statement on
+// PostgreSQL for the whole claim.
+func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.Run, now int64) error {
+	var ps []store.StepBeginParams
+	var leases []store.Lease
+	for _, r := range runs {
+		if r.Fence != 1 || r.Status != store.RunRunning || r.CancelRequested || (r.Deadline > 0 && r.Deadline <= now) {
+			continue
+		}
+		def, ok := e.Lookup(store.WorkflowKey{Name: r.Workflow, Version: r.Version})
+		if !ok || def.FirstStep.Name == "" {
+			continue
+		}
+		// A run claimed for the first time has no step records (steps are
+		// written only under a lease).
+		key := store.StepKey{RunID: r.ID, Name: def.FirstStep.Name}
+		ps = append(ps, store.StepBeginParams{Key: key, Input: def.FirstStep.Input, Position: 0, Now: now, New: true})
+		leases = append(leases, r.Lease())
+	}
+	if len(ps) == 0 {
 		return nil
 	}
-	def, ok := e.Lookup(store.WorkflowKey{Name: r.Workflow, Version: r.Version})
-	if !ok || def.FirstStep.Name == "" {
-		return nil
-	}
-	key := store.StepKey{RunID: r.ID, Name: def.FirstStep.Name}
-	// A run claimed for the first time has no step records (steps are
-	// written only under a lease).
-	attempt, err := tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: def.FirstStep.Input, Position: 0, Now: now, New: true})
+	attempts, err := tx.StepBeginMany(ctx, ps)
 	if err != nil {
 		return err
 	}
-	err = tx.EventAppend(ctx, store.Event{RunID: r.ID, At: now, Kind: EventStepStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
-	if err != nil {
-		return err
+	for i, p := range ps {
+		err := tx.EventAppend(ctx, store.Event{RunID: p.Key.RunID, At: now, Kind: EventStepStarted, Step: p.Key.Name, Occurrence: p.Key.Occurrence, Attempt: attempts[i]})
+		if err != nil {
+			return err
+		}
 	}
 	e.mu.Lock()
-	e.begun[r.ID] = begunStep{lease: r.Lease(), key: key, attempt: attempt}
+	for i, p := range ps {
+		e.begun[p.Key.RunID] = begunStep{lease: leases[i], key: p.Key, attempt: attempts[i]}
+	}
 	e.mu.Unlock()
 	return nil
 }

@@ -188,11 +188,12 @@ type Engine struct {
 	startedAt time.Time // of the last Start, engine clock
 	host      string    // this machine's name, for reports
 
-	reportMu       sync.Mutex // serializes reports (report.go)
-	reportedEvents uint64     // metrics events counted at the last report
-	reportedAt     time.Time  // real time of the last report
-	warnedQueues   sync.Map   // queue name → struct{}: unworked start logged (unworked.go)
-	outage         outages    // loops whose polls find the database unavailable (outage.go)
+	reportMu       sync.Mutex     // serializes reports (report.go)
+	reportedEvents uint64         // metrics events counted at the last report
+	reportedAt     time.Time      // real time of the last report
+	warnedQueues   sync.Map       // queue name → struct{}: unworked start logged (unworked.go)
+	outage         outages        // loops whose polls find the database unavailable (outage.go)
+	outcomes       outcomeBatcher // outcomes of runs written together (outcomes.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc

@@ -27,15 +27,15 @@ type execution struct {
 	runCtx      context.Context
 	cancelRun   context.CancelCauseFunc
 
-	// deferred holds writes that commit with the execution's next
+	// deferred holds checkpoints that commit with the execution's next
 	// transaction: a step's checkpoint rides along with the start of the
 	// next step (or the run's outcome), halving the transactions per step.
 	// This is safe because nothing outside the body observes a step's
 	// output before that next transaction commits.
 	deferredMu sync.Mutex
-	deferred   []func(ctx context.Context, tx store.Tx) error
+	deferred   []checkpoint
 
-	// begun is the first attempt the claim recorded (beginFirstStep), until
+	// begun is the first attempt the claim recorded (beginFirstSteps), until
 	// runStep uses it or an ending write gives it back (undoBegun).
 	begunMu  sync.Mutex
 	begun    begunStep
@@ -190,10 +190,51 @@ func (x *execution) undoBegun(ctx context.Context, tx store.Tx, why string, now 
 	return undoBegun(ctx, tx, b, why, now)
 }
 
-// later queues w to commit with the execution's next write transaction.
-func (x *execution) later(w func(ctx context.Context, tx store.Tx) error) {
+// checkpoint is a step's completion: its output, and the attempt that
+// made it, for its history event.
+type checkpoint struct {
+	step    store.StepCompleteParams
+	attempt int
+}
+
+// writeCheckpoint records c in tx, with its event dated when the step
+// completed.
+func (x *execution) writeCheckpoint(ctx context.Context, tx store.Tx, c checkpoint) error {
+	if err := tx.StepComplete(ctx, c.step); err != nil {
+		return err
+	}
+	return x.event(ctx, tx, c.step.Now, c.event())
+}
+
+// event is the history event of c, without its run and time.
+func (c checkpoint) event() store.Event {
+	return store.Event{Kind: EventStepCompleted, Step: c.step.Key.Name, Occurrence: c.step.Key.Occurrence, Attempt: c.attempt}
+}
+
+// later queues c to commit with the execution's next write transaction.
+func (x *execution) later(c checkpoint) {
 	x.deferredMu.Lock()
-	x.deferred = append(x.deferred, w)
+	x.deferred = append(x.deferred, c)
+	x.deferredMu.Unlock()
+}
+
+// takeDeferred removes and returns the checkpoints waiting for a write.
+func (x *execution) takeDeferred() []checkpoint {
+	x.deferredMu.Lock()
+	defer x.deferredMu.Unlock()
+	d := x.deferred
+	x.deferred = nil
+	return d
+}
+
+// restoreDeferred puts back checkpoints whose write rolled back, ahead of
+// any queued since, for the next write to carry.
+func (x *execution) restoreDeferred(d []checkpoint) {
+	if len(d) == 0 {
+		return
+	}
+	x.deferredMu.Lock()
+	x.deferred = append(d, x.deferred...)
 	x.deferredMu.Unlock()
 }
 
@@ -238,12 +279,9 @@ func (x *execution) writeTx(proof leaseProof, fn func(ctx context.Context, tx st
 	// its own goroutine: were it to carry them and fail after the run's
 	// outcome committed without them (the lease is gone by then), the run
 	// would be finished with a step never checkpointed.
-	var deferred []func(ctx context.Context, tx store.Tx) error
+	var deferred []checkpoint
 	if proof != leaseHeartbeat {
-		x.deferredMu.Lock()
-		deferred = x.deferred
-		x.deferred = nil
-		x.deferredMu.Unlock()
+		deferred = x.takeDeferred()
 	}
 	err := x.writeRetryingBusy(ctx, func(tx store.Tx) error {
 		now := x.e.nowMs()
@@ -261,18 +299,16 @@ func (x *execution) writeTx(proof leaseProof, fn func(ctx context.Context, tx st
 		if cancelRequested {
 			x.cancelRun(ErrCancelled)
 		}
-		for _, w := range deferred {
-			if err := w(ctx, tx); err != nil {
+		for _, c := range deferred {
+			if err := x.writeCheckpoint(ctx, tx, c); err != nil {
 				return err
 			}
 		}
 		return fn(ctx, tx, now)
 	})
-	if err != nil && len(deferred) > 0 {
+	if err != nil {
 		// Rolled back with the transaction: keep them for the next one.
-		x.deferredMu.Lock()
-		x.deferred = append(deferred, x.deferred...)
-		x.deferredMu.Unlock()
+		x.restoreDeferred(deferred)
 	}
 	if err != nil && proof == leaseInFn {
 		x.ending.Store(false)
@@ -387,7 +423,28 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 		store.RunCompleted: EventRunCompleted, store.RunFailed: EventRunFailed,
 		store.RunCancelled: EventRunCancelled, store.RunSuspended: EventRunSuspended,
 	}[status]
-	err := x.writeRetried("outcome", func(ctx context.Context, tx store.Tx, now int64) error {
+	err := x.finishBatched(status, output, errMsg, reason, kind)
+	if errors.Is(err, errNotBatched) {
+		err = x.finishAlone(status, output, errMsg, reason, kind)
+	}
+	if err != nil {
+		if !errors.Is(err, store.ErrLeaseLost) {
+			// Try to hand the run back, so that it resumes from its last
+			// checkpoint once the database takes writes again.
+			x.e.log.Error("record run outcome; giving the run back", "run", x.run.ID, "status", status, "err", err)
+			x.release(x.e.cfg.PollInterval, "its outcome could not be recorded: "+err.Error())
+		}
+		return
+	}
+	x.e.log.Debug("run settled", "run", x.run.ID, "workflow", x.run.Workflow, "status", status)
+	x.e.metrics.runFinished(status)
+	x.e.settled()
+}
+
+// finishAlone records the outcome of the run in a write of its own,
+// retried as writeRetried retries.
+func (x *execution) finishAlone(status store.RunStatus, output []byte, errMsg, reason, kind string) error {
+	return x.writeRetried("outcome", func(ctx context.Context, tx store.Tx, now int64) error {
 		p := store.RunFinishParams{Status: status, Output: output, Error: errMsg, Reason: reason, Now: now}
 		if status != store.RunSuspended {
 			p.FinishedAt = now
@@ -405,18 +462,6 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 		}
 		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: firstNonEmpty(reason, errMsg)})
 	})
-	if err != nil {
-		if !errors.Is(err, store.ErrLeaseLost) {
-			// Try to hand the run back, so that it resumes from its last
-			// checkpoint once the database takes writes again.
-			x.e.log.Error("record run outcome; giving the run back", "run", x.run.ID, "status", status, "err", err)
-			x.release(x.e.cfg.PollInterval, "its outcome could not be recorded: "+err.Error())
-		}
-		return
-	}
-	x.e.log.Debug("run settled", "run", x.run.ID, "workflow", x.run.Workflow, "status", status)
-	x.e.metrics.runFinished(status)
-	x.e.settled()
 }
 
 func (x *execution) suspend(reason string) {

@@ -278,12 +278,9 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 	}
 	var err error
 
-	complete := func(ctx context.Context, tx store.Tx, now int64, output []byte) error {
-		err := tx.StepComplete(ctx, store.StepCompleteParams{Key: key, Output: output, Compensable: def.Compensate != nil, Now: now})
-		if err != nil {
-			return err
-		}
-		return x.event(ctx, tx, now, store.Event{Kind: EventStepCompleted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
+	completed := func(output []byte) checkpoint {
+		p := store.StepCompleteParams{Key: key, Output: output, Compensable: def.Compensate != nil, Now: x.e.nowMs()}
+		return checkpoint{step: p, attempt: attempt}
 	}
 	var output []byte
 	var bodyErr error
@@ -292,13 +289,12 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 			if output, bodyErr = x.callStep(rc, key, def, attempt, tx.SQL()); bodyErr != nil {
 				return errBodyFailed
 			}
-			return complete(ctx, tx, x.e.nowMs(), output)
+			return x.writeCheckpoint(ctx, tx, completed(output))
 		})
 	} else if output, bodyErr = x.callStep(rc, key, def, attempt, nil); bodyErr == nil {
 		// The checkpoint commits with the run's next transaction, which
 		// comes before anything can depend on it.
-		completedAt := x.e.nowMs()
-		x.later(func(ctx context.Context, tx store.Tx) error { return complete(ctx, tx, completedAt, output) })
+		x.later(completed(output))
 	}
 	if bodyErr == nil {
 		if err != nil {

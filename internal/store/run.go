@@ -128,6 +128,16 @@ type RunFinishParams struct {
 	Now        int64
 }
 
+// RunFinishItem is one run of RunFinishMany: the outcome RunFinish would
+// record under Lease, and the step checkpoint that commits with it, if
+// any (the execution's last step, whose checkpoint rides with the
+// outcome).
+type RunFinishItem struct {
+	Lease  Lease
+	Finish RunFinishParams
+	Step   *StepCompleteParams
+}
+
 // RunSetStatusParams is a guarded state change of an unleased run.
 type RunSetStatusParams struct {
 	ID         string
@@ -203,6 +213,15 @@ type RunTx interface {
 	// a run and returns their IDs.
 	RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error)
 	RunFinish(ctx context.Context, l Lease, p RunFinishParams) error
+	// RunFinishMany records the outcomes of many runs at once, in
+	// set-based statements where the adapter has them: each item as
+	// RunFinish and then StepComplete of its Step would record it, the
+	// lease checked on each run's own row. A run whose lease is lost is
+	// left untouched, its step with it, and its index is returned in lost;
+	// the others are recorded. Any other failure (a Step that is not
+	// running: ErrConflict) fails the call, and the caller rolls the
+	// transaction back.
+	RunFinishMany(ctx context.Context, items []RunFinishItem) (lost []int, err error)
 	RunRescue(ctx context.Context, now int64, limit int) ([]RescuedRun, error)
 	// RunCancelIdle cancels, at once and with error errMsg, a run that no
 	// worker executes (pending or waiting, unleased) and that has no

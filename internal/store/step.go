@@ -123,6 +123,10 @@ type StepReader interface {
 type StepTx interface {
 	// StepBegin records the start of an attempt and returns its number.
 	StepBegin(ctx context.Context, p StepBeginParams) (attempt int, err error)
+	// StepBeginMany is StepBegin of each of ps, in set-based statements
+	// where the adapter has them (the first attempts of steps marked New);
+	// it returns the attempts in the order of ps.
+	StepBeginMany(ctx context.Context, ps []StepBeginParams) (attempts []int, err error)
 	StepComplete(ctx context.Context, p StepCompleteParams) error
 	// StepWait records a durable wait the first time a run reaches it; an
 	// existing record is left as it is.

@@ -217,6 +217,45 @@ SET status = @status, output = @output, error = @error, reason = @reason,
     finished_at = @finished_at, updated_at = @now
 WHERE id = @id AND lease_owner = @owner AND fence = @fence;
 
+-- name: RunFinishMany :many
+-- RunFinishMany records the outcomes of the runs of @finishes, a JSON array
+-- of objects (id, owner, fence, status, output in hex, error, reason,
+-- finished_at, now; absent keys are null), each with at most one step
+-- checkpoint (step, occurrence, step_output in hex, compensable,
+-- completed_at), in one statement: each run is finished as RunFinish
+-- finishes it, under its own lease, and its step is completed as
+-- StepComplete completes it only when its run was. It returns the runs it
+-- finished, with the number of steps completed for each, so that the
+-- adapter tells a lost lease (the run is missing) from a step that was not
+-- running (its count is 0). Data-modifying CTEs share one snapshot, so
+-- the steps CTE reads the finished runs from done's RETURNING.
+WITH item AS (
+    SELECT j.v FROM jsonb_array_elements(sqlc.arg(finishes)::jsonb) AS j(v)
+), done AS (
+    UPDATE flowlite.runs AS r
+    SET status = item.v ->> 'status', output = decode(item.v ->> 'output', 'hex'),
+        error = item.v ->> 'error', reason = item.v ->> 'reason',
+        lease_owner = NULL, lease_expires_at = NULL,
+        finished_at = (item.v ->> 'finished_at')::bigint, updated_at = (item.v ->> 'now')::bigint
+    FROM item
+    WHERE r.id = item.v ->> 'id' AND r.lease_owner = item.v ->> 'owner' AND r.fence = (item.v ->> 'fence')::bigint
+    RETURNING r.id
+), completed AS (
+    UPDATE flowlite.steps AS t
+    SET status = 'completed', output = decode(item.v ->> 'step_output', 'hex'), error = '',
+        completed_seq = (SELECT COALESCE(MAX(s.completed_seq), 0) + 1 FROM flowlite.steps AS s WHERE s.run_id = t.run_id),
+        compensable = (item.v ->> 'compensable')::boolean,
+        finished_at = (item.v ->> 'completed_at')::bigint
+    FROM item
+    WHERE item.v ->> 'step' IS NOT NULL
+      AND t.run_id = item.v ->> 'id' AND t.name = item.v ->> 'step' AND t.occurrence = (item.v ->> 'occurrence')::bigint
+      AND t.status IN ('running', 'waiting')
+      AND t.run_id IN (SELECT id FROM done)
+    RETURNING t.run_id
+)
+SELECT done.id::text AS id, (SELECT count(*) FROM completed WHERE completed.run_id = done.id)::bigint AS steps
+FROM done;
+
 -- name: RunListExpiredLeases :many
 -- RunListExpiredLeases lists up to @max_runs runs whose lease expired, with
 -- the expired deadline, which RunRescue cannot return (RETURNING sees the

@@ -21,6 +21,19 @@ INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, p
 VALUES (@run_id, @name, @occurrence, 'running', 1, @input, @position, @now)
 ON CONFLICT (run_id, name, occurrence) DO NOTHING;
 
+-- name: StepBeginNewMany :many
+-- StepBeginNewMany is StepBeginNew for the steps of @steps, a JSON array of
+-- objects (run_id, name, occurrence, input in hex, position, now; absent
+-- keys are null), in one statement. It returns the steps it inserted: the
+-- others have a record, and StepBegin begins them.
+INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+SELECT j.v ->> 'run_id', j.v ->> 'name', (j.v ->> 'occurrence')::bigint, 'running', 1,
+       decode(j.v ->> 'input', 'hex'), (j.v ->> 'position')::bigint, (j.v ->> 'now')::bigint
+FROM jsonb_array_elements(sqlc.arg(steps)::jsonb) WITH ORDINALITY AS j(v, n)
+ORDER BY j.n
+ON CONFLICT (run_id, name, occurrence) DO NOTHING
+RETURNING run_id, name, occurrence;
+
 -- name: StepComplete :execrows
 -- StepComplete checkpoints a step's output and numbers the completion
 -- within its run (compensations run in reverse completion order). The

@@ -213,6 +213,42 @@ func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishPara
 	return fencedRows(ctx, "finish", l, n, err)
 }
 
+// RunFinishMany finishes the runs of items in one statement (the query's
+// doc says how). A run missing from its result lost its lease; a run whose
+// step was not completed fails the call, as StepComplete would have.
+func (t *tx) RunFinishMany(ctx context.Context, items []store.RunFinishItem) ([]int, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	rows := make([]store.RunFinishRow, len(items))
+	for i, it := range items {
+		rows[i] = store.NewRunFinishRow(it)
+	}
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return nil, fmt.Errorf("finish %d runs: %w", len(items), err)
+	}
+	done, err := t.q.RunFinishMany(ctx, doc)
+	if err != nil {
+		return nil, fmt.Errorf("finish %d runs: %w", len(items), interpretError(ctx, err))
+	}
+	steps := make(map[string]int64, len(done))
+	for _, d := range done {
+		steps[d.ID] = d.Steps
+	}
+	var lost []int
+	for i, it := range items {
+		n, ok := steps[it.Lease.RunID]
+		switch {
+		case !ok:
+			lost = append(lost, i)
+		case it.Step != nil && n == 0:
+			return nil, fmt.Errorf("complete step %s: %w", it.Step.Key, store.ErrConflict)
+		}
+	}
+	return lost, nil
+}
+
 // RunRescue reads the expired leases, locking their rows and skipping the
 // rows a worker holds, then clears them: the lock keeps the deadlines it
 // read true until the update, which repeats the expiry test anyway.

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -68,6 +69,50 @@ func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error
 		return 0, fmt.Errorf("begin step %s: %w", p.Key, interpretError(ctx, err))
 	}
 	return int(attempts), nil
+}
+
+// StepBeginMany inserts the first attempts of the steps marked New in one
+// statement, then begins the rest, and any New step that had a record
+// after all, one by one.
+func (t *tx) StepBeginMany(ctx context.Context, ps []store.StepBeginParams) ([]int, error) {
+	attempts := make([]int, len(ps))
+	var rows []store.StepBeginRow
+	for _, p := range ps {
+		if p.New {
+			rows = append(rows, store.NewStepBeginRow(p))
+		}
+	}
+	if len(rows) > 0 {
+		doc, err := json.Marshal(rows)
+		if err != nil {
+			return nil, fmt.Errorf("begin %d steps: %w", len(rows), err)
+		}
+		inserted, err := t.q.StepBeginNewMany(ctx, doc)
+		if err != nil {
+			return nil, fmt.Errorf("begin %d steps: %w", len(rows), interpretError(ctx, err))
+		}
+		begun := make(map[store.StepKey]bool, len(inserted))
+		for _, r := range inserted {
+			begun[store.StepKey{RunID: r.RunID, Name: r.Name, Occurrence: int(r.Occurrence)}] = true
+		}
+		for i, p := range ps {
+			if p.New && begun[p.Key] {
+				attempts[i] = 1
+			}
+		}
+	}
+	for i, p := range ps {
+		if attempts[i] != 0 {
+			continue
+		}
+		p.New = false
+		n, err := t.StepBegin(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		attempts[i] = n
+	}
+	return attempts, nil
 }
 
 func (t *tx) StepComplete(ctx context.Context, p store.StepCompleteParams) error {

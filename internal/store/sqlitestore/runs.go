@@ -177,6 +177,29 @@ func (t *tx) RunFinish(ctx context.Context, l store.Lease, p store.RunFinishPara
 	return fencedRows("finish", l, n, err)
 }
 
+// RunFinishMany finishes the runs of items one by one: the writer's
+// transaction already gathers many callers' writes, and a statement per run
+// costs SQLite no round trip.
+func (t *tx) RunFinishMany(ctx context.Context, items []store.RunFinishItem) ([]int, error) {
+	var lost []int
+	for i, it := range items {
+		err := t.RunFinish(ctx, it.Lease, it.Finish)
+		if errors.Is(err, store.ErrLeaseLost) {
+			lost = append(lost, i)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if it.Step != nil {
+			if err := t.StepComplete(ctx, *it.Step); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return lost, nil
+}
+
 func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.RescuedRun, error) {
 	// Two statements, because RETURNING cannot report the expired deadline;
 	// the write transaction keeps them consistent.

@@ -70,6 +70,20 @@ func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error
 	return int(attempts), nil
 }
 
+// StepBeginMany begins ps one by one: a statement costs SQLite no round
+// trip.
+func (t *tx) StepBeginMany(ctx context.Context, ps []store.StepBeginParams) ([]int, error) {
+	attempts := make([]int, len(ps))
+	for i, p := range ps {
+		n, err := t.StepBegin(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		attempts[i] = n
+	}
+	return attempts, nil
+}
+
 func (t *tx) StepComplete(ctx context.Context, p store.StepCompleteParams) error {
 	n, err := t.q.StepComplete(ctx, sqlitedb.StepCompleteParams{
 		Output: p.Output, Compensable: boolInt(p.Compensable), Now: &p.Now,

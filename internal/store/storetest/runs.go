@@ -36,6 +36,7 @@ func runTests() []struct {
 		{"RunClaimConcurrent", testRunClaimConcurrent},
 		{"FencedWritesRejectLostLease", testFencedWritesRejectLostLease},
 		{"RunFinish", testRunFinish},
+		{"RunFinishMany", testRunFinishMany},
 		{"RunRescue", testRunRescue},
 		{"RunRescueLimit", testRunRescueLimit},
 		{"RunRequestCancel", testRunRequestCancel},
@@ -471,6 +472,90 @@ func testRunFinish(t *testing.T, s store.Store) {
 	want.Status, want.Error, want.Reason, want.LeaseOwner, want.LeaseExpiresAt, want.UpdatedAt =
 		store.RunSuspended, "refund failed", "compensation of refund exhausted its retries", "", 0, base+2
 	checkRun(t, s, want)
+}
+
+// testRunFinishMany: each item is recorded as RunFinish and StepComplete
+// would record it, a lost lease leaves its run and step untouched and is
+// reported by index, and a step that is not running fails the whole call.
+func testRunFinishMany(t *testing.T, s store.Store) {
+	var claimed []store.Run
+	for _, id := range []string{"a", "b", "c", "d"} {
+		p := runIn(t, s, id)
+		claimed = append(claimed, claimQueue(t, s, p.Queue, "w1", base))
+	}
+	a, b, c, d := claimed[0], claimed[1], claimed[2], claimed[3]
+	stepA := store.StepKey{RunID: "a", Name: "send"}
+	stepB := store.StepKey{RunID: "b", Name: "send"}
+	beginStep(t, s, store.StepKey{RunID: "a", Name: "before"}, `{}`, base+1)
+	completeStep(t, s, store.StepKey{RunID: "a", Name: "before"}, `1`, false, base+2)
+	beginStep(t, s, stepA, `{}`, base+3)
+	beginStep(t, s, stepB, `{}`, base+3)
+	stepBefore := step(t, s, stepB)
+	stale := b.Lease()
+	stale.Fence--
+	items := []store.RunFinishItem{
+		{Lease: a.Lease(), Finish: store.RunFinishParams{Status: store.RunCompleted, Output: []byte(`"A"`), FinishedAt: base + 10, Now: base + 11},
+			Step: &store.StepCompleteParams{Key: stepA, Output: []byte(`"sent"`), Compensable: true, Now: base + 9}},
+		{Lease: stale, Finish: store.RunFinishParams{Status: store.RunCompleted, Output: []byte(`"B"`), FinishedAt: base + 10, Now: base + 11},
+			Step: &store.StepCompleteParams{Key: stepB, Output: []byte(`"stolen"`), Now: base + 9}},
+		{Lease: c.Lease(), Finish: store.RunFinishParams{Status: store.RunFailed, Error: "boom", FinishedAt: base + 12, Now: base + 12}},
+		{Lease: d.Lease(), Finish: store.RunFinishParams{Status: store.RunSuspended, Error: "refund failed", Reason: "parked", Now: base + 13}},
+	}
+	var lost []int
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		lost, err = tx.RunFinishMany(ctx, items)
+		return err
+	})
+	if !slices.Equal(lost, []int{1}) {
+		t.Errorf("lost %v, want [1] (the stale fence)", lost)
+	}
+	want := a
+	want.Status, want.Output, want.LeaseOwner, want.LeaseExpiresAt, want.FinishedAt, want.UpdatedAt =
+		store.RunCompleted, []byte(`"A"`), "", 0, base+10, base+11
+	checkRun(t, s, want)
+	checkRun(t, s, b)
+	want = c
+	want.Status, want.Error, want.LeaseOwner, want.LeaseExpiresAt, want.FinishedAt, want.UpdatedAt =
+		store.RunFailed, "boom", "", 0, base+12, base+12
+	checkRun(t, s, want)
+	want = d
+	want.Status, want.Error, want.Reason, want.LeaseOwner, want.LeaseExpiresAt, want.UpdatedAt =
+		store.RunSuspended, "refund failed", "parked", "", 0, base+13
+	checkRun(t, s, want)
+	if st := step(t, s, stepA); st.Status != store.StepCompleted || string(st.Output) != `"sent"` || !st.Compensable ||
+		st.FinishedAt != base+9 || st.CompletedSeq != 2 {
+		t.Errorf("step %s: %+v; want completed with output \"sent\", compensable, finished %d, CompletedSeq 2 (after before)", stepA, st, base+9)
+	}
+	checkStep(t, s, stepBefore)
+
+	// A step that is not running fails the call, which the caller's
+	// transaction rolls back.
+	e := claimQueue(t, s, runIn(t, s, "e").Queue, "w1", base)
+	stepE := store.StepKey{RunID: "e", Name: "send"}
+	beginStep(t, s, stepE, `{}`, base+14)
+	completeStep(t, s, stepE, `"once"`, false, base+15)
+	doneE := step(t, s, stepE)
+	err := s.Write(t.Context(), func(tx store.Tx) error {
+		_, err := tx.RunFinishMany(t.Context(), []store.RunFinishItem{{Lease: e.Lease(),
+			Finish: store.RunFinishParams{Status: store.RunCompleted, FinishedAt: base + 20, Now: base + 20},
+			Step:   &store.StepCompleteParams{Key: stepE, Output: []byte(`"again"`), Now: base + 20}}})
+		return err
+	})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Errorf("RunFinishMany with a completed step: error %v, want %v", err, store.ErrConflict)
+	}
+	checkRun(t, s, e)
+	checkStep(t, s, doneE)
+
+	// No items, no statement.
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		lost, err := tx.RunFinishMany(ctx, nil)
+		if len(lost) != 0 {
+			t.Errorf("lost %v of no items", lost)
+		}
+		return err
+	})
 }
 
 func testRunRescue(t *testing.T, s store.Store) {

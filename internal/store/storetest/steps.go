@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/flowlite/flowlite/internal/store"
@@ -21,6 +22,7 @@ func stepTests() []struct {
 	}{
 		{"StepBegin", testStepBegin},
 		{"StepBeginNew", testStepBeginNew},
+		{"StepBeginMany", testStepBeginMany},
 		{"StepComplete", testStepComplete},
 		{"StepFail", testStepFail},
 		{"StepCompensationArm", testStepCompensationArm},
@@ -63,6 +65,53 @@ func testStepBeginNew(t *testing.T, s store.Store) {
 	done := step(t, s, charge)
 	if _, err := begin(base + 50); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("StepBegin with New of a completed step: error %v, want ErrConflict", err)
+	}
+	checkStep(t, s, done)
+}
+
+// testStepBeginMany checks that StepBeginMany begins each step as
+// StepBegin would: new ones at attempt 1 with their input and position,
+// existing ones at their next attempt, with or without New, in the order
+// given; a finished step fails the call.
+func testStepBeginMany(t *testing.T, s store.Store) {
+	insert(t, s, newRun("a"), newRun("b"))
+	again := store.StepKey{RunID: "b", Name: "again"}
+	beginStep(t, s, again, `{}`, base)
+	fresh := store.StepKey{RunID: "a", Name: "fresh"}
+	unmarked := store.StepKey{RunID: "a", Name: "unmarked", Occurrence: 1}
+	var attempts []int
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		attempts, err = tx.StepBeginMany(ctx, []store.StepBeginParams{
+			{Key: fresh, Input: []byte(`{"n":1}`), Position: 0, Now: base + 1, New: true},
+			{Key: again, Input: []byte(`{}`), Position: -1, Now: base + 2, New: true},
+			{Key: unmarked, Input: []byte{0xff, 0x00}, Position: 3, Now: base + 3},
+		})
+		return err
+	})
+	if !slices.Equal(attempts, []int{1, 2, 1}) {
+		t.Errorf("attempts %v, want [1 2 1]", attempts)
+	}
+	checkStep(t, s, store.Step{
+		RunID: "a", Name: "fresh", Status: store.StepRunning, Attempts: 1, Input: []byte(`{"n":1}`),
+		Compensation: store.CompensationNone, StartedAt: base + 1, Position: 0,
+	})
+	checkStep(t, s, store.Step{
+		RunID: "a", Name: "unmarked", Occurrence: 1, Status: store.StepRunning, Attempts: 1, Input: []byte{0xff, 0x00},
+		Compensation: store.CompensationNone, StartedAt: base + 3, Position: 3,
+	})
+	if st := step(t, s, again); st.Attempts != 2 || st.Status != store.StepRunning {
+		t.Errorf("step %s begun again: %+v; want running, 2 attempts", again, st)
+	}
+
+	completeStep(t, s, fresh, `"ok"`, false, base+4)
+	done := step(t, s, fresh)
+	err := s.Write(t.Context(), func(tx store.Tx) error {
+		_, err := tx.StepBeginMany(t.Context(), []store.StepBeginParams{{Key: fresh, Input: []byte(`{}`), Now: base + 5, New: true}})
+		return err
+	})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Errorf("StepBeginMany of a completed step: error %v, want ErrConflict", err)
 	}
 	checkStep(t, s, done)
 }
