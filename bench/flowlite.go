@@ -20,9 +20,14 @@ import (
 
 // flowlite's settings. Concurrency is per engine (per process); 64 keeps
 // both cores busy on no-op work without a long queue of goroutines waiting
-// for the single SQLite writer.
+// for the single SQLite writer. On PostgreSQL the runs that end together
+// share one outcome write and the runs claimed together one claim, so more
+// of them at once means fewer round trips and commits a job: 256 drained
+// 2.9x as fast as 64 with one process (7,156 vs 2,494 jobs/s, one sitting);
+// River gets MaxWorkers 2000 for the same reason.
 const (
-	flowliteConcurrency = 64
+	flowliteConcurrency   = 64
+	flowlitePGConcurrency = 256
 	// flowlitePoll is how late an engine notices work nobody woke it for;
 	// in these scenarios wakes arrive in-process (SQLite) or through
 	// LISTEN/NOTIFY (PostgreSQL), so the poll is the fallback only.
@@ -37,9 +42,13 @@ type latencyArgs struct {
 	T int64 `json:"t"`
 }
 
-func flowliteConfig() *flow.Config {
+func flowliteConfig() *flow.Config { return flowliteConfigOf(flowliteConcurrency) }
+
+func flowlitePGConfig() *flow.Config { return flowliteConfigOf(flowlitePGConcurrency) }
+
+func flowliteConfigOf(concurrency int) *flow.Config {
 	return &flow.Config{
-		Queues:       map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: flowliteConcurrency}},
+		Queues:       map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: concurrency}},
 		PollInterval: flowlitePoll,
 		Logger:       slog.New(slog.DiscardHandler),
 		// The reports table is not what is measured: write it rarely.
@@ -338,7 +347,7 @@ var flowlitePG = pgSystem{
 		defer db.Close()
 		// An engine that is never started: it migrates the schema and
 		// records runs.
-		e, err := flowpg.New(ctx, db, flowliteConfig(), nil)
+		e, err := flowpg.New(ctx, db, flowlitePGConfig(), nil)
 		if err != nil {
 			return fmt.Errorf("open engine: %w", err)
 		}
@@ -357,7 +366,7 @@ var flowlitePG = pgSystem{
 	},
 	doneQuery: "SELECT count(*) FROM flowlite.runs WHERE status = 'completed'",
 	produce: func(ctx context.Context, dsn string, n int) error {
-		e, err := flowpg.Open(ctx, dsn, flowliteConfig(), nil)
+		e, err := flowpg.Open(ctx, dsn, flowlitePGConfig(), nil)
 		if err != nil {
 			return fmt.Errorf("open engine: %w", err)
 		}
@@ -370,7 +379,7 @@ var flowlitePG = pgSystem{
 		})
 	},
 	worker: func(ctx context.Context, p params, ready func(), start, stop <-chan struct{}) ([]float64, error) {
-		e, err := flowpg.Open(ctx, p.DSN, flowliteConfig(), nil)
+		e, err := flowpg.Open(ctx, p.DSN, flowlitePGConfig(), nil)
 		if err != nil {
 			return nil, fmt.Errorf("open engine: %w", err)
 		}
