@@ -802,29 +802,42 @@ func (q *Queries) RunMakeDue(ctx context.Context, arg RunMakeDueParams) (int64, 
 	return result.RowsAffected()
 }
 
-const runReadyNextPriority = `-- name: RunReadyNextPriority :many
-SELECT r.priority FROM flowlite.runs AS r
-WHERE r.queue = $1
-  AND r.lease_owner IS NULL
-  AND r.status IN ('pending', 'waiting', 'compensating')
-  AND r.priority <= $2
+const runReadyPriorities = `-- name: RunReadyPriorities :many
+WITH RECURSIVE p(priority) AS (
+    (SELECT r.priority FROM flowlite.runs AS r
+     WHERE r.queue = $1 AND r.lease_owner IS NULL
+       AND r.status IN ('pending', 'waiting', 'compensating')
+       AND r.priority <= $3
+     ORDER BY r.priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.priority FROM flowlite.runs AS r
+            WHERE r.queue = $1 AND r.lease_owner IS NULL
+              AND r.status IN ('pending', 'waiting', 'compensating')
+              AND r.priority < p.priority
+            ORDER BY r.priority DESC LIMIT 1)
+    FROM p WHERE p.priority IS NOT NULL
+)
+SELECT p.priority::bigint AS priority FROM p
+WHERE p.priority IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $1 AND q.paused)
-ORDER BY r.priority DESC
-LIMIT 1
+LIMIT $2
 `
 
-type RunReadyNextPriorityParams struct {
-	Queue  string
-	AtMost int64
+type RunReadyPrioritiesParams struct {
+	Queue         string
+	MaxPriorities int32
+	AtMost        int64
 }
 
-// RunReadyNextPriority returns the highest priority up to @at_most among the
+// RunReadyPriorities returns the distinct priorities up to @at_most of the
 // unleased runs of a queue that may become claimable (pending, waiting or
-// compensating, due or not): no row when there is none, or when the queue
-// is paused. One seek in runs_ready; the claim goes through the queue one
-// priority at a time with it (see RunClaim).
-func (q *Queries) RunReadyNextPriority(ctx context.Context, arg RunReadyNextPriorityParams) ([]int64, error) {
-	rows, err := q.db.QueryContext(ctx, runReadyNextPriority, arg.Queue, arg.AtMost)
+// compensating, due or not), highest first and at most @max_priorities of
+// them: none when the queue is paused. A loose index scan of runs_ready,
+// one seek per priority, so that a claim learns every priority it may
+// need with one statement instead of probing again after each priority
+// (see RunClaim).
+func (q *Queries) RunReadyPriorities(ctx context.Context, arg RunReadyPrioritiesParams) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, runReadyPriorities, arg.Queue, arg.MaxPriorities, arg.AtMost)
 	if err != nil {
 		return nil, err
 	}

@@ -68,20 +68,32 @@ SELECT pg_advisory_xact_lock(sqlc.arg(lock_key)::bigint);
 -- name: RunGet :one
 SELECT * FROM flowlite.runs WHERE id = @id;
 
--- name: RunReadyNextPriority :many
--- RunReadyNextPriority returns the highest priority up to @at_most among the
+-- name: RunReadyPriorities :many
+-- RunReadyPriorities returns the distinct priorities up to @at_most of the
 -- unleased runs of a queue that may become claimable (pending, waiting or
--- compensating, due or not): no row when there is none, or when the queue
--- is paused. One seek in runs_ready; the claim goes through the queue one
--- priority at a time with it (see RunClaim).
-SELECT r.priority FROM flowlite.runs AS r
-WHERE r.queue = @queue
-  AND r.lease_owner IS NULL
-  AND r.status IN ('pending', 'waiting', 'compensating')
-  AND r.priority <= @at_most
+-- compensating, due or not), highest first and at most @max_priorities of
+-- them: none when the queue is paused. A loose index scan of runs_ready,
+-- one seek per priority, so that a claim learns every priority it may
+-- need with one statement instead of probing again after each priority
+-- (see RunClaim).
+WITH RECURSIVE p(priority) AS (
+    (SELECT r.priority FROM flowlite.runs AS r
+     WHERE r.queue = @queue AND r.lease_owner IS NULL
+       AND r.status IN ('pending', 'waiting', 'compensating')
+       AND r.priority <= @at_most
+     ORDER BY r.priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.priority FROM flowlite.runs AS r
+            WHERE r.queue = @queue AND r.lease_owner IS NULL
+              AND r.status IN ('pending', 'waiting', 'compensating')
+              AND r.priority < p.priority
+            ORDER BY r.priority DESC LIMIT 1)
+    FROM p WHERE p.priority IS NOT NULL
+)
+SELECT p.priority::bigint AS priority FROM p
+WHERE p.priority IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = @queue AND q.paused)
-ORDER BY r.priority DESC
-LIMIT 1;
+LIMIT @max_priorities;
 
 -- name: RunClaim :many
 -- RunClaim leases up to @max_runs ready runs of one queue and priority

@@ -32,6 +32,7 @@ func runTests() []struct {
 		{"RunClaimSelectsReadyRuns", testRunClaimSelectsReadyRuns},
 		{"RunClaimRespectsMax", testRunClaimRespectsMax},
 		{"RunClaimOrder", testRunClaimOrder},
+		{"RunClaimPastManyPriorities", testRunClaimPastManyPriorities},
 		{"RunClaimFenceAndStatus", testRunClaimFenceAndStatus},
 		{"RunClaimConcurrent", testRunClaimConcurrent},
 		{"FencedWritesRejectLostLease", testFencedWritesRejectLostLease},
@@ -260,6 +261,30 @@ func testRunClaimOrder(t *testing.T, s store.Store) {
 		if !slices.Equal(ids(got), want) {
 			t.Errorf("claim of %d: got %v, want %v (priority first, then run_at)", n, ids(got), want)
 		}
+	}
+}
+
+// testRunClaimPastManyPriorities: a claim goes on past any number of
+// priorities whose runs are not due (an adapter may learn them in pages)
+// to the due runs below them, in priority order.
+func testRunClaimPastManyPriorities(t *testing.T, s store.Store) {
+	var ps []store.RunInsertParams
+	for i := range 100 {
+		p := newRun(fmt.Sprintf("later%03d", i))
+		p.Priority, p.RunAt = 1000-i, base+60_000
+		ps = append(ps, p)
+	}
+	for i, prio := range []int{-5, -3, -4} {
+		p := newRun(fmt.Sprintf("due%d", i))
+		p.Priority, p.RunAt = prio, base-1
+		ps = append(ps, p)
+	}
+	insert(t, s, ps...)
+	got := claim(t, s, store.RunClaimParams{
+		Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 10, Now: base, LeaseExpiresAt: base + 1000,
+	})
+	if want := []string{"due1", "due2", "due0"}; !slices.Equal(ids(got), want) {
+		t.Errorf("claim below 100 priorities of runs not due: got %v, want %v", ids(got), want)
 	}
 }
 
