@@ -187,3 +187,47 @@ const (
 // CheckpointResult is the outcome of a checkpoint. See
 // [flowtype.CheckpointResult] for its fields.
 type CheckpointResult = flowtype.CheckpointResult
+
+// OpenShards opens a sharded engine on the SQLite files at paths, one
+// shard per file, each opened as Open opens one file (with its own
+// writer, so N files commit with up to N cores). The order of paths is
+// the set's: the first time, the files, created when missing, must hold no
+// runs, and each records its place in the set; later, paths that do not
+// name that set in that order (a file missing or added, reordered, or of
+// another set) are refused with flow.ErrShardSet, and nothing is changed.
+// One path is Open. See flow.NewSharded and the README's "Shards".
+func OpenShards(ctx context.Context, paths []string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	so := opts.storeOptions()
+	backends := make([]flow.Backend, len(paths))
+	for i, path := range paths {
+		backends[i] = &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
+			return sqlitestore.Open(ctx, path, so)
+		}}
+	}
+	e, err := flow.NewSharded(ctx, backends, cfg)
+	if err != nil && len(paths) > 1 {
+		return nil, fmt.Errorf("open shards %v: %w", paths, err)
+	}
+	return e, err
+}
+
+// OpenShardsReadOnly opens the shard set at paths, in the set's order,
+// only to read, as OpenReadOnly opens one file. The files must already
+// form the set.
+func OpenShardsReadOnly(ctx context.Context, paths []string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	var so sqlitestore.Options
+	if opts != nil {
+		so.BusyTimeout = opts.BusyTimeout
+	}
+	backends := make([]flow.Backend, len(paths))
+	for i, path := range paths {
+		backends[i] = &backend{readOnly: path, open: func(ctx context.Context) (*sqlitestore.Store, error) {
+			return sqlitestore.OpenReadOnly(ctx, path, so)
+		}}
+	}
+	e, err := flow.NewSharded(ctx, backends, cfg)
+	if err != nil && len(paths) > 1 {
+		return nil, fmt.Errorf("open shards %v read-only: %w", paths, err)
+	}
+	return e, err
+}
