@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -331,11 +332,16 @@ func TestShardedStartTx(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	paths := shardPaths(t, 2)
-	e := openShards(t, paths, nil)
+	// The program's own pools, one per shard file (flowsqlite.NewShards).
+	dbs := []*sql.DB{rawDB(t, paths[0]), rawDB(t, paths[1])}
+	e, err := flowsqlite.NewShards(ctx, dbs, testConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
 	flow.Register(e, shardDouble)
 	id := idIn(t, e, 1, "tx")
-	db := rawDB(t, paths[1])
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := dbs[e.PlaceRun(id, "")].BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

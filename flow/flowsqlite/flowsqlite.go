@@ -211,6 +211,31 @@ func OpenShards(ctx context.Context, paths []string, cfg *flow.Config, opts *Opt
 	return e, err
 }
 
+// NewShards is OpenShards on SQLite pools the caller opened (see DSN), one
+// per shard file, in the set's order, as New takes one: the pools are used
+// as they are, and Close does not close them. It is what StartTx and
+// EnqueueTx on a sharded engine need: a transaction of the pool of shard
+// i goes with Engine.Shard(i) (see Engine.PlaceRun).
+func NewShards(ctx context.Context, dbs []*sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	so := opts.storeOptions()
+	backends := make([]flow.Backend, len(dbs))
+	for i, db := range dbs {
+		backends[i] = &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
+			s, err := sqlitestore.OpenDB(ctx, db, so)
+			if err != nil {
+				return nil, err
+			}
+			if so.BusyTimeout != 0 && so.BusyTimeout != s.BusyTimeout() {
+				s.Close()
+				return nil, fmt.Errorf("new engine: Options.BusyTimeout is %s but the busy_timeout of pool %d is %s: open the pools with DSNBusy(path, sync, %s) or leave BusyTimeout zero",
+					so.BusyTimeout, i, s.BusyTimeout(), so.BusyTimeout)
+			}
+			return s, nil
+		}}
+	}
+	return flow.NewSharded(ctx, backends, cfg)
+}
+
 // OpenShardsReadOnly opens the shard set at paths, in the set's order,
 // only to read, as OpenReadOnly opens one file. The files must already
 // form the set.
