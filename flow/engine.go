@@ -120,7 +120,8 @@ type Config struct {
 	MaxPayloadBytes int64
 }
 
-// Engine runs workflows stored in one database.
+// Engine runs workflows stored in one database, or in a set of SQLite
+// files, its shards (NewSharded), to which it routes every call.
 type Engine struct {
 	core  *engine.Engine
 	store store.Store

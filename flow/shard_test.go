@@ -260,7 +260,7 @@ func TestShardedChildrenSignalsAndCancel(t *testing.T) {
 	}
 }
 
-// An operator's Skip reaches a suspended run in shard 1.
+// An operator's Resume and Skip reach a suspended run in shard 1.
 func TestShardedSkipSuspendedRun(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
@@ -286,6 +286,22 @@ func TestShardedSkipSuspendedRun(t *testing.T) {
 	var suspended *flow.SuspendedError
 	if _, err := r.Result(ctx); !errors.As(err, &suspended) {
 		t.Fatalf("run: %v, want suspended", err)
+	}
+	// Resume retries the compensation, which fails again.
+	if err := e.Resume(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run suspended again", func() bool {
+		h, err := e.History(ctx, id)
+		resumed := false
+		for _, ev := range h {
+			resumed = resumed || ev.Kind == flow.EventRunResumed
+		}
+		info, _ := e.Inspect(ctx, id)
+		return err == nil && resumed && info.Status == flow.StatusSuspended
+	})
+	if err := e.Resume(ctx, "nobody"); !errors.Is(err, flow.ErrRunNotFound) {
+		t.Fatalf("resume an unknown run: %v", err)
 	}
 	if err := e.Skip(ctx, id); err != nil {
 		t.Fatal(err)
