@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -535,5 +536,32 @@ func TestShardedSchedulesAndQueues(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Changes of shard 1: %v", err)
 		}
+	}
+}
+
+// A batch that fails in one shard names the item by its index in the
+// caller's slice, not in the shard's part of it.
+func TestShardedBatchErrorNamesTheCallersItem(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	e := openShards(t, shardPaths(t, 2), nil)
+	flow.Register(e, shardDouble)
+	flow.RegisterJob(e, shardJob)
+	taken := idIn(t, e, 1, "taken")
+	if _, err := flow.Enqueue(ctx, e, shardJob, "x", &flow.EnqueueOptions{RunID: taken}); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]flow.StartItem[int], 10)
+	for i := range items {
+		items[i] = flow.StartItem[int]{In: i, Opts: &flow.StartOptions{RunID: idIn(t, e, i%2, fmt.Sprintf("item%d", i))}}
+	}
+	items[7].Opts.RunID = taken // item 7 is in shard 1, the 4th of its part
+	_, err := flow.StartMany(ctx, e, shardDouble, items)
+	var ie *flow.ItemError
+	if !errors.As(err, &ie) || ie.Index != 7 || !errors.Is(err, flow.ErrRunExists) {
+		t.Fatalf("StartMany with a taken ID: %v (item %+v), want item 7, ErrRunExists", err, ie)
+	}
+	if !strings.Contains(err.Error(), "item 7") {
+		t.Fatalf("the error does not name item 7: %v", err)
 	}
 }
