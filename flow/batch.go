@@ -192,7 +192,10 @@ func startRuns(ctx context.Context, e *Engine, ps []engine.StartParams) ([]engin
 	}
 	parts := make([][]int, len(e.shards)) // item indexes, by shard
 	for i := range ps {
-		s, _ := e.placeStart(&ps[i]) // a sharded engine always places
+		s, err := e.placeStart(ctx, &ps[i])
+		if err != nil {
+			return nil, nil, &ItemError{Index: i, RunID: ps[i].ID, Err: err}
+		}
 		at[i] = s
 		parts[s.place.index] = append(parts[s.place.index], i)
 	}

@@ -230,7 +230,7 @@ func Enqueue[Args any](ctx context.Context, e *Engine, job Job[Args], args Args,
 	if err != nil {
 		return nil, err
 	}
-	s, err := e.placeStart(&p)
+	s, err := e.placeStart(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func EnqueueTx[Args any](ctx context.Context, e *Engine, tx *sql.Tx, job Job[Arg
 	if e.shards != nil {
 		return nil, e.errSharded("enqueue job " + job.Name + " in the caller's transaction")
 	}
-	if _, err := e.placeStart(&p); err != nil {
+	if _, err := e.placeStart(ctx, &p); err != nil {
 		return nil, err
 	}
 	st, err := e.core.StartRunTx(ctx, tx, p)

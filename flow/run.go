@@ -83,7 +83,7 @@ func Start[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], in
 	if err != nil {
 		return nil, err
 	}
-	s, err := e.placeStart(&p)
+	s, err := e.placeStart(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func StartTx[In, Out any](ctx context.Context, e *Engine, tx *sql.Tx, wf Workflo
 	if e.shards != nil {
 		return nil, e.errSharded("start " + p.Workflow.Name + " in the caller's transaction")
 	}
-	if _, err := e.placeStart(&p); err != nil {
+	if _, err := e.placeStart(ctx, &p); err != nil {
 		return nil, err
 	}
 	st, err := e.core.StartRunTx(ctx, tx, p)

@@ -251,12 +251,35 @@ func (e *Engine) all() []*Engine {
 
 // placeStart returns the shard engine that records the start p, drawing
 // its ID first when p has none, so that the ID names where the run is.
-func (e *Engine) placeStart(p *engine.StartParams) (*Engine, error) {
+//
+// A start with both an ID and a unique key is placed by the key, so a run
+// of that ID placed by another key may live in another shard: the ID is
+// looked for there first, and a run found is the start's (as on one file,
+// where the ID is an idempotency key). Two such starts at once, with one
+// ID and different keys, can still make two runs.
+func (e *Engine) placeStart(ctx context.Context, p *engine.StartParams) (*Engine, error) {
 	if e.shards != nil {
 		if p.ID == "" {
 			p.ID = engine.NewRunID()
+			return e.shards[placeKey(p.ID, p.UniqueKey, len(e.shards))], nil
 		}
-		return e.shards[placeKey(p.ID, p.UniqueKey, len(e.shards))], nil
+		target := placeKey(p.ID, p.UniqueKey, len(e.shards))
+		if p.UniqueKey == "" || p.ParentID != "" {
+			return e.shards[target], nil
+		}
+		for i, s := range e.shards {
+			if i == target {
+				continue
+			}
+			_, err := s.store.Reader().RunGet(ctx, p.ID)
+			if err == nil {
+				return s, nil
+			}
+			if !errors.Is(err, ErrRunNotFound) {
+				return nil, fmt.Errorf("start run %s: look for it in shard %d: %w", p.ID, i, err)
+			}
+		}
+		return e.shards[target], nil
 	}
 	if e.place == nil {
 		return e, nil

@@ -337,6 +337,18 @@ func TestShardedUniqueKeyHoldsAcrossShards(t *testing.T) {
 	if err != nil || counts[flow.StatusPending] != 1 {
 		t.Fatalf("CountRuns = %v, %v; want one pending run", counts, err)
 	}
+	// The ID of the first run, with another unique key placed in the
+	// other shard, is still the first run: the ID is an idempotency key.
+	var other string
+	for n := 0; other == ""; n++ {
+		if k := fmt.Sprintf("other-%d", n); e.PlaceRun("", k) != e.PlaceRun("", "only-one") {
+			other = k
+		}
+	}
+	again, err := flow.Enqueue(ctx, e, shardJob, "z", &flow.EnqueueOptions{RunID: a, UniqueKey: other})
+	if err != nil || !again.Existing() || again.ID() != a {
+		t.Fatalf("start of ID %s with another key: %v, %v", a, again, err)
+	}
 	// By-ID calls find a run outside its ID's home shard.
 	if info, err := e.Inspect(ctx, first.ID()); err != nil || info.UniqueKey != "only-one" {
 		t.Fatalf("inspect %s: %+v, %v", first.ID(), info, err)
