@@ -577,3 +577,61 @@ func TestShardedBatchErrorNamesTheCallersItem(t *testing.T) {
 		t.Fatalf("the error does not name item 7: %v", err)
 	}
 }
+
+// Dead letters of every shard are listed, requeued and purged through the
+// sharded engine.
+func TestShardedDeadLetters(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	e := openShards(t, shardPaths(t, 2), nil)
+	failing := flow.Job[int]{Name: "failing", Retry: &flow.RetryPolicy{MaxAttempts: 1},
+		Handler: func(context.Context, int) error { return errors.New("no") }}
+	flow.RegisterJob(e, failing)
+	startEngine(t, e)
+	var ids []string
+	for i := range 6 {
+		id := idIn(t, e, i%2, fmt.Sprintf("dead%d", i))
+		ids = append(ids, id)
+		if _, err := flow.Enqueue(ctx, e, failing, i, &flow.EnqueueOptions{RunID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dead []flow.RunInfo
+	eventually(t, "six dead letters", func() bool {
+		dead, _ = e.DeadLetters(ctx, flow.DeadLetterFilter{})
+		return len(dead) == 6
+	})
+	if !slices.IsSortedFunc(dead, func(a, b flow.RunInfo) int { return b.FinishedAt.Compare(a.FinishedAt) }) {
+		t.Fatal("dead letters are not the most recently failed first")
+	}
+	if few, err := e.DeadLetters(ctx, flow.DeadLetterFilter{Limit: 2}); err != nil || len(few) != 2 {
+		t.Fatalf("DeadLetters limit 2: %d, %v", len(few), err)
+	}
+	next, err := e.Requeue(ctx, ids[1]) // shard 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Shard(1).Inspect(ctx, next); err != nil {
+		t.Fatalf("requeued run %s is not in its dead letter's shard: %v", next, err)
+	}
+	if err := e.PurgeDeadRuns(ctx, ids[2], ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.PurgeDeadRuns(ctx, ids[4], "nobody"); !errors.Is(err, flow.ErrRunNotFound) {
+		t.Fatalf("purge with an unknown run: %v", err)
+	}
+	if _, err := e.Inspect(ctx, ids[4]); err != nil {
+		t.Fatalf("a refused purge deleted %s: %v", ids[4], err)
+	}
+	eventually(t, "the requeued run failed again", func() bool {
+		info, err := e.Inspect(ctx, next)
+		return err == nil && info.Status == flow.StatusFailed
+	})
+	n, err := e.PurgeDead(ctx, flow.DeadLetterFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 { // ids[0], ids[4], ids[5] and the requeued run
+		t.Fatalf("PurgeDead deleted %d dead letters, want 4", n)
+	}
+}
