@@ -539,6 +539,16 @@ func TestShardedSchedulesAndQueues(t *testing.T) {
 			t.Fatalf("shard %d queue stats: %+v, %v", i, stats, err)
 		}
 	}
+	// Definitions are stored in every shard.
+	d := flow.StoredDefinition{Name: "def", Version: 1, Hash: "h1", Body: []byte(`{"name":"def"}`)}
+	if _, err := e.PutDefinition(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if got, err := e.Shard(i).GetDefinition(ctx, "def", 1); err != nil || got.Hash != "h1" {
+			t.Fatalf("definition in shard %d: %+v, %v", i, got, err)
+		}
+	}
 	for _, err := range e.Changes(ctx, nil) {
 		if !errors.Is(err, flow.ErrSharded) {
 			t.Fatalf("Changes on a sharded engine: %v, want ErrSharded", err)
