@@ -90,6 +90,14 @@ func (e *FeedBehindError) OldestComplete() int64 { return e.PurgedThrough + 1 }
 //
 // The iteration ends after an error: the store's, a *FeedBehindError, or
 // ctx.Err() when following. opts may be nil.
+//
+// Each file of a sharded engine has a feed of its own: positions are a
+// file's commit order, and one int64 position cannot say where a reader is
+// in N files, nor is there an order between two files' commits to merge
+// them by. On a sharded engine Changes yields one error matching
+// ErrSharded; read each shard's feed with Shard(i).Changes, with its own
+// positions and consumers (run IDs tell which run a change is of, and a
+// run's changes are all in one shard's feed).
 func (e *Engine) Changes(ctx context.Context, opts *ChangesOptions) iter.Seq2[Change, error] {
 	if e.shards != nil {
 		err := e.errSharded("read the change feed")
