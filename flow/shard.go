@@ -168,6 +168,18 @@ func checkShardSet(ctx context.Context, opened []store.Opened, now int64) error 
 			return fmt.Errorf("create shard set: %w", err)
 		}
 	}
+	// Two backends on one file (the same path twice, a link) would share
+	// one record: the later write wins, and the set is refused, now and on
+	// every later open.
+	for i, sh := range sharders {
+		rec, _, err := sh.ShardGet(ctx)
+		if err != nil {
+			return fmt.Errorf("create shard set: %w", err)
+		}
+		if rec.Index != i {
+			return fmt.Errorf("%w: file %d and file %d are one database", ErrShardSet, i, rec.Index)
+		}
+	}
 	return nil
 }
 

@@ -471,6 +471,22 @@ func TestShardSetMismatchIsRefused(t *testing.T) {
 	}
 }
 
+// One file named twice is not a set.
+func TestShardSetOfOneFileTwiceIsRefused(t *testing.T) {
+	t.Parallel()
+	path := shardPaths(t, 1)[0]
+	for _, set := range [][]string{{path, path}, {path, filepath.Join(filepath.Dir(path), ".", filepath.Base(path))}} {
+		if e, err := flowsqlite.OpenShards(context.Background(), set, testConfig(), nil); !errors.Is(err, flow.ErrShardSet) {
+			if err == nil {
+				e.Close()
+			}
+			t.Fatalf("one file twice: %v, want ErrShardSet", err)
+		}
+	}
+	// Nothing was written: the file is a plain database.
+	openSQLiteEngine(t, path, nil, nil)
+}
+
 // A file that holds runs cannot become a shard: its runs would not be
 // where the set looks for them.
 func TestShardSetStartsFromNewFiles(t *testing.T) {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
@@ -197,6 +200,9 @@ type CheckpointResult = flowtype.CheckpointResult
 // another set) are refused with flow.ErrShardSet, and nothing is changed.
 // One path is Open. See flow.NewSharded and the README's "Shards".
 func OpenShards(ctx context.Context, paths []string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	if err := distinctFiles(paths); err != nil {
+		return nil, err
+	}
 	so := opts.storeOptions()
 	backends := make([]flow.Backend, len(paths))
 	for i, path := range paths {
@@ -217,6 +223,11 @@ func OpenShards(ctx context.Context, paths []string, cfg *flow.Config, opts *Opt
 // EnqueueTx on a sharded engine need: a transaction of the pool of shard
 // i goes with Engine.Shard(i) (see Engine.PlaceRun).
 func NewShards(ctx context.Context, dbs []*sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	for i, db := range dbs {
+		if j := slices.Index(dbs, db); j != i {
+			return nil, fmt.Errorf("new shards: %w: pools %d and %d are one pool", flow.ErrShardSet, j, i)
+		}
+	}
 	so := opts.storeOptions()
 	backends := make([]flow.Backend, len(dbs))
 	for i, db := range dbs {
@@ -240,6 +251,9 @@ func NewShards(ctx context.Context, dbs []*sql.DB, cfg *flow.Config, opts *Optio
 // only to read, as OpenReadOnly opens one file. The files must already
 // form the set.
 func OpenShardsReadOnly(ctx context.Context, paths []string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	if err := distinctFiles(paths); err != nil {
+		return nil, err
+	}
 	var so sqlitestore.Options
 	if opts != nil {
 		so.BusyTimeout = opts.BusyTimeout
@@ -255,4 +269,33 @@ func OpenShardsReadOnly(ctx context.Context, paths []string, cfg *flow.Config, o
 		return nil, fmt.Errorf("open shards %v read-only: %w", paths, err)
 	}
 	return e, err
+}
+
+// distinctFiles refuses a shard set that names one file twice (the same
+// path, or two paths of one file), before anything is opened: two shards
+// in one file would record one place in the set.
+func distinctFiles(paths []string) error {
+	type file struct {
+		abs  string
+		info os.FileInfo // nil for a file that does not exist yet
+	}
+	files := make([]file, len(paths))
+	for i, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("open shards: %w", err)
+		}
+		files[i].abs = abs
+		files[i].info, _ = os.Stat(p)
+		for j := range i {
+			same := files[j].abs == abs
+			if files[j].info != nil && files[i].info != nil {
+				same = same || os.SameFile(files[j].info, files[i].info)
+			}
+			if same {
+				return fmt.Errorf("open shards: %w: %s and %s are one file", flow.ErrShardSet, paths[j], p)
+			}
+		}
+	}
+	return nil
 }
