@@ -1,9 +1,7 @@
 package flow
 
 import (
-	"cmp"
 	"context"
-	"strings"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
@@ -53,10 +51,9 @@ func (e *Engine) Reports(ctx context.Context) ([]Report, error) {
 	if err != nil || len(lists) == 1 {
 		return lists[0], err
 	}
-	// Each shard's engine reports to its own file: one report per shard.
-	return mergeSorted(lists, 0, func(a, b Report) int {
-		return cmp.Or(a.StartedAt.Compare(b.StartedAt), strings.Compare(a.Owner, b.Owner))
-	}), nil
+	// Each shard's engine reports to its own file, under the worker ID its
+	// process gave every shard: one report per process again.
+	return mergeReports(lists), nil
 }
 
 // SumMetrics adds up engine metrics, e.g. those of Reports, into the

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -71,6 +73,15 @@ func NewSharded(ctx context.Context, backends []Backend, cfg *Config) (*Engine, 
 	}
 	if err := engine.CheckConfig(engineConfig(cfg, 0)); err != nil {
 		return nil, fmt.Errorf("new sharded engine: %w", err)
+	}
+	if cfg.WorkerID == "" {
+		// One worker ID for every shard, as engine.Config's default would
+		// draw it once: the shards' leases are in different files, and
+		// their reports merge into this process's one (Reports).
+		c := *cfg
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d-%08x", host, os.Getpid(), rand.Uint32())
+		cfg = &c
 	}
 	opened := make([]store.Opened, 0, len(backends))
 	closeAll := func() {
@@ -496,5 +507,52 @@ func mergeQueueStats(lists [][]engine.QueueStats) []engine.QueueStats {
 		slices.Sort(out[i].Durations)
 	}
 	slices.SortFunc(out, func(a, b engine.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	return out
+}
+
+// mergeReports merges the reports the shards' engines of one process
+// wrote, one per file under one worker ID, into one report per worker:
+// metrics summed, queues joined, started at the earliest, reported at the
+// latest, and live only while every shard's report is (the earliest
+// LiveUntil, the latest StoppedAt). Ordered as Reports orders them.
+func mergeReports(lists [][]Report) []Report {
+	byOwner := map[string]int{} // index in out
+	var out []Report
+	for _, l := range lists {
+		for _, r := range l {
+			i, ok := byOwner[r.Owner]
+			if !ok {
+				byOwner[r.Owner] = len(out)
+				r.Queues = slices.Clone(r.Queues)
+				out = append(out, r)
+				continue
+			}
+			m := &out[i]
+			m.Metrics = SumMetrics(m.Metrics, r.Metrics)
+			for _, q := range r.Queues {
+				if !slices.Contains(m.Queues, q) {
+					m.Queues = append(m.Queues, q)
+				}
+			}
+			if r.StartedAt.Before(m.StartedAt) {
+				m.StartedAt = r.StartedAt
+			}
+			if r.ReportedAt.After(m.ReportedAt) {
+				m.ReportedAt = r.ReportedAt
+			}
+			if r.LiveUntil.Before(m.LiveUntil) {
+				m.LiveUntil = r.LiveUntil
+			}
+			if r.StoppedAt.After(m.StoppedAt) {
+				m.StoppedAt = r.StoppedAt
+			}
+		}
+	}
+	for i := range out {
+		slices.Sort(out[i].Queues)
+	}
+	slices.SortStableFunc(out, func(a, b Report) int {
+		return cmp.Or(a.StartedAt.Compare(b.StartedAt), strings.Compare(a.Owner, b.Owner))
+	})
 	return out
 }

@@ -173,6 +173,22 @@ func TestShardedRunsSpreadAndComplete(t *testing.T) {
 	if m := e.Metrics(); m.RunsStarted != int64(len(runs)) {
 		t.Fatalf("Metrics().RunsStarted = %d, want %d", m.RunsStarted, len(runs))
 	}
+	// One process, one report: the shards' reports merge.
+	if err := e.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reports, err := e.Reports(ctx)
+	if err != nil || len(reports) != 1 {
+		t.Fatalf("Reports = %+v, %v; want one", reports, err)
+	}
+	if r := reports[0]; r.Metrics.RunsStarted != int64(len(runs)) || r.StoppedAt.IsZero() {
+		t.Fatalf("report: %d runs started (want %d), stopped at %v", r.Metrics.RunsStarted, len(runs), r.StoppedAt)
+	}
+	for i := range 2 {
+		if rs, _ := e.Shard(i).Reports(ctx); len(rs) != 1 || rs[0].Owner != reports[0].Owner {
+			t.Fatalf("shard %d reports %+v, want one by %s", i, rs, reports[0].Owner)
+		}
+	}
 }
 
 // Children land in their parent's shard, a custom child ID included, and
