@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
@@ -56,11 +57,11 @@ func EnqueueMany[Args any](ctx context.Context, e *Engine, job Job[Args], items 
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
-	sts, err := e.core.StartRuns(ctx, ps)
+	sts, at, err := startRuns(ctx, e, ps)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %d runs of job %s: %w", len(ps), job.Name, err)
 	}
-	return handles[struct{}](e, sts), nil
+	return handles[struct{}](at, sts), nil
 }
 
 // EnqueueManyTx is EnqueueMany inside the caller's transaction on the
@@ -76,11 +77,14 @@ func EnqueueManyTx[Args any](ctx context.Context, e *Engine, tx *sql.Tx, job Job
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
+	if err := placeTx(e, ps); err != nil {
+		return nil, fmt.Errorf("enqueue %d runs of job %s in the caller's transaction: %w", len(ps), job.Name, err)
+	}
 	sts, err := e.core.StartRunsTx(ctx, tx, ps)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %d runs of job %s: %w", len(ps), job.Name, err)
 	}
-	return handles[struct{}](e, sts), nil
+	return handles[struct{}](same(e, len(sts)), sts), nil
 }
 
 // StartMany records a run of wf for each item, in one transaction and a
@@ -92,11 +96,11 @@ func StartMany[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out]
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
-	sts, err := e.core.StartRuns(ctx, ps)
+	sts, at, err := startRuns(ctx, e, ps)
 	if err != nil {
 		return nil, fmt.Errorf("start %d runs of %s: %w", len(ps), workflowKey(wf.Name, wf.version()), err)
 	}
-	return handles[Out](e, sts), nil
+	return handles[Out](at, sts), nil
 }
 
 // StartManyTx is StartMany inside the caller's transaction, as
@@ -106,11 +110,23 @@ func StartManyTx[In, Out any](ctx context.Context, e *Engine, tx *sql.Tx, wf Wor
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
+	if err := placeTx(e, ps); err != nil {
+		return nil, fmt.Errorf("start %d runs of %s in the caller's transaction: %w", len(ps), workflowKey(wf.Name, wf.version()), err)
+	}
 	sts, err := e.core.StartRunsTx(ctx, tx, ps)
 	if err != nil {
 		return nil, fmt.Errorf("start %d runs of %s: %w", len(ps), workflowKey(wf.Name, wf.version()), err)
 	}
-	return handles[Out](e, sts), nil
+	return handles[Out](same(e, len(sts)), sts), nil
+}
+
+// same returns n times e.
+func same(e *Engine, n int) []*Engine {
+	at := make([]*Engine, n)
+	for i := range at {
+		at[i] = e
+	}
+	return at
 }
 
 func enqueueManyParams[Args any](e *Engine, job Job[Args], items []EnqueueItem[Args]) ([]engine.StartParams, error) {
@@ -148,10 +164,83 @@ func runIDOf(opts *EnqueueOptions) string {
 	return opts.RunID
 }
 
-func handles[Out any](e *Engine, sts []engine.Started) []*Run[Out] {
+// handles returns a handle on each run, on the engine at[i] that holds it.
+func handles[Out any](at []*Engine, sts []engine.Started) []*Run[Out] {
 	runs := make([]*Run[Out], len(sts))
 	for i, st := range sts {
-		runs[i] = &Run[Out]{e: e, id: st.Run.ID, existing: st.Existing}
+		runs[i] = &Run[Out]{e: at[i], id: st.Run.ID, existing: st.Existing}
 	}
 	return runs
+}
+
+// startRuns records a batch, and returns what each item started and the
+// engine that holds it. On a sharded engine the batch is split by shard
+// and each shard's part is one transaction, written at once with the
+// others' (each file has its own writer); an error in one part leaves the
+// parts of the other shards recorded.
+func startRuns(ctx context.Context, e *Engine, ps []engine.StartParams) ([]engine.Started, []*Engine, error) {
+	at := make([]*Engine, len(ps))
+	if e.shards == nil {
+		if err := placeTx(e, ps); err != nil {
+			return nil, nil, err
+		}
+		for i := range at {
+			at[i] = e
+		}
+		sts, err := e.core.StartRuns(ctx, ps)
+		return sts, at, err
+	}
+	parts := make([][]int, len(e.shards)) // item indexes, by shard
+	for i := range ps {
+		s, err := e.placeStart(ctx, &ps[i])
+		if err != nil {
+			return nil, nil, &ItemError{Index: i, RunID: ps[i].ID, Err: err}
+		}
+		at[i] = s
+		parts[s.place.index] = append(parts[s.place.index], i)
+	}
+	sts := make([]engine.Started, len(ps))
+	_, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) (struct{}, error) {
+		idx := parts[s.place.index]
+		if len(idx) == 0 {
+			return struct{}{}, nil
+		}
+		part := make([]engine.StartParams, len(idx))
+		for j, i := range idx {
+			part[j] = ps[i]
+		}
+		got, err := s.core.StartRuns(ctx, part)
+		if err != nil {
+			var ie *ItemError
+			if errors.As(err, &ie) && ie.Index >= 0 && ie.Index < len(idx) {
+				ie.Index = idx[ie.Index] // the caller's index, not the part's
+			}
+			return struct{}{}, err
+		}
+		for j, i := range idx {
+			sts[i] = got[j]
+		}
+		return struct{}{}, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sts, at, nil
+}
+
+// placeTx refuses a batch in the caller's transaction on a sharded engine,
+// and on one shard's engine any item placed in another shard, naming it.
+func placeTx(e *Engine, ps []engine.StartParams) error {
+	if e.shards != nil {
+		return e.errSharded("a transaction belongs to one file")
+	}
+	if e.place == nil {
+		return nil
+	}
+	for i := range ps {
+		if err := e.checkPlace(&ps[i]); err != nil {
+			return &ItemError{Index: i, RunID: ps[i].ID, Err: err}
+		}
+	}
+	return nil
 }

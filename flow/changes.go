@@ -90,7 +90,19 @@ func (e *FeedBehindError) OldestComplete() int64 { return e.PurgedThrough + 1 }
 //
 // The iteration ends after an error: the store's, a *FeedBehindError, or
 // ctx.Err() when following. opts may be nil.
+//
+// Each file of a sharded engine has a feed of its own: positions are a
+// file's commit order, and one int64 position cannot say where a reader is
+// in N files, nor is there an order between two files' commits to merge
+// them by. On a sharded engine Changes yields one error matching
+// ErrSharded; read each shard's feed with Shard(i).Changes, with its own
+// positions and consumers (run IDs tell which run a change is of, and a
+// run's changes are all in one shard's feed).
 func (e *Engine) Changes(ctx context.Context, opts *ChangesOptions) iter.Seq2[Change, error] {
+	if e.shards != nil {
+		err := e.errSharded("read the change feed")
+		return func(yield func(Change, error) bool) { yield(Change{}, err) }
+	}
 	var o ChangesOptions
 	if opts != nil {
 		o = *opts
@@ -135,6 +147,9 @@ type ChangeConsumer struct {
 
 // ChangeConsumers lists the change feed's registered consumers, by name.
 func (e *Engine) ChangeConsumers(ctx context.Context) ([]ChangeConsumer, error) {
+	if e.shards != nil {
+		return nil, e.errSharded("list change consumers")
+	}
 	cs, err := e.store.Reader().FeedConsumerList(ctx)
 	if err != nil {
 		return nil, err
@@ -149,6 +164,9 @@ func (e *Engine) ChangeConsumers(ctx context.Context) ([]ChangeConsumer, error) 
 // DeleteChangeConsumer forgets a consumer (retention stops waiting for
 // it) and reports whether it existed.
 func (e *Engine) DeleteChangeConsumer(ctx context.Context, name string) (bool, error) {
+	if e.shards != nil {
+		return false, e.errSharded("delete change consumer " + name)
+	}
 	var deleted bool
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		var err error

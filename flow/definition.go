@@ -52,14 +52,27 @@ func (e *Engine) PutDefinition(ctx context.Context, d StoredDefinition) (PutResu
 		return "", fmt.Errorf("put definition %s version %d: a hash and a body are required", d.Name, d.Version)
 	}
 	now := e.core.Config().Clock.Now().UnixMilli()
+	// A sharded engine stores every definition in every shard, shard 0
+	// first (reads use shard 0), so that any shard's runs find it.
+	// Putting the same definition again is idempotent: after an error,
+	// put it again.
 	var res PutResult
-	err := e.store.Write(ctx, func(tx store.Tx) error {
-		var err error
-		res, err = tx.DefinitionPut(ctx, store.Definition{Name: d.Name, Version: d.Version, Hash: d.Hash, Body: d.Body, File: d.File}, now)
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("put definition: %w", err)
+	for i, s := range e.all() {
+		var r PutResult
+		err := s.store.Write(ctx, func(tx store.Tx) error {
+			var err error
+			r, err = tx.DefinitionPut(ctx, store.Definition{Name: d.Name, Version: d.Version, Hash: d.Hash, Body: d.Body, File: d.File}, now)
+			return err
+		})
+		if err != nil {
+			if e.shards != nil {
+				return "", fmt.Errorf("put definition in shard %d: %w", i, err)
+			}
+			return "", fmt.Errorf("put definition: %w", err)
+		}
+		if i == 0 {
+			res = r
+		}
 	}
 	return res, nil
 }

@@ -73,6 +73,17 @@
 //
 //	eng, err := flowsqlite.Open(ctx, "app.db", &flow.Config{…}, nil)
 //
+// # Shards
+//
+// A SQLite file has one writer, so an engine on one file commits with
+// about one core. NewSharded (flowsqlite.OpenShards) runs one engine over
+// several files, each with its own writer, and routes every call: a run
+// lives in the shard PlaceRun names (by its unique key, else its ID up to
+// the first '/', so children stay with their parent), calls by run ID find
+// it in any shard, and lists merge every shard. What belongs to one file
+// (the change feed, Backup, transactions of the caller) is on Shard(i).
+// See shard.go and the README's "Shards".
+//
 // # Bad input
 //
 // What comes from outside is checked before anything is recorded, so that

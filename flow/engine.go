@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -119,13 +120,21 @@ type Config struct {
 	MaxPayloadBytes int64
 }
 
-// Engine runs workflows stored in one database.
+// Engine runs workflows stored in one database, or in a set of SQLite
+// files, its shards (NewSharded), to which it routes every call.
 type Engine struct {
 	core  *engine.Engine
 	store store.Store
 	// readOnly names the database of an engine whose backend opened it
 	// only to read (flowsqlite.OpenReadOnly).
 	readOnly string
+	// shards are the engines of a sharded engine's files (NewSharded), to
+	// which it routes every call; core and store are then shard 0's. Nil
+	// for a plain engine.
+	shards []*Engine
+	// place is the place in its set of one shard's engine; nil for a
+	// plain or a sharded engine.
+	place *shardPlace
 }
 
 // Backend is a database an Engine runs on. A backend package makes one and
@@ -160,6 +169,10 @@ func New(ctx context.Context, b Backend, cfg *Config) (*Engine, error) {
 	o, err := b.OpenStore(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkNotShard(ctx, o); err != nil {
+		o.Store.Close()
+		return nil, fmt.Errorf("new engine: %w", err)
 	}
 	e, err := newEngine(o, cfg)
 	if err != nil {
@@ -226,7 +239,12 @@ func RegisterSafely[In, Out any](e *Engine, wf Workflow[In, Out]) error {
 	if wf.Version < 0 {
 		return fmt.Errorf("register workflow %q: negative version %d", wf.Name, wf.Version)
 	}
-	return e.core.Register(wf.definition())
+	for _, s := range e.all() {
+		if err := s.core.Register(wf.definition(e)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Start starts working: claiming runs of the configured queues, renewing
@@ -238,13 +256,35 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.readOnly != "" {
 		return fmt.Errorf("start engine on %s: %w: it was opened with OpenReadOnly", e.readOnly, ErrReadOnly)
 	}
-	return e.core.Start(ctx)
+	if e.shards == nil {
+		return e.core.Start(ctx)
+	}
+	for i, s := range e.shards {
+		if err := s.core.Start(ctx); err != nil {
+			stopped, cancel := context.WithCancel(context.Background())
+			cancel()
+			for _, t := range e.shards[:i] {
+				_ = t.core.Stop(stopped)
+			}
+			return fmt.Errorf("start shard %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // Stop stops claiming runs and waits for those in flight to settle. If ctx
 // ends first, they are interrupted and released for another worker at once;
 // Stop then returns an error saying so. Nothing recorded is lost either way.
-func (e *Engine) Stop(ctx context.Context) error { return e.core.Stop(ctx) }
+func (e *Engine) Stop(ctx context.Context) error {
+	if e.shards == nil {
+		return e.core.Stop(ctx)
+	}
+	// The shards drain at once, each within ctx.
+	_, err := eachShard(ctx, e, func(_ context.Context, s *Engine) (struct{}, error) {
+		return struct{}{}, s.core.Stop(ctx)
+	})
+	return err
+}
 
 // Close stops the engine at once (interrupting runs in flight, which are
 // released and resume later) and closes its store, and the database if the
@@ -253,8 +293,12 @@ func (e *Engine) Stop(ctx context.Context) error { return e.core.Stop(ctx) }
 func (e *Engine) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_ = e.core.Stop(ctx)
-	return e.store.Close()
+	var errs []error
+	for _, s := range e.all() {
+		_ = s.core.Stop(ctx)
+		errs = append(errs, s.store.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Cancel cancels a run. A run that a worker executes sees it through its
@@ -268,20 +312,32 @@ func (e *Engine) Close() error {
 // undone). Unfinished children are cancelled with their parent.
 // Cancelling a finished run returns ErrRunFinished; an unknown run,
 // ErrRunNotFound.
-func (e *Engine) Cancel(ctx context.Context, runID string) error { return e.core.Cancel(ctx, runID) }
+func (e *Engine) Cancel(ctx context.Context, runID string) error {
+	return byIDErr(e, runID, func(s *Engine) error { return s.core.Cancel(ctx, runID) })
+}
 
 // Resume puts a suspended run back to work: failed compensations get a fresh
 // set of attempts; a run suspended before its workflow failed runs again.
-func (e *Engine) Resume(ctx context.Context, runID string) error { return e.core.Resume(ctx, runID) }
+func (e *Engine) Resume(ctx context.Context, runID string) error {
+	return byIDErr(e, runID, func(s *Engine) error { return s.core.Resume(ctx, runID) })
+}
 
 // Skip marks the failed compensations of a suspended run as done without
 // running them and continues its unwind.
-func (e *Engine) Skip(ctx context.Context, runID string) error { return e.core.Skip(ctx, runID) }
+func (e *Engine) Skip(ctx context.Context, runID string) error {
+	return byIDErr(e, runID, func(s *Engine) error { return s.core.Skip(ctx, runID) })
+}
 
 // Rescue re-queues runs whose lease expired now, instead of at the next
 // rescue tick, and returns how many.
-func (e *Engine) Rescue(ctx context.Context) (int, error) { return e.core.Rescue(ctx) }
+func (e *Engine) Rescue(ctx context.Context) (int, error) {
+	return sumShards(e, func(s *Engine) (int, error) { return s.core.Rescue(ctx) })
+}
 
 // WakeAll makes the engine look for due runs now and cancels runs in flight
 // whose deadline the clock passed, e.g. after a test clock moved.
-func (e *Engine) WakeAll() { e.core.WakeAll() }
+func (e *Engine) WakeAll() {
+	for _, s := range e.all() {
+		s.core.WakeAll()
+	}
+}

@@ -138,6 +138,10 @@ type WaitingWorkflow struct {
 
 // Inspect returns a run with its steps.
 func (e *Engine) Inspect(ctx context.Context, runID string) (RunInfo, error) {
+	return byID(e, runID, func(s *Engine) (RunInfo, error) { return s.inspect(ctx, runID) })
+}
+
+func (e *Engine) inspect(ctx context.Context, runID string) (RunInfo, error) {
 	r := e.store.Reader()
 	run, err := r.RunGet(ctx, runID)
 	if err != nil {
@@ -165,6 +169,10 @@ func stepRecord(s store.Step) StepRecord {
 
 // History returns the events of a run, oldest first.
 func (e *Engine) History(ctx context.Context, runID string) ([]Event, error) {
+	return byID(e, runID, func(s *Engine) ([]Event, error) { return s.history(ctx, runID) })
+}
+
+func (e *Engine) history(ctx context.Context, runID string) ([]Event, error) {
 	if _, err := e.store.Reader().RunGet(ctx, runID); err != nil {
 		return nil, err
 	}
@@ -182,12 +190,20 @@ func (e *Engine) History(ctx context.Context, runID string) ([]Event, error) {
 
 // ListRuns returns runs, newest first, without their steps.
 func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]RunInfo, error) {
-	runs, err := e.store.Reader().RunList(ctx, store.RunListParams{
-		Status: f.Status, Workflow: f.Workflow, Queue: f.Queue, Limit: f.Limit,
-		Since: unixMillis(f.Since), Before: unixMillis(f.Until),
+	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]store.Run, error) {
+		return s.store.Reader().RunList(ctx, store.RunListParams{
+			Status: f.Status, Workflow: f.Workflow, Queue: f.Queue, Limit: f.Limit,
+			Since: unixMillis(f.Since), Before: unixMillis(f.Until),
+		})
 	})
 	if err != nil {
 		return nil, err
+	}
+	runs := lists[0]
+	if len(lists) > 1 {
+		// Each shard returned up to the limit: the newest of them all are
+		// the newest overall.
+		runs = mergeSorted(lists, listLimit(f.Limit), newestFirst)
 	}
 	out := make([]RunInfo, len(runs))
 	for i, r := range runs {
@@ -198,15 +214,33 @@ func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 
 // CountRuns returns how many runs are in each state.
 func (e *Engine) CountRuns(ctx context.Context) (map[RunStatus]int64, error) {
-	return e.store.Reader().RunCountByStatus(ctx)
+	counts, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) (map[RunStatus]int64, error) {
+		return s.store.Reader().RunCountByStatus(ctx)
+	})
+	if err != nil || len(counts) == 1 {
+		return counts[0], err
+	}
+	out := make(map[RunStatus]int64)
+	for _, c := range counts {
+		for st, n := range c {
+			out[st] += n
+		}
+	}
+	return out, nil
 }
 
 // Waiting lists ready runs of workflow versions this engine does not
 // register. The engine also logs them once a minute.
 func (e *Engine) Waiting(ctx context.Context) ([]WaitingWorkflow, error) {
-	counts, err := e.core.Unrunnable(ctx)
+	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]store.UnrunnableCount, error) {
+		return s.core.Unrunnable(ctx)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("count waiting runs: %w", err)
+	}
+	counts := lists[0]
+	if len(lists) > 1 {
+		counts = mergeUnrunnable(lists)
 	}
 	out := make([]WaitingWorkflow, len(counts))
 	for i, c := range counts {

@@ -230,11 +230,15 @@ func Enqueue[Args any](ctx context.Context, e *Engine, job Job[Args], args Args,
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.core.StartRun(ctx, p)
+	s, err := e.placeStart(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
-	return &Run[struct{}]{e: e, id: st.Run.ID, existing: st.Existing}, nil
+	st, err := s.core.StartRun(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[struct{}]{e: s, id: st.Run.ID, existing: st.Existing}, nil
 }
 
 // EnqueueTx records a run of job inside the caller's transaction on the
@@ -244,6 +248,12 @@ func Enqueue[Args any](ctx context.Context, e *Engine, job Job[Args], args Args,
 func EnqueueTx[Args any](ctx context.Context, e *Engine, tx *sql.Tx, job Job[Args], args Args, opts *EnqueueOptions) (*Run[struct{}], error) {
 	p, err := enqueueParams(e, job, args, opts)
 	if err != nil {
+		return nil, err
+	}
+	if e.shards != nil {
+		return nil, e.errSharded("enqueue job " + job.Name + " in the caller's transaction")
+	}
+	if _, err := e.placeStart(ctx, &p); err != nil {
 		return nil, err
 	}
 	st, err := e.core.StartRunTx(ctx, tx, p)

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
@@ -35,7 +36,9 @@ type FileHealth = flowtype.FileHealth
 // their steps, history and signals, and returns how many runs it deleted.
 // Age is measured on the engine's clock. It deletes in small transactions
 // through the engine's single writer, so runs in flight keep progressing.
-func (e *Engine) Clean(ctx context.Context) (deleted int, err error) { return e.core.Clean(ctx) }
+func (e *Engine) Clean(ctx context.Context) (deleted int, err error) {
+	return sumShards(e, func(s *Engine) (int, error) { return s.core.Clean(ctx) })
+}
 
 // The file operations below are those of a database kept in one file with
 // a write-ahead log, which is what flowsqlite's backend is. They stay on
@@ -45,7 +48,13 @@ func (e *Engine) Clean(ctx context.Context) (deleted int, err error) { return e.
 
 // FileHealth returns the sizes of the database file and its WAL, and what
 // this engine's last checkpoint did.
-func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) { return e.core.FileHealth(ctx) }
+// On a sharded engine, ask each shard (Engine.Shard).
+func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) {
+	if e.shards != nil {
+		return FileHealth{}, e.errSharded("file health")
+	}
+	return e.core.FileHealth(ctx)
+}
 
 // Checkpoint checkpoints the WAL now, in one of SQLite's modes
 // (flowsqlite.CheckpointPassive, …), and records it under this engine's
@@ -54,6 +63,9 @@ func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) { return e.
 // other than passive hold writes back while they wait for readers, at most
 // about a second.
 func (e *Engine) Checkpoint(ctx context.Context, mode flowtype.CheckpointMode) (flowtype.CheckpointResult, error) {
+	if e.shards != nil {
+		return flowtype.CheckpointResult{}, e.errSharded("checkpoint")
+	}
 	return e.core.Checkpoint(ctx, mode)
 }
 
@@ -66,6 +78,9 @@ func (e *Engine) Checkpoint(ctx context.Context, mode flowtype.CheckpointMode) (
 // Copying the database file by hand while an engine has it open is unsafe:
 // the copy misses what the WAL holds.
 func (e *Engine) Backup(ctx context.Context, dstPath string) error {
+	if e.shards != nil {
+		return e.errSharded("back up to " + dstPath)
+	}
 	return e.core.Backup(ctx, dstPath)
 }
 
@@ -77,4 +92,21 @@ func (e *Engine) Backup(ctx context.Context, dstPath string) error {
 // damaged value that still parses as JSON goes unnoticed. It reads every
 // page, so it takes a while on a large file, but it does not block the
 // engine.
-func (e *Engine) Check(ctx context.Context) ([]string, error) { return e.core.Check(ctx) }
+// On a sharded engine it checks every shard, and each problem names its
+// shard.
+func (e *Engine) Check(ctx context.Context) ([]string, error) {
+	if e.shards == nil {
+		return e.core.Check(ctx)
+	}
+	var problems []string
+	for i, s := range e.shards {
+		ps, err := s.core.Check(ctx)
+		if err != nil {
+			return problems, fmt.Errorf("check shard %d: %w", i, err)
+		}
+		for _, p := range ps {
+			problems = append(problems, fmt.Sprintf("shard %d: %s", i, p))
+		}
+	}
+	return problems, nil
+}

@@ -22,7 +22,16 @@ type Histogram = flowtype.Histogram
 
 // Metrics returns a snapshot of the engine's in-process instrumentation.
 // It is cheap (no database access) and safe to call at any time.
-func (e *Engine) Metrics() EngineMetrics { return e.core.Metrics() }
+func (e *Engine) Metrics() EngineMetrics {
+	if e.shards == nil {
+		return e.core.Metrics()
+	}
+	m := make([]EngineMetrics, len(e.shards))
+	for i, s := range e.shards {
+		m[i] = s.core.Metrics()
+	}
+	return SumMetrics(m...)
+}
 
 // Report is what one engine wrote to the database about itself: its worker
 // ID, host and process, when it started and last reported (on its clock),
@@ -37,7 +46,15 @@ type Report = flowtype.Report
 // once a minute (so readers can tell it from a crashed one), and at Stop,
 // so a report is at most one interval behind. Add the metrics up
 // with SumMetrics.
-func (e *Engine) Reports(ctx context.Context) ([]Report, error) { return e.core.Reports(ctx) }
+func (e *Engine) Reports(ctx context.Context) ([]Report, error) {
+	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]Report, error) { return s.core.Reports(ctx) })
+	if err != nil || len(lists) == 1 {
+		return lists[0], err
+	}
+	// Each shard's engine reports to its own file, under the worker ID its
+	// process gave every shard: one report per process again.
+	return mergeReports(lists), nil
+}
 
 // SumMetrics adds up engine metrics, e.g. those of Reports, into the
 // totals of a database. The sums only grow unless a report is deleted (by

@@ -26,7 +26,7 @@ const (
 // may still read its outcome (ErrConflict, as PurgeDead keeps it); an
 // unknown run is ErrRunNotFound.
 func (e *Engine) DeleteRun(ctx context.Context, runID string) error {
-	return e.core.DeleteRun(ctx, runID)
+	return byIDErr(e, runID, func(s *Engine) error { return s.core.DeleteRun(ctx, runID) })
 }
 
 // RunNow makes a pending run due now and wakes its queue: a run started or
@@ -37,7 +37,7 @@ func (e *Engine) DeleteRun(ctx context.Context, runID string) error {
 // child), compensating or suspended one (ErrConflict, naming its state); an
 // unknown run is ErrRunNotFound.
 func (e *Engine) RunNow(ctx context.Context, runID string) error {
-	return e.core.RunNow(ctx, runID)
+	return byIDErr(e, runID, func(s *Engine) error { return s.core.RunNow(ctx, runID) })
 }
 
 // JobSnooze returns the error a job's Handler (or any step's Run) returns to

@@ -3,6 +3,8 @@ package flow
 import (
 	"context"
 	"time"
+
+	"github.com/flowlite/flowlite/internal/engine"
 )
 
 // PauseQueue stops every engine on the database, in every process, from
@@ -14,7 +16,8 @@ import (
 // Runs can still be started in a paused queue. Pausing a paused queue does
 // nothing; a queue need not exist to be paused.
 func (e *Engine) PauseQueue(ctx context.Context, queue string) error {
-	return e.core.PauseQueue(ctx, queue)
+	_, err := sumShards(e, func(s *Engine) (int, error) { return 0, s.core.PauseQueue(ctx, queue) })
+	return err
 }
 
 // ResumeQueue lets engines claim runs of queue again; this engine looks at
@@ -22,7 +25,8 @@ func (e *Engine) PauseQueue(ctx context.Context, queue string) error {
 // them). Resuming a queue that is not paused does
 // nothing.
 func (e *Engine) ResumeQueue(ctx context.Context, queue string) error {
-	return e.core.ResumeQueue(ctx, queue)
+	_, err := sumShards(e, func(s *Engine) (int, error) { return 0, s.core.ResumeQueue(ctx, queue) })
+	return err
 }
 
 // QueueStats describes a queue at the time QueueStats read it, on the
@@ -63,9 +67,15 @@ type QueueStats struct {
 // database keeps, so its cost grows with them (about 150ms per 100,000
 // runs on a small machine): it is meant for operators, not hot paths.
 func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
-	list, err := e.core.QueueStats(ctx)
+	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]engine.QueueStats, error) {
+		return s.core.QueueStats(ctx)
+	})
 	if err != nil {
 		return nil, err
+	}
+	list := lists[0]
+	if len(lists) > 1 {
+		list = mergeQueueStats(lists)
 	}
 	now := e.core.Config().Clock.Now()
 	out := make([]QueueStats, len(list))

@@ -83,19 +83,35 @@ func Start[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], in
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.core.StartRun(ctx, p)
+	s, err := e.placeStart(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
-	return &Run[Out]{e: e, id: st.Run.ID, existing: st.Existing}, nil
+	st, err := s.core.StartRun(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[Out]{e: s, id: st.Run.ID, existing: st.Existing}, nil
 }
 
 // StartTx records a run inside the caller's transaction on the engine's
 // database: the run exists only if tx commits. Workers see it at their next
 // poll after the commit.
+//
+// A transaction belongs to one file: on a sharded engine, call StartTx on
+// the shard's engine, Engine.Shard(Engine.PlaceRun(id, "")), with tx on
+// that shard's database; the sharded engine itself refuses with
+// ErrSharded, and a shard refuses a run placed in another shard with
+// ErrShardSet.
 func StartTx[In, Out any](ctx context.Context, e *Engine, tx *sql.Tx, wf Workflow[In, Out], in In, opts *StartOptions) (*Run[Out], error) {
 	p, err := startParams(e, wf, in, opts)
 	if err != nil {
+		return nil, err
+	}
+	if e.shards != nil {
+		return nil, e.errSharded("start " + p.Workflow.Name + " in the caller's transaction")
+	}
+	if _, err := e.placeStart(ctx, &p); err != nil {
 		return nil, err
 	}
 	st, err := e.core.StartRunTx(ctx, tx, p)
@@ -146,15 +162,22 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 // ErrRunNotFound, or an error when the run belongs to another workflow or
 // another version of it (whose output type may differ).
 func Lookup[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], runID string) (*Run[Out], error) {
-	run, err := e.store.Reader().RunGet(ctx, runID)
+	type found struct {
+		run store.Run
+		s   *Engine
+	}
+	f, err := byID(e, runID, func(s *Engine) (found, error) {
+		run, err := s.store.Reader().RunGet(ctx, runID)
+		return found{run, s}, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if run.Workflow != wf.Name || run.Version != wf.version() {
+	if run := f.run; run.Workflow != wf.Name || run.Version != wf.version() {
 		return nil, fmt.Errorf("run %s is a run of %s version %d, not of %s version %d",
 			runID, run.Workflow, run.Version, wf.Name, wf.version())
 	}
-	return &Run[Out]{e: e, id: runID, existing: true}, nil
+	return &Run[Out]{e: f.s, id: runID, existing: true}, nil
 }
 
 func workflowKey(name string, version int) store.WorkflowKey {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
@@ -108,7 +109,7 @@ func Schedule[In, Out any](ctx context.Context, e *Engine, name, spec string, wf
 		return fmt.Errorf("schedule %s: %w", name, err)
 	}
 	// SaveSchedule checks the names, the queue and the input's size.
-	return e.core.SaveSchedule(ctx, engine.ScheduleParams{
+	return e.scheduleShard(name).core.SaveSchedule(ctx, engine.ScheduleParams{
 		Name: name, Workflow: workflowKey(wf.Name, wf.version()), Queue: opts.Queue, Priority: opts.Priority,
 		Input: input, Spec: spec, CatchUp: opts.CatchUp,
 	})
@@ -124,7 +125,7 @@ func ScheduledRunID(name string, slot time.Time) string {
 // Pausing a paused schedule does nothing; an unknown name is
 // ErrScheduleNotFound.
 func (e *Engine) PauseSchedule(ctx context.Context, name string) error {
-	return e.core.PauseSchedule(ctx, name)
+	return e.scheduleShard(name).core.PauseSchedule(ctx, name)
 }
 
 // ResumeSchedule lets a paused schedule start runs again. The slots that
@@ -133,18 +134,18 @@ func (e *Engine) PauseSchedule(ctx context.Context, name string) error {
 // schedule that is not paused does nothing; an unknown name is
 // ErrScheduleNotFound.
 func (e *Engine) ResumeSchedule(ctx context.Context, name string) error {
-	return e.core.ResumeSchedule(ctx, name)
+	return e.scheduleShard(name).core.ResumeSchedule(ctx, name)
 }
 
 // DeleteSchedule deletes a schedule; the runs it started are kept. An
 // unknown name is ErrScheduleNotFound.
 func (e *Engine) DeleteSchedule(ctx context.Context, name string) error {
-	return e.core.DeleteSchedule(ctx, name)
+	return e.scheduleShard(name).core.DeleteSchedule(ctx, name)
 }
 
 // LookupSchedule returns the schedule name, or ErrScheduleNotFound.
 func (e *Engine) LookupSchedule(ctx context.Context, name string) (ScheduleInfo, error) {
-	s, err := e.core.Schedule(ctx, name)
+	s, err := e.scheduleShard(name).core.Schedule(ctx, name)
 	if err != nil {
 		return ScheduleInfo{}, err
 	}
@@ -153,15 +154,28 @@ func (e *Engine) LookupSchedule(ctx context.Context, name string) (ScheduleInfo,
 
 // Schedules lists the schedules by name.
 func (e *Engine) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
-	list, err := e.core.Schedules(ctx)
+	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]store.Schedule, error) {
+		return s.core.Schedules(ctx)
+	})
 	if err != nil {
 		return nil, err
 	}
+	list := mergeSorted(lists, 0, func(a, b store.Schedule) int { return strings.Compare(a.Name, b.Name) })
 	out := make([]ScheduleInfo, len(list))
 	for i, s := range list {
 		out[i] = scheduleInfo(s)
 	}
 	return out, nil
+}
+
+// scheduleShard returns the shard that holds the schedule name, by a hash
+// of its name: the schedule's runs start in that shard (the engine of each
+// shard fires the schedules its file holds), whatever their IDs hash to.
+func (e *Engine) scheduleShard(name string) *Engine {
+	if e.shards == nil {
+		return e
+	}
+	return e.shards[placeKey("", "schedule:"+name, len(e.shards))]
 }
 
 func scheduleInfo(s store.Schedule) ScheduleInfo {

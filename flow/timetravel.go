@@ -87,6 +87,10 @@ func (e *Engine) InspectAfter(ctx context.Context, runID string, eventID int64) 
 
 // runRecords reads everything stored about a run.
 func (e *Engine) runRecords(ctx context.Context, runID string) (timetravel.Records, error) {
+	return byID(e, runID, func(s *Engine) (timetravel.Records, error) { return s.shardRecords(ctx, runID) })
+}
+
+func (e *Engine) shardRecords(ctx context.Context, runID string) (timetravel.Records, error) {
 	r := e.store.Reader()
 	run, err := r.RunGet(ctx, runID)
 	if err != nil {

@@ -126,7 +126,7 @@ func Signal[T any](ctx context.Context, e *Engine, runID, name string, payload T
 	if opts != nil {
 		key = opts.Key
 	}
-	return e.core.Signal(ctx, runID, name, b, key)
+	return byID(e, runID, func(s *Engine) (bool, error) { return s.core.Signal(ctx, runID, name, b, key) })
 }
 
 // SignalRun sends a signal from inside a workflow to another run. It is a
@@ -138,6 +138,13 @@ func SignalRun[T any](wc Context, runID, name string, payload T) error {
 	}
 	rc := wc.runContext()
 	e := rc.Engine()
+	signal := e.Signal
+	if fe := wc.engine(); fe != nil && fe.shards != nil {
+		// The target may live in another shard than this run.
+		signal = func(ctx context.Context, runID, name string, b []byte, key string) (bool, error) {
+			return byID(fe, runID, func(s *Engine) (bool, error) { return s.core.Signal(ctx, runID, name, b, key) })
+		}
+	}
 	step := Step[T, struct{}]{
 		Name: "flow.signal:" + name,
 		Run: func(ctx context.Context, p T) (struct{}, error) {
@@ -145,7 +152,7 @@ func SignalRun[T any](wc Context, runID, name string, payload T) error {
 			if err != nil {
 				return struct{}{}, Permanent(err)
 			}
-			_, err = e.Signal(ctx, runID, name, b, IdempotencyKey(ctx))
+			_, err = signal(ctx, runID, name, b, IdempotencyKey(ctx))
 			if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, ErrRunNotFound) {
 				return struct{}{}, Permanent(err)
 			}
@@ -290,7 +297,7 @@ func All[T any](wc Context, branches ...func(Context) (T, error)) ([]T, error) {
 					errs[i] = fmt.Errorf("branch %d panicked: %v", i, p)
 				}
 			}()
-			results[i], errs[i] = branch(workflowContext{ctxs[i]})
+			results[i], errs[i] = branch(workflowContext{ctxs[i], wc.engine()})
 			return nil
 		})
 	}
@@ -348,7 +355,7 @@ func First[T any](wc Context, branches ...func(Context) (T, error)) (T, int, err
 					errs[i] = fmt.Errorf("branch %d panicked: %v", i, p)
 				}
 			}()
-			v, err := branch(workflowContext{race.Branches[i]})
+			v, err := branch(workflowContext{race.Branches[i], wc.engine()})
 			if err != nil {
 				errs[i] = err
 				return nil

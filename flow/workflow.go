@@ -16,9 +16,15 @@ type Context interface {
 	// RunID returns the ID of the run.
 	RunID() string
 	runContext() *engine.RunContext
+	// engine is the engine the workflow was registered with, which routes
+	// calls across shards (SignalRun); nil in a replay.
+	engine() *Engine
 }
 
-type workflowContext struct{ rc *engine.RunContext }
+type workflowContext struct {
+	rc *engine.RunContext
+	e  *Engine
+}
 
 func (w workflowContext) Deadline() (time.Time, bool)    { return w.rc.Deadline() }
 func (w workflowContext) Done() <-chan struct{}          { return w.rc.Done() }
@@ -26,6 +32,7 @@ func (w workflowContext) Err() error                     { return w.rc.Err() }
 func (w workflowContext) Value(key any) any              { return w.rc.Value(key) }
 func (w workflowContext) RunID() string                  { return w.rc.RunID() }
 func (w workflowContext) runContext() *engine.RunContext { return w.rc }
+func (w workflowContext) engine() *Engine                { return w.e }
 
 // Workflow is a typed, durable function of steps.
 //
@@ -57,8 +64,8 @@ func (w Workflow[In, Out]) version() int {
 	return w.Version
 }
 
-// definition builds the engine's untyped view of w.
-func (w Workflow[In, Out]) definition() engine.Workflow {
+// definition builds the engine's untyped view of w, registered with e.
+func (w Workflow[In, Out]) definition(e *Engine) engine.Workflow {
 	var first engine.FirstStep
 	if w.firstStep != "" {
 		// The recorded input of a step whose input is struct{}.
@@ -72,7 +79,7 @@ func (w Workflow[In, Out]) definition() engine.Workflow {
 			if err != nil {
 				return nil, rc.Abort(&DecodeError{RunID: rc.RunID(), What: "input", Type: codec.TypeName[In](), Err: err})
 			}
-			out, err := w.Run(workflowContext{rc}, in)
+			out, err := w.Run(workflowContext{rc, e}, in)
 			if err != nil {
 				return nil, err
 			}

@@ -32,6 +32,7 @@ func (a *app) changesCommand() *cobra.Command {
 		poll         time.Duration
 		listConsumer bool
 		deleteName   string
+		shard        int
 	)
 	cmd := &cobra.Command{
 		Use:   "changes",
@@ -52,15 +53,38 @@ most the changes printed since its last acknowledgement (at least once).
 one.
 
 A reader whose position retention has deleted past fails with exit code 1,
-naming the consumer, its position and the oldest complete position.`,
+naming the consumer, its position and the oldest complete position.
+
+Each file of a shard set (--db a.db,b.db) has a feed of its own, with its
+own positions and consumers: pass --shard I to read shard I's.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			files, err := shardFiles(a.dbName())
+			if err != nil {
+				return err
+			}
+			switch {
+			case len(files) > 1 && cmd.Flags().Changed("shard"):
+				if shard < 0 || shard >= len(files) {
+					return usageErrorf("--shard %d: the set has shards 0 to %d", shard, len(files)-1)
+				}
+			case len(files) > 1:
+				return usageErrorf("each file of a shard set has its own change feed: pass --shard 0 to %d", len(files)-1)
+			case shard != 0:
+				return usageErrorf("--shard %d: --db names one file, shard 0", shard)
+			}
+			withReader := func(ctx context.Context, fn func(*flow.Engine) error) error {
+				return a.withReader(ctx, func(e *flow.Engine) error { return fn(e.Shard(shard)) })
+			}
+			withEngine := func(ctx context.Context, fn func(*flow.Engine) error) error {
+				return a.withEngine(ctx, func(e *flow.Engine) error { return fn(e.Shard(shard)) })
+			}
 			switch {
 			case listConsumer:
-				return a.withReader(ctx, func(e *flow.Engine) error { return a.printConsumers(ctx, e) })
+				return withReader(ctx, func(e *flow.Engine) error { return a.printConsumers(ctx, e) })
 			case deleteName != "":
-				return a.withEngine(ctx, func(e *flow.Engine) error {
+				return withEngine(ctx, func(e *flow.Engine) error {
 					ok, err := e.DeleteChangeConsumer(ctx, deleteName)
 					if err != nil {
 						return err
@@ -75,9 +99,9 @@ naming the consumer, its position and the oldest complete position.`,
 				return usageErrorf("--after must not be negative, got %d", after)
 			}
 			opts := &flow.ChangesOptions{Consumer: consumer, After: after, Follow: follow, PollInterval: poll}
-			open := a.withReader
+			open := withReader
 			if consumer != "" {
-				open = a.withEngine // acknowledgements are writes
+				open = withEngine // acknowledgements are writes
 			}
 			return open(ctx, func(e *flow.Engine) error { return a.printChanges(ctx, e, opts) })
 		}),
@@ -89,6 +113,7 @@ naming the consumer, its position and the oldest complete position.`,
 	f.DurationVar(&poll, "poll", 250*time.Millisecond, "with --follow, how often to look for changes of other processes")
 	f.BoolVar(&listConsumer, "consumers", false, "list the durable consumers and their positions")
 	f.StringVar(&deleteName, "delete", "", "forget the durable consumer NAME")
+	f.IntVar(&shard, "shard", 0, "on a shard set (--db a,b,...), the shard whose feed to read")
 	return cmd
 }
 

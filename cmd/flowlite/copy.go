@@ -50,6 +50,9 @@ the target holds everything or nothing.`,
 				// URL's password in a "no such file" error.
 				return a.notOnPostgres("copy", "it copies a SQLite file (--db) into PostgreSQL (--to)")
 			}
+			if err := a.oneFile("copy", "PostgreSQL needs no shards: copy one SQLite file"); err != nil {
+				return err
+			}
 			path, err := a.dbPathOrUsage()
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
@@ -21,30 +22,68 @@ const defaultBusyTimeout = 5 * time.Second
 var errNotFlowlite = errors.New("not a flowlite database")
 
 // dbPathOrUsage returns the database named by --db or $FLOWLITE_DB, checked
-// to exist: flowlite never creates a database.
+// to exist: flowlite never creates a database. A comma-separated list
+// names the files of a shard set, in the set's order (see shardFiles);
+// each is checked.
 func (a *app) dbPathOrUsage() (string, error) {
 	path := a.dbName()
 	if path == "" {
-		return "", usageErrorf("no database: pass --db PATH or set %s (a file path, or a postgres:// URL)", envDB)
+		return "", usageErrorf("no database: pass --db PATH or set %s (a file path, a comma-separated list of a shard set's files, or a postgres:// URL)", envDB)
 	}
 	if isPostgresURL(path) {
 		return path, nil
 	}
+	files, err := shardFiles(path)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		if err := checkDBFile(f); err != nil {
+			return "", err
+		}
+	}
+	return path, nil
+}
+
+// shardFiles splits a --db value into the files of a shard set: one file,
+// or several separated by commas, in the set's order (flowsqlite.OpenShards).
+func shardFiles(path string) ([]string, error) {
+	files := strings.Split(path, ",")
+	for i, f := range files {
+		if files[i] = strings.TrimSpace(f); files[i] == "" {
+			return nil, usageErrorf("--db %q: empty file name in the list of shard files", path)
+		}
+	}
+	return files, nil
+}
+
+// oneFile refuses a shard set for a command that works on one file.
+func (a *app) oneFile(command, why string) error {
+	files, err := shardFiles(a.dbName())
+	if err != nil || len(files) == 1 {
+		return err
+	}
+	return usageErrorf("%s works on one file (%s): run it for each shard file of --db %s", command, why, a.dbName())
+}
+
+// checkDBFile checks that the SQLite database file path exists and is not
+// empty.
+func checkDBFile(path string) error {
 	// flowsqlite.Open creates a missing file; an operator tool must not.
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("open %s: no such file (flowlite does not create databases)", path)
+		return fmt.Errorf("open %s: no such file (flowlite does not create databases)", path)
 	case err != nil:
-		return "", fmt.Errorf("open %s: %w", path, err)
+		return fmt.Errorf("open %s: %w", path, err)
 	case info.IsDir():
-		return "", fmt.Errorf("open %s: %w: it is a directory", path, flow.ErrNotDatabase)
+		return fmt.Errorf("open %s: %w: it is a directory", path, flow.ErrNotDatabase)
 	case info.Mode().IsRegular() && info.Size() == 0:
 		// SQLite would take an empty file for an empty database and the
 		// migration would write a schema into it.
-		return "", fmt.Errorf("open %s: %w: the file is empty", path, flow.ErrNotDatabase)
+		return fmt.Errorf("open %s: %w: the file is empty", path, flow.ErrNotDatabase)
 	}
-	return path, nil
+	return nil
 }
 
 // withEngine opens the database named by --db or $FLOWLITE_DB, calls fn
@@ -79,8 +118,14 @@ func (a *app) withDatabase(ctx context.Context, open func(context.Context, strin
 	if isPostgresURL(path) {
 		return a.withPostgres(ctx, path, fn)
 	}
-	if err := a.requireCurrentSchema(ctx, path); err != nil {
+	files, err := shardFiles(path)
+	if err != nil {
 		return err
+	}
+	for _, f := range files {
+		if err := a.requireCurrentSchema(ctx, f); err != nil {
+			return err
+		}
 	}
 	return open(ctx, path, fn)
 }
@@ -94,14 +139,23 @@ func (a *app) openEngine(ctx context.Context, path string, fn func(*flow.Engine)
 		// --busy-timeout must not trip the lease-versus-busy check.
 		LeaseTimeout: max(30*time.Second, 2*a.busyTimeout),
 	}
-	e, err := flowsqlite.Open(ctx, path, cfg, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
+	// A list of files is a shard set; one file, a plain engine.
+	files, err := shardFiles(path)
+	if err != nil {
+		return err
+	}
+	e, err := flowsqlite.OpenShards(ctx, files, cfg, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
 	return a.useEngine(path, e, err, fn)
 }
 
 // openReader opens a read-only engine on path, with the busy timeout of
 // --busy-timeout, calls fn and closes the engine.
 func (a *app) openReader(ctx context.Context, path string, fn func(*flow.Engine) error) error {
-	e, err := flowsqlite.OpenReadOnly(ctx, path, &flow.Config{Logger: a.logger}, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
+	files, err := shardFiles(path)
+	if err != nil {
+		return err
+	}
+	e, err := flowsqlite.OpenShardsReadOnly(ctx, files, &flow.Config{Logger: a.logger}, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
 	return a.useEngine(path, e, err, fn)
 }
 

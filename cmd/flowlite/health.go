@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,6 +26,11 @@ type healthJSON struct {
 	// UnworkedQueues are the queues with pending runs that no live engine
 	// works: their runs will not start. Empty when there are none.
 	UnworkedQueues []unworkedJSON `json:"unworked_queues"`
+	// Shards are the files of a shard set (--db a,b,...), each with its
+	// sizes and last checkpoint (their engines and unworked queues are
+	// the set's, above, and empty here); the sizes above are their sums.
+	// Absent for one file.
+	Shards []healthJSON `json:"shards,omitempty"`
 }
 
 type unworkedJSON struct {
@@ -81,6 +87,9 @@ To check the file's integrity, use flowlite check.`,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			return a.withReader(ctx, func(e *flow.Engine) error {
+				if e.Shards() > 1 {
+					return a.shardHealth(ctx, e)
+				}
 				h, err := e.FileHealth(ctx)
 				file := true
 				switch {
@@ -155,6 +164,49 @@ func (a *app) printHealth(h flow.FileHealth, file bool, reports []flow.Report, u
 		}
 		return a.printEngines(reports, unworked)
 	}
+	if err := a.printFile(h); err != nil {
+		return err
+	}
+	return a.printEngines(reports, unworked)
+}
+
+// shardHealth is health on a shard set: each file's section, then the
+// engines of all shards.
+func (a *app) shardHealth(ctx context.Context, e *flow.Engine) error {
+	reports, err := e.Reports(ctx)
+	if err != nil {
+		return err
+	}
+	unworked, err := e.UnworkedQueues(ctx)
+	if err != nil {
+		return err
+	}
+	files := make([]flow.FileHealth, e.Shards())
+	for i := range files {
+		if files[i], err = e.Shard(i).FileHealth(ctx); err != nil {
+			return fmt.Errorf("shard %d: %w", i, err)
+		}
+	}
+	if a.json {
+		out := newHealthJSON(flow.FileHealth{Path: a.dbName()}, reports, unworked)
+		for _, h := range files {
+			out.DBBytes += h.DBBytes
+			out.WALBytes += h.WALBytes
+			// The engines and queues are the set's, listed above.
+			out.Shards = append(out.Shards, newHealthJSON(h, nil, nil))
+		}
+		return writeJSON(a.stdout, out)
+	}
+	for _, h := range files {
+		if err := a.printFile(h); err != nil {
+			return err
+		}
+	}
+	return a.printEngines(reports, unworked)
+}
+
+// printFile prints the sizes and the last checkpoint of a database file.
+func (a *app) printFile(h flow.FileHealth) error {
 	last := "none recorded"
 	if !h.LastCheckpoint.IsZero() {
 		last = fmt.Sprintf("%s (%s ago), %s of a %s WAL, by %s", tableTime(h.LastCheckpoint),
@@ -173,10 +225,8 @@ func (a *app) printHealth(h flow.FileHealth, file bool, reports []flow.Report, u
 	if err := facts.flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(a.stdout); err != nil {
-		return err
-	}
-	return a.printEngines(reports, unworked)
+	_, err := fmt.Fprintln(a.stdout)
+	return err
 }
 
 // printEngines prints the engines' reports and the unworked queues.

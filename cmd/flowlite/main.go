@@ -168,7 +168,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		return &usageError{msg: err.Error()}
 	})
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.dbPath, "db", "", "path of the database file, or a postgres:// URL (default $"+envDB+")")
+	pf.StringVar(&a.dbPath, "db", "", "path of the database file, the files of a shard set in order (a.db,b.db), or a postgres:// URL (default $"+envDB+")")
 	pf.StringVar(&a.schema, "schema", flowpg.DefaultSchema, "PostgreSQL schema of flowlite's tables (with a postgres:// --db)")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	pf.StringVar(&a.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default $"+envLogLevel+", else warn)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,30 +48,56 @@ database may miss what its WAL holds.`,
 				return a.notOnPostgres("backup", "it copies a SQLite database file; back PostgreSQL up with pg_dump --schema "+a.schema)
 			}
 			return a.withEngine(ctx, func(e *flow.Engine) error {
-				if _, err := os.Lstat(dst); err == nil {
-					return fmt.Errorf("backup to %s: %w: flowlite does not overwrite files", dst, fs.ErrExist)
-				}
-				stop := a.progress("backing up")
-				start := time.Now()
-				err := e.Backup(ctx, dst)
-				stop()
+				srcs, err := shardFiles(a.dbName())
 				if err != nil {
-					return fmt.Errorf("backup to %s: %w", dst, err)
+					return err
 				}
-				elapsed := time.Since(start)
-				info, err := os.Stat(dst)
-				if err != nil {
-					return fmt.Errorf("backup to %s: %w", dst, err)
+				dsts := []string{dst}
+				if len(srcs) > 1 {
+					// One destination per shard file, in the same order:
+					// the copies record their place in the set, so they
+					// open as the set again.
+					if dsts, err = shardFiles(dst); err != nil {
+						return err
+					}
+					if len(dsts) != len(srcs) {
+						return usageErrorf("backup of a set of %d shard files: pass %d comma-separated destinations, got %d", len(srcs), len(srcs), len(dsts))
+					}
 				}
-				src := a.dbPath
-				if src == "" {
-					src = a.getenv(envDB)
+				for _, d := range dsts {
+					if _, err := os.Lstat(d); err == nil {
+						return fmt.Errorf("backup to %s: %w: flowlite does not overwrite files", d, fs.ErrExist)
+					}
 				}
-				if a.json {
-					return writeJSON(a.stdout, backupJSON{Source: src, Dest: dst, Bytes: info.Size(), Seconds: elapsed.Seconds()})
+				var out []backupJSON
+				for i, d := range dsts {
+					stop := a.progress("backing up")
+					start := time.Now()
+					err := e.Shard(i).Backup(ctx, d)
+					stop()
+					if err != nil {
+						return fmt.Errorf("backup to %s: %w", d, err)
+					}
+					elapsed := time.Since(start)
+					info, err := os.Stat(d)
+					if err != nil {
+						return fmt.Errorf("backup to %s: %w", d, err)
+					}
+					out = append(out, backupJSON{Source: srcs[i], Dest: d, Bytes: info.Size(), Seconds: elapsed.Seconds()})
+					if !a.json {
+						if _, err := fmt.Fprintf(a.stdout, "backed up %s to %s (%s) in %s\n", srcs[i], d, byteSize(info.Size()), elapsed.Round(time.Millisecond)); err != nil {
+							return err
+						}
+					}
 				}
-				_, err = fmt.Fprintf(a.stdout, "backed up %s to %s (%s) in %s\n", src, dst, byteSize(info.Size()), elapsed.Round(time.Millisecond))
-				return err
+				switch {
+				case !a.json:
+					return nil
+				case len(out) == 1:
+					return writeJSON(a.stdout, out[0])
+				default:
+					return writeJSON(a.stdout, out) // one object per shard
+				}
 			})
 		}),
 	}
@@ -160,30 +187,21 @@ finishing exits with code 1.`,
 				return a.notOnPostgres("checkpoint", "it checkpoints a SQLite write-ahead log; PostgreSQL runs its own checkpoints")
 			}
 			return a.withEngine(ctx, func(e *flow.Engine) error {
-				before, err := e.FileHealth(ctx)
+				files, err := shardFiles(a.dbName())
 				if err != nil {
 					return err
 				}
-				res, err := e.Checkpoint(ctx, m)
-				if err != nil {
-					return fmt.Errorf("checkpoint: %w", err)
-				}
-				after, err := e.FileHealth(ctx)
-				if err != nil {
-					return err
-				}
-				if a.json {
-					err = writeJSON(a.stdout, checkpointJSON{Mode: res.Mode, Busy: res.Busy, WALFrames: res.WALFrames,
-						Checkpointed: res.Checkpointed, WALBytesBefore: before.WALBytes, WALBytesAfter: after.WALBytes})
-				} else {
-					_, err = fmt.Fprintf(a.stdout, "checkpoint %s: %d of %d WAL frames in the database file; WAL %s -> %s\n",
-						strings.ToLower(string(res.Mode)), res.Checkpointed, res.WALFrames, byteSize(before.WALBytes), byteSize(after.WALBytes))
-				}
-				if err != nil {
-					return err
-				}
-				if res.Busy {
-					return errors.New("checkpoint did not finish: other connections kept the WAL busy; try again, or use --mode passive")
+				for i := range e.Shards() {
+					var label string
+					if len(files) > 1 {
+						label = files[i] + ": "
+					}
+					if err := a.checkpoint(ctx, e.Shard(i), m, label); err != nil {
+						if e.Shards() > 1 {
+							return fmt.Errorf("shard %d: %w", i, err)
+						}
+						return err
+					}
 				}
 				return nil
 			})
@@ -191,6 +209,37 @@ finishing exits with code 1.`,
 	}
 	cmd.Flags().StringVar(&mode, "mode", "truncate", "passive, full, restart or truncate")
 	return cmd
+}
+
+// checkpoint checkpoints the file of e (one shard's on a set) and prints
+// what it did: one line, after label, or one JSON object, per file.
+func (a *app) checkpoint(ctx context.Context, e *flow.Engine, m flowsqlite.CheckpointMode, label string) error {
+	before, err := e.FileHealth(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := e.Checkpoint(ctx, m)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	after, err := e.FileHealth(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		err = writeJSON(a.stdout, checkpointJSON{Mode: res.Mode, Busy: res.Busy, WALFrames: res.WALFrames,
+			Checkpointed: res.Checkpointed, WALBytesBefore: before.WALBytes, WALBytesAfter: after.WALBytes})
+	} else {
+		_, err = fmt.Fprintf(a.stdout, "%scheckpoint %s: %d of %d WAL frames in the database file; WAL %s -> %s\n", label,
+			strings.ToLower(string(res.Mode)), res.Checkpointed, res.WALFrames, byteSize(before.WALBytes), byteSize(after.WALBytes))
+	}
+	if err != nil {
+		return err
+	}
+	if res.Busy {
+		return errors.New("checkpoint did not finish: other connections kept the WAL busy; try again, or use --mode passive")
+	}
+	return nil
 }
 
 // byteSize prints n bytes for people.

@@ -40,6 +40,9 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 		Short: "Show the schema version; changes nothing",
 		Args:  cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
+			if err := a.oneFile("migrate", "it upgrades one file's schema"); err != nil {
+				return err
+			}
 			path, err := a.dbPathOrUsage()
 			if err != nil {
 				return err
@@ -78,6 +81,9 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 		Args:  cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := a.oneFile("migrate", "it upgrades one file's schema"); err != nil {
+				return err
+			}
 			path, err := a.dbPathOrUsage()
 			if err != nil {
 				return err

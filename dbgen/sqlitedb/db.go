@@ -267,6 +267,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.scheduleUpsertStmt, err = db.PrepareContext(ctx, scheduleUpsert); err != nil {
 		return nil, fmt.Errorf("error preparing query ScheduleUpsert: %w", err)
 	}
+	if q.shardGetStmt, err = db.PrepareContext(ctx, shardGet); err != nil {
+		return nil, fmt.Errorf("error preparing query ShardGet: %w", err)
+	}
+	if q.shardPutStmt, err = db.PrepareContext(ctx, shardPut); err != nil {
+		return nil, fmt.Errorf("error preparing query ShardPut: %w", err)
+	}
 	if q.signalConsumeStmt, err = db.PrepareContext(ctx, signalConsume); err != nil {
 		return nil, fmt.Errorf("error preparing query SignalConsume: %w", err)
 	}
@@ -749,6 +755,16 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing scheduleUpsertStmt: %w", cerr)
 		}
 	}
+	if q.shardGetStmt != nil {
+		if cerr := q.shardGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing shardGetStmt: %w", cerr)
+		}
+	}
+	if q.shardPutStmt != nil {
+		if cerr := q.shardPutStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing shardPutStmt: %w", cerr)
+		}
+	}
 	if q.signalConsumeStmt != nil {
 		if cerr := q.signalConsumeStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing signalConsumeStmt: %w", cerr)
@@ -989,6 +1005,8 @@ type Queries struct {
 	scheduleNextDueStmt             *sql.Stmt
 	scheduleSetPausedStmt           *sql.Stmt
 	scheduleUpsertStmt              *sql.Stmt
+	shardGetStmt                    *sql.Stmt
+	shardPutStmt                    *sql.Stmt
 	signalConsumeStmt               *sql.Stmt
 	signalListStmt                  *sql.Stmt
 	signalNextStmt                  *sql.Stmt
@@ -1100,6 +1118,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		scheduleNextDueStmt:             q.scheduleNextDueStmt,
 		scheduleSetPausedStmt:           q.scheduleSetPausedStmt,
 		scheduleUpsertStmt:              q.scheduleUpsertStmt,
+		shardGetStmt:                    q.shardGetStmt,
+		shardPutStmt:                    q.shardPutStmt,
 		signalConsumeStmt:               q.signalConsumeStmt,
 		signalListStmt:                  q.signalListStmt,
 		signalNextStmt:                  q.signalNextStmt,

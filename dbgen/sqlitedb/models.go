@@ -144,6 +144,14 @@ type Schedule struct {
 	UpdatedAt int64
 }
 
+type Shard struct {
+	ID         int64
+	SetID      string
+	ShardIndex int64
+	ShardCount int64
+	CreatedAt  int64
+}
+
 type Signal struct {
 	ID         int64
 	RunID      string

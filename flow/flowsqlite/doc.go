@@ -8,7 +8,9 @@
 //
 // Open opens (or creates) the file with WAL and synchronous=FULL and
 // migrates its schema; OpenReadOnly reads a file without ever writing it;
-// New takes a *sql.DB the caller opened with DSN. Options holds what only
+// New takes a *sql.DB the caller opened with DSN. OpenShards (and
+// NewShards, OpenShardsReadOnly) opens one engine over several files, a
+// shard set, to commit with more than one core (see flow.NewSharded). Options holds what only
 // SQLite has: the durability setting (Synchronous), the busy timeout of
 // its single write lock, the quick check on open, and the bounds of the
 // write-ahead log, which the engine keeps checkpointed while it runs.

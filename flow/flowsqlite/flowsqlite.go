@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
@@ -187,3 +190,112 @@ const (
 // CheckpointResult is the outcome of a checkpoint. See
 // [flowtype.CheckpointResult] for its fields.
 type CheckpointResult = flowtype.CheckpointResult
+
+// OpenShards opens a sharded engine on the SQLite files at paths, one
+// shard per file, each opened as Open opens one file (with its own
+// writer, so N files commit with up to N cores). The order of paths is
+// the set's: the first time, the files, created when missing, must hold no
+// runs, and each records its place in the set; later, paths that do not
+// name that set in that order (a file missing or added, reordered, or of
+// another set) are refused with flow.ErrShardSet, and nothing is changed.
+// One path is Open. See flow.NewSharded and the README's "Shards".
+func OpenShards(ctx context.Context, paths []string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	if err := distinctFiles(paths); err != nil {
+		return nil, err
+	}
+	so := opts.storeOptions()
+	backends := make([]flow.Backend, len(paths))
+	for i, path := range paths {
+		backends[i] = &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
+			return sqlitestore.Open(ctx, path, so)
+		}}
+	}
+	e, err := flow.NewSharded(ctx, backends, cfg)
+	if err != nil && len(paths) > 1 {
+		return nil, fmt.Errorf("open shards %v: %w", paths, err)
+	}
+	return e, err
+}
+
+// NewShards is OpenShards on SQLite pools the caller opened (see DSN), one
+// per shard file, in the set's order, as New takes one: the pools are used
+// as they are, and Close does not close them. It is what StartTx and
+// EnqueueTx on a sharded engine need: a transaction of the pool of shard
+// i goes with Engine.Shard(i) (see Engine.PlaceRun).
+func NewShards(ctx context.Context, dbs []*sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	for i, db := range dbs {
+		if j := slices.Index(dbs, db); j != i {
+			return nil, fmt.Errorf("new shards: %w: pools %d and %d are one pool", flow.ErrShardSet, j, i)
+		}
+	}
+	so := opts.storeOptions()
+	backends := make([]flow.Backend, len(dbs))
+	for i, db := range dbs {
+		backends[i] = &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
+			s, err := sqlitestore.OpenDB(ctx, db, so)
+			if err != nil {
+				return nil, err
+			}
+			if so.BusyTimeout != 0 && so.BusyTimeout != s.BusyTimeout() {
+				s.Close()
+				return nil, fmt.Errorf("new engine: Options.BusyTimeout is %s but the busy_timeout of pool %d is %s: open the pools with DSNBusy(path, sync, %s) or leave BusyTimeout zero",
+					so.BusyTimeout, i, s.BusyTimeout(), so.BusyTimeout)
+			}
+			return s, nil
+		}}
+	}
+	return flow.NewSharded(ctx, backends, cfg)
+}
+
+// OpenShardsReadOnly opens the shard set at paths, in the set's order,
+// only to read, as OpenReadOnly opens one file. The files must already
+// form the set.
+func OpenShardsReadOnly(ctx context.Context, paths []string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
+	if err := distinctFiles(paths); err != nil {
+		return nil, err
+	}
+	var so sqlitestore.Options
+	if opts != nil {
+		so.BusyTimeout = opts.BusyTimeout
+	}
+	backends := make([]flow.Backend, len(paths))
+	for i, path := range paths {
+		backends[i] = &backend{readOnly: path, open: func(ctx context.Context) (*sqlitestore.Store, error) {
+			return sqlitestore.OpenReadOnly(ctx, path, so)
+		}}
+	}
+	e, err := flow.NewSharded(ctx, backends, cfg)
+	if err != nil && len(paths) > 1 {
+		return nil, fmt.Errorf("open shards %v read-only: %w", paths, err)
+	}
+	return e, err
+}
+
+// distinctFiles refuses a shard set that names one file twice (the same
+// path, or two paths of one file), before anything is opened: two shards
+// in one file would record one place in the set.
+func distinctFiles(paths []string) error {
+	type file struct {
+		abs  string
+		info os.FileInfo // nil for a file that does not exist yet
+	}
+	files := make([]file, len(paths))
+	for i, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("open shards: %w", err)
+		}
+		files[i].abs = abs
+		files[i].info, _ = os.Stat(p)
+		for j := range i {
+			same := files[j].abs == abs
+			if files[j].info != nil && files[i].info != nil {
+				same = same || os.SameFile(files[j].info, files[i].info)
+			}
+			if same {
+				return fmt.Errorf("open shards: %w: %s and %s are one file", flow.ErrShardSet, paths[j], p)
+			}
+		}
+	}
+	return nil
+}

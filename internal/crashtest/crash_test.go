@@ -41,6 +41,27 @@ func TestCrashResume(t *testing.T) {
 	if *longFlag || os.Getenv("FLOWLITE_CRASH_LONG") == "1" {
 		runs, kills, drainTimeout = 500, 100, 5*time.Minute
 	}
+	crashResume(t, 1, runs, kills, drainTimeout)
+}
+
+// TestCrashResumeShards is TestCrashResume on an engine over two shard
+// files (flowsqlite.OpenShards), each with its own writer, claimers and
+// rescuer: every kill hits both files' writers at once, and every run,
+// whichever file holds it, must resume where it stopped (none lost, no
+// step run again after its checkpoint). Smaller than TestCrashResume, as
+// it covers the same oracles; FLOWLITE_CRASH_LONG=1 makes it long too.
+func TestCrashResumeShards(t *testing.T) {
+	t.Parallel()
+	runs, kills, drainTimeout := 40, 8, 90*time.Second
+	if *longFlag || os.Getenv("FLOWLITE_CRASH_LONG") == "1" {
+		runs, kills, drainTimeout = 500, 100, 5*time.Minute
+	}
+	crashResume(t, 2, runs, kills, drainTimeout)
+}
+
+// crashResume is the kill -9 loop on a database of the given number of
+// shard files.
+func crashResume(t *testing.T, shards, runs, kills int, drainTimeout time.Duration) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("FLOWLITE_CRASH_SEED"); s != "" {
 		var err error
@@ -53,18 +74,27 @@ func TestCrashResume(t *testing.T) {
 	began := time.Now()
 
 	dir := t.TempDir()
-	h := &harness{t: t, dir: dir, db: filepath.Join(dir, "flow.db"), ledger: filepath.Join(dir, "ledger.txt")}
+	files := []string{filepath.Join(dir, "flow.db")}
+	for i := 1; i < shards; i++ {
+		files = append(files, filepath.Join(dir, fmt.Sprintf("flow-%d.db", i)))
+	}
+	// envDB carries the files as the CLI's --db does: comma-separated.
+	h := &harness{t: t, dir: dir, db: strings.Join(files, ","), ledger: filepath.Join(dir, "ledger.txt")}
 	ctx := t.Context()
 
 	// The parent's engine is never started: it only records runs and reads
 	// them back, while the children work.
-	parent, err := flowsqlite.Open(ctx, h.db, nil, nil)
+	parent, err := flowsqlite.OpenShards(ctx, files, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer parent.Close()
 	flow.Register(parent, sagaWorkflow)
-	raw := openRaw(t, h.db)
+	raws := make([]rawDB, len(files))
+	for i, f := range files {
+		raws[i] = openRaw(t, f)
+	}
+	raw := raws[0]
 
 	var acked []string // runs whose Start returned nil
 	next := 0
@@ -107,8 +137,10 @@ func TestCrashResume(t *testing.T) {
 		default:
 		}
 		c.kill()
-		if problems := integrityCheck(ctx, raw); len(problems) > 0 {
-			h.fail("after kill %d: integrity check: %v", inc, problems)
+		for i, raw := range raws {
+			if problems := integrityCheck(ctx, raw); len(problems) > 0 {
+				h.fail("after kill %d: integrity check of shard %d: %v", inc, i, problems)
+			}
 		}
 	}
 	killPhase := time.Since(began)
@@ -131,6 +163,16 @@ func TestCrashResume(t *testing.T) {
 
 	// Check every acknowledged run against the ledger.
 	byRun := h.settledLedger(ctx, raw, kills+1)
+	for i, raw := range raws[1:] {
+		if problems := integrityCheck(ctx, raw); len(problems) > 0 {
+			h.fail("final integrity check of shard %d: %v", i+1, problems)
+		}
+	}
+	for i := range shards {
+		if counts, err := parent.Shard(i).CountRuns(ctx); err != nil || shards > 1 && len(counts) == 0 {
+			t.Errorf("shard %d holds no runs (%v, %v): the test did not spread them", i, counts, err)
+		}
+	}
 	all, err := parent.ListRuns(ctx, flow.RunFilter{Limit: 10 * runs})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -209,7 +210,8 @@ func childMain() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	e, err := flowsqlite.Open(ctx, os.Getenv(envDB), childConfig(inc, lw, log), childOptions)
+	// envDB names one file, or the files of a shard set, comma-separated.
+	e, err := flowsqlite.OpenShards(ctx, strings.Split(os.Getenv(envDB), ","), childConfig(inc, lw, log), childOptions)
 	if err != nil {
 		return fail("open: %v", err)
 	}

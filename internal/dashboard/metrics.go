@@ -73,7 +73,7 @@ func (d *Dashboard) WriteMetrics(ctx context.Context, mw MetricsSink) {
 	d.queueMetrics(ctx, mw)
 	d.unworkedMetrics(ctx, mw)
 
-	if h, err := d.e.FileHealth(ctx); err == nil {
+	if h, err := d.fileHealth(ctx); err == nil {
 		mw.Family("flowlite_database_bytes", metrics.Gauge, "Size of the database file.")
 		mw.Sample("flowlite_database_bytes", nil, float64(h.DBBytes))
 		mw.Family("flowlite_wal_bytes", metrics.Gauge, "Size of the write-ahead log file.")
@@ -160,7 +160,7 @@ func (d *Dashboard) healthz(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "unhealthy: database not readable: %v\n", err)
 		return
 	}
-	if _, err := d.e.FileHealth(ctx); err != nil && !errors.Is(err, flow.ErrNotSupported) {
+	if _, err := d.fileHealth(ctx); err != nil && !errors.Is(err, flow.ErrNotSupported) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		fmt.Fprintf(w, "unhealthy: database file: %v\n", err)
 		return

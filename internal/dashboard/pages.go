@@ -182,7 +182,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.failErr(w, r, "queue statistics", err)
 		return
 	}
-	if h, err := d.e.FileHealth(ctx); err == nil {
+	if h, err := d.fileHealth(ctx); err == nil {
 		data.Health = &h
 	} else if !errors.Is(err, flow.ErrNotSupported) { // PostgreSQL keeps no file
 		d.log.Warn("overview: file health", "err", err)
