@@ -49,20 +49,26 @@ func BenchmarkDrainJobs(b *testing.B) {
 	if err := e.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	for {
-		counts, err := e.CountRuns(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if counts[flow.StatusCompleted] == int64(b.N) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitCompleted(b, e, b.N, 50*time.Millisecond)
 	elapsed := time.Since(start).Seconds()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed, "jobs/s")
 	if err := e.Stop(ctx); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// waitCompleted polls e every interval until n runs are completed.
+func waitCompleted(b *testing.B, e *flow.Engine, n int, interval time.Duration) {
+	b.Helper()
+	for {
+		counts, err := e.CountRuns(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if counts[flow.StatusCompleted] == int64(n) {
+			return
+		}
+		time.Sleep(interval)
 	}
 }

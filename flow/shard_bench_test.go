@@ -58,16 +58,7 @@ func BenchmarkDrainShards(b *testing.B) {
 			if err := e.Start(ctx); err != nil {
 				b.Fatal(err)
 			}
-			for {
-				counts, err := e.CountRuns(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if counts[flow.StatusCompleted] == int64(b.N) {
-					break
-				}
-				time.Sleep(25 * time.Millisecond)
-			}
+			waitCompleted(b, e, b.N, 25*time.Millisecond)
 			elapsed := time.Since(start).Seconds()
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed, "jobs/s")

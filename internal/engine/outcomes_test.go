@@ -105,6 +105,24 @@ func newBatchEngine(t *testing.T, failFirst int, release <-chan struct{}, entere
 	return e, s
 }
 
+// startGatesAndParent starts n runs of "gate", r000 and on, whose IDs it
+// returns, and the run "p" of "parent".
+func startGatesAndParent(t *testing.T, e *Engine, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("r%03d", i)
+		if _, err := e.StartRun(t.Context(), StartParams{ID: id, Workflow: store.WorkflowKey{Name: "gate", Version: 1}, Input: []byte("{}")}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if _, err := e.StartRun(t.Context(), StartParams{ID: "p", Workflow: store.WorkflowKey{Name: "parent", Version: 1}, Input: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
 func mustRegister(t *testing.T, e *Engine, wf Workflow) {
 	t.Helper()
 	if err := e.Register(wf); err != nil {
@@ -146,20 +164,9 @@ func TestOutcomesOfRunsEndingTogetherAreBatched(t *testing.T) {
 	const n = 100
 	release := make(chan struct{})
 	var entered sync.WaitGroup
-	entered.Add(n)
-	entered.Add(1) // the child of "p"
+	entered.Add(n + 1) // the gates and the child of "p"
 	e, s := newBatchEngine(t, 0, release, &entered)
-	var ids []string
-	for i := range n {
-		id := fmt.Sprintf("r%03d", i)
-		if _, err := e.StartRun(t.Context(), StartParams{ID: id, Workflow: store.WorkflowKey{Name: "gate", Version: 1}, Input: []byte("{}")}); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if _, err := e.StartRun(t.Context(), StartParams{ID: "p", Workflow: store.WorkflowKey{Name: "parent", Version: 1}, Input: []byte("{}")}); err != nil {
-		t.Fatal(err)
-	}
+	ids := startGatesAndParent(t, e, n)
 	entered.Wait() // every body runs: their outcomes come at once
 	close(release)
 	// The parent completes only if its child's batched outcome woke it.
@@ -204,17 +211,7 @@ func TestFailedOutcomeBatchFallsBackToSingleWrites(t *testing.T) {
 	var entered sync.WaitGroup
 	entered.Add(n + 1)
 	e, s := newBatchEngine(t, 1, release, &entered)
-	var ids []string
-	for i := range n {
-		id := fmt.Sprintf("r%03d", i)
-		if _, err := e.StartRun(t.Context(), StartParams{ID: id, Workflow: store.WorkflowKey{Name: "gate", Version: 1}, Input: []byte("{}")}); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if _, err := e.StartRun(t.Context(), StartParams{ID: "p", Workflow: store.WorkflowKey{Name: "parent", Version: 1}, Input: []byte("{}")}); err != nil {
-		t.Fatal(err)
-	}
+	ids := startGatesAndParent(t, e, n)
 	entered.Wait()
 	close(release)
 	runs := waitSettled(t, s, append(slices.Clone(ids), "p"))
