@@ -35,6 +35,19 @@ func TestTimedOutRunTxFailsNoOtherCaller(t *testing.T) {
 	if _, err := db.Exec("CREATE TABLE filler (x INTEGER)"); err != nil {
 		t.Fatal(err)
 	}
+	// The slow step's one INSERT must outlast its 20 ms Timeout on this
+	// machine, however fast it is now: time 100,000 rows, and insert enough
+	// for five times the timeout.
+	const fill = `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) INSERT INTO filler SELECT x FROM c`
+	began := time.Now()
+	if _, err := db.Exec(fill, 100_000); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began)
+	if _, err := db.Exec("DELETE FROM filler"); err != nil {
+		t.Fatal(err)
+	}
+	slowRows := 100_000 * min(20, max(1, int(100*time.Millisecond/max(took, time.Millisecond))+1))
 
 	var released atomic.Int64 // fast steps that ran more than once
 	seen := sync.Map{}
@@ -56,8 +69,7 @@ func TestTimedOutRunTxFailsNoOtherCaller(t *testing.T) {
 		Timeout: 20 * time.Millisecond,
 		Retry:   &flow.RetryPolicy{MaxAttempts: 1},
 		RunTx: func(ctx context.Context, tx *sql.Tx, n int) (int, error) {
-			_, err := tx.ExecContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 100000)
-				INSERT INTO filler SELECT x FROM c`)
+			_, err := tx.ExecContext(ctx, fill, slowRows)
 			return n, err
 		},
 	}
@@ -130,6 +142,6 @@ func TestTimedOutRunTxFailsNoOtherCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	if filler != 0 {
-		t.Errorf("filler has %d rows: a timed-out RunTx step's writes committed", filler)
+		t.Errorf("filler has %d rows (%d per slow step, 100,000 took %s): a timed-out RunTx step's writes committed", filler, slowRows, took)
 	}
 }
