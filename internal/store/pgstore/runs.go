@@ -237,6 +237,9 @@ func (t *tx) RunFinishMany(ctx context.Context, items []store.RunFinishItem) ([]
 	if err != nil {
 		return nil, fmt.Errorf("finish %d runs: %w", len(items), err)
 	}
+	if err := t.q.SeqScanOffForTx(ctx); err != nil {
+		return nil, fmt.Errorf("finish %d runs: %w", len(items), interpretError(ctx, err))
+	}
 	done, err := t.q.RunFinishMany(ctx, doc)
 	if err != nil {
 		return nil, fmt.Errorf("finish %d runs: %w", len(items), interpretError(ctx, err))
