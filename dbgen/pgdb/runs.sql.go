@@ -392,8 +392,9 @@ WITH item AS (
       AND t.status IN ('running', 'waiting')
     RETURNING t.run_id
 )
-SELECT done.id::text AS id, (SELECT count(*) FROM completed WHERE completed.run_id = done.id)::bigint AS steps
-FROM done
+SELECT done.id::text AS id, count(completed.run_id)::bigint AS steps
+FROM done LEFT JOIN completed ON completed.run_id = done.id
+GROUP BY done.id
 `
 
 type RunFinishManyRow struct {

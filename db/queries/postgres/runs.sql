@@ -275,8 +275,9 @@ WITH item AS (
       AND t.status IN ('running', 'waiting')
     RETURNING t.run_id
 )
-SELECT done.id::text AS id, (SELECT count(*) FROM completed WHERE completed.run_id = done.id)::bigint AS steps
-FROM done;
+SELECT done.id::text AS id, count(completed.run_id)::bigint AS steps
+FROM done LEFT JOIN completed ON completed.run_id = done.id
+GROUP BY done.id;
 
 -- name: RunListExpiredLeases :many
 -- RunListExpiredLeases lists up to @max_runs runs whose lease expired, with
