@@ -229,9 +229,9 @@ func (t *tx) RunFinishMany(ctx context.Context, items []store.RunFinishItem) ([]
 	if len(items) == 0 {
 		return nil, nil
 	}
-	rows := make([]store.RunFinishRow, len(items))
+	rows := make([]finishRow, len(items))
 	for i, it := range items {
-		rows[i] = store.NewRunFinishRow(it)
+		rows[i] = newFinishRow(it)
 	}
 	doc, err := json.Marshal(rows)
 	if err != nil {

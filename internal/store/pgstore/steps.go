@@ -76,10 +76,10 @@ func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error
 // after all, one by one.
 func (t *tx) StepBeginMany(ctx context.Context, ps []store.StepBeginParams) ([]int, error) {
 	attempts := make([]int, len(ps))
-	var rows []store.StepBeginRow
+	var rows []stepBeginRow
 	for _, p := range ps {
 		if p.New {
-			rows = append(rows, store.NewStepBeginRow(p))
+			rows = append(rows, newStepBeginRow(p))
 		}
 	}
 	if len(rows) > 0 {
