@@ -44,7 +44,10 @@
 // fence token that grows with every claim. Every write that takes a Lease
 // is conditioned on the run's row still holding that (owner, fence) and
 // returns ErrLeaseLost, changing nothing, when it does not; the engine then
-// rolls the whole unit of work back. Guarded state changes that take no
+// rolls the whole unit of work back. RunFinishMany fences each of its runs
+// on its own row instead and reports the lost ones by index, so that one
+// lost lease does not roll back the other runs of a batch; the engine
+// rolls back only when it fails otherwise. Guarded state changes that take no
 // lease (RunSetStatus, ScheduleAdvance, StepComplete…) are compare-and-sets
 // in one statement and return ErrConflict, or report false, when the row
 // is not in the expected state.
