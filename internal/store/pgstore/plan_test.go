@@ -82,18 +82,9 @@ func (n planNode) runsRowsRead(types map[string]bool) float64 {
 // drain got slower the larger its backlog.
 func TestClaimReadsOnlyWhatItClaims(t *testing.T) {
 	t.Parallel()
-	cfg := mustParse(t, needPG(t))
 	rec := &statementRecorder{prefix: "-- name: RunClaim "}
-	cfg.Tracer = rec
-	db := stdlib.OpenDB(cfg)
-	t.Cleanup(func() { db.Close() })
+	db, s, schema := openTraced(t, rec)
 	ctx := t.Context()
-	schema := freshSchema()
-	s, err := pgstore.OpenDB(ctx, db, pgstore.Options{Schema: schema, NoWakes: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 
 	const ready, claim = 3000, 4
 	wf := store.WorkflowKey{Name: "job", Version: 1}
@@ -149,6 +140,23 @@ func TestClaimReadsOnlyWhatItClaims(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openTraced opens a store in a fresh schema on a pool whose statements
+// tracer sees, and returns the pool, the store and the schema.
+func openTraced(t *testing.T, tracer pgx.QueryTracer) (*sql.DB, *pgstore.Store, string) {
+	t.Helper()
+	cfg := mustParse(t, needPG(t))
+	cfg.Tracer = tracer
+	db := stdlib.OpenDB(cfg)
+	t.Cleanup(func() { db.Close() })
+	schema := freshSchema()
+	s, err := pgstore.OpenDB(t.Context(), db, pgstore.Options{Schema: schema, NoWakes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return db, s, schema
 }
 
 // explainAnalyze runs EXPLAIN ANALYZE of query with args in a transaction
@@ -346,19 +354,10 @@ func (ts tracers) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceQue
 // (SeqScanOffForTx); the test replays both statements as it ran them.
 func TestFinishManyReadsOnlyItsSteps(t *testing.T) {
 	t.Parallel()
-	cfg := mustParse(t, needPG(t))
 	off := &statementRecorder{prefix: "-- name: SeqScanOffForTx "}
 	finish := &statementRecorder{prefix: "-- name: RunFinishMany "}
-	cfg.Tracer = tracers{off, finish}
-	db := stdlib.OpenDB(cfg)
-	t.Cleanup(func() { db.Close() })
+	db, s, schema := openTraced(t, tracers{off, finish})
 	ctx := t.Context()
-	schema := freshSchema()
-	s, err := pgstore.OpenDB(ctx, db, pgstore.Options{Schema: schema, NoWakes: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 
 	const runs, finished = 3000, 4
 	wf := store.WorkflowKey{Name: "job", Version: 1}
@@ -377,6 +376,7 @@ func TestFinishManyReadsOnlyItsSteps(t *testing.T) {
 		if _, err := tx.StepBeginMany(ctx, steps); err != nil {
 			return err
 		}
+		var err error
 		claimed, err = tx.RunClaim(ctx, store.RunClaimParams{
 			Queue: "q", Known: []store.WorkflowKey{wf}, Owner: "w", Max: finished, Now: base + 1, LeaseExpiresAt: base + 60_000,
 		})
