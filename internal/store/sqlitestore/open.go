@@ -106,6 +106,10 @@ type Store struct {
 	checkpointInterval time.Duration
 	walLimit           int64
 	wal                walState
+	// walGrew wakes the WAL watch at once when a commit of the writer
+	// left the WAL past half of walLimit (noteWALSize), rather than at its
+	// next look, which a starved goroutine takes late.
+	walGrew chan struct{}
 
 	// committed wakes the change feed's readers in this process after
 	// every commit of the writer (feed.go).
@@ -144,6 +148,7 @@ func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, opts Optio
 		path: path, busyTimeout: busyTimeout,
 		checkpointInterval: opts.CheckpointInterval, walLimit: opts.WALLimit,
 		requests: make(chan *writeRequest), closing: make(chan struct{}), writerDone: make(chan struct{}),
+		walGrew: make(chan struct{}, 1),
 	}
 	go s.runWriter()
 	return s, nil

@@ -22,7 +22,8 @@ var _ store.Maintainer = (*Store)(nil)
 // over, and the file grows without bound (checkpoint starvation). So the
 // watch looks at the size of the -wal file (stat(2) only) ten times a
 // second, and more often while the WAL grows fast enough to pass half of
-// Options.WALLimit before the next look, and runs:
+// Options.WALLimit before the next look (and at once when a commit of the
+// writer left it past that half), and runs:
 //
 //   - TRUNCATE as soon as the WAL passed half of WALLimit. It waits briefly
 //     for readers to move to the newest snapshot, with writes held back,
@@ -85,6 +86,7 @@ func (s *Store) Maintain(ctx context.Context, h store.MaintainHooks) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-s.walGrew: // a commit left the WAL past half the limit
 		}
 		timer.Reset(w.check(ctx))
 	}

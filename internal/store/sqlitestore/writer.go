@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
@@ -91,6 +92,27 @@ func (s *Store) runWriter() {
 			}
 		}
 		s.commitBatch(batch)
+		s.noteWALSize()
+	}
+}
+
+// noteWALSize wakes the WAL watch when the WAL is past half of WALLimit,
+// the size at which the watch truncates it. The watch also looks by
+// itself, often enough at the WAL's recent rate of growth; but a commit
+// burst on a loaded machine, where the watch's timer fires late, could
+// carry the WAL past the limit in between. A stat per batch costs about a
+// microsecond against the batch's fsync.
+func (s *Store) noteWALSize() {
+	if s.path == "" || s.checkpointInterval < 0 {
+		return
+	}
+	info, err := os.Stat(s.path + "-wal")
+	if err != nil || info.Size() <= s.walLimit/2 {
+		return
+	}
+	select {
+	case s.walGrew <- struct{}{}:
+	default: // the watch is already woken
 	}
 }
 
