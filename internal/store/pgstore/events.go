@@ -15,14 +15,7 @@ func (r reader) EventList(ctx context.Context, runID string) ([]store.Event, err
 	if err != nil {
 		return nil, fmt.Errorf("list events of run %s: %w", runID, interpretError(ctx, err))
 	}
-	events := make([]store.Event, len(rows))
-	for i, row := range rows {
-		events[i] = store.Event{
-			ID: row.ID, RunID: row.RunID, At: row.At, Kind: row.Kind, Step: row.Step,
-			Occurrence: int(row.Occurrence), Attempt: int(row.Attempt), Detail: row.Detail,
-		}
-	}
-	return events, nil
+	return eventsFromRows(rows), nil
 }
 
 // EventAppend keeps the event for one insert of all the events the
@@ -113,4 +106,16 @@ func (t *tx) appendMany(ctx context.Context, events []store.Event) error {
 		t.appended = true
 	}
 	return nil
+}
+
+// eventsFromRows converts rows of the events table.
+func eventsFromRows(rows []pgdb.Event) []store.Event {
+	events := make([]store.Event, len(rows))
+	for i, row := range rows {
+		events[i] = store.Event{
+			ID: row.ID, RunID: row.RunID, At: row.At, Kind: row.Kind, Step: row.Step,
+			Occurrence: int(row.Occurrence), Attempt: int(row.Attempt), Detail: row.Detail,
+		}
+	}
+	return events
 }

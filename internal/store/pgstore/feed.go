@@ -160,14 +160,7 @@ func (r reader) EventFeed(ctx context.Context, after int64, max int) ([]store.Ev
 	if err != nil {
 		return nil, fmt.Errorf("read change feed after %d: %w", after, interpretError(ctx, err))
 	}
-	events := make([]store.Event, len(rows))
-	for i, row := range rows {
-		events[i] = store.Event{
-			ID: row.ID, RunID: row.RunID, At: row.At, Kind: row.Kind, Step: row.Step,
-			Occurrence: int(row.Occurrence), Attempt: int(row.Attempt), Detail: row.Detail,
-		}
-	}
-	return events, nil
+	return eventsFromRows(rows), nil
 }
 
 func (r reader) FeedPurgedThrough(ctx context.Context) (int64, error) {

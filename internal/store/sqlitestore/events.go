@@ -14,14 +14,7 @@ func (r reader) EventList(ctx context.Context, runID string) ([]store.Event, err
 	if err != nil {
 		return nil, fmt.Errorf("list events of run %s: %w", runID, interpretError(err))
 	}
-	events := make([]store.Event, len(rows))
-	for i, row := range rows {
-		events[i] = store.Event{
-			ID: row.ID, RunID: row.RunID, At: row.At, Kind: row.Kind, Step: row.Step,
-			Occurrence: int(row.Occurrence), Attempt: int(row.Attempt), Detail: row.Detail,
-		}
-	}
-	return events, nil
+	return eventsFromRows(rows), nil
 }
 
 func (t *tx) EventAppend(ctx context.Context, e store.Event) error {
@@ -64,4 +57,16 @@ func (t *tx) EventAppendMany(ctx context.Context, events []store.Event) error {
 		}
 	}
 	return nil
+}
+
+// eventsFromRows converts rows of the events table.
+func eventsFromRows(rows []sqlitedb.Event) []store.Event {
+	events := make([]store.Event, len(rows))
+	for i, row := range rows {
+		events[i] = store.Event{
+			ID: row.ID, RunID: row.RunID, At: row.At, Kind: row.Kind, Step: row.Step,
+			Occurrence: int(row.Occurrence), Attempt: int(row.Attempt), Detail: row.Detail,
+		}
+	}
+	return events
 }
