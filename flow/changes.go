@@ -11,18 +11,20 @@ import (
 )
 
 // Change is one entry of the change feed: an event of a run's history
-// (Kind is one of the Event* kinds) at its position in the feed.
+// (Kind is one of the Event* kinds) at its position in the feed. Its JSON
+// form is the one `flowlite changes --json` prints and the dashboards'
+// change streams send.
 type Change struct {
 	// Position orders the feed. It grows with every change, is never
 	// handed out twice, and is the cursor to resume after.
-	Position   int64
-	RunID      string
-	At         time.Time
-	Kind       string
-	Step       string
-	Occurrence int
-	Attempt    int
-	Detail     string
+	Position   int64     `json:"position"`
+	RunID      string    `json:"run"`
+	At         time.Time `json:"at"`
+	Kind       string    `json:"kind"`
+	Step       string    `json:"step,omitempty"`
+	Occurrence int       `json:"occurrence"`
+	Attempt    int       `json:"attempt,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
 }
 
 // ChangesOptions says where Changes starts and whether it follows.

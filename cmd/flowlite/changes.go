@@ -12,18 +12,6 @@ import (
 	"github.com/flowlite/flowlite/flow"
 )
 
-// changeJSON is one line of `flowlite changes --json`.
-type changeJSON struct {
-	Position   int64     `json:"position"`
-	RunID      string    `json:"run"`
-	At         time.Time `json:"at"`
-	Kind       string    `json:"kind"`
-	Step       string    `json:"step,omitempty"`
-	Occurrence int       `json:"occurrence"`
-	Attempt    int       `json:"attempt,omitempty"`
-	Detail     string    `json:"detail,omitempty"`
-}
-
 func (a *app) changesCommand() *cobra.Command {
 	var (
 		follow       bool
@@ -129,8 +117,8 @@ func (a *app) printChanges(ctx context.Context, e *flow.Engine, opts *flow.Chang
 			return err
 		}
 		if a.json {
-			err = enc.Encode(changeJSON{Position: c.Position, RunID: c.RunID, At: utc(c.At), Kind: c.Kind,
-				Step: c.Step, Occurrence: c.Occurrence, Attempt: c.Attempt, Detail: c.Detail})
+			c.At = utc(c.At)
+			err = enc.Encode(c)
 		} else {
 			step := "-"
 			if c.Step != "" {

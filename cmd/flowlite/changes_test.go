@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/flowlite/flowlite/flow"
 )
 
 // changeLines decodes the JSON lines of `changes --json`.
-func changeLines(t *testing.T, out string) []changeJSON {
+func changeLines(t *testing.T, out string) []flow.Change {
 	t.Helper()
-	var cs []changeJSON
+	var cs []flow.Change
 	for line := range strings.Lines(out) {
-		var c changeJSON
+		var c flow.Change
 		if err := json.Unmarshal([]byte(line), &c); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
@@ -38,7 +40,7 @@ func TestChanges(t *testing.T) {
 	if err := json.Unmarshal([]byte(ok(t, path, "history", "--json", doneRun)), &hist); err != nil {
 		t.Fatal(err)
 	}
-	var ofRun []changeJSON
+	var ofRun []flow.Change
 	for _, c := range all {
 		if c.RunID == doneRun {
 			ofRun = append(ofRun, c)

@@ -11,18 +11,6 @@ import (
 	"github.com/flowlite/flowlite/flow"
 )
 
-// changeEvent is the data of one server-sent change event.
-type changeEvent struct {
-	Position   int64     `json:"position"`
-	RunID      string    `json:"run"`
-	At         time.Time `json:"at"`
-	Kind       string    `json:"kind"`
-	Step       string    `json:"step,omitempty"`
-	Occurrence int       `json:"occurrence"`
-	Attempt    int       `json:"attempt,omitempty"`
-	Detail     string    `json:"detail,omitempty"`
-}
-
 // keepAlive is how often an idle stream sends a comment, so that proxies
 // and browsers keep the connection open.
 const keepAlive = 15 * time.Second
@@ -109,8 +97,9 @@ func (d *Dashboard) changes(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		data, err := json.Marshal(changeEvent{Position: it.c.Position, RunID: it.c.RunID, At: it.c.At.UTC(), Kind: it.c.Kind,
-			Step: it.c.Step, Occurrence: it.c.Occurrence, Attempt: it.c.Attempt, Detail: it.c.Detail})
+		c := it.c
+		c.At = c.At.UTC()
+		data, err := json.Marshal(c) // flow.Change's JSON form
 		if err != nil {
 			d.log.Error("encode change", "position", it.c.Position, "err", err)
 			return

@@ -97,7 +97,7 @@ func TestChangesStream(t *testing.T) {
 	}
 	for i, want := range all {
 		ev := next(t, events)
-		var c changeEvent
+		var c flow.Change
 		if err := json.Unmarshal([]byte(ev.data), &c); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestChangesStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := next(t, events)
-	var live changeEvent
+	var live flow.Change
 	if err := json.Unmarshal([]byte(ev.data), &live); err != nil {
 		t.Fatal(err)
 	}
