@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 var onceKey = store.WorkflowKey{Name: "once", Version: 1}
@@ -21,11 +19,7 @@ var onceKey = store.WorkflowKey{Name: "once", Version: 1}
 // counts the calls of its body.
 func newFirstStepEngine(t *testing.T, calls *atomic.Int32, onBody func()) (*Engine, store.Store) {
 	t.Helper()
-	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "first.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTestStore(t)
 	e, err := New(s, Config{PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -4,12 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // fakeNotifier is a SQLite store that delivers the wakes a test sends,
@@ -40,11 +38,7 @@ func (f *fakeNotifier) Listen(ctx context.Context, fn func(store.Wake)) error {
 // after its first poll; body runs its workflow.
 func newNotifiedEngine(t *testing.T, body WorkflowFunc) (*Engine, *fakeNotifier) {
 	t.Helper()
-	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "n.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTestStore(t)
 	f := &fakeNotifier{Store: s, wakes: make(chan store.Wake), listening: make(chan struct{}), stopped: make(chan struct{})}
 	e, err := New(f, Config{
 		Queues: map[string]int{"b": 2}, PollInterval: 10 * time.Second,

@@ -5,14 +5,12 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 type syncLog struct {
@@ -39,11 +37,7 @@ func (l *syncLog) count(s string) int { return strings.Count(l.String(), s) }
 // again, not an error per poll; and it claims again once it is back.
 func TestClaimerLogsAnOutageOnce(t *testing.T) {
 	t.Parallel()
-	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "o.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTestStore(t)
 	as := &awayStore{Store: s}
 	logs := &syncLog{}
 	e, err := New(as, Config{
@@ -56,16 +50,7 @@ func TestClaimerLogsAnOutageOnce(t *testing.T) {
 	if err := e.Register(Workflow{Key: jobKey, Run: func(*RunContext, []byte) ([]byte, error) { return []byte(`1`), nil }}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	startTestEngine(t, e)
 	as.awayWrites.Store(true)
 	time.Sleep(300 * time.Millisecond) // dozens of polls
 	as.awayWrites.Store(false)
@@ -102,11 +87,7 @@ func TestClaimerLogsAnOutageOnce(t *testing.T) {
 // write error.
 func TestOutcomeWrittenAfterLongOutage(t *testing.T) {
 	t.Parallel()
-	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "l.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTestStore(t)
 	as := &awayStore{Store: s}
 	const lease = 600 * time.Millisecond // a retry budget of 300ms
 	e, err := New(as, Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: lease, Logger: slog.New(slog.DiscardHandler)})
@@ -126,16 +107,7 @@ func TestOutcomeWrittenAfterLongOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	startTestEngine(t, e)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if _, err := e.StartRun(ctx, StartParams{ID: "r", Workflow: jobKey, Input: []byte(`{}`)}); err != nil {
@@ -167,11 +139,7 @@ func TestOutcomeWrittenAfterLongOutage(t *testing.T) {
 // back.
 func TestStopDuringOutageIsBounded(t *testing.T) {
 	t.Parallel()
-	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "s.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTestStore(t)
 	as := &awayStore{Store: s}
 	e, err := New(as, Config{PollInterval: 10 * time.Millisecond, LeaseTimeout: 600 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -5,14 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // batchCountingStore records the size of every RunFinishMany call, and
@@ -57,11 +55,7 @@ func (s *batchCountingStore) sizes() []int {
 // parent workflow "parent" starts one "gate" child and waits for it.
 func newBatchEngine(t *testing.T, failFirst int, release <-chan struct{}, entered *sync.WaitGroup) (*Engine, *batchCountingStore) {
 	t.Helper()
-	base, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "batch.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { base.Close() })
+	base := openTestStore(t)
 	s := &batchCountingStore{Store: base, failFirst: failFirst}
 	e, err := New(s, Config{PollInterval: 10 * time.Millisecond, Queues: map[string]int{"default": 200}})
 	if err != nil {

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/clock"
 	"github.com/flowlite/flowlite/internal/store"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 var jobKey = store.WorkflowKey{Name: "job", Version: 1}
@@ -20,11 +18,7 @@ var jobKey = store.WorkflowKey{Name: "job", Version: 1}
 // with a manual clock.
 func newQueueEngine(t *testing.T) (*Engine, store.Store, *clock.Manual) {
 	t.Helper()
-	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "q.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTestStore(t)
 	clk := clock.NewManual(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	e, err := New(s, Config{Clock: clk})
 	if err != nil {

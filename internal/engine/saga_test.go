@@ -5,13 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // errConnLost stands for a write whose connection broke mid-transaction
@@ -79,11 +77,7 @@ func TestUnwindWriteFailureGivesTheRunBack(t *testing.T) {
 	} {
 		t.Run(c.method, func(t *testing.T) {
 			t.Parallel()
-			s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "u.db"), sqlitestore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s := openTestStore(t)
 			f := &failOnce{Store: s, method: c.method}
 			e, err := New(f, Config{
 				PollInterval: 10 * time.Millisecond, LeaseTimeout: time.Hour,
@@ -114,16 +108,7 @@ func TestUnwindWriteFailureGivesTheRunBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := e.Start(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				if err := e.Stop(ctx); err != nil {
-					t.Error(err)
-				}
-			})
+			startTestEngine(t, e)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			if _, err := e.StartRun(ctx, StartParams{ID: "r", Workflow: jobKey, Input: []byte(`{}`)}); err != nil {

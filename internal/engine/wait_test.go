@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // awayStore is a store whose database is unavailable to reads of runs
@@ -52,11 +50,7 @@ func (r awayReader) RunGet(ctx context.Context, id string) (store.Run, error) {
 // error says both.
 func TestWaitThroughUnavailableDatabase(t *testing.T) {
 	t.Parallel()
-	s, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "w.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTestStore(t)
 	as := &awayStore{Store: s}
 	e, err := New(as, Config{PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -70,16 +64,7 @@ func TestWaitThroughUnavailableDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	startTestEngine(t, e)
 	// Runs before Stop's cleanup: a failed test leaves no body blocked.
 	let := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(let)
