@@ -4,13 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -109,22 +105,12 @@ func dagWorkflow() (*flowdef.Workflow, error) {
 // dagChildMain is a worker process for the DAG: it works the database
 // until killed, or in drain mode until no run is left.
 func dagChildMain() int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "dag child: "+format+"\n", args...)
-		return 2
+	c, code := newWorkerEnv("dag child")
+	if c == nil {
+		return code
 	}
-	inc, err := strconv.Atoi(os.Getenv(envInc))
-	if err != nil {
-		return fail("bad %s: %v", envInc, err)
-	}
-	lw, err := openLedger(os.Getenv(envLedger), inc)
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer lw.f.Close()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	defer c.close()
+	inc, lw, log, ctx, fail := c.inc, c.lw, c.log, c.ctx, c.fail
 	cfg := childConfig(inc, lw, log)
 	cfg.Intercept = func(ctx context.Context, info flow.AttemptInfo, call func(context.Context) error) error {
 		// The ledger without the saga test's injected failures.

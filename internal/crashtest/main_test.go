@@ -190,26 +190,53 @@ func childConfig(inc int, ledger *ledgerWriter, log *slog.Logger) *flow.Config {
 	}
 }
 
+// workerEnv is what a worker process reads from its environment: its
+// incarnation, its ledger, a logger, and a context that SIGTERM ends.
+type workerEnv struct {
+	name string
+	inc  int
+	lw   *ledgerWriter
+	log  *slog.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+// newWorkerEnv reads the environment of the worker process name; when it is
+// bad, it prints why and returns nil and the exit code.
+func newWorkerEnv(name string) (*workerEnv, int) {
+	c := &workerEnv{name: name}
+	var err error
+	if c.inc, err = strconv.Atoi(os.Getenv(envInc)); err != nil {
+		return nil, c.fail("bad %s: %v", envInc, err)
+	}
+	if c.lw, err = openLedger(os.Getenv(envLedger), c.inc); err != nil {
+		return nil, c.fail("%v", err)
+	}
+	c.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c.ctx, c.stop = signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	return c, 0
+}
+
+// fail prints a failure for the parent and gives the exit code.
+func (c *workerEnv) fail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, c.name+": "+format+"\n", args...)
+	return 2
+}
+
+func (c *workerEnv) close() {
+	c.stop()
+	c.lw.f.Close()
+}
+
 // childMain is a worker process: it works the shared database until it is
 // killed, or in drain mode until no run is left to do.
 func childMain() int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "crash child: "+format+"\n", args...)
-		return 2
+	c, code := newWorkerEnv("crash child")
+	if c == nil {
+		return code
 	}
-	inc, err := strconv.Atoi(os.Getenv(envInc))
-	if err != nil {
-		return fail("bad %s: %v", envInc, err)
-	}
-	lw, err := openLedger(os.Getenv(envLedger), inc)
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer lw.f.Close()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	defer c.close()
+	inc, lw, log, ctx, fail := c.inc, c.lw, c.log, c.ctx, c.fail
 	// envDB names one file, or the files of a shard set, comma-separated.
 	e, err := flowsqlite.OpenShards(ctx, strings.Split(os.Getenv(envDB), ","), childConfig(inc, lw, log), childOptions)
 	if err != nil {

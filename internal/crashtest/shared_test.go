@@ -3,11 +3,9 @@ package crashtest
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -68,26 +66,16 @@ func openWorkerEngine(ctx context.Context, cfg *flow.Config) (*flow.Engine, erro
 // works the file until SIGTERM, or in drain mode until nothing is left.
 // Any error is printed to stderr, where the parent looks for it.
 func sharedChildMain() int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "shared child: "+format+"\n", args...)
-		return 2
+	c, code := newWorkerEnv("shared child")
+	if c == nil {
+		return code
 	}
-	inc, err := strconv.Atoi(os.Getenv(envInc))
-	if err != nil {
-		return fail("bad %s: %v", envInc, err)
-	}
+	defer c.close()
+	inc, lw, log, ctx, fail := c.inc, c.lw, c.log, c.ctx, c.fail
 	var first, step, total int
 	if _, err := fmt.Sscanf(os.Getenv(envStarts), "%d,%d,%d", &first, &step, &total); err != nil {
 		return fail("bad %s: %v", envStarts, err)
 	}
-	lw, err := openLedger(os.Getenv(envLedger), inc)
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer lw.f.Close()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	cfg := childConfig(inc, lw, log)
 	// Several processes at once on two shared cores, next to other test
 	// binaries: another process's checkpoint or commit can hold the write

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
@@ -287,23 +284,12 @@ func (l *ledgerWriter) interceptWaits(ctx context.Context, info flow.AttemptInfo
 
 // waitsChildMain is childMain for the waits workflows.
 func waitsChildMain() int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "crash child: "+format+"\n", args...)
-		return 2
+	c, code := newWorkerEnv("crash child")
+	if c == nil {
+		return code
 	}
-	inc, err := strconv.Atoi(os.Getenv(envInc))
-	if err != nil {
-		return fail("bad %s: %v", envInc, err)
-	}
-	lw, err := openLedger(os.Getenv(envLedger), inc)
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer lw.f.Close()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	defer c.close()
+	inc, lw, log, ctx, fail := c.inc, c.lw, c.log, c.ctx, c.fail
 	cfg := childConfig(inc, lw, log)
 	cfg.Intercept = lw.interceptWaits
 	e, err := flowsqlite.Open(ctx, os.Getenv(envDB), cfg, childOptions)
