@@ -46,6 +46,12 @@ type result struct {
 	// do for each.
 	CommitsPer float64 `json:"commits_per,omitempty"`
 	RowsPer    float64 `json:"rows_per,omitempty"`
+	// ServerCPUPer and WorkerCPUPer are the CPU microseconds per job or
+	// workflow that the PostgreSQL server (when it runs on this machine)
+	// and the worker processes used while they drained: the two cores'
+	// time, split between the database and the engine.
+	ServerCPUPer float64 `json:"server_cpu_us_per,omitempty"`
+	WorkerCPUPer float64 `json:"worker_cpu_us_per,omitempty"`
 }
 
 // scenarioFunc runs one scenario of one system in this process.
@@ -113,6 +119,9 @@ type workerProc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   *bufio.Reader
+	// cpuAtGo is the CPU time the worker had used getting ready, when it
+	// was told to start: stop leaves it out of the work's.
+	cpuAtGo time.Duration
 }
 
 // startWorkers starts n worker processes of the scenario on dsn and waits
@@ -157,6 +166,7 @@ func startWorkers(ctx context.Context, p params, dsn string, n int) (*workerProc
 func (w *workerProcs) goAll() (time.Time, error) {
 	t := time.Now()
 	for i, wp := range w.procs {
+		wp.cpuAtGo = processCPU(wp.cmd.Process.Pid)
 		if _, err := io.WriteString(wp.stdin, "go\n"); err != nil {
 			return t, fmt.Errorf("start worker %d: %w", i, err)
 		}
@@ -164,9 +174,16 @@ func (w *workerProcs) goAll() (time.Time, error) {
 	return t, nil
 }
 
+// workersDone is what stop gathers from the workers.
+type workersDone struct {
+	samples []float64     // their latency samples, in milliseconds
+	rssKB   int64         // the sum of their peak RSS
+	cpu     time.Duration // the CPU time they used after goAll, summed
+}
+
 // stop ends every worker (closing its stdin), waits for it, and returns
-// their latency samples and the sum of their peak RSS in KiB.
-func (w *workerProcs) stop() (samples []float64, rssKB int64, err error) {
+// what they measured and used.
+func (w *workerProcs) stop() (done workersDone, err error) {
 	for _, wp := range w.procs {
 		_ = wp.stdin.Close()
 	}
@@ -188,14 +205,15 @@ func (w *workerProcs) stop() (samples []float64, rssKB int64, err error) {
 				errs = append(errs, fmt.Errorf("worker %d: read samples: %w", i, decErr))
 				return
 			}
-			samples = append(samples, s...)
+			done.samples = append(done.samples, s...)
 			if ru, ok := wp.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-				rssKB += ru.Maxrss
+				done.rssKB += ru.Maxrss
 			}
+			done.cpu += wp.cmd.ProcessState.UserTime() + wp.cmd.ProcessState.SystemTime() - wp.cpuAtGo
 		})
 	}
 	wg.Wait()
-	return samples, rssKB, errors.Join(errs...)
+	return done, errors.Join(errs...)
 }
 
 func (w *workerProcs) kill() {

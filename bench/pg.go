@@ -59,6 +59,7 @@ func (s pgSystem) throughput(ctx context.Context, p params) (result, error) {
 		w.kill()
 		return result{}, err
 	}
+	serverBefore, serverLocal := serverCPU()
 	start, err := w.goAll()
 	if err != nil {
 		w.kill()
@@ -73,7 +74,7 @@ func (s pgSystem) throughput(ctx context.Context, p params) (result, error) {
 		w.kill()
 		return result{}, err
 	}
-	_, rss, err := w.stop()
+	workers, err := w.stop()
 	if err != nil {
 		return result{}, err
 	}
@@ -89,11 +90,23 @@ func (s pgSystem) throughput(ctx context.Context, p params) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return result{
-		Value: float64(p.N) / end.Sub(start).Seconds(), Done: n, RSSKB: selfRSSKB() + rss,
-		CommitsPer: float64(after.commits-before.commits-int64(polls)-1) / float64(p.N),
-		RowsPer:    float64(after.rows-before.rows) / float64(p.N),
-	}, nil
+	r := result{
+		Value: float64(p.N) / end.Sub(start).Seconds(), Done: n, RSSKB: selfRSSKB() + workers.rssKB,
+		CommitsPer:   float64(after.commits-before.commits-int64(polls)-1) / float64(p.N),
+		RowsPer:      float64(after.rows-before.rows) / float64(p.N),
+		WorkerCPUPer: perJob(workers.cpu, p.N),
+	}
+	// The server's share includes the counter's polls and the statistics
+	// reads, a few percent of it: the same for every system.
+	if serverAfter, ok := serverCPU(); ok && serverLocal {
+		r.ServerCPUPer = perJob(serverAfter-serverBefore, p.N)
+	}
+	return r, nil
+}
+
+// perJob is d per job of n, in microseconds.
+func perJob(d time.Duration, n int) float64 {
+	return float64(d.Microseconds()) / float64(n)
 }
 
 // pgStats are a database's cumulative counters in pg_stat_database.
@@ -161,12 +174,12 @@ func (s pgSystem) latency(ctx context.Context, p params) (result, error) {
 		w.kill()
 		return result{}, err
 	}
-	samples, rss, err := w.stop()
+	workers, err := w.stop()
 	if err != nil {
 		return result{}, err
 	}
-	r := latencyResult(samples)
-	r.RSSKB = selfRSSKB() + rss
+	r := latencyResult(workers.samples)
+	r.RSSKB = selfRSSKB() + workers.rssKB
 	return r, nil
 }
 

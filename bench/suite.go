@@ -54,12 +54,11 @@ type scenario struct {
 func plan() []scenario {
 	var s []scenario
 	pg := []string{"flowlite-pg", "river-pg"}
-	// 5k, not the SQLite group's 20k: flowlite-pg drains a few hundred jobs
-	// a second, slower as the backlog grows, so 10k took over a minute per
-	// run and the suite past a quarter of an hour (see RESULTS.md).
+	// 20k, as in the SQLite group: River drains them in under a second, and
+	// a smaller backlog let the workers' start weigh on its figure.
 	for _, procs := range []int{1, 2, 4} {
 		s = append(s, scenario{Name: fmt.Sprintf("PG: {n} jobs drained, %d worker process(es)", procs),
-			Key: "pg-drain", Unit: "jobs/s", N: 5000, Procs: procs, Systems: pg})
+			Key: "pg-drain", Unit: "jobs/s", N: 20000, Procs: procs, Systems: pg})
 	}
 	for _, procs := range []int{1, 2, 4} {
 		s = append(s, scenario{Name: fmt.Sprintf("PG: {n} 3-step workflows, %d worker process(es)", procs),
@@ -130,9 +129,11 @@ type measurement struct {
 	WallSec  float64 `json:"wall_s"`
 	Err      string  `json:"error,omitempty"`
 	Warning  string  `json:"warning,omitempty"`
-	// CommitsPer and RowsPer: see result.
-	CommitsPer float64 `json:"commits_per,omitempty"`
-	RowsPer    float64 `json:"rows_per,omitempty"`
+	// CommitsPer, RowsPer, ServerCPUPer and WorkerCPUPer: see result.
+	CommitsPer   float64 `json:"commits_per,omitempty"`
+	RowsPer      float64 `json:"rows_per,omitempty"`
+	ServerCPUPer float64 `json:"server_cpu_us_per,omitempty"`
+	WorkerCPUPer float64 `json:"worker_cpu_us_per,omitempty"`
 }
 
 // report is the suite's outcome: the plan as run and every measurement.
@@ -314,6 +315,7 @@ func runOne(ctx context.Context, cfg suiteConfig, lk *pgLock, self string, s sce
 		return m
 	}
 	m.Value, m.P50, m.Done, m.CommitsPer, m.RowsPer = r.Value, r.P50, r.Done, r.CommitsPer, r.RowsPer
+	m.ServerCPUPer, m.WorkerCPUPer = r.ServerCPUPer, r.WorkerCPUPer
 	if r.RSSKB > 0 {
 		m.RSSMiB = float64(r.RSSKB) / 1024
 	}
@@ -398,12 +400,13 @@ func cmpOr(a, b string) string {
 type summary struct {
 	Value, P50, RSSMiB, CPUSec float64
 	CommitsPer, RowsPer        float64
+	ServerCPUPer, WorkerCPUPer float64
 	Values                     []float64
 	Failed, Unlocked           int
 }
 
 func summarize(rep report, s scenario, sys string) summary {
-	var v, p, r, c, cp, rp []float64
+	var v, p, r, c, cp, rp, sc, wc []float64
 	var sum summary
 	for _, m := range rep.Measurements {
 		if m.Scenario != s.Name || m.System != sys {
@@ -418,8 +421,10 @@ func summarize(rep report, s scenario, sys string) summary {
 		}
 		v, p, r, c = append(v, m.Value), append(p, m.P50), append(r, m.RSSMiB), append(c, m.CPUSec)
 		cp, rp = append(cp, m.CommitsPer), append(rp, m.RowsPer)
+		sc, wc = append(sc, m.ServerCPUPer), append(wc, m.WorkerCPUPer)
 	}
 	sum.CommitsPer, sum.RowsPer = median(cp), median(rp)
+	sum.ServerCPUPer, sum.WorkerCPUPer = median(sc), median(wc)
 	sum.Value, sum.P50, sum.RSSMiB, sum.CPUSec, sum.Values = median(v), median(p), median(r), median(c), v
 	return sum
 }
@@ -459,7 +464,11 @@ func markdownTable(rep report) string {
 				val += fmt.Sprintf(" (p50 %s)", fmtNum(sum.P50))
 			}
 			if sum.CommitsPer > 0 {
-				val += fmt.Sprintf(" (%s commits, %s rows written each)", fmtNum(sum.CommitsPer), fmtNum(sum.RowsPer))
+				val += fmt.Sprintf(" (%s commits, %s rows written each", fmtNum(sum.CommitsPer), fmtNum(sum.RowsPer))
+				if sum.ServerCPUPer > 0 {
+					val += fmt.Sprintf("; CPU µs each: server %s, workers %s", fmtNum(sum.ServerCPUPer), fmtNum(sum.WorkerCPUPer))
+				}
+				val += ")"
 			}
 			var rounds []string
 			for _, v := range sum.Values {
