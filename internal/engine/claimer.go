@@ -67,6 +67,9 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 	if len(known) == 0 {
 		return nil, nil
 	}
+	if c, ok := e.store.(store.Claimer); ok {
+		return e.claimAlone(ctx, c, queue, known, max)
+	}
 	var runs []store.Run
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		var err error
@@ -79,6 +82,54 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 	}
 	e.claimed(queue, runs)
 	return runs, nil
+}
+
+// claimAlone is claim on a store that makes a whole claim one statement
+// (store.Claimer): the leases, the first attempts beginFirstSteps would
+// record and the events of both, committed together. The runs are held
+// once the statement returns: a claim that commits on its own has no
+// moment before its commit to hold them in, and a lease just taken cannot
+// expire before this goroutine holds it.
+func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, known []store.WorkflowKey, max int) ([]store.Run, error) {
+	now := e.nowMs()
+	claimed, err := c.ClaimAndBegin(ctx, store.ClaimAndBeginParams{
+		RunClaimParams: store.RunClaimParams{
+			Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
+			Now: now, LeaseExpiresAt: now + e.cfg.LeaseTimeout.Milliseconds(),
+		},
+		FirstSteps: e.firstSteps(known),
+	})
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]store.Run, len(claimed))
+	for i, c := range claimed {
+		runs[i] = c.Run
+	}
+	e.hold(runs)
+	e.mu.Lock()
+	for _, c := range claimed {
+		if c.Begun != "" {
+			e.begun[c.ID] = begunStep{lease: c.Lease(), key: store.StepKey{RunID: c.ID, Name: c.Begun}, attempt: 1}
+		}
+	}
+	e.mu.Unlock()
+	e.claimed(queue, runs)
+	return runs, nil
+}
+
+// firstSteps lists the first steps of the workflow versions of known that
+// declare one (Workflow.FirstStep).
+func (e *Engine) firstSteps(known []store.WorkflowKey) []store.FirstStep {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var steps []store.FirstStep
+	for _, k := range known {
+		if w, ok := e.workflows[k]; ok && w.FirstStep.Name != "" {
+			steps = append(steps, store.FirstStep{Workflow: k, Name: w.FirstStep.Name, Input: w.FirstStep.Input})
+		}
+	}
+	return steps
 }
 
 // claimIn leases up to max ready runs of queue, of the workflow versions

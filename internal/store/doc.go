@@ -66,6 +66,9 @@
 //   - RunTx.RunClaim must never hand one run to two workers, and should not
 //     make concurrent claimers wait on each other: on PostgreSQL, select
 //     the candidates with FOR UPDATE SKIP LOCKED and update only those.
+//     A Claimer's ClaimAndBegin, a claim in one statement that commits on
+//     its own, owes the same, and records what the engine would record
+//     around RunClaim in Write (see Claimer).
 //     RunRescue reads the expired leases and then clears them; its update
 //     repeats the expiry test, so a lease renewed in between stays, and on
 //     PostgreSQL its read can skip locked rows the same way.
@@ -182,7 +185,10 @@
 // checkpoint its write-ahead log, back it up and check its integrity.
 // Maintainer is another: a store with upkeep of its own (the SQLite WAL
 // watch) runs it while the engine works, with MaintainHooks for what it
-// needs from the engine. An adapter implements the ones its database has
+// needs from the engine. Claimer is a third: a store where a statement
+// costs a round trip makes a whole claim one statement, and the engine
+// claims through it instead of RunClaim in Write (a fallback, not
+// ErrNotSupported). An adapter implements the ones its database has
 // and no others; the dialect's policies live in the adapter, never in the
 // engine.
 //

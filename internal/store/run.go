@@ -117,6 +117,43 @@ type RunClaimParams struct {
 	LeaseExpiresAt int64
 }
 
+// Claimer is implemented by an adapter that can make a whole claim one
+// statement, committed on its own: the leases RunClaim takes, the first
+// attempts the engine records for fresh runs (StepBeginMany), and the
+// events of both (run_claimed for every run, then step_started for every
+// attempt, in claim order, at p.Now). A claim in Write takes six round
+// trips on PostgreSQL for the same (BEGIN, the queue's priorities, the
+// claim, the attempts, the events, COMMIT). The engine claims through it
+// when the store has it, and through RunClaim in Write otherwise.
+type Claimer interface {
+	ClaimAndBegin(ctx context.Context, p ClaimAndBeginParams) ([]ClaimedRun, error)
+}
+
+// ClaimAndBeginParams is a claim, and the first step of each known
+// workflow version that declares one.
+type ClaimAndBeginParams struct {
+	RunClaimParams
+	FirstSteps []FirstStep
+}
+
+// FirstStep is the step every run of Workflow calls first. A claim begins
+// its first attempt (occurrence 0, position 0, attempt 1, input Input) for
+// each run it leases for the first time (fence 1) that is running, has no
+// cancellation requested and is not past its deadline: the runs whose
+// execution would begin that step as its first write.
+type FirstStep struct {
+	Workflow WorkflowKey
+	Name     string
+	Input    []byte
+}
+
+// ClaimedRun is a run a claim leased. Begun names the step whose first
+// attempt the claim began, or is empty.
+type ClaimedRun struct {
+	Run
+	Begun string
+}
+
 // RunFinishParams records the outcome of a run. FinishedAt is zero for a
 // suspended run, which is not finished.
 type RunFinishParams struct {

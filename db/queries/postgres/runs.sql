@@ -153,6 +153,111 @@ WHERE u.id = picked.id
   AND u.lease_owner IS NULL
 RETURNING u.*;
 
+-- name: RunClaimAndBegin :many
+-- RunClaimAndBegin is a whole claim in one statement, for a claim that is
+-- a transaction of its own (an implicit one): RunReadyPriorities and
+-- RunClaim for every priority in turn, the first attempt of the first step
+-- of each run claimed for the first time (StepBeginNewMany), and the
+-- events of both, which a claim in Write takes six round trips for (BEGIN,
+-- priorities, claim, first attempts, events, COMMIT).
+--   - prios walks the queue's ready priorities with RunReadyPriorities'
+--     loose index scan. It is read lazily: picked stops pulling from it,
+--     and from each priority's runs, once it holds @max_runs runs.
+--   - picked takes, priority by priority, the due runs of known versions
+--     oldest first, FOR UPDATE SKIP LOCKED, as RunClaim does (see there
+--     why the known versions are an array filter and the set MATERIALIZED).
+--     A row is locked only when picked pulls it, so no run is locked that
+--     the claim does not take.
+--   - claimed updates the picked runs, found by primary key through
+--     = ANY of their IDs: joined with picked instead, the generic plan of
+--     the prepared statement scanned the whole table, the planner taking
+--     picked for larger than it is (TestClaimAndBeginReadsOnlyWhatItClaims).
+--   - begun inserts the first attempt of @first_steps' step (a JSON array
+--     of objects: workflow, version, step, input in hex) for each run the
+--     claim leased for the first time (fence 1) that is running, has no
+--     cancellation requested and is not past its deadline, as the engine's
+--     beginFirstSteps decides for a claim in Write. ON CONFLICT DO NOTHING
+--     leaves a step that has a record (none should) to the execution.
+--   - appended appends run_claimed for every run claimed and then
+--     step_started for every attempt begun, in claim order.
+-- It returns the runs claimed, in claim order (priority, then run_at, then
+-- seq), and whether their first attempt was begun.
+WITH RECURSIVE prios(priority) AS (
+    (SELECT r.priority FROM flowlite.runs AS r
+     WHERE r.queue = sqlc.arg(queue)::text AND r.lease_owner IS NULL
+       AND r.status IN ('pending', 'waiting', 'compensating')
+     ORDER BY r.priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.priority FROM flowlite.runs AS r
+            WHERE r.queue = sqlc.arg(queue)::text AND r.lease_owner IS NULL
+              AND r.status IN ('pending', 'waiting', 'compensating')
+              AND r.priority < prios.priority
+            ORDER BY r.priority DESC LIMIT 1)
+    FROM prios WHERE prios.priority IS NOT NULL
+),
+picked AS MATERIALIZED (
+    SELECT l.id FROM prios CROSS JOIN LATERAL (
+            SELECT r.id FROM flowlite.runs AS r
+            WHERE r.queue = sqlc.arg(queue)::text
+              AND r.priority = prios.priority
+              AND r.lease_owner IS NULL
+              AND r.status IN ('pending', 'waiting', 'compensating')
+              AND r.run_at <= sqlc.arg(now)::bigint
+              AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb)))
+            ORDER BY r.run_at, r.seq
+            LIMIT sqlc.arg(max_runs)::bigint
+            FOR UPDATE OF r SKIP LOCKED
+        ) AS l
+    WHERE prios.priority IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = sqlc.arg(queue)::text AND q.paused)
+    LIMIT sqlc.arg(max_runs)::bigint
+),
+claimed AS (
+    UPDATE flowlite.runs AS u
+    SET lease_owner      = sqlc.arg(owner)::text,
+        lease_expires_at = sqlc.arg(lease_expires_at)::bigint,
+        fence            = u.fence + 1,
+        status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
+        started_at       = COALESCE(u.started_at, sqlc.arg(now)::bigint),
+        updated_at       = sqlc.arg(now)::bigint
+    WHERE u.id = ANY (ARRAY(SELECT picked.id FROM picked))
+      AND u.lease_owner IS NULL
+    RETURNING u.*
+),
+begun AS (
+    INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+    SELECT c.id, f.step, 0, 'running', 1, decode(f.input, 'hex'), 0, sqlc.arg(now)::bigint
+    FROM claimed AS c
+    JOIN jsonb_to_recordset(sqlc.arg(first_steps)::jsonb) AS f(workflow text, version bigint, step text, input text)
+      ON f.workflow = c.workflow AND f.version = c.version
+    WHERE c.fence = 1 AND c.status = 'running' AND NOT c.cancel_requested
+      AND (c.deadline IS NULL OR c.deadline <= 0 OR c.deadline > sqlc.arg(now)::bigint)
+    ORDER BY c.priority DESC, c.run_at, c.seq
+    ON CONFLICT (run_id, name, occurrence) DO NOTHING
+    RETURNING run_id, name
+),
+appended AS (
+    INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
+    SELECT e.run_id, sqlc.arg(now)::bigint, e.kind, e.step, 0, e.attempt, e.detail
+    FROM (
+        SELECT c.id AS run_id, 'run_claimed' AS kind, '' AS step, 0 AS attempt,
+               'fence ' || c.fence || ', ' || c.lease_owner AS detail, 0 AS part, c.priority, c.run_at, c.seq
+        FROM claimed AS c
+        UNION ALL
+        SELECT b.run_id, 'step_started', b.name, 1, '', 1, c.priority, c.run_at, c.seq
+        FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
+    ) AS e
+    WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
+    ORDER BY e.part, e.priority DESC, e.run_at, e.seq
+)
+SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.input, c.output,
+       c.error, c.reason, c.cancel_requested, c.run_at, c.deadline, c.parent_id, c.wake_seq,
+       c.fence, c.lease_owner, c.lease_expires_at, c.created_at, c.updated_at, c.finished_at,
+       c.unique_key, c.unique_states, c.started_at, c.requeued_from, c.requeued_as,
+       (b.run_id IS NOT NULL)::boolean AS first_step_begun
+FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
+ORDER BY c.priority DESC, c.run_at, c.seq;
+
 -- name: RunHeartbeat :one
 -- RunHeartbeat extends the lease of a run and proves the caller still owns
 -- it: no row means the lease was lost. The UPDATE holds the row's lock until

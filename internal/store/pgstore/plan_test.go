@@ -56,6 +56,7 @@ type planNode struct {
 	ActualLoops   float64    `json:"Actual Loops"`
 	RemovedFilter float64    `json:"Rows Removed by Filter"`
 	RemovedJoin   float64    `json:"Rows Removed by Join Filter"`
+	Parent        string     `json:"Parent Relationship"` // Outer, Inner, InitPlan, SubPlan…
 	Plans         []planNode `json:"Plans"`
 }
 
@@ -71,6 +72,48 @@ func (n planNode) runsRowsRead(types map[string]bool) float64 {
 	for _, c := range n.Plans {
 		read += c.runsRowsRead(types)
 	}
+	return read
+}
+
+// walk calls f for n and every node below it.
+func (n planNode) walk(f func(planNode)) {
+	f(n)
+	for _, c := range n.Plans {
+		c.walk(f)
+	}
+}
+
+// sortsTable reports whether n is a Sort of rows read from the table
+// relation: its input, not counting the statement's CTEs and subqueries
+// that EXPLAIN shows below it, reads the table.
+func (n planNode) sortsTable(relation string) bool {
+	if n.NodeType != "Sort" {
+		return false
+	}
+	var reads func(planNode) bool
+	reads = func(m planNode) bool {
+		if m.Relation == relation {
+			return true
+		}
+		for _, c := range m.Plans {
+			if c.Parent != "InitPlan" && c.Parent != "SubPlan" && reads(c) {
+				return true
+			}
+		}
+		return false
+	}
+	return reads(n)
+}
+
+// tableRowsRead is how many rows of the table relation the plan's nodes
+// produced or filtered out, over all their loops.
+func (n planNode) tableRowsRead(relation string) float64 {
+	var read float64
+	n.walk(func(m planNode) {
+		if m.Relation == relation {
+			read += (m.ActualRows + m.RemovedFilter) * m.ActualLoops
+		}
+	})
 	return read
 }
 
@@ -188,6 +231,10 @@ func explainAnalyze(t *testing.T, db *sql.DB, schema, mode, query string, args [
 			switch v := a.(type) {
 			case string:
 				lits[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+			case []byte:
+				lits[i] = "'" + strings.ReplaceAll(string(v), "'", "''") + "'"
+			case json.RawMessage:
+				lits[i] = "'" + strings.ReplaceAll(string(v), "'", "''") + "'"
 			case int64:
 				lits[i] = fmt.Sprint(v)
 			default:

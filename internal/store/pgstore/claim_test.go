@@ -1,0 +1,315 @@
+package pgstore_test
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/pgstore"
+)
+
+// claimParams is a claim of up to max runs of queue q at base+10 by owner,
+// for versions 1 of job (whose first step is "work") and plain (none).
+func claimParams(owner string, max int) store.ClaimAndBeginParams {
+	return store.ClaimAndBeginParams{
+		RunClaimParams: store.RunClaimParams{
+			Queue: "q", Known: []store.WorkflowKey{{Name: "job", Version: 1}, {Name: "plain", Version: 1}},
+			Owner: owner, Max: max, Now: base + 10, LeaseExpiresAt: base + 30_000,
+		},
+		FirstSteps: []store.FirstStep{{Workflow: store.WorkflowKey{Name: "job", Version: 1}, Name: "work", Input: []byte(`"in"`)}},
+	}
+}
+
+// insertQueued records runs of queue q at base.
+func insertQueued(t *testing.T, s *pgstore.Store, ps ...store.RunInsertParams) {
+	t.Helper()
+	for i := range ps {
+		ps[i].Queue, ps[i].Input, ps[i].Now = "q", []byte("{}"), base
+	}
+	if err := s.Write(t.Context(), func(tx store.Tx) error {
+		_, err := tx.RunInsertMany(t.Context(), ps)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventsInOrder returns the events of runs, in the order they were
+// appended, as "kind run step attempt detail".
+func eventsInOrder(t *testing.T, s *pgstore.Store, runs ...string) []string {
+	t.Helper()
+	var all []store.Event
+	for _, id := range runs {
+		events, err := s.Reader().EventList(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, events...)
+	}
+	slices.SortFunc(all, func(a, b store.Event) int { return cmp.Compare(a.ID, b.ID) })
+	out := make([]string, len(all))
+	for i, e := range all {
+		out[i] = fmt.Sprintf("%s %s %s %d %s", e.Kind, e.RunID, e.Step, e.Attempt, e.Detail)
+		if e.At != base+10 {
+			t.Errorf("%s: at %d, want the claim's now %d", out[i], e.At, base+10)
+		}
+	}
+	return out
+}
+
+// TestClaimAndBegin checks the one-statement claim against what a claim in
+// Write does (RunClaim, then the engine's first attempts and events): runs
+// of the highest priority first, oldest first within one, only due runs
+// of known versions, at most Max; the first attempt of the first step
+// begun for the fresh runs of a workflow that declares one, unless past
+// their deadline, and not for a run claimed before; run_claimed events
+// and then step_started ones, in claim order.
+func TestClaimAndBegin(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{NoWakes: true})
+	ctx := t.Context()
+	job := store.WorkflowKey{Name: "job", Version: 1}
+
+	// "again" is claimed and given back first: its next claim is not its
+	// first, and its execution reads its steps instead.
+	insertQueued(t, s, store.RunInsertParams{ID: "again", Workflow: job, Priority: 1, RunAt: base + 3})
+	if err := s.Write(ctx, func(tx store.Tx) error {
+		runs, err := tx.RunClaim(ctx, claimParams("w0", 1).RunClaimParams)
+		if err != nil || len(runs) != 1 {
+			return fmt.Errorf("claim %v: %w", runs, err)
+		}
+		return tx.RunRelease(ctx, runs[0].Lease(), store.RunReleaseParams{RunAt: base + 3, WakeSeq: runs[0].WakeSeq, Now: base + 5})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	insertQueued(t, s,
+		store.RunInsertParams{ID: "low", Workflow: job, Priority: 0, RunAt: base},
+		store.RunInsertParams{ID: "high-old", Workflow: job, Priority: 5, RunAt: base},
+		store.RunInsertParams{ID: "high-new", Workflow: job, Priority: 5, RunAt: base + 1},
+		store.RunInsertParams{ID: "plain", Workflow: store.WorkflowKey{Name: "plain", Version: 1}, Priority: 5, RunAt: base + 2},
+		store.RunInsertParams{ID: "late", Workflow: job, Priority: 9, RunAt: base + 60_000},
+		store.RunInsertParams{ID: "other-version", Workflow: store.WorkflowKey{Name: "job", Version: 2}, Priority: 9, RunAt: base},
+		store.RunInsertParams{ID: "past-deadline", Workflow: job, Priority: 1, RunAt: base, Deadline: base},
+		store.RunInsertParams{ID: "last", Workflow: job, Priority: 0, RunAt: base + 4},
+	)
+
+	claim := func(max int) []string {
+		t.Helper()
+		claimed, err := s.ClaimAndBegin(ctx, claimParams("w1", max))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range claimed {
+			got = append(got, c.ID+":"+c.Begun)
+			wantFence := int64(1)
+			if c.ID == "again" {
+				wantFence = 2
+			}
+			if c.Status != store.RunRunning || c.LeaseOwner != "w1" || c.Fence != wantFence || c.LeaseExpiresAt != base+30_000 {
+				t.Errorf("run %s claimed as %s by %q, fence %d, lease until %d", c.ID, c.Status, c.LeaseOwner, c.Fence, c.LeaseExpiresAt)
+			}
+		}
+		return got
+	}
+	if got, want := claim(4), []string{"high-old:work", "high-new:work", "plain:", "past-deadline:"}; !slices.Equal(got, want) {
+		t.Errorf("first claim %v, want %v", got, want)
+	}
+	if got, want := claim(10), []string{"again:", "low:work", "last:work"}; !slices.Equal(got, want) {
+		t.Errorf("second claim %v, want %v", got, want)
+	}
+	if got := claim(10); len(got) != 0 {
+		t.Errorf("a third claim took %v; only a run not due and one of an unknown version are left", got)
+	}
+
+	got := eventsInOrder(t, s, "high-old", "high-new", "plain", "past-deadline", "again", "low", "last")
+	want := []string{
+		"run_claimed high-old  0 fence 1, w1",
+		"run_claimed high-new  0 fence 1, w1",
+		"run_claimed plain  0 fence 1, w1",
+		"run_claimed past-deadline  0 fence 1, w1",
+		"step_started high-old work 1 ",
+		"step_started high-new work 1 ",
+		"run_claimed again  0 fence 2, w1",
+		"run_claimed low  0 fence 1, w1",
+		"run_claimed last  0 fence 1, w1",
+		"step_started low work 1 ",
+		"step_started last work 1 ",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n%q\nwant:\n%q", got, want)
+	}
+
+	for _, id := range []string{"high-old", "high-new", "plain", "past-deadline", "again", "low", "last"} {
+		steps, err := s.Reader().StepList(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		begun := slices.Contains([]string{"high-old", "high-new", "low", "last"}, id)
+		switch {
+		case !begun && len(steps) != 0:
+			t.Errorf("run %s: steps %+v, want none", id, steps)
+		case begun && (len(steps) != 1 || steps[0].Name != "work" || steps[0].Occurrence != 0 ||
+			steps[0].Status != store.StepRunning || steps[0].Attempts != 1 || string(steps[0].Input) != `"in"`):
+			t.Errorf("run %s: steps %+v, want the first attempt of work with input \"in\"", id, steps)
+		}
+	}
+}
+
+// TestClaimAndBeginPausedQueue checks that a paused queue gives nothing
+// and a resumed one its runs.
+func TestClaimAndBeginPausedQueue(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{NoWakes: true})
+	ctx := t.Context()
+	insertQueued(t, s, store.RunInsertParams{ID: "r", Workflow: store.WorkflowKey{Name: "job", Version: 1}, RunAt: base})
+	pause := func(paused bool) {
+		t.Helper()
+		if err := s.Write(ctx, func(tx store.Tx) error {
+			_, err := tx.QueueSetPaused(ctx, "q", paused, base)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pause(true)
+	if claimed, err := s.ClaimAndBegin(ctx, claimParams("w", 10)); err != nil || len(claimed) != 0 {
+		t.Fatalf("claim of a paused queue: %v, %v; want nothing", claimed, err)
+	}
+	if events, err := s.Reader().EventList(ctx, "r"); err != nil || len(events) != 0 {
+		t.Fatalf("events after a claim of a paused queue: %v, %v; want none", events, err)
+	}
+	pause(false)
+	if claimed, err := s.ClaimAndBegin(ctx, claimParams("w", 10)); err != nil || len(claimed) != 1 {
+		t.Fatalf("claim of the resumed queue: %v, %v; want run r", claimed, err)
+	}
+}
+
+// TestClaimAndBeginConcurrently has four claimers drain 300 runs: each run
+// is claimed once, with one run_claimed and one step_started event and one
+// step attempt, whichever claimer took it.
+func TestClaimAndBeginConcurrently(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{NoWakes: true})
+	ctx := t.Context()
+	const n = 300
+	ps := make([]store.RunInsertParams, n)
+	for i := range ps {
+		ps[i] = store.RunInsertParams{ID: fmt.Sprintf("r%03d", i), Workflow: store.WorkflowKey{Name: "job", Version: 1}, Priority: i % 3, RunAt: base}
+	}
+	insertQueued(t, s, ps...)
+	var mu sync.Mutex
+	owner := map[string]string{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		name := fmt.Sprintf("w%d", w)
+		wg.Go(func() {
+			for {
+				claimed, err := s.ClaimAndBegin(ctx, claimParams(name, 7))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(claimed) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, c := range claimed {
+					if prev, dup := owner[c.ID]; dup {
+						t.Errorf("run %s claimed by %s and by %s", c.ID, prev, name)
+					}
+					owner[c.ID] = name
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(owner) != n {
+		t.Fatalf("%d runs claimed, want %d", len(owner), n)
+	}
+	for _, p := range ps {
+		events, err := s.Reader().EventList(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps, err := s.Reader().StepList(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != 2 || events[0].Kind != "run_claimed" || events[0].Detail != "fence 1, "+owner[p.ID] ||
+			events[1].Kind != "step_started" || len(steps) != 1 || steps[0].Attempts != 1 {
+			t.Fatalf("run %s: events %+v, steps %+v", p.ID, events, steps)
+		}
+	}
+}
+
+// TestClaimAndBeginClosed checks that a closed store claims nothing and
+// says why.
+func TestClaimAndBeginClosed(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, pgstore.Options{NoWakes: true})
+	s.Close()
+	if _, err := s.ClaimAndBegin(t.Context(), claimParams("w", 1)); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("claim on a closed store: %v, want ErrClosed", err)
+	}
+}
+
+// TestClaimAndBeginReadsOnlyWhatItClaims is TestClaimReadsOnlyWhatItClaims
+// for the one-statement claim: with 3,000 ready runs in a table never
+// analyzed, and with the generic plan of the prepared statement, a claim
+// of 4 reads about 4 runs, never scans a whole table, and sorts only what
+// it claimed.
+func TestClaimAndBeginReadsOnlyWhatItClaims(t *testing.T) {
+	t.Parallel()
+	rec := &statementRecorder{prefix: "-- name: RunClaimAndBegin "}
+	db, s, schema := openTraced(t, rec)
+	ctx := t.Context()
+	const ready, claim = 3000, 4
+	ps := make([]store.RunInsertParams, ready)
+	for i := range ps {
+		ps[i] = store.RunInsertParams{ID: fmt.Sprintf("run%05d", i), Workflow: store.WorkflowKey{Name: "job", Version: 1}, RunAt: base}
+	}
+	insertQueued(t, s, ps...)
+	claimed, err := s.ClaimAndBegin(ctx, claimParams("w", claim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != claim || claimed[0].ID != "run00000" || claimed[0].Begun != "work" {
+		t.Fatalf("claimed %+v; want %d from run00000, their first step begun", claimed, claim)
+	}
+	rec.mu.Lock()
+	query, args := rec.sql, rec.args
+	rec.mu.Unlock()
+	if query == "" {
+		t.Fatal("the claim statement was not seen")
+	}
+	for _, mode := range []string{"custom", "generic"} {
+		t.Run(mode, func(t *testing.T) {
+			plan := explainAnalyze(t, db, schema, mode, query, args)
+			// 1 run read by the priorities' loose scan, 4 read and locked
+			// through runs_ready (past the dead entries of the 4 claimed
+			// above), 4 updated through the primary key: 9.
+			if read := plan.tableRowsRead("runs"); read > 3*claim+2 {
+				t.Errorf("the claim read %.0f rows of runs to claim %d of %d ready ones", read, claim, ready-claim)
+			}
+			plan.walk(func(n planNode) {
+				if n.NodeType == "Seq Scan" {
+					t.Errorf("the claim's plan scans all of %s", n.Relation)
+				}
+				if n.sortsTable("runs") {
+					t.Errorf("the claim's plan sorts runs read from the table")
+				}
+			})
+			if t.Failed() {
+				b, _ := json.MarshalIndent(plan, "", "  ")
+				t.Logf("plan:\n%s", b)
+			}
+		})
+	}
+}
