@@ -61,7 +61,8 @@ func (e *Engine) runQueue(ctx context.Context, queue string, limit int) {
 	}
 }
 
-// claim leases up to max ready runs of queue in one write transaction.
+// claim leases up to max ready runs of queue in one write transaction, or
+// in one statement on a store that is a store.Claimer (claimAlone).
 func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run, error) {
 	known := e.Known()
 	if len(known) == 0 {
@@ -103,14 +104,14 @@ func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, 
 		return nil, err
 	}
 	runs := make([]store.Run, len(claimed))
-	for i, c := range claimed {
-		runs[i] = c.Run
+	for i, r := range claimed {
+		runs[i] = r.Run
 	}
 	e.hold(runs)
 	e.mu.Lock()
-	for _, c := range claimed {
-		if c.Begun != "" {
-			e.begun[c.ID] = begunStep{lease: c.Lease(), key: store.StepKey{RunID: c.ID, Name: c.Begun}, attempt: 1}
+	for _, r := range claimed {
+		if r.Begun != "" {
+			e.begun[r.ID] = begunStep{lease: r.Lease(), key: store.StepKey{RunID: r.ID, Name: r.Begun}, attempt: 1}
 		}
 	}
 	e.mu.Unlock()

@@ -2,12 +2,14 @@ package pgstore_test
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
@@ -309,6 +311,66 @@ func TestClaimAndBeginReadsOnlyWhatItClaims(t *testing.T) {
 			if t.Failed() {
 				b, _ := json.MarshalIndent(plan, "", "  ")
 				t.Logf("plan:\n%s", b)
+			}
+		})
+	}
+}
+
+// TestClaimAndBeginOutlivesItsCaller checks the claim's grace: a claim
+// whose caller's context ends while the statement waits goes on, and
+// reports the runs it leased, if the server answers within the grace; if
+// not, it is cancelled, and nothing of it stays.
+func TestClaimAndBeginOutlivesItsCaller(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		blocked time.Duration // how long the events table stays locked
+		claims  bool
+	}{
+		{"server answers within the grace", 300 * time.Millisecond, true},
+		{"server does not answer", 2500 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			schema := freshSchema()
+			s := openStore(t, pgstore.Options{Schema: schema, NoWakes: true})
+			insertQueued(t, s, store.RunInsertParams{ID: "r", Workflow: store.WorkflowKey{Name: "job", Version: 1}, RunAt: base})
+			// The claim's insert of events waits for this lock.
+			lock, err := pgstore.DB(s).BeginTx(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lock.ExecContext(t.Context(), "LOCK TABLE "+schema+".events IN ACCESS EXCLUSIVE MODE"); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				cancel() // the engine stops
+				time.Sleep(tc.blocked - 100*time.Millisecond)
+				lock.Rollback()
+			}()
+			claimed, err := s.ClaimAndBegin(ctx, claimParams("w", 1))
+			if tc.claims {
+				if err != nil || len(claimed) != 1 {
+					t.Fatalf("claim cancelled by its caller but answered within the grace: %v, %v; want run r", claimed, err)
+				}
+			} else if err == nil {
+				t.Fatalf("claim with no answer for %s past its caller's end: %v; want an error", tc.blocked, claimed)
+			}
+			time.Sleep(tc.blocked) // the lock is gone
+			run, err := s.Reader().RunGet(t.Context(), "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			events, err := s.Reader().EventList(t.Context(), "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			leased := run.LeaseOwner == "w" && run.Fence == 1 && len(events) == 2
+			free := run.LeaseOwner == "" && run.Fence == 0 && run.Status == store.RunPending && len(events) == 0
+			if tc.claims && !leased || !tc.claims && !free {
+				t.Errorf("run %s, lease %q, fence %d, %d events", run.Status, run.LeaseOwner, run.Fence, len(events))
 			}
 		})
 	}
