@@ -275,9 +275,10 @@ func TestSharedFileStopsAndKills(t *testing.T) {
 
 // stopsAndKills runs three shared workers on h's database, which start the
 // runs 0 … total-1 between them, and ends one of them stops times, at
-// random, every few hundred milliseconds (with SIGKILL, or with either
-// SIGKILL or SIGTERM when graceful), starting a replacement each time;
-// then three last workers drain, and checkShared checks every run.
+// random, every few hundred milliseconds, starting a replacement each
+// time: every other stop with SIGKILL once the worker works, the others
+// with SIGKILL, or with either SIGKILL or SIGTERM when graceful. Then three
+// last workers drain, and checkShared checks every run.
 func stopsAndKills(t *testing.T, h *harness, total, stops int, graceful bool) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
@@ -321,14 +322,20 @@ func stopsAndKills(t *testing.T, h *harness, total, stops int, graceful bool) {
 		spawn(slot, false)
 	}
 	sigterms, sigkills := 0, 0
-	for range stops {
+	for i := range stops {
 		slot := rng.IntN(3)
-		if c := slots[slot]; rng.IntN(5) != 0 {
-			// Most stops hit a worker that works: on a loaded machine,
-			// opening the database can take as long as the pause below,
-			// and stops that all land before a worker claimed anything
-			// prove nothing. The others may hit it while it opens,
-			// migrates or rescues.
+		// Every other stop is a SIGKILL of a worker that works, so that
+		// kills hit runs in flight and the rescue is proved whatever the
+		// draw (with the signal drawn for every stop, a run could draw a
+		// single SIGKILL, land it between two runs, and prove nothing).
+		// The other stops draw their signal, and one in five of them
+		// does not wait for the worker to be ready: it may hit it while
+		// it opens, migrates or rescues.
+		proof := i%2 == 0
+		if c := slots[slot]; proof || rng.IntN(5) != 0 {
+			// On a loaded machine, opening the database can take as
+			// long as the pause below, and stops that all land before a
+			// worker claimed anything prove nothing.
 			select {
 			case <-c.ready:
 			case err := <-c.done:
@@ -339,7 +346,7 @@ func stopsAndKills(t *testing.T, h *harness, total, stops int, graceful bool) {
 		}
 		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		sig := os.Signal(syscall.SIGKILL)
-		if graceful && rng.IntN(2) == 0 {
+		if graceful && !proof && rng.IntN(2) == 0 {
 			sig = syscall.SIGTERM
 			sigterms++
 		} else {
