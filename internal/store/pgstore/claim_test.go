@@ -285,12 +285,7 @@ func TestClaimAndBeginReadsOnlyWhatItClaims(t *testing.T) {
 	if len(claimed) != claim || claimed[0].ID != "run00000" || claimed[0].Begun != "work" {
 		t.Fatalf("claimed %+v; want %d from run00000, their first step begun", claimed, claim)
 	}
-	rec.mu.Lock()
-	query, args := rec.sql, rec.args
-	rec.mu.Unlock()
-	if query == "" {
-		t.Fatal("the claim statement was not seen")
-	}
+	query, args := rec.last(t)
 	for _, mode := range []string{"custom", "generic"} {
 		t.Run(mode, func(t *testing.T) {
 			plan := explainAnalyze(t, db, schema, mode, query, args)

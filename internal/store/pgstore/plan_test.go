@@ -45,6 +45,18 @@ func (r *statementRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d 
 	return ctx
 }
 
+// last returns the text and arguments of the statement recorded last,
+// and fails the test if none was.
+func (r *statementRecorder) last(t *testing.T) (string, []any) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sql == "" {
+		t.Fatalf("no statement %q… was run", r.prefix)
+	}
+	return r.sql, r.args
+}
+
 func (r *statementRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // planNode is the part of EXPLAIN (ANALYZE, FORMAT JSON) the test reads.
@@ -154,12 +166,7 @@ func TestClaimReadsOnlyWhatItClaims(t *testing.T) {
 	if len(claimed) != claim || claimed[0].ID != "run00000" {
 		t.Fatalf("claimed %d runs, first %v; want %d from run00000", len(claimed), claimed, claim)
 	}
-	rec.mu.Lock()
-	query, args := rec.sql, rec.args
-	rec.mu.Unlock()
-	if query == "" {
-		t.Fatal("the claim statement was not seen")
-	}
+	query, args := rec.last(t)
 
 	for _, mode := range []string{"custom", "generic"} {
 		t.Run(mode, func(t *testing.T) {
