@@ -307,7 +307,7 @@ SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.inpu
        c.error, c.reason, c.cancel_requested, c.run_at, c.deadline, c.parent_id, c.wake_seq,
        c.fence, c.lease_owner, c.lease_expires_at, c.created_at, c.updated_at, c.finished_at,
        c.unique_key, c.unique_states, c.started_at, c.requeued_from, c.requeued_as,
-       (b.run_id IS NOT NULL)::boolean AS first_step_begun
+       COALESCE(b.name, '')::text AS begun
 FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
 ORDER BY c.priority DESC, c.run_at, c.seq
 `
@@ -350,7 +350,7 @@ type RunClaimAndBeginRow struct {
 	StartedAt       sql.NullInt64
 	RequeuedFrom    sql.NullString
 	RequeuedAs      sql.NullString
-	FirstStepBegun  bool
+	Begun           string
 }
 
 // RunClaimAndBegin is a whole claim in one statement, for a claim that is
@@ -381,7 +381,7 @@ type RunClaimAndBeginRow struct {
 //     step_started for every attempt begun, in claim order.
 //
 // It returns the runs claimed, in claim order (priority, then run_at, then
-// seq), and whether their first attempt was begun.
+// seq), each with the name of the step whose first attempt it began, or ”.
 func (q *Queries) RunClaimAndBegin(ctx context.Context, arg RunClaimAndBeginParams) ([]RunClaimAndBeginRow, error) {
 	rows, err := q.db.QueryContext(ctx, runClaimAndBegin,
 		arg.Queue,
@@ -427,7 +427,7 @@ func (q *Queries) RunClaimAndBegin(ctx context.Context, arg RunClaimAndBeginPara
 			&i.StartedAt,
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
-			&i.FirstStepBegun,
+			&i.Begun,
 		); err != nil {
 			return nil, err
 		}

@@ -98,7 +98,7 @@ func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, 
 			Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
 			Now: now, LeaseExpiresAt: now + e.cfg.LeaseTimeout.Milliseconds(),
 		},
-		FirstSteps: e.firstSteps(known),
+		FirstSteps: e.firstSteps(),
 	})
 	if err != nil {
 		return nil, err
@@ -119,18 +119,13 @@ func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, 
 	return runs, nil
 }
 
-// firstSteps lists the first steps of the workflow versions of known that
-// declare one (Workflow.FirstStep).
-func (e *Engine) firstSteps(known []store.WorkflowKey) []store.FirstStep {
+// firstSteps lists the first steps of the registered workflows that
+// declare one (Workflow.FirstStep). Register keeps the list, so that a
+// claim does not build it again on every poll.
+func (e *Engine) firstSteps() []store.FirstStep {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var steps []store.FirstStep
-	for _, k := range known {
-		if w, ok := e.workflows[k]; ok && w.FirstStep.Name != "" {
-			steps = append(steps, store.FirstStep{Workflow: k, Name: w.FirstStep.Name, Input: w.FirstStep.Input})
-		}
-	}
-	return steps
+	return e.first
 }
 
 // claimIn leases up to max ready runs of queue, of the workflow versions

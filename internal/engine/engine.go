@@ -176,6 +176,7 @@ type Engine struct {
 	mu        sync.Mutex
 	workflows map[store.WorkflowKey]Workflow
 	known     []store.WorkflowKey // sorted keys of workflows; replaced, never mutated
+	first     []store.FirstStep   // of the workflows that declare one, for claims; replaced, never mutated
 	wake      map[string]chan struct{}
 	slots     map[string]*semaphore.Weighted // per queue: free execution slots
 	active    map[string]*execution
@@ -253,6 +254,9 @@ func (e *Engine) Register(w Workflow) error {
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
 	})
 	e.known = known
+	if w.FirstStep.Name != "" {
+		e.first = append(slices.Clone(e.first), store.FirstStep{Workflow: w.Key, Name: w.FirstStep.Name, Input: w.FirstStep.Input})
+	}
 	running := e.running
 	e.mu.Unlock()
 	if running { // Start recorded the others; record this one now

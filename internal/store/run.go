@@ -129,8 +129,8 @@ type Claimer interface {
 	ClaimAndBegin(ctx context.Context, p ClaimAndBeginParams) ([]ClaimedRun, error)
 }
 
-// ClaimAndBeginParams is a claim, and the first step of each known
-// workflow version that declares one.
+// ClaimAndBeginParams is a claim, and the first step of each workflow
+// version that declares one (of versions not in Known, none is claimed).
 type ClaimAndBeginParams struct {
 	RunClaimParams
 	FirstSteps []FirstStep

@@ -181,7 +181,7 @@ RETURNING u.*;
 --   - appended appends run_claimed for every run claimed and then
 --     step_started for every attempt begun, in claim order.
 -- It returns the runs claimed, in claim order (priority, then run_at, then
--- seq), and whether their first attempt was begun.
+-- seq), each with the name of the step whose first attempt it began, or ''.
 WITH RECURSIVE prios(priority) AS (
     (SELECT r.priority FROM flowlite.runs AS r
      WHERE r.queue = sqlc.arg(queue)::text AND r.lease_owner IS NULL
@@ -254,7 +254,7 @@ SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.inpu
        c.error, c.reason, c.cancel_requested, c.run_at, c.deadline, c.parent_id, c.wake_seq,
        c.fence, c.lease_owner, c.lease_expires_at, c.created_at, c.updated_at, c.finished_at,
        c.unique_key, c.unique_states, c.started_at, c.requeued_from, c.requeued_as,
-       (b.run_id IS NOT NULL)::boolean AS first_step_begun
+       COALESCE(b.name, '')::text AS begun
 FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
 ORDER BY c.priority DESC, c.run_at, c.seq;
 

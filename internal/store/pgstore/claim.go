@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -40,7 +38,7 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 	}
 	stmtCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(claimGrace, cancel) })
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.claimGrace, cancel) })
 	defer stopGrace()
 	rows, err := pgdb.New(s.conn(s.db)).RunClaimAndBegin(stmtCtx, pgdb.RunClaimAndBeginParams{
 		Queue: p.Queue, Now: p.Now, Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
@@ -50,10 +48,6 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(stmtCtx, err))
 	}
 	claimed := make([]store.ClaimedRun, len(rows))
-	begunStep := make(map[store.WorkflowKey]string, len(p.FirstSteps))
-	for _, f := range p.FirstSteps {
-		begunStep[f.Workflow] = f.Name
-	}
 	for i, r := range rows {
 		claimed[i].Run = runFromRow(pgdb.Run{
 			ID: r.ID, Seq: r.Seq, Workflow: r.Workflow, Version: r.Version, Queue: r.Queue, Priority: r.Priority,
@@ -63,35 +57,10 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, UniqueKey: r.UniqueKey,
 			UniqueStates: r.UniqueStates, StartedAt: r.StartedAt, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
 		})
-		if r.FirstStepBegun {
-			claimed[i].Begun = begunStep[store.WorkflowKey{Name: r.Workflow, Version: int(r.Version)}]
-		}
+		claimed[i].Begun = r.Begun
 	}
-	if len(rows) > 0 {
-		if !s.noWakes {
-			s.sendAfterCommit([]wakeReq{{kind: wakeFeed}})
-		}
-		s.committed.Notify()
+	if len(rows) > 0 { // it appended their events
+		s.afterCommit(nil, true)
 	}
 	return claimed, nil
-}
-
-// firstStepRow is one step of the JSON document RunClaimAndBegin reads.
-type firstStepRow struct {
-	Workflow string `json:"workflow"`
-	Version  int    `json:"version"`
-	Step     string `json:"step"`
-	Input    string `json:"input"` // hex
-}
-
-func firstStepsJSON(steps []store.FirstStep) (json.RawMessage, error) {
-	rows := make([]firstStepRow, len(steps))
-	for i, f := range steps {
-		rows[i] = firstStepRow{Workflow: f.Workflow.Name, Version: f.Workflow.Version, Step: f.Name, Input: hex.EncodeToString(f.Input)}
-	}
-	doc, err := json.Marshal(rows)
-	if err != nil {
-		return nil, fmt.Errorf("encode first steps: %w", err)
-	}
-	return doc, nil
 }

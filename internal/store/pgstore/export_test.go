@@ -14,3 +14,7 @@ func DB(s *Store) *sql.DB { return s.db }
 
 // InterpretError is interpretError, for the error mapping's table test.
 var InterpretError = interpretError
+
+// SetClaimGrace sets how long a claim of s goes on after its caller's
+// context ended.
+func SetClaimGrace(s *Store, d time.Duration) { s.claimGrace = d }

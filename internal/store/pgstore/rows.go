@@ -2,6 +2,8 @@ package pgstore
 
 import (
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 
 	"github.com/flowlite/flowlite/internal/store"
 )
@@ -70,4 +72,25 @@ func newStepBeginRow(p store.StepBeginParams) stepBeginRow {
 		r.Position = &p.Position
 	}
 	return r
+}
+
+// firstStepRow is one step of the JSON document RunClaimAndBegin reads.
+type firstStepRow struct {
+	Workflow string `json:"workflow"`
+	Version  int    `json:"version"`
+	Step     string `json:"step"`
+	Input    string `json:"input"` // hex
+}
+
+// firstStepsJSON is the document of steps.
+func firstStepsJSON(steps []store.FirstStep) (json.RawMessage, error) {
+	rows := make([]firstStepRow, len(steps))
+	for i, f := range steps {
+		rows[i] = firstStepRow{Workflow: f.Workflow.Name, Version: f.Workflow.Version, Step: f.Name, Input: hex.EncodeToString(f.Input)}
+	}
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return nil, fmt.Errorf("encode first steps: %w", err)
+	}
+	return doc, nil
 }

@@ -61,12 +61,19 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 		return fmt.Errorf("commit: %w", interpretError(ctx, err))
 	}
 	committed = true
-	if t.appended && !s.noWakes {
-		t.wakes = append(t.wakes, wakeReq{kind: wakeFeed})
-	}
-	s.sendAfterCommit(t.wakes)
-	s.committed.Notify()
+	s.afterCommit(t.wakes, t.appended)
 	return nil
+}
+
+// afterCommit sends the wakes a committed write asked for and, when it
+// appended events, the change feed's wake (feed.go); and tells the feed
+// that a transaction committed.
+func (s *Store) afterCommit(wakes []wakeReq, appended bool) {
+	if appended && !s.noWakes {
+		wakes = append(wakes, wakeReq{kind: wakeFeed})
+	}
+	s.sendAfterCommit(wakes)
+	s.committed.Notify()
 }
 
 // writeConn returns a connection of the pool for a write, waiting at most
