@@ -70,3 +70,34 @@ func roundTrip[T any](t *testing.T, data []byte) {
 		t.Fatalf("Encode is not stable: %q then %q", enc, enc2)
 	}
 }
+
+// TestDecodeRefusesWhatIsNotOneValueOfT names each input Decode must refuse,
+// on both of its paths: a struct (a json.Decoder) and any other type
+// (json.Unmarshal).
+func TestDecodeRefusesWhatIsNotOneValueOfT(t *testing.T) {
+	refused := []struct {
+		name string
+		err  func() error
+	}{
+		{"int, trailing value", func() error { _, err := Decode[int]([]byte("1 2")); return err }},
+		{"int, stray bracket", func() error { _, err := Decode[int]([]byte("1]")); return err }},
+		{"int, a string", func() error { _, err := Decode[int]([]byte(`"1"`)); return err }},
+		{"slice, trailing object", func() error { _, err := Decode[[]int]([]byte("[1] {}")); return err }},
+		{"struct, trailing object", func() error { _, err := Decode[record]([]byte(`{"n":1} {}`)); return err }},
+		{"struct, stray bracket", func() error { _, err := Decode[record]([]byte(`{"n":1}]`)); return err }},
+		{"struct, unknown field", func() error { _, err := Decode[record]([]byte(`{"n":1,"extra":2}`)); return err }},
+		{"struct pointer, unknown field", func() error { _, err := Decode[*record]([]byte(`{"extra":2}`)); return err }},
+		{"empty input", func() error { _, err := Decode[int](nil); return err }},
+	}
+	for _, c := range refused {
+		if err := c.err(); err == nil {
+			t.Errorf("%s: decoded, want an error", c.name)
+		}
+	}
+	if v, err := Decode[int]([]byte(" 42 \n")); err != nil || v != 42 {
+		t.Errorf("Decode[int](\" 42 \\n\") = %v, %v; want 42", v, err)
+	}
+	if v, err := Decode[record]([]byte(`{"n":7} `)); err != nil || v.N != 7 {
+		t.Errorf("Decode[record] = %+v, %v; want n 7", v, err)
+	}
+}
