@@ -9,6 +9,22 @@ import (
 	"context"
 )
 
+const cleanLockTry = `-- name: CleanLockTry :one
+SELECT pg_try_advisory_xact_lock($1::bigint) AS locked
+`
+
+// CleanLockTry takes the advisory lock of the schema's cleaning (@lock_key,
+// a hash the adapter computes) until the transaction ends, unless another
+// transaction holds it: then it returns false at once, without waiting.
+// It keeps the cleaners of several engines from deleting the same batch at
+// the same time (see RunDeleteFinished in pgstore/maintenance.go).
+func (q *Queries) CleanLockTry(ctx context.Context, lockKey int64) (bool, error) {
+	row := q.db.QueryRowContext(ctx, cleanLockTry, lockKey)
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
+}
+
 const payloadInvalidList = `-- name: PayloadInvalidList :many
 SELECT ('run ' || id)::text AS place, 'input'::text AS field
 FROM flowlite.runs WHERE NOT flowlite.json_valid(input)

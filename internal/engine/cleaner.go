@@ -93,6 +93,10 @@ func (e *Engine) runCleaner(ctx context.Context) {
 // waiting, compensating or suspended is never deleted, and neither is a
 // finished child whose parent has not finished.
 //
+// Engines sharing a PostgreSQL database delete one batch at a time: while
+// another engine's cleaner deletes one, this pass ends, and the other goes
+// on with what is due (store.MaintenanceTx.RunDeleteFinished).
+//
 // It also deletes the reports of engines silent for longer than
 // ReportRetention (report.go); they are not counted in the result.
 func (e *Engine) Clean(ctx context.Context) (int, error) {

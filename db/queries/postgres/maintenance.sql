@@ -1,3 +1,11 @@
+-- name: CleanLockTry :one
+-- CleanLockTry takes the advisory lock of the schema's cleaning (@lock_key,
+-- a hash the adapter computes) until the transaction ends, unless another
+-- transaction holds it: then it returns false at once, without waiting.
+-- It keeps the cleaners of several engines from deleting the same batch at
+-- the same time (see RunDeleteFinished in pgstore/maintenance.go).
+SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked;
+
 -- name: RunDeleteFinished :execrows
 -- RunDeleteFinished deletes up to @max_runs runs in state @status (completed,
 -- failed or cancelled) that finished before @finished_before, oldest first.

@@ -1,0 +1,87 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/pgstore"
+)
+
+// TestOneCleanerAtATime checks that while one transaction deletes a batch
+// of finished runs, another engine's delete returns at once, having
+// deleted nothing, instead of waiting on the first's row locks for the
+// whole batch only to find its runs gone; and that once the first commits,
+// the next batch is deleted as usual.
+func TestOneCleanerAtATime(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema()
+	s := openStore(t, pgstore.Options{Schema: schema, MaxConns: 4})
+	ids := make([]string, 10)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%02d", i)
+	}
+	insertRuns(t, s, "q", ids...)
+	write(t, s, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.SQL().ExecContext(ctx, fmt.Sprintf(
+			"UPDATE %s.runs SET status = 'completed', finished_at = $1 + seq", schema), base)
+		return err
+	})
+	batch := store.RunDeleteFinishedParams{Status: store.RunCompleted, FinishedBefore: base + 1_000_000, Max: 4}
+	deleteBatch := func(ctx context.Context) (int, error) {
+		var n int
+		err := s.Write(ctx, func(tx store.Tx) error {
+			var err error
+			n, err = tx.RunDeleteFinished(ctx, batch)
+			return err
+		})
+		return n, err
+	}
+
+	deleting, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	var firstN int
+	go func() {
+		first <- s.Write(t.Context(), func(tx store.Tx) error {
+			var err error
+			firstN, err = tx.RunDeleteFinished(t.Context(), batch)
+			close(deleting)
+			<-release // the batch's transaction stays open
+			return err
+		})
+	}()
+	<-deleting
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	n, err := deleteBatch(ctx)
+	took := time.Since(start)
+	close(release)
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second cleaner waited %v for the first's batch", took)
+	}
+	if err != nil || n != 0 {
+		t.Fatalf("a second cleaner during the first's batch deleted %d runs, err %v; want 0", n, err)
+	}
+	if err := <-first; err != nil || firstN != 4 {
+		t.Fatalf("the first cleaner's batch: %d runs, err %v; want 4", firstN, err)
+	}
+	if n, err := deleteBatch(t.Context()); err != nil || n != 4 {
+		t.Fatalf("the next batch, once the first committed: %d runs, err %v; want 4", n, err)
+	}
+	var left []string
+	for _, id := range ids {
+		if _, err := s.Reader().RunGet(t.Context(), id); err == nil {
+			left = append(left, id)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(left) != "[r08 r09]" {
+		t.Errorf("runs left: %v; want the two that finished last, [r08 r09]", left)
+	}
+}
