@@ -3,6 +3,7 @@ package flowtest_test
 import (
 	"context"
 	"fmt"
+	"github.com/flowlite/flowlite/internal/pgtest"
 	"os"
 	"slices"
 	"sync"
@@ -15,7 +16,7 @@ import (
 	"github.com/flowlite/flowlite/flow/flowtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(pgtest.OwnDatabase())) }
 
 // recorder collects strings from step bodies and compensations, which run
 // on engine goroutines.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowlite/flowlite/internal/pgtest"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == childFeed {
 		os.Exit(feedChildMain())
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(pgtest.OwnDatabase()))
 }
 
 // The saga workflow of the crash test: three steps, s1 and s2 with

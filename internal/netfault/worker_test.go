@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/flowlite/flowlite/internal/pgtest"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 	if id := os.Getenv(envWorker); id != "" {
 		os.Exit(workerMain(id))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(pgtest.OwnDatabase()))
 }
 
 // The workflow: a step s0 whose checkpoint commits with the engine's next

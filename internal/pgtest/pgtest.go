@@ -25,7 +25,9 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,12 +61,123 @@ type TB interface {
 // behaviour suites.
 func Postgres() bool { return os.Getenv(BackendEnv) == "postgres" }
 
-// DSN returns the database tests run in (DSNEnv, or DefaultDSN).
+// ownedEnv names the database OwnDatabase created, in the environment of
+// the process and its children (worker processes of the crash and network
+// suites), so that a child uses its parent's database instead of creating
+// one of its own.
+const ownedEnv = "FLOWLITE_PG_TEST_DATABASE"
+
+// DSN returns the database tests run in: the package's own, once
+// OwnDatabase created it, else DSNEnv, or DefaultDSN.
 func DSN() string {
+	if own.enabled {
+		own.once.Do(createOwnDatabase)
+	}
 	if dsn := os.Getenv(DSNEnv); dsn != "" {
 		return dsn
 	}
 	return DefaultDSN
+}
+
+// own is the database of a test process that called OwnDatabase.
+var own struct {
+	enabled bool
+	once    sync.Once
+	name    string // created, to drop at the end
+	admin   string // the DSN it was created from
+	err     error  // why it was not
+}
+
+// OwnDatabase makes the tests of the calling package run in a PostgreSQL
+// database of their own, created on the server DSNEnv names the first time
+// a test asks for PostgreSQL (a package that runs on SQLite creates none),
+// and returns the function that drops it once the tests ended, for
+// goleak.Cleanup, which hands it the tests' exit code to exit with:
+//
+//	func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(pgtest.OwnDatabase())) }
+//
+// So no package sees another's schemas, sessions or leftovers, and a
+// package that fails leaves nothing behind in the shared database. The
+// database is named in the process's environment: child processes the
+// tests start use it, and neither create nor drop one. A failed drop fails
+// the run.
+func OwnDatabase() (drop func(exitCode int)) {
+	if os.Getenv(ownedEnv) == "" {
+		own.enabled = true
+	}
+	return func(code int) {
+		if own.name != "" {
+			if err := dropOwnDatabase(); err != nil {
+				fmt.Fprintln(os.Stderr, "pgtest:", err)
+				if code == 0 {
+					code = 1
+				}
+			}
+		}
+		os.Exit(code)
+	}
+}
+
+// createOwnDatabase creates the process's database and points DSNEnv at
+// it. When it cannot, DSN stays the admin database and Reachable reports
+// why.
+func createOwnDatabase() {
+	own.admin = os.Getenv(DSNEnv)
+	if own.admin == "" {
+		own.admin = DefaultDSN
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "flowlite_test_" + hex.EncodeToString(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	own.err = withDSN(ctx, own.admin, func(db *sql.DB) error {
+		_, err := db.ExecContext(ctx, "CREATE DATABASE "+name)
+		return err
+	})
+	if own.err != nil {
+		own.err = fmt.Errorf("create the package's test database %s: %w", name, own.err)
+		return
+	}
+	dsn, err := withDatabase(own.admin, name)
+	if err != nil {
+		own.err = err
+		return
+	}
+	own.name = name
+	os.Setenv(DSNEnv, dsn)
+	os.Setenv(ownedEnv, name)
+}
+
+// dropOwnDatabase drops the process's database, ending any session left
+// in it.
+func dropOwnDatabase() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := withDSN(ctx, own.admin, func(db *sql.DB) error {
+		_, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+own.name+" WITH (FORCE)")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("drop the package's test database %s: %w", own.name, err)
+	}
+	return nil
+}
+
+// withDatabase returns dsn with its database replaced by name. A URL keeps
+// its form (the network suite reads the host from it); a key=value DSN
+// gets a dbname that overrides any earlier one.
+func withDatabase(dsn, name string) (string, error) {
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		return dsn + " dbname=" + name, nil
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", DSNEnv, err)
+	}
+	u.Path = "/" + name
+	u.RawPath = ""
+	return u.String(), nil
 }
 
 var reach struct {
@@ -77,7 +190,12 @@ func Reachable() error {
 	reach.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		reach.err = withDB(ctx, func(db *sql.DB) error { return db.PingContext(ctx) })
+		dsn := DSN()
+		if own.err != nil {
+			reach.err = own.err
+			return
+		}
+		reach.err = withDSN(ctx, dsn, func(db *sql.DB) error { return db.PingContext(ctx) })
 		if reach.err != nil {
 			reach.err = fmt.Errorf("PostgreSQL at %s=%q: %w", DSNEnv, DSN(), reach.err)
 		}
@@ -122,7 +240,12 @@ func Schema(t TB) (dsn, schema string) {
 
 // withDB runs f on a pool of DSN that lives only for the call.
 func withDB(ctx context.Context, f func(db *sql.DB) error) error {
-	db, err := sql.Open(flowpg.DriverName, DSN())
+	return withDSN(ctx, DSN(), f)
+}
+
+// withDSN runs f on a pool of dsn that lives only for the call.
+func withDSN(ctx context.Context, dsn string, f func(db *sql.DB) error) error {
+	db, err := sql.Open(flowpg.DriverName, dsn)
 	if err != nil {
 		return err
 	}
