@@ -368,3 +368,40 @@ func TestPgxOnlyInPostgresAdapter(t *testing.T) {
 		}
 	}
 }
+
+// A program links only the backend it imports: a SQLite-only program (one
+// importing flow/flowsqlite, as every example does) reaches no part of
+// PostgreSQL, not pgx, nor its adapter or generated queries, even
+// transitively; and one importing flow/flowpg links no SQLite. Import
+// rules on direct imports alone would let a shared package carry a driver
+// into both.
+func TestBackendsLinkOnlyTheirDriver(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	postgres := func(dep string) bool {
+		return strings.HasPrefix(dep, "github.com/jackc/") ||
+			dep == module+"/internal/store/pgstore" || dep == module+"/dbgen/pgdb"
+	}
+	sqlite := func(dep string) bool {
+		return dep == "modernc.org/sqlite" || strings.HasPrefix(dep, "modernc.org/sqlite/") ||
+			dep == module+"/internal/store/sqlitestore" || dep == module+"/dbgen/sqlitedb"
+	}
+	check := func(path string, forbidden func(string) bool, what string) {
+		t.Helper()
+		p := pkgs[path]
+		if p == nil {
+			t.Fatalf("no package %s: update the rule to the new layout", rel(path))
+		}
+		for _, dep := range p.Deps {
+			if forbidden(dep) {
+				t.Errorf("%s links %s (%s): a program importing it would link %s", rel(path), dep, chain(pkgs, path, dep), what)
+			}
+		}
+	}
+	check(module+"/flow/flowsqlite", postgres, "PostgreSQL")
+	check(module+"/flow/flowpg", sqlite, "SQLite")
+	examples := under(t, pkgs, "examples")
+	for _, p := range examples {
+		check(p.ImportPath, postgres, "PostgreSQL")
+	}
+}
