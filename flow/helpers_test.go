@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -108,9 +109,10 @@ func dbPath(t *testing.T) string { return filepath.Join(t.TempDir(), "flow.db") 
 // (TestOpenRefusesCorruptFile), deadletter (TestRequeueAndPurgeDeadCounts),
 // diskfull, groupcommit, job (TestEnqueueTxUniqueKey), limits
 // (TestInvalidNamesAreRefused, TestPayloadsOverTheLimitAreRefused),
-// maintenance (TestCleanDeletes…), migrate, namespace, operator
-// (TestDeleteRun), signal_reject, waits (the signal and sleep tests that
-// count rows).
+// maintenance (TestCleanDeletesOnlyFinishedRunsPastRetention), migrate,
+// namespace, operator (TestDeleteRun), signal_reject, waits (the signal
+// and sleep tests that count rows). A test that only needs rows written or
+// counted behind the API's back can use tableDB on either backend instead.
 func sqlitePath(t *testing.T) string {
 	path := dbPath(t)
 	sqlitePaths.Store(path, struct{}{})
@@ -144,6 +146,28 @@ func rawDB(t testing.TB, path string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// tableDB opens the database of path on the backend openEngine chose for
+// it, for the tests that read or write rows behind the API's back on
+// either backend, and returns how to name a table or view there:
+// flowlite_NAME on SQLite, SCHEMA.NAME on PostgreSQL (openEngine must have
+// opened path first, creating its schema).
+func tableDB(t testing.TB, path string) (*sql.DB, func(name string) string) {
+	t.Helper()
+	if _, sqlite := sqlitePaths.Load(path); sqlite || !pgtest.Postgres() {
+		return rawDB(t, path), func(name string) string { return "flowlite_" + name }
+	}
+	schema, ok := pgSchemas.Load(path)
+	if !ok {
+		t.Fatalf("no PostgreSQL schema for %s: open an engine on it first", path)
+	}
+	db, err := sql.Open(flowpg.DriverName, pgtest.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, func(name string) string { return fmt.Sprintf("%q.%s", schema, name) }
 }
 
 func waitCtx(t *testing.T) context.Context {

@@ -22,6 +22,8 @@ import (
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/clock"
+	"github.com/flowlite/flowlite/internal/engine"
+	"github.com/flowlite/flowlite/internal/pgtest"
 )
 
 var maintenanceEpoch = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
@@ -291,14 +293,16 @@ func attr(r slog.Record, key string) slog.Value {
 	return v
 }
 
-// 2,000 old runs are deleted in transactions of at most 500 runs, and
-// between two of them the engine's other writes go on: a workflow completes
-// between every two batches.
+// 2,000 old runs are deleted in transactions of at most CleanBatch (500)
+// runs, and between two of them the engine's other writes go on: a
+// workflow completes between every two batches. It runs on the suite's
+// backend: the old runs are written straight into the SQLite file or the
+// PostgreSQL schema (insertFinishedRuns).
 func TestCleanDeletesInBatchesWhileWorkflowsRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	path := sqlitePath(t)
+	path := dbPath(t)
 	clk := clock.NewManual(maintenanceEpoch)
 	cfg := maintenanceConfig(clk)
 	cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 32}}
@@ -338,7 +342,7 @@ func TestCleanDeletesInBatchesWhileWorkflowsRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	insertFinishedRuns(t, rawDB(t, path), old-executed, clk.Now())
+	insertFinishedRuns(t, path, old-executed, clk.Now())
 	clk.Advance(48 * time.Hour) // past the default 24h of completed runs
 
 	// A client starting and awaiting one workflow after another.
@@ -380,8 +384,8 @@ func TestCleanDeletesInBatchesWhileWorkflowsRun(t *testing.T) {
 	total := int64(0)
 	for _, r := range batches {
 		size := attr(r, "runs").Int64()
-		if size > 500 {
-			t.Errorf("one transaction deleted %d runs, want at most 500", size)
+		if size > engine.DefaultCleanBatch {
+			t.Errorf("one transaction deleted %d runs, want at most %d", size, engine.DefaultCleanBatch)
 		}
 		total += size
 		t.Logf("batch of %d runs took %v", size, attr(r, "took").Duration())
@@ -389,18 +393,18 @@ func TestCleanDeletesInBatchesWhileWorkflowsRun(t *testing.T) {
 	if stalls > 0 {
 		t.Errorf("between %d of %d batches, no workflow completed within 10s", stalls, len(batches))
 	}
-	if len(batches) < old/500 || total != old {
-		t.Errorf("%d batches deleted %d runs; want at least %d batches deleting %d", len(batches), total, old/500, old)
+	if len(batches) < old/engine.DefaultCleanBatch || total != old {
+		t.Errorf("%d batches deleted %d runs; want at least %d batches deleting %d", len(batches), total, old/engine.DefaultCleanBatch, old)
 	}
 	t.Logf("Clean deleted %d runs in %v; %d workflows completed meanwhile", n, took, completed.Load())
-	db := rawDB(t, path)
-	for _, table := range []string{"flowlite_steps", "flowlite_events", "flowlite_signals"} {
+	db, table := tableDB(t, path)
+	for _, name := range []string{"steps", "events", "signals"} {
 		var n int
-		if err := db.QueryRow("SELECT count(*) FROM " + table + " WHERE run_id LIKE 'synthetic-%'").Scan(&n); err != nil {
+		if err := db.QueryRow("SELECT count(*) FROM " + table(name) + " WHERE run_id LIKE 'synthetic-%'").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != 0 {
-			t.Errorf("%d %s of deleted runs left", n, table)
+			t.Errorf("%d %s of deleted runs left", n, table(name))
 		}
 	}
 	counts, err := e.CountRuns(ctx)
@@ -410,37 +414,69 @@ func TestCleanDeletesInBatchesWhileWorkflowsRun(t *testing.T) {
 	if counts[flow.StatusCompleted] != completed.Load() {
 		t.Errorf("%d completed runs left, want the %d the client ran during the clean", counts[flow.StatusCompleted], completed.Load())
 	}
+	if pgtest.Postgres() {
+		return // Check is SQLite's integrity check: flow.ErrNotSupported here
+	}
 	if problems, err := e.Check(ctx); err != nil || len(problems) > 0 {
 		t.Errorf("check after clean: %v, %v", problems, err)
 	}
 }
 
 // insertFinishedRuns writes n completed runs of batch-doubler that finished
-// at finished, each with 2 steps, 6 events and a signal, in one transaction.
-func insertFinishedRuns(t *testing.T, db *sql.DB, n int, finished time.Time) {
+// at finished, each with 2 steps, 6 events and a signal, in one
+// transaction, into the database of path on the backend openEngine chose
+// for it (tableDB): the SQLite file, or the PostgreSQL schema.
+func insertFinishedRuns(t *testing.T, path string, n int, finished time.Time) {
 	t.Helper()
-	ms := finished.UnixMilli()
+	db, table := tableDB(t, path)
+	_, sqlite := sqlitePaths.Load(path)
+	pg := pgtest.Postgres() && !sqlite
+	// The same rows in each dialect: n numbered 1 to n in the CTE n(i), the
+	// time (Unix ms) as parameter 1 and n as parameter 2.
+	with := `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2) `
 	stmts := []string{
-		`INSERT INTO flowlite_runs (id, workflow, version, queue, status, input, output, run_at, created_at, updated_at, finished_at)
+		`INSERT INTO ` + table("runs") + ` (id, workflow, version, queue, status, input, output, run_at, created_at, updated_at, finished_at)
 		 SELECT 'synthetic-' || i, 'batch-doubler', 1, 'default', 'completed', CAST('1' AS BLOB), CAST('2' AS BLOB), ?1, ?1, ?1, ?1 FROM n`,
-		`INSERT INTO flowlite_steps (run_id, name, occurrence, status, attempts, input, output, completed_seq, started_at, finished_at)
+		`INSERT INTO ` + table("steps") + ` (run_id, name, occurrence, status, attempts, input, output, completed_seq, started_at, finished_at)
 		 SELECT 'synthetic-' || i, 'double', o.value, 'completed', 1, CAST('1' AS BLOB), CAST('2' AS BLOB), o.value + 1, ?1, ?1
 		 FROM n, json_each('[0,1]') AS o`,
-		`INSERT INTO flowlite_events (run_id, at, kind)
+		`INSERT INTO ` + table("events") + ` (run_id, at, kind)
 		 SELECT 'synthetic-' || i, ?1, k.value FROM n,
 		 json_each('["run.started","run.claimed","step.started","step.completed","run.completed","run.completed"]') AS k`,
-		`INSERT INTO flowlite_signals (run_id, name, payload, key, sent_at, consumed_by)
+		`INSERT INTO ` + table("signals") + ` (run_id, name, payload, key, sent_at, consumed_by)
 		 SELECT 'synthetic-' || i, 'go', CAST('{}' AS BLOB), 'k', ?1, 'wait' FROM n`,
 	}
+	if pg {
+		// BYTEA for BLOB ('1'::bytea is the byte '1'), generate_series and
+		// unnest for json_each, $N for ?N; seq and the IDs of events and
+		// signals are identities, as the engine's own inserts leave them.
+		with = `WITH n(i) AS (SELECT generate_series(1, $2::bigint)) `
+		stmts = []string{
+			`INSERT INTO ` + table("runs") + ` (id, workflow, version, queue, status, input, output, run_at, created_at, updated_at, finished_at)
+			 SELECT 'synthetic-' || i, 'batch-doubler', 1, 'default', 'completed', CAST('1' AS BYTEA), CAST('2' AS BYTEA), $1, $1, $1, $1 FROM n`,
+			`INSERT INTO ` + table("steps") + ` (run_id, name, occurrence, status, attempts, input, output, completed_seq, started_at, finished_at)
+			 SELECT 'synthetic-' || i, 'double', o.value, 'completed', 1, CAST('1' AS BYTEA), CAST('2' AS BYTEA), o.value + 1, $1, $1
+			 FROM n, generate_series(0, 1) AS o(value)`,
+			`INSERT INTO ` + table("events") + ` (run_id, at, kind)
+			 SELECT 'synthetic-' || i, $1, k.value FROM n,
+			 unnest(ARRAY['run.started','run.claimed','step.started','step.completed','run.completed','run.completed']) AS k(value)`,
+			`INSERT INTO ` + table("signals") + ` (run_id, name, payload, key, sent_at, consumed_by)
+			 SELECT 'synthetic-' || i, 'go', CAST('{}' AS BYTEA), 'k', $1, 'wait' FROM n`,
+		}
+	}
+	ms := finished.UnixMilli()
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
 	for _, stmt := range stmts {
-		q := `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2) ` + stmt
-		if _, err := tx.Exec(q, ms, n); err != nil {
+		res, err := tx.Exec(with+stmt, ms, n)
+		if err != nil {
 			t.Fatalf("%s: %v", stmt, err)
+		}
+		if rows, err := res.RowsAffected(); err != nil || rows < int64(n) {
+			t.Fatalf("%s: inserted %d rows for %d runs (%v)", stmt, rows, n, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

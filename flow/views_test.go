@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -12,28 +11,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/flow/flowpg"
-	"github.com/flowlite/flowlite/internal/pgtest"
 )
-
-// viewDB opens the database of path for the SQL views, and returns how to
-// name a view there: flowlite_NAME on SQLite, SCHEMA.NAME on PostgreSQL.
-func viewDB(t *testing.T, path string) (*sql.DB, func(string) string) {
-	t.Helper()
-	if !pgtest.Postgres() {
-		return rawDB(t, path), func(v string) string { return "flowlite_" + v }
-	}
-	schema, ok := pgSchemas.Load(path)
-	if !ok {
-		t.Fatalf("no PostgreSQL schema for %s", path)
-	}
-	db, err := sql.Open(flowpg.DriverName, pgtest.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db, func(v string) string { return fmt.Sprintf("%q.%s", schema, v) }
-}
 
 // The documented views (README, Operate it) give the figures the runs
 // recorded: pending runs by queue, step durations (count, average, p95,
@@ -136,7 +114,7 @@ func TestSQLViews(t *testing.T) {
 		t.Fatalf("the runs did not cover failures, retries and a cancellation: %v, %d retried", statuses, retried)
 	}
 
-	db, view := viewDB(t, path)
+	db, view := tableDB(t, path)
 
 	// pending_by_queue
 	var queue string
