@@ -29,10 +29,10 @@ type Options struct {
 	// Schema is the PostgreSQL schema that holds flowlite's tables and its
 	// migration version table; default DefaultSchema ("flowlite"). Open and
 	// New create it when it is missing. It must be a lowercase identifier of
-	// letters, digits and underscores, not starting with a digit or pg_:
-	// it goes unquoted into every statement. Engines that should work the
-	// same runs use the same schema; separate schemas are separate,
-	// unrelated engines (tests use one per test).
+	// at most 63 letters, digits and underscores, not starting with a digit
+	// or pg_: it goes unquoted into every statement. Engines that should
+	// work the same runs use the same schema; separate schemas are
+	// separate, unrelated engines (tests use one per test).
 	Schema string
 	// MaxConns caps the connections of the pool Open creates. Every
 	// write transaction holds one while it runs, so it bounds how many
@@ -81,8 +81,11 @@ func (b *backend) OpenStore(ctx context.Context) (store.Opened, error) {
 // that Close closes. It creates the schema when it is missing and
 // migrates it. A schema migrated by a newer flowlite is refused with
 // flow.ErrSchemaTooNew and left untouched; a database that does not exist
-// fails with flow.ErrNotDatabase. Errors name the server and database,
-// never the password.
+// fails with flow.ErrNotDatabase, and a server that cannot be reached
+// with flow.ErrUnavailable. Errors name the server and database, never
+// the password: a DSN that cannot be parsed is quoted only when it holds
+// no password, else the error gives only what is wrong with it ("invalid
+// port").
 //
 // Its connections give up on a network that went silent after about one
 // LeaseTimeout (at least a second, at most 30s): a dial, a statement or a

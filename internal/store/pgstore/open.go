@@ -48,10 +48,12 @@ import (
 	"fmt"
 	"github.com/flowlite/flowlite/internal/broadcast"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -73,8 +75,9 @@ var ErrClosed = store.ErrClosed
 type Options struct {
 	// Schema is the PostgreSQL schema holding flowlite's tables and goose's
 	// version table; default DefaultSchema. It must be a lowercase SQL
-	// identifier (letters, digits, underscores, not starting with a digit),
-	// which is used unquoted. Open creates it when it is missing.
+	// identifier (at most 63 letters, digits and underscores, not starting
+	// with a digit or pg_), which is used unquoted. Open creates it when it
+	// is missing.
 	Schema string
 	// MaxConns caps the connections of the pool Open creates: every
 	// concurrent Write holds one for its transaction. Default 10. OpenDB
@@ -146,12 +149,13 @@ var _ store.Store = (*Store)(nil)
 // string, as pgx parses it), creates the schema when it is missing,
 // migrates it, and returns a store over a pool of at most opts.MaxConns
 // connections. A schema migrated by a newer flowlite is refused with
-// store.ErrSchemaTooNew and left untouched.
+// store.ErrSchemaTooNew and left untouched. Its errors never repeat a
+// password: a DSN that cannot be parsed is quoted only when it holds none
+// (parseError).
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		// pgx's message never repeats the password.
-		return nil, fmt.Errorf("open postgres: %w", err)
+		return nil, fmt.Errorf("open postgres: %w", parseError(dsn, err))
 	}
 	where := fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 	if opts.MaxConns <= 0 {
@@ -181,6 +185,77 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.connConfig = cfg
 	return s, nil
+}
+
+// parseError is the error of a DSN pgx cannot parse. pgx's message quotes
+// the DSN with the passwords it recognises masked, but only as well as it
+// can tell a malformed DSN's parts apart: it shows all or part of a
+// password with an unescaped '@' or '&' in a URL, or after "password ="
+// or an escaped space in a key=value string. So the error of a DSN that
+// may hold a password (mayHoldPassword) gives pgx's reason ("invalid
+// port", "failed to configure TLS (sslmode is invalid)") without the DSN;
+// when the DSN does not split into its parts at all, without the token
+// pgx quotes from it too, which may be part of the password. The error of
+// a DSN that holds none is pgx's, which shows the part that is wrong.
+func parseError(dsn string, err error) error {
+	if !mayHoldPassword(dsn) {
+		return err
+	}
+	const unquoted = "the DSN is not quoted: it holds a password"
+	var pce *pgconn.ParseConfigError
+	if !errors.As(err, &pce) {
+		return errors.New("cannot parse DSN (" + unquoted + ")")
+	}
+	// pce.Error() is "cannot parse `<DSN>`: <reason>", or with an
+	// underlying error "… <reason> (<error>)"; the reason is pgx's own text.
+	msg := pce.Error()
+	inner := pce.Unwrap()
+	if inner != nil {
+		msg = strings.TrimSuffix(msg, " ("+inner.Error()+")")
+	}
+	i := strings.LastIndex(msg, "`: ")
+	if i < 0 {
+		return errors.New("cannot parse DSN (" + unquoted + ")")
+	}
+	reason := msg[i+len("`: "):]
+	// "failed to parse as URL" and "… as keyword/value": the DSN did not
+	// split into settings, and inner quotes the piece it choked on.
+	if inner != nil && !strings.HasPrefix(reason, "failed to parse as ") {
+		reason += " (" + inner.Error() + ")"
+	}
+	return fmt.Errorf("cannot parse DSN: %s; %s", reason, unquoted)
+}
+
+// mayHoldPassword reports whether dsn may hold a password, erring towards
+// yes: it names a password or sslpassword setting (in any case, also
+// percent-encoded), or something before its last '@' (past a URL's
+// scheme) has a ':', as a URL's user:password does.
+func mayHoldPassword(dsn string) bool {
+	if strings.Contains(strings.ToLower(percentDecode(dsn)), "password") {
+		return true
+	}
+	rest := dsn
+	if _, after, ok := strings.Cut(rest, "://"); ok {
+		rest = after
+	}
+	at := strings.LastIndex(rest, "@")
+	return at >= 0 && strings.Contains(rest[:at], ":")
+}
+
+// percentDecode decodes the valid %XX escapes of s and leaves the rest.
+func percentDecode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // OpenDB wraps a *sql.DB the caller opened on a PostgreSQL database (with
@@ -242,12 +317,31 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // validSchema accepts the schema names that need no quoting: the name goes
 // into statement text (CREATE SCHEMA, the qualifier of every table), where
-// a bind parameter cannot stand for an identifier.
+// a bind parameter cannot stand for an identifier. Its error says what is
+// wrong with the name, then the rule.
 func validSchema(schema string) error {
-	if !schemaName.MatchString(schema) || strings.HasPrefix(schema, "pg_") {
-		return fmt.Errorf("schema %q: want a lowercase identifier of letters, digits and underscores, not starting with a digit or pg_", schema)
+	if schemaName.MatchString(schema) && !strings.HasPrefix(schema, "pg_") {
+		return nil
 	}
-	return nil
+	var why string
+	if i := strings.IndexFunc(schema, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+	}); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(schema[i:])
+		why = fmt.Sprintf("holds %q", r)
+	} else {
+		switch {
+		case schema == "":
+			why = "is empty"
+		case schema[0] >= '0' && schema[0] <= '9':
+			why = "starts with a digit"
+		case strings.HasPrefix(schema, "pg_"):
+			why = "starts with pg_, which PostgreSQL keeps for its own schemas"
+		default:
+			why = fmt.Sprintf("is %d bytes long", len(schema))
+		}
+	}
+	return fmt.Errorf("schema %q %s: want a lowercase identifier of at most 63 letters, digits and underscores, not starting with a digit or pg_", schema, why)
 }
 
 // qualifier rewrites the schema named by the migrations and the generated
