@@ -21,8 +21,10 @@ var (
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
 	// ErrNotDatabase is returned when what the store was opened on is not a
 	// database of the adapter's kind (a file that is not a SQLite database,
-	// say), so nothing can be read from it.
-	ErrNotDatabase = errors.New("file is not a database")
+	// a PostgreSQL database that does not exist), so nothing can be read
+	// from it. Its text names no backend; the error wrapping it says which
+	// file or database.
+	ErrNotDatabase = errors.New("not a database")
 	// ErrCorrupt is returned, together with ErrNotDatabase, when a
 	// database file's pages are damaged.
 	ErrCorrupt = errors.New("database file is corrupt")
