@@ -60,6 +60,7 @@ var knownImports = map[string]string{
 	"errors":     "errors",
 	"fmt":        "fmt",
 	"log":        "log",
+	"os":         "os",
 	"slices":     "slices",
 	"testing":    "testing",
 	"time":       "time",
@@ -151,6 +152,7 @@ func TestREADMECodeRuns(t *testing.T) {
 	write("readme_test.go", goFile(tests))
 	copyFile("testdata/support.go", "support.go")
 	copyFile("testdata/support_test.go", "support_test.go")
+	copyFile("testdata/postgres_test.go", "postgres_test.go")
 	// The project's requirements and sums, so that the build needs no
 	// network, and the project itself from this checkout.
 	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
@@ -185,8 +187,14 @@ func TestREADMECodeRuns(t *testing.T) {
 		return out.String()
 	}
 	goCmd("vet", ".")
-	if out := goCmd("test", "-count=1", "-v", "."); !strings.Contains(out, "--- PASS: TestOrderIsRolledBackWhenTheCardIsDeclined") {
+	out := goCmd("test", "-count=1", "-v", ".")
+	if !strings.Contains(out, "--- PASS: TestOrderIsRolledBackWhenTheCardIsDeclined") {
 		t.Errorf("the README's test did not pass:\n%s", out)
+	}
+	// With FLOWLITE_PG_TEST=1 (CI), the Scale out block must have run the
+	// order on PostgreSQL, not skipped.
+	if os.Getenv("FLOWLITE_PG_TEST") == "1" && !strings.Contains(out, "--- PASS: TestTheProgramOnPostgreSQL") {
+		t.Errorf("the README's program did not run on PostgreSQL:\n%s", out)
 	}
 	// main runs on the real clock: it must finish, not wait forever for an
 	// engine that works its queue.
@@ -195,11 +203,11 @@ func TestREADMECodeRuns(t *testing.T) {
 	goCmd("build", "-o", "readme.bin", ".")
 	cmd := exec.CommandContext(runCtx, filepath.Join(dir, "readme.bin"))
 	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	mainOut, err := cmd.CombinedOutput()
 	if err != nil || runCtx.Err() != nil {
-		t.Fatalf("the README's main: %v (context: %v)\n%s", err, runCtx.Err(), out)
+		t.Fatalf("the README's main: %v (context: %v)\n%s", err, runCtx.Err(), mainOut)
 	}
-	if got := strings.TrimSpace(string(out)); got != "charged ch_1042" {
+	if got := strings.TrimSpace(string(mainOut)); got != "charged ch_1042" {
 		t.Errorf("the README's main printed %q, want %q", got, "charged ch_1042")
 	}
 }
