@@ -128,3 +128,17 @@ func (q *Queries) RunDeleteFinished(ctx context.Context, arg RunDeleteFinishedPa
 	}
 	return result.RowsAffected()
 }
+
+const sessionIsolation = `-- name: SessionIsolation :one
+SELECT current_setting('default_transaction_isolation')::text AS isolation
+`
+
+// SessionIsolation is the isolation level a statement outside an explicit
+// transaction runs at on this session: the server's, database's or role's
+// default_transaction_isolation, unless the connection set its own.
+func (q *Queries) SessionIsolation(ctx context.Context) (string, error) {
+	row := q.db.QueryRowContext(ctx, sessionIsolation)
+	var isolation string
+	err := row.Scan(&isolation)
+	return isolation, err
+}

@@ -59,3 +59,9 @@ UNION ALL
 SELECT ('schedule ' || name)::text, 'input'::text
 FROM flowlite.schedules WHERE NOT flowlite.json_valid(input)
 LIMIT sqlc.arg(max_rows)::bigint;
+
+-- name: SessionIsolation :one
+-- SessionIsolation is the isolation level a statement outside an explicit
+-- transaction runs at on this session: the server's, database's or role's
+-- default_transaction_isolation, unless the connection set its own.
+SELECT current_setting('default_transaction_isolation')::text AS isolation;

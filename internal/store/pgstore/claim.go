@@ -40,7 +40,7 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 	defer cancel()
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.claimGrace, cancel) })
 	defer stopGrace()
-	rows, err := pgdb.New(s.conn(s.db)).RunClaimAndBegin(stmtCtx, pgdb.RunClaimAndBeginParams{
+	rows, err := s.claimAndBegin(stmtCtx, pgdb.RunClaimAndBeginParams{
 		Queue: p.Queue, Now: p.Now, Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
 		Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, FirstSteps: firstSteps,
 	})
@@ -63,4 +63,27 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 		s.afterCommit(nil, true)
 	}
 	return claimed, nil
+}
+
+// claimAndBegin runs RunClaimAndBegin as a transaction of its own: an
+// implicit one, a single round trip, when the pool's sessions default to
+// READ COMMITTED (Open's always do); else an explicit one at READ
+// COMMITTED (begin), as a caller's pool whose server, database or role
+// defaults to REPEATABLE READ or SERIALIZABLE would fail claims with
+// serialization errors.
+func (s *Store) claimAndBegin(ctx context.Context, p pgdb.RunClaimAndBeginParams) ([]pgdb.RunClaimAndBeginRow, error) {
+	if !s.claimInTx {
+		return pgdb.New(s.conn(s.db)).RunClaimAndBegin(ctx, p)
+	}
+	conn, sqlTx, err := s.begin(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	defer sqlTx.Rollback()
+	rows, err := pgdb.New(s.conn(sqlTx)).RunClaimAndBegin(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return rows, sqlTx.Commit()
 }

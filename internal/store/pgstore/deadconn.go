@@ -75,6 +75,12 @@ func retryDeadConn(ctx context.Context, db *sql.DB, err error, try int) bool {
 	return connLost(err) && ctx.Err() == nil && try < deadConnRetries(db)
 }
 
+// readCommitted is the isolation of every transaction the store begins,
+// whatever the session's default: the store's locking is designed for
+// READ COMMITTED (store.go), under which no serialization failure arises.
+// It costs nothing: BEGIN says it.
+var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+
 // begin takes a connection of the pool (writeConn) and begins a
 // transaction on it (without ctx's cancellation when detached), retrying
 // on another connection when the one it took turns out dead. The caller
@@ -89,7 +95,7 @@ func (s *Store) begin(ctx context.Context, detached bool) (*sql.Conn, *sql.Tx, e
 		if err != nil {
 			return nil, nil, err
 		}
-		sqlTx, err := conn.BeginTx(txCtx, nil)
+		sqlTx, err := conn.BeginTx(txCtx, readCommitted)
 		if err == nil {
 			return conn, sqlTx, nil
 		}

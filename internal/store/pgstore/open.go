@@ -132,6 +132,7 @@ type Store struct {
 	listenIdle time.Duration   // quiet time after which the listener pings
 	connWait   time.Duration   // how long a Write waits for a connection (Options.NetworkTimeout)
 	claimGrace time.Duration   // how long a claim goes on after its caller's end (claim.go)
+	claimInTx  bool            // the pool's sessions default to a stronger isolation than READ COMMITTED (claim.go)
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
 
 	// feed is how far the change feed is final, and committed wakes its
@@ -161,6 +162,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 10
 	}
+	// Every statement of the engine assumes READ COMMITTED (store.go), also
+	// one outside an explicit transaction, as a claim is (claim.go): a
+	// server, database or role whose default is stronger would fail some
+	// with serialization errors.
+	cfg.RuntimeParams["default_transaction_isolation"] = "read committed"
 	switch {
 	case opts.ApplicationName != "":
 		cfg.RuntimeParams["application_name"] = opts.ApplicationName
@@ -283,6 +289,10 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	if err := db.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("connect: %w", interpretError(ctx, err))
 	}
+	isolation, err := pgdb.New(db).SessionIsolation(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read default_transaction_isolation: %w", interpretError(ctx, err))
+	}
 	names := newQualifier(schema)
 	if err := migrate(ctx, db, schema, names); err != nil {
 		return nil, err
@@ -292,6 +302,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		db: db, ownsDB: owns, schema: schema, names: names,
 		channel: wakeChannel(schema), feedChannel: feedChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
 		connWait: cmp.Or(max(opts.NetworkTimeout, 0), DefaultNetworkTimeout), claimGrace: claimGrace,
+		claimInTx: isolation != "read committed",
 		closedCtx: closedCtx, closing: closing,
 	}, nil
 }

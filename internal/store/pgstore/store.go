@@ -25,7 +25,9 @@ import (
 // NetworkTimeout (connWait); once fn starts, the transaction
 // runs to its outcome whatever ctx does (it is begun without ctx's
 // cancellation, as the store contract asks). Write never calls fn twice:
-// under READ COMMITTED no serialization failure arises, and a deadlock the
+// under READ COMMITTED, at which every transaction is begun whatever the
+// session's default (readCommitted), no serialization failure arises, and
+// a deadlock the
 // database breaks (SQLSTATE 40P01, possible only between transactions that
 // update several runs in different orders) is returned to the caller, who
 // knows whether its work can run again.

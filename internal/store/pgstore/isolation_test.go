@@ -1,0 +1,120 @@
+package pgstore_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/store/pgstore"
+)
+
+// TestStrongerDefaultIsolation opens stores on a database whose sessions
+// default to SERIALIZABLE, as some servers, databases or roles are set
+// up: the store's locking is designed for READ COMMITTED, and under a
+// stronger level concurrent claims fail with serialization errors. Both a
+// store that opens its own pool (which sets its sessions' default) and
+// one on the caller's pool (whose sessions keep theirs) run every write at
+// READ COMMITTED, and eight claimers draining 300 runs get no error and
+// never share a run.
+func TestStrongerDefaultIsolation(t *testing.T) {
+	t.Parallel()
+	dsn := needPG(t)
+	admin := stdlib.OpenDB(mustParse(t, dsn))
+	t.Cleanup(func() { admin.Close() })
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := "iso_" + hex.EncodeToString(b)
+	for _, stmt := range []string{
+		"CREATE DATABASE " + name,
+		"ALTER DATABASE " + name + " SET default_transaction_isolation = 'serializable'",
+	} {
+		if _, err := admin.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP DATABASE " + name + " WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	isoDSN := dsn + " dbname=" + name // a later setting overrides an earlier one
+
+	open := map[string]func(t *testing.T) *pgstore.Store{
+		"Open": func(t *testing.T) *pgstore.Store {
+			s, err := pgstore.Open(t.Context(), isoDSN, pgstore.Options{Schema: freshSchema(), NoWakes: true, MaxConns: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"OpenDB": func(t *testing.T) *pgstore.Store {
+			db := stdlib.OpenDB(mustParse(t, isoDSN))
+			t.Cleanup(func() { db.Close() })
+			var level string
+			if err := db.QueryRowContext(t.Context(), "SHOW default_transaction_isolation").Scan(&level); err != nil || level != "serializable" {
+				t.Fatalf("the caller's pool's default isolation: %q, %v; want serializable", level, err)
+			}
+			s, err := pgstore.OpenDB(t.Context(), db, pgstore.Options{Schema: freshSchema(), NoWakes: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+	for _, how := range []string{"Open", "OpenDB"} {
+		t.Run(how, func(t *testing.T) {
+			s := open[how](t)
+			ctx := t.Context()
+			var level string
+			if err := s.Write(ctx, func(tx store.Tx) error {
+				return tx.SQL().QueryRowContext(ctx, "SHOW transaction_isolation").Scan(&level)
+			}); err != nil || level != "read committed" {
+				t.Fatalf("a write's isolation: %q, %v; want read committed", level, err)
+			}
+
+			const n = 300
+			ps := make([]store.RunInsertParams, n)
+			for i := range ps {
+				ps[i] = store.RunInsertParams{ID: fmt.Sprintf("r%03d", i), Workflow: store.WorkflowKey{Name: "job", Version: 1}, RunAt: base}
+			}
+			insertQueued(t, s, ps...)
+			var mu sync.Mutex
+			owner := map[string]string{}
+			var wg sync.WaitGroup
+			for w := range 8 {
+				name := fmt.Sprintf("w%d", w)
+				wg.Go(func() {
+					for {
+						claimed, err := s.ClaimAndBegin(ctx, claimParams(name, 3))
+						if err != nil {
+							t.Errorf("claimer %s: %v", name, err)
+							return
+						}
+						if len(claimed) == 0 {
+							return
+						}
+						mu.Lock()
+						for _, c := range claimed {
+							if prev, dup := owner[c.ID]; dup {
+								t.Errorf("run %s claimed by %s and by %s", c.ID, prev, name)
+							}
+							owner[c.ID] = name
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			if len(owner) != n && !t.Failed() {
+				t.Fatalf("%d runs claimed, want %d", len(owner), n)
+			}
+		})
+	}
+}
