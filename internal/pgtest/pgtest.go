@@ -10,8 +10,11 @@
 // when the server cannot be reached: a suite that silently fell back to
 // SQLite, or skipped, would report a PostgreSQL run that never happened.
 //
-// Each Schema is created by the engine or store that opens it and dropped,
-// with everything in it, when the test ends. The pool Schema uses for the
+// A package whose TestMain calls OwnDatabase runs in a database of its own,
+// created on that server when a test first asks for PostgreSQL and dropped
+// when the package's tests end. Each Schema is created by the engine or
+// store that opens it and dropped, with everything in it, when the test
+// ends. The pool Schema uses for the
 // drop lives only for the drop, so tests that check for leaked goroutines
 // (goleak) see none of its connections.
 //
