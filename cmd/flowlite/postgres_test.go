@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +190,267 @@ func TestPostgresServe(t *testing.T) {
 	if code, stderr := stop(); code != exitOK || stderr != "" {
 		t.Errorf("serve stopped with %d, stderr %q", code, stderr)
 	}
+}
+
+var pgDecline = flow.Step[int, int]{Name: "charge", Run: func(context.Context, int) (int, error) {
+	return 0, flow.Permanent(errors.New("card declined"))
+}}
+
+// pgDeclined fails for good at its only step: its runs are dead letters.
+var pgDeclined = flow.Workflow[int, int]{Name: "declined", Version: 1, Run: func(wc flow.Context, n int) (int, error) {
+	return flow.Do(wc, pgDecline, n)
+}}
+
+// pgAwait waits for the signal "go".
+var pgAwait = flow.Workflow[int, int]{Name: "await", Version: 1, Run: func(wc flow.Context, _ int) (int, error) {
+	return flow.Receive[int](wc, "go", time.Hour)
+}}
+
+// pgActionRuns opens an engine on the schema through flowpg and leaves one
+// run in each state the dashboard's actions are tried on: completed,
+// failed (a dead letter), waiting for a signal, and pending on a queue no
+// engine works. Every engine is stopped and closed when it returns.
+func pgActionRuns(t *testing.T, dsn, schema string) (done, failed, waiting, pending string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	e, err := flowpg.Open(ctx, dsn, &flow.Config{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond}, &flowpg.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	flow.Register(e, pgTwice)
+	flow.Register(e, pgDeclined)
+	flow.Register(e, pgAwait)
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := flow.Start(ctx, e, pgTwice, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := r.Result(ctx); err != nil || out != 12 {
+		t.Fatalf("result %d, %v; want 12", out, err)
+	}
+	f, err := flow.Start(ctx, e, pgDeclined, 5, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Result(ctx); err == nil || !strings.Contains(err.Error(), "card declined") {
+		t.Fatalf("declined run: %v, want card declined", err)
+	}
+	w, err := flow.Start(ctx, e, pgAwait, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := e.Inspect(ctx, w.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status == flow.StatusWaiting {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("run %s never waited: %s", w.ID(), info.Status)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	p, err := flow.Start(ctx, e, pgTwice, 4, &flow.StartOptions{Queue: "unworked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return r.ID(), f.ID(), w.ID(), p.ID()
+}
+
+// The read-write dashboard on PostgreSQL: its run actions, posted as the
+// confirmation forms post them (cookie and CSRF token) and through the JSON
+// API, change the runs in the database as they do on SQLite, and a refused
+// action is a 409 that names why and changes nothing.
+func TestPostgresServeActions(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgSchema(t)
+	done, failed, waiting, pending := pgActionRuns(t, dsn, schema)
+	db := []string{"--db", dsn, "--schema", schema}
+	pg := func(args ...string) string {
+		t.Helper()
+		r := flowlite(t, nil, append(db, args...)...)
+		if r.code != exitOK || r.stderr != "" {
+			t.Fatalf("flowlite %s: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
+		}
+		return r.stdout
+	}
+	status := func(id string) flow.RunStatus {
+		t.Helper()
+		return decode[runDetailJSON](t, pg("show", "--json", id)).Status
+	}
+	history := func(id string) []eventJSON {
+		t.Helper()
+		return decode[[]eventJSON](t, pg("history", "--json", id))
+	}
+	last := func(events []eventJSON) eventJSON {
+		if len(events) == 0 {
+			return eventJSON{}
+		}
+		return events[len(events)-1]
+	}
+
+	base, stop := serve(t, dsn, "--schema", schema, "--log-level", "info")
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("healthz: %d %q", code, body)
+	}
+	if code, body := get(t, base+"/metrics"); code != http.StatusOK ||
+		!strings.Contains(body, `flowlite_runs{status="completed"} 1`+"\n") || !strings.Contains(body, `flowlite_runs{status="failed"} 1`+"\n") ||
+		!strings.Contains(body, `flowlite_runs{status="waiting"} 1`+"\n") || !strings.Contains(body, `flowlite_runs{status="pending"} 1`+"\n") {
+		t.Errorf("metrics before the actions: %d\n%s", code, body)
+	}
+
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// act GETs the confirmation page of action on run, then posts its form
+	// with the page's CSRF token, and returns the answer's status, Location
+	// and body.
+	act := func(run, action string) (int, string, string) {
+		t.Helper()
+		page := base + "/runs/" + url.PathEscape(run) + "/" + action
+		resp, err := client.Get(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		token := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(string(body))
+		if resp.StatusCode != http.StatusOK || token == nil {
+			t.Fatalf("confirmation page of %s %s: %d, token %v\n%s", action, run, resp.StatusCode, token != nil, body)
+		}
+		resp, err = client.PostForm(page, url.Values{"csrf_token": {token[1]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Location"), string(body)
+	}
+
+	// Cancel a waiting run: it ends cancelled at once (no engine works it,
+	// nothing to compensate), with the cancellation in its history.
+	if code, loc, body := act(waiting, "cancel"); code != http.StatusSeeOther || loc != "/runs/"+url.PathEscape(waiting)+"?done=cancel" {
+		t.Errorf("cancel %s: %d %q\n%s", waiting, code, loc, body)
+	}
+	if st := status(waiting); st != flow.StatusCancelled {
+		t.Errorf("after cancel: %s is %s, want cancelled", waiting, st)
+	}
+	if ev := last(history(waiting)); ev.Kind != flow.EventRunCancelled {
+		t.Errorf("after cancel: last event of %s is %+v, want %s", waiting, ev, flow.EventRunCancelled)
+	}
+
+	// Retry the dead letter: a new run, pending, linked both ways; the
+	// failed run stays failed and is no longer a dead letter.
+	requeued := failed + "/requeue-1"
+	if code, loc, body := act(failed, "retry"); code != http.StatusSeeOther || loc != "/runs/"+url.PathEscape(requeued)+"?done=retry" {
+		t.Errorf("retry %s: %d %q\n%s", failed, code, loc, body)
+	}
+	if got := decode[runDetailJSON](t, pg("show", "--json", requeued)); got.Status != flow.StatusPending || got.Workflow != pgDeclined.Name || string(got.Input) != "5" {
+		t.Errorf("requeued run %s: %s of %s with input %s, want pending of %s with 5", requeued, got.Status, got.Workflow, got.Input, pgDeclined.Name)
+	}
+	if st := status(failed); st != flow.StatusFailed {
+		t.Errorf("after retry: %s is %s, want failed still", failed, st)
+	}
+	if ev := last(history(failed)); ev.Kind != flow.EventRunRequeued || !strings.Contains(ev.Detail, requeued) {
+		t.Errorf("after retry: last event of %s is %+v, want %s naming %s", failed, ev, flow.EventRunRequeued, requeued)
+	}
+	if dead := decode[[]runJSON](t, pg("dead", "list", "--json")); len(dead) != 0 {
+		t.Errorf("dead letters after retry: %+v, want none", dead)
+	}
+
+	// Cancel of a finished run is refused, naming why, and changes nothing.
+	before := history(done)
+	if code, loc, body := act(done, "cancel"); code != http.StatusConflict || !strings.Contains(body, "run already finished") {
+		t.Errorf("cancel of completed %s: %d %q, want 409 saying it finished\n%s", done, code, loc, body)
+	}
+	if st := status(done); st != flow.StatusCompleted {
+		t.Errorf("refused cancel changed %s: %s", done, st)
+	}
+	if after := history(done); len(after) != len(before) {
+		t.Errorf("refused cancel appended to the history of %s: %d events, was %d", done, len(after), len(before))
+	}
+
+	// Delete the finished run: it is gone, and the runs list follows.
+	if code, loc, body := act(done, "delete"); code != http.StatusSeeOther || loc != "/runs?done=delete" {
+		t.Errorf("delete %s: %d %q\n%s", done, code, loc, body)
+	}
+	fails(t, exitError, "run "+done+": not found", append(db, "show", done)...)
+
+	// The JSON API: a token from /api/csrf, sent in the header.
+	resp, err := client.Get(base + "/api/csrf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := decode[struct{ Token, Header string }](t, readAll(t, resp))
+	apiPost := func(path string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, base+"/api"+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(tok.Header, tok.Token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, readAll(t, resp)
+	}
+	if code, body := apiPost("/runs/" + url.PathEscape(pending) + "/cancel"); code != http.StatusOK || !strings.Contains(body, `"next": "`+pending+`"`) {
+		t.Errorf("API cancel %s: %d %s", pending, code, body)
+	}
+	if st := status(pending); st != flow.StatusCancelled {
+		t.Errorf("after API cancel: %s is %s, want cancelled", pending, st)
+	}
+	n := len(history(pending))
+	if code, body := apiPost("/runs/" + url.PathEscape(pending) + "/cancel"); code != http.StatusConflict || !strings.Contains(body, "run already finished") {
+		t.Errorf("API cancel of cancelled %s: %d %s, want 409 saying it finished", pending, code, body)
+	}
+	if st, m := status(pending), len(history(pending)); st != flow.StatusCancelled || m != n {
+		t.Errorf("refused API cancel changed %s: %s with %d events, was cancelled with %d", pending, st, m, n)
+	}
+
+	if code, body := get(t, base+"/metrics"); code != http.StatusOK ||
+		!strings.Contains(body, `flowlite_runs{status="completed"} 0`+"\n") || !strings.Contains(body, `flowlite_runs{status="failed"} 1`+"\n") ||
+		!strings.Contains(body, `flowlite_runs{status="cancelled"} 2`+"\n") || !strings.Contains(body, `flowlite_runs{status="pending"} 1`+"\n") ||
+		!strings.Contains(body, `flowlite_runs{status="waiting"} 0`+"\n") {
+		t.Errorf("metrics after the actions: %d\n%s", code, body)
+	}
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("healthz after the actions: %d %q", code, body)
+	}
+	code, stderr := stop()
+	if code != exitOK {
+		t.Errorf("serve stopped with %d, stderr %q", code, stderr)
+	}
+	for _, a := range []string{"action=cancel", "action=retry", "action=delete"} {
+		if !strings.Contains(stderr, a) {
+			t.Errorf("serve logged no %s: %q", a, stderr)
+		}
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
