@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/flowlite/flowlite/flow/flowpg"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/pgtest"
+	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 	"github.com/flowlite/flowlite/internal/store/storecopy"
@@ -83,7 +87,135 @@ var parentWF = flow.Workflow[int, int]{Name: "parent", Version: 1, Run: func(wc 
 	return flow.Call(wc, waitWF, n, &flow.ChildOptions{RunID: "child-of-parent"})
 }}
 
+// The steps below count their executions in execs. Those marked to stall
+// block while stall is set, until their engine is closed: source takes its
+// file while they are in flight, as a process killed mid-step leaves it.
+var (
+	execs tally
+	stall atomic.Bool
+)
+
+// tally counts executions by step (compensations as "undo <step>").
+type tally struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *tally) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n = nil
+}
+
+func (c *tally) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+func (c *tally) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.n {
+		out[k] = v
+	}
+	return out
+}
+
+// enter counts an execution of key and, when stalls and stall is set,
+// blocks until ctx ends.
+func enter(ctx context.Context, key string, stalls bool) error {
+	execs.mu.Lock()
+	if execs.n == nil {
+		execs.n = map[string]int{}
+	}
+	execs.n[key]++
+	execs.mu.Unlock()
+	if stalls && stall.Load() {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// pack checkpoints before the copy; ship is in flight when it is taken.
+var pack = flow.Step[int, int]{Name: "pack", Run: func(ctx context.Context, n int) (int, error) {
+	return n + 1, enter(ctx, "pack", false)
+}}
+
+var ship = flow.Step[int, int]{Name: "ship", Run: func(ctx context.Context, n int) (int, error) {
+	return n * 10, enter(ctx, "ship", true)
+}}
+
+// resumeWF is left running, in ship, by an engine that vanished.
+var resumeWF = flow.Workflow[int, int]{Name: "resume", Version: 1, Run: func(wc flow.Context, n int) (int, error) {
+	p, err := flow.Do(wc, pack, n)
+	if err != nil {
+		return 0, err
+	}
+	return flow.Do(wc, ship, p)
+}}
+
+// book, hold and pay roll back: pay fails for good, hold's compensation
+// (run first) completes before the copy, book's is in flight when it is
+// taken.
+var book = flow.Step[int, int]{
+	Name: "book",
+	Run:  func(ctx context.Context, n int) (int, error) { return n + 1, enter(ctx, "book", false) },
+	Compensate: func(ctx context.Context, _, _ int) error {
+		return enter(ctx, "undo book", true)
+	},
+}
+
+var hold = flow.Step[int, int]{
+	Name: "hold",
+	Run:  func(ctx context.Context, n int) (int, error) { return n + 2, enter(ctx, "hold", false) },
+	Compensate: func(ctx context.Context, _, _ int) error {
+		return enter(ctx, "undo hold", false)
+	},
+}
+
+var pay = flow.Step[int, int]{Name: "pay", Run: func(ctx context.Context, n int) (int, error) {
+	if err := enter(ctx, "pay", false); err != nil {
+		return 0, err
+	}
+	return 0, flow.Permanent(errors.New("payment refused"))
+}}
+
+// rollbackWF is left compensating, in book's compensation, by an engine
+// that vanished.
+var rollbackWF = flow.Workflow[int, int]{Name: "rollback", Version: 1, Run: func(wc flow.Context, n int) (int, error) {
+	if _, err := flow.Do(wc, book, n); err != nil {
+		return 0, err
+	}
+	if _, err := flow.Do(wc, hold, n); err != nil {
+		return 0, err
+	}
+	return flow.Do(wc, pay, n)
+}}
+
+// lock is compensated when the run that waits after it is cancelled.
+var lock = flow.Step[int, int]{
+	Name: "lock",
+	Run:  func(ctx context.Context, n int) (int, error) { return n, enter(ctx, "lock", false) },
+	Compensate: func(ctx context.Context, _, _ int) error {
+		return enter(ctx, "undo lock", false)
+	},
+}
+
+// cancelWF is cancelled while it waits, after lock completed.
+var cancelWF = flow.Workflow[int, int]{Name: "cancel", Version: 1, Run: func(wc flow.Context, n int) (int, error) {
+	if _, err := flow.Do(wc, lock, n); err != nil {
+		return 0, err
+	}
+	return flow.Receive[int](wc, "go", time.Hour)
+}}
+
 func register(e *flow.Engine) {
+	flow.Register(e, resumeWF)
+	flow.Register(e, rollbackWF)
+	flow.Register(e, cancelWF)
 	flow.Register(e, parentWF)
 	flow.Register(e, okWF)
 	flow.Register(e, sagaWF)
@@ -117,6 +249,29 @@ func awaitStatus(t *testing.T, e *flow.Engine, id string, want flow.RunStatus) f
 	}
 }
 
+// awaitSteps polls until the run's step records satisfy ok.
+func awaitSteps(t *testing.T, e *flow.Engine, id, what string, ok func(map[string]flow.StepRecord) bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, err := e.Inspect(context.Background(), id)
+		if err != nil {
+			t.Fatalf("inspect %s: %v", id, err)
+		}
+		steps := map[string]flow.StepRecord{}
+		for _, s := range info.Steps {
+			steps[s.Name] = s
+		}
+		if ok(steps) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: %s never came: status %s, steps %+v", id, what, info.Status, info.Steps)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func historyKinds(t *testing.T, e *flow.Engine, id string) []string {
 	t.Helper()
 	events, err := e.History(context.Background(), id)
@@ -135,12 +290,15 @@ func historyKinds(t *testing.T, e *flow.Engine, id string) []string {
 func source(t *testing.T) (string, map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "src.db")
-	e, err := flowsqlite.Open(ctx, path, config(), nil)
+	dir := t.TempDir()
+	cfg := config()
+	cfg.WorkerID = vanished
+	e, err := flowsqlite.Open(ctx, filepath.Join(dir, "engine.db"), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	execs.reset()
 	register(e)
 	if err := e.PauseQueue(ctx, "held"); err != nil {
 		t.Fatal(err)
@@ -188,11 +346,43 @@ func source(t *testing.T) (string, map[string]string) {
 	if _, err := e.PutDefinition(ctx, copiedDefinition); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Stop(ctx); err != nil {
+	// A run cancelled while it waits, after a step whose compensation the
+	// cancellation ran.
+	start("cancelled", cancelWF, 5, "")
+	awaitStatus(t, e, ids["cancelled"], flow.StatusWaiting)
+	if err := e.Cancel(ctx, ids["cancelled"]); err != nil {
 		t.Fatal(err)
 	}
+	awaitStatus(t, e, ids["cancelled"], flow.StatusCancelled)
+
+	// A running and a compensating run whose engine vanishes mid-step: their
+	// bodies stall, and the source is the database as it stands meanwhile
+	// (Backup reads one snapshot of it), which is what the file holds when
+	// the engine's process is killed at that moment: both runs leased by
+	// it, their leases unexpired, its report saying it is alive. Only then
+	// is the engine closed, on its own file.
+	stall.Store(true)
+	defer stall.Store(false)
+	start("running", resumeWF, 4, "")
+	start("compensating", rollbackWF, 1, "")
+	awaitSteps(t, e, ids["running"], "pack checkpointed, ship in flight", func(s map[string]flow.StepRecord) bool {
+		return s["pack"].Status == "completed" && s["ship"].Status == "running" && execs.get("ship") == 1
+	})
+	awaitSteps(t, e, ids["compensating"], "hold compensated, book's compensation in flight", func(s map[string]flow.StepRecord) bool {
+		return s["hold"].Compensation == "completed" && s["book"].Compensation == "running" && execs.get("undo book") == 1
+	})
+	awaitStatus(t, e, ids["running"], flow.StatusRunning)
+	awaitStatus(t, e, ids["compensating"], flow.StatusCompensating)
+	path := filepath.Join(dir, "src.db")
+	if err := e.Backup(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
 	return path, ids
 }
+
+// vanished is the worker ID of the engine source leaves its runs leased by.
+const vanished = "vanished-engine"
 
 var copiedDefinition = flow.StoredDefinition{
 	Name: "etl", Version: 3, Hash: "h-etl-3", Body: []byte("name: etl\nversion: 3\n"), File: "etl.yaml",
@@ -205,6 +395,13 @@ func TestCopyToPostgres(t *testing.T) {
 	dsn, schema := pgtest.Schema(t)
 	ctx := context.Background()
 	path, ids := source(t)
+	before := execs.snapshot()
+	if want := map[string]int{
+		"lock": 1, "undo lock": 1, "pack": 1, "ship": 1,
+		"book": 1, "hold": 1, "pay": 1, "undo hold": 1, "undo book": 1,
+	}; !reflect.DeepEqual(before, want) {
+		t.Fatalf("executions on sqlite: %v, want %v", before, want)
+	}
 
 	// What the runs look like on SQLite.
 	sq, err := flowsqlite.OpenReadOnly(ctx, path, config(), nil)
@@ -231,6 +428,38 @@ func TestCopyToPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dst.Close()
+
+	// The vanished engine's runs hold its lease on SQLite, and its report
+	// says it is alive: the copy refuses the file until the report is stale.
+	leased := map[string]store.Run{}
+	for _, name := range []string{"running", "compensating"} {
+		r, err := src.Reader().RunGet(ctx, ids[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.LeaseOwner != vanished || r.LeaseExpiresAt <= r.UpdatedAt || r.Fence < 1 {
+			t.Fatalf("%s on sqlite: lease %q until %d (updated %d), fence %d; want the vanished engine's live lease",
+				name, r.LeaseOwner, r.LeaseExpiresAt, r.UpdatedAt, r.Fence)
+		}
+		leased[name] = r
+	}
+	reports, err := src.Reader().EngineReportList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var liveUntil int64
+	for _, r := range reports {
+		if r.Owner == vanished && r.StoppedAt == 0 {
+			liveUntil = r.LiveUntil
+		}
+	}
+	if liveUntil == 0 {
+		t.Fatalf("no live report of the vanished engine: %+v", reports)
+	}
+	if _, err := storecopy.Copy(ctx, src, dst, storecopy.Options{}); !errors.Is(err, storecopy.ErrLiveEngine) {
+		t.Fatalf("copy while the vanished engine's report is fresh: %v, want ErrLiveEngine", err)
+	}
+	stale := storecopy.Options{Now: func() time.Time { return time.UnixMilli(liveUntil + 1) }}
 	_, srcCounts, err := src.CopyOut(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -253,24 +482,37 @@ func TestCopyToPostgres(t *testing.T) {
 		t.Fatalf("schema after a rolled back copy: %v", err)
 	}
 
-	counts, err := storecopy.Copy(ctx, src, dst, storecopy.Options{})
+	counts, err := storecopy.Copy(ctx, src, dst, stale)
 	if err != nil {
 		t.Fatalf("copy: %v", err)
 	}
 	if counts != srcCounts {
 		t.Fatalf("copied %+v, source holds %+v", counts, srcCounts)
 	}
-	if counts.Runs != 9 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 6 || counts.Signals < 1 || counts.Definitions != 1 {
+	if counts.Runs != 12 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 9 || counts.Signals < 1 || counts.Definitions != 1 {
 		t.Fatalf("unexpected counts %+v", counts)
 	}
 
 	// A second copy into the same schema is refused and changes nothing.
-	if _, err := storecopy.Copy(ctx, src, dst, storecopy.Options{}); !errors.Is(err, storecopy.ErrTargetNotEmpty) {
+	if _, err := storecopy.Copy(ctx, src, dst, stale); !errors.Is(err, storecopy.ErrTargetNotEmpty) {
 		t.Fatalf("second copy: %v, want ErrTargetNotEmpty", err)
 	}
 	again, err := dst.CopyIn(ctx, nil, nil)
 	if !errors.Is(err, storecopy.ErrTargetNotEmpty) || again != (storecopy.Counts{}) {
 		t.Fatalf("copy into a filled schema: %+v, %v", again, err)
+	}
+
+	// The copy hands the leased runs out afresh: no lease, the fence and
+	// first start kept, running back to pending, compensating as it was.
+	for name, status := range map[string]store.RunStatus{"running": store.RunPending, "compensating": store.RunCompensating} {
+		r, err := dst.Reader().RunGet(ctx, ids[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != status || r.LeaseOwner != "" || r.LeaseExpiresAt != 0 || r.Fence != leased[name].Fence || r.StartedAt != leased[name].StartedAt {
+			t.Errorf("%s on postgres: status %s, lease %q until %d, fence %d, started %d; want %s, no lease, fence %d, started %d",
+				name, r.Status, r.LeaseOwner, r.LeaseExpiresAt, r.Fence, r.StartedAt, status, leased[name].Fence, leased[name].StartedAt)
+		}
 	}
 
 	pg, err := flowpg.Open(ctx, dsn, config(), &flowpg.Options{Schema: schema})
@@ -289,6 +531,9 @@ func TestCopyToPostgres(t *testing.T) {
 			t.Fatalf("%s on postgres: %v", name, err)
 		}
 		w := want[name]
+		if name == "running" {
+			w.Status = flow.StatusPending // its lease released by the copy
+		}
 		if got.Status != w.Status || string(got.Output) != string(w.Output) || got.Error != w.Error ||
 			got.Queue != w.Queue || got.ParentID != w.ParentID || got.RequeuedAs != w.RequeuedAs || got.RequeuedFrom != w.RequeuedFrom ||
 			!got.CreatedAt.Equal(w.CreatedAt) {
@@ -339,6 +584,70 @@ func TestCopyToPostgres(t *testing.T) {
 	if info, err := pg.Inspect(ctx, ids["pending"]); err != nil || info.Status != flow.StatusPending {
 		t.Errorf("run in the paused queue: %v, %v", info.Status, err)
 	}
+
+	// The runs of the vanished engine are taken over. The running run
+	// completes, its history going on from where it stood.
+	if r := awaitStatus(t, pg, ids["running"], flow.StatusCompleted); string(r.Output) != "50" {
+		t.Errorf("running run output %s, want 50", r.Output)
+	}
+	// The compensating run finishes rolling back: every completed step is
+	// compensated, once.
+	rb := awaitStatus(t, pg, ids["compensating"], flow.StatusFailed)
+	if !strings.Contains(rb.Error, "payment refused") {
+		t.Errorf("rolled back run's error %q", rb.Error)
+	}
+	for _, st := range rb.Steps {
+		if (st.Name == "book" || st.Name == "hold") && st.Compensation != "completed" {
+			t.Errorf("rolled back run: step %s compensation %s (%s)", st.Name, st.Compensation, st.CompensationError)
+		}
+	}
+	for name, once := range map[string][]string{
+		"running":      {flow.EventStepCompleted + "/pack", flow.EventStepCompleted + "/ship", flow.EventRunCompleted + "/"},
+		"compensating": {flow.EventCompensationCompleted + "/hold", flow.EventCompensationCompleted + "/book", flow.EventRunFailed + "/"},
+	} {
+		k := historyKinds(t, pg, ids[name])
+		if len(k) < len(wantKinds[name]) || !reflect.DeepEqual(k[:len(wantKinds[name])], wantKinds[name]) {
+			t.Errorf("%s history on postgres does not go on from sqlite's:\n%v\n%v", name, k, wantKinds[name])
+		}
+		for _, kind := range once {
+			if n := countOf(k, kind); n != 1 {
+				t.Errorf("%s history: %d × %s, want 1: %v", name, n, kind, k)
+			}
+		}
+	}
+	// On PostgreSQL only what was in flight ran again: ship and book's
+	// compensation. Not pack, checkpointed before the copy, nor hold's
+	// compensation, completed before it, nor anything of the cancelled run.
+	ran := map[string]int{}
+	for key, n := range execs.snapshot() {
+		if d := n - before[key]; d != 0 {
+			ran[key] = d
+		}
+	}
+	if want := map[string]int{"ship": 1, "undo book": 1}; !reflect.DeepEqual(ran, want) {
+		t.Errorf("executions on postgres: %v, want %v", ran, want)
+	}
+	// The cancelled run stays as it was.
+	c, err := pg.Inspect(ctx, ids["cancelled"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status != flow.StatusCancelled || !reflect.DeepEqual(c.Steps, want["cancelled"].Steps) || !c.FinishedAt.Equal(want["cancelled"].FinishedAt) {
+		t.Errorf("cancelled run on postgres: %+v, sqlite %+v", c, want["cancelled"])
+	}
+	if k := historyKinds(t, pg, ids["cancelled"]); !reflect.DeepEqual(k, wantKinds["cancelled"]) {
+		t.Errorf("cancelled run's history on postgres: %v, sqlite %v", k, wantKinds["cancelled"])
+	}
+}
+
+func countOf(kinds []string, kind string) int {
+	n := 0
+	for _, k := range kinds {
+		if k == kind {
+			n++
+		}
+	}
+	return n
 }
 
 // TestCopyRefusesLiveEngine needs no PostgreSQL: the check comes first.
