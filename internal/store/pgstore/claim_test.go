@@ -205,33 +205,7 @@ func TestClaimAndBeginConcurrently(t *testing.T) {
 		ps[i] = store.RunInsertParams{ID: fmt.Sprintf("r%03d", i), Workflow: store.WorkflowKey{Name: "job", Version: 1}, Priority: i % 3, RunAt: base}
 	}
 	insertQueued(t, s, ps...)
-	var mu sync.Mutex
-	owner := map[string]string{}
-	var wg sync.WaitGroup
-	for w := range 4 {
-		name := fmt.Sprintf("w%d", w)
-		wg.Go(func() {
-			for {
-				claimed, err := s.ClaimAndBegin(ctx, claimParams(name, 7))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if len(claimed) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, c := range claimed {
-					if prev, dup := owner[c.ID]; dup {
-						t.Errorf("run %s claimed by %s and by %s", c.ID, prev, name)
-					}
-					owner[c.ID] = name
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	owner := drainWithClaimers(t, s, 4, 7)
 	if len(owner) != n {
 		t.Fatalf("%d runs claimed, want %d", len(owner), n)
 	}
@@ -249,6 +223,41 @@ func TestClaimAndBeginConcurrently(t *testing.T) {
 			t.Fatalf("run %s: events %+v, steps %+v", p.ID, events, steps)
 		}
 	}
+}
+
+// drainWithClaimers has claimers goroutines claim up to max runs at a time
+// with ClaimAndBegin until the queue is empty, and returns which claimer
+// took each run; a claim's error, or a run taken twice, fails t.
+func drainWithClaimers(t *testing.T, s *pgstore.Store, claimers, max int) map[string]string {
+	t.Helper()
+	var mu sync.Mutex
+	owner := map[string]string{}
+	var wg sync.WaitGroup
+	for w := range claimers {
+		name := fmt.Sprintf("w%d", w)
+		wg.Go(func() {
+			for {
+				claimed, err := s.ClaimAndBegin(t.Context(), claimParams(name, max))
+				if err != nil {
+					t.Errorf("claimer %s: %v", name, err)
+					return
+				}
+				if len(claimed) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, c := range claimed {
+					if prev, dup := owner[c.ID]; dup {
+						t.Errorf("run %s claimed by %s and by %s", c.ID, prev, name)
+					}
+					owner[c.ID] = name
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return owner
 }
 
 // TestClaimAndBeginClosed checks that a closed store claims nothing and

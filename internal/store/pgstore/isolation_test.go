@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -85,33 +84,7 @@ func TestStrongerDefaultIsolation(t *testing.T) {
 				ps[i] = store.RunInsertParams{ID: fmt.Sprintf("r%03d", i), Workflow: store.WorkflowKey{Name: "job", Version: 1}, RunAt: base}
 			}
 			insertQueued(t, s, ps...)
-			var mu sync.Mutex
-			owner := map[string]string{}
-			var wg sync.WaitGroup
-			for w := range 8 {
-				name := fmt.Sprintf("w%d", w)
-				wg.Go(func() {
-					for {
-						claimed, err := s.ClaimAndBegin(ctx, claimParams(name, 3))
-						if err != nil {
-							t.Errorf("claimer %s: %v", name, err)
-							return
-						}
-						if len(claimed) == 0 {
-							return
-						}
-						mu.Lock()
-						for _, c := range claimed {
-							if prev, dup := owner[c.ID]; dup {
-								t.Errorf("run %s claimed by %s and by %s", c.ID, prev, name)
-							}
-							owner[c.ID] = name
-						}
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
+			owner := drainWithClaimers(t, s, 8, 3)
 			if len(owner) != n && !t.Failed() {
 				t.Fatalf("%d runs claimed, want %d", len(owner), n)
 			}
