@@ -1213,6 +1213,69 @@ func (q *Queries) RunSetStatus(ctx context.Context, arg RunSetStatusParams) (int
 	return result.RowsAffected()
 }
 
+const runStartAlone = `-- name: RunStartAlone :execrows
+WITH ins AS (
+    INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_states, created_at, updated_at)
+    VALUES ($4::text, $5::text, $6::bigint, $7::text,
+            $8::bigint, 'pending', $9::bytea, $10::bigint,
+            $11::bigint, $12::text, $13::bigint,
+            $14::bigint, $14::bigint)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+)
+INSERT INTO flowlite.events (run_id, at, kind, detail)
+SELECT ins.id, $1::bigint, $2::text, $3::text
+FROM ins
+WHERE pg_current_xact_id() IS NOT NULL
+`
+
+type RunStartAloneParams struct {
+	At           int64
+	Kind         string
+	Detail       string
+	ID           string
+	Workflow     string
+	Version      int64
+	Queue        string
+	Priority     int64
+	Input        []byte
+	RunAt        int64
+	Deadline     sql.NullInt64
+	ParentID     sql.NullString
+	UniqueStates int64
+	CreatedAt    int64
+}
+
+// RunStartAlone is a whole start of a run with no unique key, in one
+// statement committed on its own: RunInsert and the run_started event
+// (EventAppend), which a start in Write takes four round trips for
+// (BEGIN, the run, its event, COMMIT). It inserts nothing, the event
+// included, when the ID is taken (the caller then starts the run as
+// usual, which reads the run that holds it). The event's WHERE gives the
+// transaction its ID before the event's ID is drawn, as in EventAppend.
+func (q *Queries) RunStartAlone(ctx context.Context, arg RunStartAloneParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runStartAlone,
+		arg.At,
+		arg.Kind,
+		arg.Detail,
+		arg.ID,
+		arg.Workflow,
+		arg.Version,
+		arg.Queue,
+		arg.Priority,
+		arg.Input,
+		arg.RunAt,
+		arg.Deadline,
+		arg.ParentID,
+		arg.UniqueStates,
+		arg.CreatedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runStartCompensating = `-- name: RunStartCompensating :execrows
 UPDATE flowlite.runs
 SET status = 'compensating', error = $1, updated_at = $2

@@ -49,6 +49,11 @@ type Started struct {
 func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 	queue := cmp.Or(p.Queue, DefaultQueue)
 	slots := e.trySlot(queue)
+	if slots == nil {
+		if st, done, err := e.startAlone(ctx, &p); done || err != nil {
+			return st, err
+		}
+	}
 	var st Started
 	var claimed []store.Run
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -96,9 +101,37 @@ func (e *Engine) StartRunTx(ctx context.Context, sqlTx *sql.Tx, p StartParams) (
 	return st, err
 }
 
-func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (Started, error) {
+// startAlone starts the run p in one statement committed on its own,
+// where the store has one (store.Starter) and the run has no unique key:
+// a round trip on PostgreSQL where a start in Write takes four. It reports
+// done false, having written nothing, when it does not apply or p's ID is
+// taken: the caller then starts the run in Write, which reads the run that
+// holds the ID. StartRun calls it only when this engine does not claim the
+// run at once (no free slot of its queue), which needs a Write anyway.
+func (e *Engine) startAlone(ctx context.Context, p *StartParams) (st Started, done bool, err error) {
+	starter, ok := e.store.(store.Starter)
+	if !ok || p.UniqueKey != "" {
+		return Started{}, false, nil
+	}
+	row, started, err := e.startRecord(p)
+	if err != nil {
+		return Started{}, true, err
+	}
+	inserted, err := starter.StartAlone(ctx, row, started)
+	if err != nil || !inserted {
+		return Started{}, err != nil, err
+	}
+	e.metrics.runStarted()
+	e.wakeAfter(row.Queue, time.Duration(row.RunAt-e.nowMs())*time.Millisecond)
+	return Started{Run: insertedRun(row)}, true, nil
+}
+
+// startRecord checks p and fills in its defaults (a random ID, the
+// default queue), and returns the run and the run_started event a start
+// of it records.
+func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event, error) {
 	if _, ok := e.Lookup(p.Workflow); !ok {
-		return Started{}, fmt.Errorf("start %s: %w: register it with this engine first", p.Workflow, ErrUnknownWorkflow)
+		return store.RunInsertParams{}, store.Event{}, fmt.Errorf("start %s: %w: register it with this engine first", p.Workflow, ErrUnknownWorkflow)
 	}
 	if p.ID == "" {
 		p.ID = NewRunID()
@@ -107,7 +140,7 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 		p.Queue = DefaultQueue
 	}
 	if err := validUnique(p); err != nil {
-		return Started{}, err
+		return store.RunInsertParams{}, store.Event{}, err
 	}
 	now := e.nowMs()
 	runAt := now
@@ -123,6 +156,16 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey,
 		UniqueStates: insertStates(p), Now: now,
 	}
+	started := store.Event{RunID: p.ID, At: now, Kind: EventRunStarted, Detail: startedDetail(p)}
+	return row, started, nil
+}
+
+func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (Started, error) {
+	row, started, err := e.startRecord(p)
+	if err != nil {
+		return Started{}, err
+	}
+	now := row.Now
 	inserted, err := tx.RunInsert(ctx, row)
 	if err != nil {
 		return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
@@ -137,11 +180,7 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 	if err := holdUniqueKey(ctx, tx, p, now); err != nil {
 		return Started{}, err
 	}
-	err = tx.EventAppend(ctx, store.Event{
-		RunID: p.ID, At: now, Kind: EventRunStarted,
-		Detail: startedDetail(p),
-	})
-	if err != nil {
+	if err := tx.EventAppend(ctx, started); err != nil {
 		return Started{}, err
 	}
 	return Started{Run: insertedRun(row)}, nil

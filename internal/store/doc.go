@@ -185,10 +185,11 @@
 // checkpoint its write-ahead log, back it up and check its integrity.
 // Maintainer is another: a store with upkeep of its own (the SQLite WAL
 // watch) runs it while the engine works, with MaintainHooks for what it
-// needs from the engine. Claimer is a third: a store where a statement
-// costs a round trip makes a whole claim one statement, and the engine
-// claims through it instead of RunClaim in Write (a fallback, not
-// ErrNotSupported). An adapter implements the ones its database has
+// needs from the engine. Claimer and Starter are two more: a store where a
+// statement costs a round trip makes a whole claim, and a whole start of
+// a run without a unique key, one statement each, and the engine goes
+// through them instead of RunClaim, and RunInsert and EventAppend, in
+// Write (a fallback, not ErrNotSupported). An adapter implements the ones its database has
 // and no others; the dialect's policies live in the adapter, never in the
 // engine.
 //

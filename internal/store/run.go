@@ -129,6 +129,20 @@ type Claimer interface {
 	ClaimAndBegin(ctx context.Context, p ClaimAndBeginParams) ([]ClaimedRun, error)
 }
 
+// Starter is implemented by an adapter that can make a whole start of a
+// run one statement, committed on its own: RunInsert of p and EventAppend
+// of e (its run_started event, of run p.ID; its At, Kind and Detail are
+// recorded), where a start in Write takes four round trips on PostgreSQL
+// (BEGIN, the run, its event, COMMIT). It is for a run
+// without a unique key (p.UniqueKey is empty: a key needs its holds read
+// and written), and it reports false, having written nothing, when p.ID is
+// taken. The store wakes the run's queue once it committed, as after a
+// Write. The engine starts through it a run no caller transaction holds
+// and this engine does not claim at once (no free slot of the queue).
+type Starter interface {
+	StartAlone(ctx context.Context, p RunInsertParams, e Event) (inserted bool, err error)
+}
+
 // ClaimAndBeginParams is a claim, and the first step of each workflow
 // version that declares one (of versions not in Known, none is claimed).
 type ClaimAndBeginParams struct {

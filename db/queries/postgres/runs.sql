@@ -30,6 +30,28 @@ WHERE NOT EXISTS (
 )
 ON CONFLICT DO NOTHING;
 
+-- name: RunStartAlone :execrows
+-- RunStartAlone is a whole start of a run with no unique key, in one
+-- statement committed on its own: RunInsert and the run_started event
+-- (EventAppend), which a start in Write takes four round trips for
+-- (BEGIN, the run, its event, COMMIT). It inserts nothing, the event
+-- included, when the ID is taken (the caller then starts the run as
+-- usual, which reads the run that holds it). The event's WHERE gives the
+-- transaction its ID before the event's ID is drawn, as in EventAppend.
+WITH ins AS (
+    INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, run_at, deadline, parent_id, unique_states, created_at, updated_at)
+    VALUES (sqlc.arg(id)::text, sqlc.arg(workflow)::text, sqlc.arg(version)::bigint, sqlc.arg(queue)::text,
+            sqlc.arg(priority)::bigint, 'pending', sqlc.arg(input)::bytea, sqlc.arg(run_at)::bigint,
+            sqlc.narg(deadline)::bigint, sqlc.narg(parent_id)::text, sqlc.arg(unique_states)::bigint,
+            sqlc.arg(created_at)::bigint, sqlc.arg(created_at)::bigint)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+)
+INSERT INTO flowlite.events (run_id, at, kind, detail)
+SELECT ins.id, sqlc.arg(at)::bigint, sqlc.arg(kind)::text, sqlc.arg(detail)::text
+FROM ins
+WHERE pg_current_xact_id() IS NOT NULL;
+
 -- name: RunInsertMany :many
 -- RunInsertMany inserts the pending runs of @runs, a JSON array of objects
 -- (id, workflow, version, queue, priority, input in hex, run_at, deadline,

@@ -65,25 +65,33 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 	return claimed, nil
 }
 
-// claimAndBegin runs RunClaimAndBegin as a transaction of its own: an
-// implicit one, a single round trip, when the pool's sessions default to
-// READ COMMITTED (Open's always do); else an explicit one at READ
-// COMMITTED (begin), as a caller's pool whose server, database or role
-// defaults to REPEATABLE READ or SERIALIZABLE would fail claims with
-// serialization errors.
-func (s *Store) claimAndBegin(ctx context.Context, p pgdb.RunClaimAndBeginParams) ([]pgdb.RunClaimAndBeginRow, error) {
-	if !s.claimInTx {
-		return pgdb.New(s.conn(s.db)).RunClaimAndBegin(ctx, p)
+// claimAndBegin runs RunClaimAndBegin as a transaction of its own (alone).
+func (s *Store) claimAndBegin(ctx context.Context, p pgdb.RunClaimAndBeginParams) (rows []pgdb.RunClaimAndBeginRow, err error) {
+	err = s.alone(ctx, func(q *pgdb.Queries) error {
+		rows, err = q.RunClaimAndBegin(ctx, p)
+		return err
+	})
+	return rows, err
+}
+
+// alone runs f's one statement as a transaction of its own: an implicit
+// one, a single round trip, when the pool's sessions default to READ
+// COMMITTED (Open's always do); else an explicit one at READ COMMITTED
+// (begin), as on a caller's pool whose server, database or role defaults
+// to REPEATABLE READ or SERIALIZABLE the statement could fail with a
+// serialization error.
+func (s *Store) alone(ctx context.Context, f func(q *pgdb.Queries) error) error {
+	if !s.explicitTx {
+		return f(pgdb.New(s.conn(s.db)))
 	}
 	conn, sqlTx, err := s.begin(ctx, false)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer conn.Close()
 	defer sqlTx.Rollback()
-	rows, err := pgdb.New(s.conn(sqlTx)).RunClaimAndBegin(ctx, p)
-	if err != nil {
-		return nil, err
+	if err := f(pgdb.New(s.conn(sqlTx))); err != nil {
+		return err
 	}
-	return rows, sqlTx.Commit()
+	return sqlTx.Commit()
 }

@@ -132,7 +132,7 @@ type Store struct {
 	listenIdle time.Duration   // quiet time after which the listener pings
 	connWait   time.Duration   // how long a Write waits for a connection (Options.NetworkTimeout)
 	claimGrace time.Duration   // how long a claim goes on after its caller's end (claim.go)
-	claimInTx  bool            // the pool's sessions default to a stronger isolation than READ COMMITTED (claim.go)
+	explicitTx bool            // the pool's sessions default to a stronger isolation than READ COMMITTED (alone, claim.go)
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
 
 	// feed is how far the change feed is final, and committed wakes its
@@ -302,8 +302,8 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		db: db, ownsDB: owns, schema: schema, names: names,
 		channel: wakeChannel(schema), feedChannel: feedChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
 		connWait: cmp.Or(max(opts.NetworkTimeout, 0), DefaultNetworkTimeout), claimGrace: claimGrace,
-		claimInTx: isolation != "read committed",
-		closedCtx: closedCtx, closing: closing,
+		explicitTx: isolation != "read committed",
+		closedCtx:  closedCtx, closing: closing,
 	}, nil
 }
 
