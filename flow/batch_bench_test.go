@@ -76,6 +76,13 @@ func BenchmarkEnqueueConcurrent(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
+	enqueueConcurrently(b, e)
+}
+
+// enqueueConcurrently records b.N no-op jobs on e with Enqueue from
+// producers goroutines at once, and reports jobs/s.
+func enqueueConcurrently(b *testing.B, e *flow.Engine) {
+	ctx := context.Background()
 	flow.RegisterJob(e, noopJob)
 	b.ResetTimer()
 	start := time.Now()

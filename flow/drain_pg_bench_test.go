@@ -94,3 +94,24 @@ func BenchmarkDrainJobsPG(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkEnqueueConcurrentPG is BenchmarkEnqueueConcurrent on
+// PostgreSQL: b.N no-op jobs enqueued by 16 goroutines at once on an
+// engine that works no queue, each start its own transaction (one
+// statement, RunStartAlone). Run it with:
+//
+//	FLOWLITE_PG_TEST=1 go test -run '^$' -bench EnqueueConcurrentPG -benchtime 20000x ./flow/
+func BenchmarkEnqueueConcurrentPG(b *testing.B) {
+	if err := pgtest.Reachable(); err != nil {
+		b.Skipf("no PostgreSQL server: %v", err)
+	}
+	dsn, schema := pgtest.Schema(b)
+	e, err := flowpg.Open(context.Background(), dsn, &flow.Config{
+		PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	}, &flowpg.Options{Schema: schema, MaxConns: producers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	enqueueConcurrently(b, e)
+}
