@@ -36,9 +36,8 @@ type FileHealth = flowtype.FileHealth
 // their steps, history and signals, and returns how many runs it deleted.
 // Age is measured on the engine's clock. It deletes in small transactions
 // through the engine's single writer, so runs in flight keep progressing.
-// On PostgreSQL, engines sharing the database delete one batch at a time:
-// a Clean that meets another engine's batch ends there, and counts only
-// what it deleted itself.
+// On PostgreSQL, the cleaners of engines sharing the database delete
+// separate batches at once, and each counts only what it deleted.
 func (e *Engine) Clean(ctx context.Context) (deleted int, err error) {
 	return sumShards(e, func(s *Engine) (int, error) { return s.core.Clean(ctx) })
 }

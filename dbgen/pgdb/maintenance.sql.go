@@ -9,22 +9,6 @@ import (
 	"context"
 )
 
-const cleanLockTry = `-- name: CleanLockTry :one
-SELECT pg_try_advisory_xact_lock($1::bigint) AS locked
-`
-
-// CleanLockTry takes the advisory lock of the schema's cleaning (@lock_key,
-// a hash the adapter computes) until the transaction ends, unless another
-// transaction holds it: then it returns false at once, without waiting.
-// It keeps the cleaners of several engines from deleting the same batch at
-// the same time (see RunDeleteFinished in pgstore/maintenance.go).
-func (q *Queries) CleanLockTry(ctx context.Context, lockKey int64) (bool, error) {
-	row := q.db.QueryRowContext(ctx, cleanLockTry, lockKey)
-	var locked bool
-	err := row.Scan(&locked)
-	return locked, err
-}
-
 const payloadInvalidList = `-- name: PayloadInvalidList :many
 SELECT ('run ' || id)::text AS place, 'input'::text AS field
 FROM flowlite.runs WHERE NOT flowlite.json_valid(input)
@@ -96,6 +80,7 @@ WHERE d.status IN ('completed', 'failed', 'cancelled')
       ))
     ORDER BY r.finished_at
     LIMIT $4::bigint
+    FOR UPDATE OF r SKIP LOCKED
   )
 `
 
@@ -115,7 +100,11 @@ type RunDeleteFinishedParams struct {
 // never delete an unfinished run whatever @status says. A run with an event
 // after @keep_after is kept: the change feed's consumers have not read it
 // yet (Config.Feed.Retention wait; the caller passes the largest int64
-// otherwise).
+// otherwise). The runs are picked FOR UPDATE SKIP LOCKED: the cleaners of
+// several engines on one database delete separate batches at once, none
+// waiting on another's row locks (nor on a run another transaction holds,
+// such as a dead letter being requeued), where they would all pick the
+// same oldest runs and wait on the first for its whole batch.
 func (q *Queries) RunDeleteFinished(ctx context.Context, arg RunDeleteFinishedParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, runDeleteFinished,
 		arg.Status,

@@ -93,9 +93,8 @@ func (e *Engine) runCleaner(ctx context.Context) {
 // waiting, compensating or suspended is never deleted, and neither is a
 // finished child whose parent has not finished.
 //
-// Engines sharing a PostgreSQL database delete one batch at a time: while
-// another engine's cleaner deletes one, this pass ends, and the other goes
-// on with what is due (store.MaintenanceTx.RunDeleteFinished).
+// The cleaners of engines sharing a PostgreSQL database delete separate
+// batches, none waiting for another's (store.MaintenanceTx.RunDeleteFinished).
 //
 // It also deletes the reports of engines silent for longer than
 // ReportRetention (report.go); they are not counted in the result.

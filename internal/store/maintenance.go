@@ -23,9 +23,8 @@ type MaintenanceTx interface {
 	// p.Status says), nor a finished child of an unfinished parent, which
 	// may still read the child's outcome, nor a run with an event after
 	// p.KeepAfter (a position the feed's consumers have not acknowledged).
-	// A store that several engines' cleaners write at once may let one
-	// transaction delete at a time: it deletes none, and reports 0, while
-	// another transaction is deleting (PostgreSQL; SQLite's single writer
+	// Concurrent deletes must not wait on each other: on PostgreSQL each
+	// skips the runs another transaction holds (SQLite's single writer
 	// serializes them anyway).
 	RunDeleteFinished(ctx context.Context, p RunDeleteFinishedParams) (int, error)
 }

@@ -1,11 +1,3 @@
--- name: CleanLockTry :one
--- CleanLockTry takes the advisory lock of the schema's cleaning (@lock_key,
--- a hash the adapter computes) until the transaction ends, unless another
--- transaction holds it: then it returns false at once, without waiting.
--- It keeps the cleaners of several engines from deleting the same batch at
--- the same time (see RunDeleteFinished in pgstore/maintenance.go).
-SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked;
-
 -- name: RunDeleteFinished :execrows
 -- RunDeleteFinished deletes up to @max_runs runs in state @status (completed,
 -- failed or cancelled) that finished before @finished_before, oldest first.
@@ -16,7 +8,11 @@ SELECT pg_try_advisory_xact_lock(sqlc.arg(lock_key)::bigint) AS locked;
 -- never delete an unfinished run whatever @status says. A run with an event
 -- after @keep_after is kept: the change feed's consumers have not read it
 -- yet (Config.Feed.Retention wait; the caller passes the largest int64
--- otherwise).
+-- otherwise). The runs are picked FOR UPDATE SKIP LOCKED: the cleaners of
+-- several engines on one database delete separate batches at once, none
+-- waiting on another's row locks (nor on a run another transaction holds,
+-- such as a dead letter being requeued), where they would all pick the
+-- same oldest runs and wait on the first for its whole batch.
 DELETE FROM flowlite.runs AS d
 WHERE d.status IN ('completed', 'failed', 'cancelled')
   AND d.id IN (
@@ -34,6 +30,7 @@ WHERE d.status IN ('completed', 'failed', 'cancelled')
       ))
     ORDER BY r.finished_at
     LIMIT sqlc.arg(max_runs)::bigint
+    FOR UPDATE OF r SKIP LOCKED
   );
 
 -- name: PayloadInvalidList :many

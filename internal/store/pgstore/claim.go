@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -19,12 +20,12 @@ var _ store.Claimer = (*Store)(nil)
 // answer within the grace (a network cut), so that stopping stays bounded.
 const claimGrace = time.Second
 
-// ClaimAndBegin makes a claim one statement, RunClaimAndBegin, in an
-// implicit transaction: one round trip where a claim in Write takes six.
-// A connection the pool holds that turns out dead is skipped and the
-// statement sent again on another (deadconn.go): a statement a dead
-// session received was not run. The change feed is told of the events it
-// appended, as after a Write.
+// ClaimAndBegin makes a claim one statement, RunClaimAndBegin, in a
+// transaction of its own (alone): one round trip where a claim in Write
+// takes six. A connection the pool holds that turns out dead is skipped
+// and the statement sent again on another (deadconn.go): a statement a
+// dead session received was not run. The change feed is told of the
+// events it appended, as after a Write.
 func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) ([]store.ClaimedRun, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -74,21 +75,37 @@ func (s *Store) claimAndBegin(ctx context.Context, p pgdb.RunClaimAndBeginParams
 	return rows, err
 }
 
-// alone runs f's one statement as a transaction of its own: an implicit
-// one, a single round trip, when the pool's sessions default to READ
-// COMMITTED (Open's always do); else an explicit one at READ COMMITTED
-// (begin), as on a caller's pool whose server, database or role defaults
-// to REPEATABLE READ or SERIALIZABLE the statement could fail with a
-// serialization error.
+// alone runs f's one statement as a transaction of its own, on a
+// connection taken as a Write takes one (writeConn: a wait bounded by the
+// store's NetworkTimeout) and again on another when the one taken turns
+// out dead, which the statement did not reach (deadconn.go). The
+// transaction is an implicit one, a single round trip, when the pool's
+// sessions default to READ COMMITTED (Open's always do); else an explicit
+// one at READ COMMITTED, as on a caller's pool whose server, database or
+// role defaults to REPEATABLE READ or SERIALIZABLE the statement could
+// fail with a serialization error.
 func (s *Store) alone(ctx context.Context, f func(q *pgdb.Queries) error) error {
-	if !s.explicitTx {
-		return f(pgdb.New(s.conn(s.db)))
+	for try := 0; ; try++ {
+		conn, err := s.writeConn(ctx)
+		if err != nil {
+			return err
+		}
+		err = s.aloneOn(ctx, conn, f)
+		conn.Close()
+		if err == nil || !retryDeadConn(ctx, s.db, err, try) {
+			return err
+		}
 	}
-	conn, sqlTx, err := s.begin(ctx, false)
+}
+
+func (s *Store) aloneOn(ctx context.Context, conn *sql.Conn, f func(q *pgdb.Queries) error) error {
+	if !s.explicitTx {
+		return f(pgdb.New(s.conn(conn)))
+	}
+	sqlTx, err := conn.BeginTx(ctx, readCommitted)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
 	defer sqlTx.Rollback()
 	if err := f(pgdb.New(s.conn(sqlTx))); err != nil {
 		return err

@@ -8,27 +8,12 @@ import (
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// RunDeleteFinished deletes one batch of finished runs, unless another
-// transaction is deleting one: then it deletes none and reports 0, so the
-// caller's pass ends and the other's goes on. On SQLite the single writer
-// keeps cleaners apart; here every engine on the database runs a cleaner,
-// and two deleting at once would pick the same oldest runs, the second
-// waiting on the first's row locks for the whole batch only to find them
-// gone. The advisory lock (CleanLockTry) is held to the end of the batch's
-// transaction, so at most one batch is being deleted at any time.
 func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedParams) (int, error) {
 	if !p.Status.Finished() {
 		return 0, fmt.Errorf("delete finished runs: %q is not a finished state", p.Status)
 	}
 	if p.Max <= 0 {
 		return 0, fmt.Errorf("delete finished runs: max must be positive, got %d", p.Max)
-	}
-	locked, err := t.q.CleanLockTry(ctx, schemaLockID(t.s.schema, "clean"))
-	if err != nil {
-		return 0, fmt.Errorf("lock the cleaning of schema %s: %w", t.s.schema, interpretError(ctx, err))
-	}
-	if !locked {
-		return 0, nil // another engine's cleaner is deleting a batch now
 	}
 	n, err := t.q.RunDeleteFinished(ctx, pgdb.RunDeleteFinishedParams{
 		FinishedBefore: p.FinishedBefore, Status: string(p.Status), MaxRuns: int64(p.Max),
