@@ -346,7 +346,7 @@ func TestPostgresServeActions(t *testing.T) {
 		t.Errorf("after cancel: last event of %s is %+v, want %s", waiting, ev, flow.EventRunCancelled)
 	}
 
-	// Retry the dead letter: a new run, pending, linked both ways; the
+	// Retry the dead letter: a new run, pending, named in the failed run's history; the
 	// failed run stays failed and is no longer a dead letter.
 	requeued := failed + "/requeue-1"
 	if code, loc, body := act(failed, "retry"); code != http.StatusSeeOther || loc != "/runs/"+url.PathEscape(requeued)+"?done=retry" {

@@ -9,7 +9,9 @@
 // flowlite's tables in their own schema (Options.Schema, default
 // "flowlite"), so they can share a database with the application's
 // tables: a RunTx step's writes and its checkpoint then commit in one
-// transaction. New takes a *sql.DB the caller opened with pgx's
+// transaction. Every transaction of the engine, a RunTx step's SQL
+// included, runs at READ COMMITTED, whatever the server's, database's or
+// role's default isolation: the engine's locking is designed for it. New takes a *sql.DB the caller opened with pgx's
 // database/sql driver (pgx/v5/stdlib), for a program that shares its pool.
 //
 // Engines in any number of processes may share one schema. Claims take

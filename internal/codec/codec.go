@@ -29,7 +29,7 @@ func Encode(v any) ([]byte, error) {
 // Only a struct needs a json.Decoder, for DisallowUnknownFields; any other
 // T goes through json.Unmarshal, which refuses trailing data by itself and
 // costs a tenth of a Decoder (its 2 KiB buffer and the extra Token call):
-// a job's int argument decoded in 0.15 µs instead of 1.75.
+// a job's int argument decoded in 0.16 µs instead of 1.76.
 func Decode[T any](data []byte) (T, error) {
 	var v T
 	if !isStruct(reflect.TypeFor[T]()) {

@@ -99,11 +99,13 @@ var own struct {
 //
 //	func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(pgtest.OwnDatabase())) }
 //
-// So no package sees another's schemas, sessions or leftovers, and a
-// package that fails leaves nothing behind in the shared database. The
-// database is named in the process's environment: child processes the
-// tests start use it, and neither create nor drop one. A failed drop fails
-// the run.
+// So no package sees another's schemas, sessions or leftovers. The role
+// of DSNEnv needs CREATEDB. The database is named in the process's
+// environment: child processes the tests start use it, and neither create
+// nor drop one. A failed drop fails the run; a test binary that panics or
+// is killed by -timeout leaves its flowlite_test_… database behind. When
+// the database cannot be created, Reachable and Schema report why, and
+// DSN stays the admin database.
 func OwnDatabase() (drop func(exitCode int)) {
 	if os.Getenv(ownedEnv) == "" {
 		own.enabled = true
@@ -132,6 +134,11 @@ func createOwnDatabase() {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	name := "flowlite_test_" + hex.EncodeToString(b)
+	dsn, err := withDatabase(own.admin, name)
+	if err != nil {
+		own.err = err
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	own.err = withDSN(ctx, own.admin, func(db *sql.DB) error {
@@ -139,12 +146,7 @@ func createOwnDatabase() {
 		return err
 	})
 	if own.err != nil {
-		own.err = fmt.Errorf("create the package's test database %s: %w", name, own.err)
-		return
-	}
-	dsn, err := withDatabase(own.admin, name)
-	if err != nil {
-		own.err = err
+		own.err = fmt.Errorf("create the package's test database %s (the role needs CREATEDB): %w", name, own.err)
 		return
 	}
 	own.name = name

@@ -50,8 +50,10 @@ var (
 
 // Store is a database holding runs, their steps and their history.
 //
-// Every change goes through Write or WriteInTx as one atomic unit of work;
-// the package doc says what the engine relies on from them. How an adapter
+// Every change goes through Write or WriteInTx as one atomic unit of work,
+// or through an optional one-statement write of an adapter that has one
+// (Claimer, Starter), which commits on its own; the package doc says what
+// the engine relies on from them. How an adapter
 // commits is its own affair: the SQLite adapter serializes writes through
 // one writer and commits many callers' units in one database transaction.
 type Store interface {

@@ -47,12 +47,14 @@ func TestTheProgramOnPostgreSQL(t *testing.T) {
 			t.Errorf("drop database %s: %v", name, err)
 		}
 	})
-	u, err := url.Parse(admin)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("FLOWLITE_PG_DSN must be a postgres:// URL for this test, got %q", admin)
+	// The same server, in the database above: a URL gets it as its path, a
+	// key=value DSN a later dbname, which overrides an earlier one.
+	shared := admin + " dbname=" + name
+	if u, err := url.Parse(admin); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path = "/" + name
+		shared = u.String()
 	}
-	u.Path = "/" + name
-	t.Setenv("DATABASE_URL", u.String())
+	t.Setenv("DATABASE_URL", shared)
 
 	eng, err := openShared(ctx)
 	if err != nil {
@@ -73,13 +75,13 @@ func TestTheProgramOnPostgreSQL(t *testing.T) {
 		t.Fatalf("the order on PostgreSQL: %+v, %v; want charge ch_%s", receipt, err, order.ID)
 	}
 	// The run is recorded in the database every machine shares.
-	shared, err := sql.Open(flowpg.DriverName, u.String())
+	sharedDB, err := sql.Open(flowpg.DriverName, shared)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer shared.Close()
+	defer sharedDB.Close()
 	var status string
-	if err := shared.QueryRowContext(ctx, "SELECT status FROM flowlite.runs WHERE id = $1", run.ID()).Scan(&status); err != nil || status != "completed" {
+	if err := sharedDB.QueryRowContext(ctx, "SELECT status FROM flowlite.runs WHERE id = $1", run.ID()).Scan(&status); err != nil || status != "completed" {
 		t.Fatalf("run %s in the shared database: %q, %v; want completed", run.ID(), status, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -71,11 +72,18 @@ func TestStrongerDefaultIsolation(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			s := open[how](t)
 			ctx := t.Context()
-			var level string
+			var level, sessionDefault string
 			if err := s.Write(ctx, func(tx store.Tx) error {
-				return tx.SQL().QueryRowContext(ctx, "SHOW transaction_isolation").Scan(&level)
+				if err := tx.SQL().QueryRowContext(ctx, "SHOW transaction_isolation").Scan(&level); err != nil {
+					return err
+				}
+				return tx.SQL().QueryRowContext(ctx, "SHOW default_transaction_isolation").Scan(&sessionDefault)
 			}); err != nil || level != "read committed" {
 				t.Fatalf("a write's isolation: %q, %v; want read committed", level, err)
+			}
+			// Open sets its sessions' default; a caller's pool keeps its own.
+			if want := map[string]string{"Open": "read committed", "OpenDB": "serializable"}[how]; sessionDefault != want {
+				t.Errorf("the sessions' default isolation: %q, want %q", sessionDefault, want)
 			}
 
 			const n = 300
@@ -87,6 +95,25 @@ func TestStrongerDefaultIsolation(t *testing.T) {
 			owner := drainWithClaimers(t, s, 8, 3)
 			if len(owner) != n && !t.Failed() {
 				t.Fatalf("%d runs claimed, want %d", len(owner), n)
+			}
+
+			// Starts in one statement, eight at once, and their runs claimed.
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Go(func() {
+					for i := range 20 {
+						id := fmt.Sprintf("s%d-%02d", w, i)
+						p := store.RunInsertParams{ID: id, Workflow: store.WorkflowKey{Name: "job", Version: 1}, Queue: "q", Input: []byte("{}"), RunAt: base, Now: base}
+						if ok, err := s.StartAlone(ctx, p, store.Event{RunID: id, At: base, Kind: "run_started"}); err != nil || !ok {
+							t.Errorf("StartAlone %s: %v, %v", id, ok, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if started := drainWithClaimers(t, s, 4, 3); len(started) != 8*20 && !t.Failed() {
+				t.Errorf("%d runs started in one statement were claimed, want %d", len(started), 8*20)
 			}
 		})
 	}

@@ -3,7 +3,9 @@
 // driver (pgx/v5/stdlib), so that store.Tx.SQL and Store.WriteInTx hand
 // users the same *sql.Tx as on SQLite.
 //
-// Every write is one READ COMMITTED transaction of its own (see Write).
+// Every write is one READ COMMITTED transaction of its own (see Write;
+// a claim and a start the engine does not claim at once are one statement
+// each, see alone).
 // SQLite gives the engine most of its guarantees through its single
 // writer; here each one has its own row lock, constraint or advisory lock,
 // written next to the query that takes it (db/queries/postgres) and listed
@@ -17,7 +19,9 @@
 //     unique_holds, and a transaction-scoped advisory lock per key
 //     (UniqueKeyLock) around the test of current holds;
 //   - a cron slot is started by the one transaction whose ScheduleAdvance,
-//     a single guarded UPDATE, changed the schedule's row.
+//     a single guarded UPDATE, changed the schedule's row;
+//   - cleaners pick the finished runs they delete FOR UPDATE SKIP LOCKED
+//     (RunDeleteFinished), so that several delete separate batches.
 //
 // flowlite's tables live in their own schema (Options.Schema, default
 // "flowlite"), named in every statement rather than found through

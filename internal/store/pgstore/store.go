@@ -10,8 +10,9 @@ import (
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// Write runs fn in its own database transaction, at the database's
-// default isolation (READ COMMITTED), and returns after the commit. The
+// Write runs fn in its own database transaction, at READ COMMITTED
+// whatever the sessions' default (readCommitted), and returns after the
+// commit. The
 // wakes of fn's writes are sent after the commit (notify.go).
 //
 // There is no group commit here: SQLite's writer batches callers because
