@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowpg"
+	"github.com/flowlite/flowlite/internal/pgtest"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
 
@@ -118,12 +118,11 @@ func TestOpenMissingDatabase(t *testing.T) {
 	t.Parallel()
 	dsn, _ := schema(t) // for the skip, and the server's address
 	db := randomName("flowlite_no_such_db_")
-	missing := dsn + " dbname=" + db // a key=value DSN: the last dbname wins
-	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
-		u.Path = "/" + db
-		missing = u.String()
+	missing, err := pgtest.WithDatabase(dsn, db)
+	if err != nil {
+		t.Fatal(err)
 	}
-	err := openFails(t, 10*time.Second, missing, nil)
+	err = openFails(t, 10*time.Second, missing, nil)
 	if !errors.Is(err, flow.ErrNotDatabase) {
 		t.Errorf("Open of a missing database: %v, want ErrNotDatabase", err)
 	}

@@ -134,7 +134,7 @@ func createOwnDatabase() {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	name := "flowlite_test_" + hex.EncodeToString(b)
-	dsn, err := withDatabase(own.admin, name)
+	dsn, err := WithDatabase(own.admin, name)
 	if err != nil {
 		own.err = err
 		return
@@ -169,10 +169,10 @@ func dropOwnDatabase() error {
 	return nil
 }
 
-// withDatabase returns dsn with its database replaced by name. A URL keeps
+// WithDatabase returns dsn with its database replaced by name. A URL keeps
 // its form (the network suite reads the host from it); a key=value DSN
 // gets a dbname that overrides any earlier one.
-func withDatabase(dsn, name string) (string, error) {
+func WithDatabase(dsn, name string) (string, error) {
 	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
 		return dsn + " dbname=" + name, nil
 	}

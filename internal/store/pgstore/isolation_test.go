@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flowlite/flowlite/internal/pgtest"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -42,7 +43,10 @@ func TestStrongerDefaultIsolation(t *testing.T) {
 			t.Errorf("drop database %s: %v", name, err)
 		}
 	})
-	isoDSN := dsn + " dbname=" + name // a later setting overrides an earlier one
+	isoDSN, err := pgtest.WithDatabase(dsn, name)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	open := map[string]func(t *testing.T) *pgstore.Store{
 		"Open": func(t *testing.T) *pgstore.Store {
