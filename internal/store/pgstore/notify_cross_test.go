@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"github.com/jackc/pgx/v5"
 	"log/slog"
 	"sync"
 	"testing"
@@ -41,7 +42,8 @@ func (b pgBackend) OpenStore(ctx context.Context) (store.Opened, error) {
 }
 
 type flowPair struct {
-	a, b *flow.Engine
+	a, b   *flow.Engine
+	schema string
 }
 
 // startFlowPair starts flow engines A (queue a) and B (queue b) on one
@@ -77,7 +79,7 @@ func startFlowPair(t *testing.T, cfg flow.Config, noWakes bool, register func(*f
 		})
 		return e
 	}
-	return flowPair{a: newEngine("a"), b: newEngine("b")}
+	return flowPair{a: newEngine("a"), b: newEngine("b"), schema: schema}
 }
 
 // waitStatus waits until run id is in status want, for at most 10s.
@@ -312,6 +314,14 @@ func TestPollingAloneCompletesOtherEnginesWork(t *testing.T) {
 		}
 		return info.Status
 	}
+	// A session listening on the schema's wake channel hears nothing
+	// however much work the engines do: polling alone moves it.
+	heard := listenRaw(t, p.schema+"_wake")
+	defer func() {
+		if n := heard(); n > 0 {
+			t.Errorf("%d wakes were sent by engines opened with NoWakes", n)
+		}
+	}()
 
 	// Runs started through A.
 	for i, in := range []string{"x", "y", "z"} {
@@ -398,4 +408,30 @@ func TestPollingAloneCompletesOtherEnginesWork(t *testing.T) {
 		t.Fatalf("cancel of a running run: result error %v, status %s; want ErrCancelled, cancelled", err, status(run.ID()))
 	}
 	t.Logf("cancel of a running run: cancelled through A, ended cancelled on B after %s", time.Since(start))
+}
+
+// listenRaw listens on channel on a connection of its own and returns how
+// many notifications arrived there so far.
+func listenRaw(t *testing.T, channel string) (heard func() int) {
+	t.Helper()
+	c, err := pgx.Connect(t.Context(), needPG(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	if _, err := c.Exec(t.Context(), "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return func() int {
+		n := 0
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			_, err := c.WaitForNotification(ctx)
+			cancel()
+			if err != nil {
+				return n
+			}
+			n++
+		}
+	}
 }

@@ -64,6 +64,14 @@ func TestStartAlone(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 
+	child := store.RunInsertParams{ID: "r1/c#0", Workflow: order1, Queue: "emails", Input: []byte(`1`), RunAt: base, ParentID: "r1", Now: base}
+	if ok, err := s.StartAlone(ctx, child, store.Event{RunID: child.ID, At: base, Kind: "run_started"}); err != nil || !ok {
+		t.Fatalf("StartAlone of a child = %v, %v; want inserted", ok, err)
+	}
+	if run, err := s.Reader().RunGet(ctx, child.ID); err != nil || run.ParentID != "r1" || run.Deadline != 0 {
+		t.Errorf("child recorded: parent %q, deadline %d, %v; want parent r1, no deadline", run.ParentID, run.Deadline, err)
+	}
+
 	keyed := p
 	keyed.ID, keyed.UniqueKey = "r2", "k"
 	if _, err := s.StartAlone(ctx, keyed, store.Event{RunID: "r2", At: base, Kind: "run_started"}); err == nil {
