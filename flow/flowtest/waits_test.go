@@ -138,6 +138,16 @@ func TestAwaitDoesNotSkipAReceiveWithoutTimeout(t *testing.T) {
 	}}
 	start := env.Now()
 	run := flowtest.Start(env, wf, 0, nil)
+	// The run reaches its receive first, so that the failure below can
+	// only be Await's: on a loaded machine, getting there can take longer
+	// than the 200ms WaitLimit.
+	deadline := time.Now().Add(10 * time.Second)
+	for env.Inspect(run.ID()).Status != flow.StatusWaiting {
+		if time.Now().After(deadline) {
+			t.Fatalf("run never waited: %+v", env.Inspect(run.ID()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	msg := ft.catch(func() { flowtest.Await(env, run) })
 	for _, want := range []string{"did not settle within 200ms", "waiting", "waits for an event"} {
 		if !strings.Contains(msg, want) {
