@@ -92,12 +92,11 @@ func closeEngine(t *testing.T, e *flow.Engine) {
 	}
 }
 
-func TestPostgres(t *testing.T) {
-	t.Parallel()
-	dsn, schema := pgSchema(t)
-	done, pending := pgRuns(t, dsn, schema)
-	db := []string{"--db", dsn, "--schema", schema}
-	pg := func(args ...string) string {
+// pgCLI returns a runner of flowlite on the database db names (--db and
+// --schema) that fails t unless the command succeeds silently on stderr,
+// and returns its output.
+func pgCLI(t *testing.T, db []string) func(args ...string) string {
+	return func(args ...string) string {
 		t.Helper()
 		r := flowlite(t, nil, append(db, args...)...)
 		if r.code != exitOK || r.stderr != "" {
@@ -105,6 +104,14 @@ func TestPostgres(t *testing.T) {
 		}
 		return r.stdout
 	}
+}
+
+func TestPostgres(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgSchema(t)
+	done, pending := pgRuns(t, dsn, schema)
+	db := []string{"--db", dsn, "--schema", schema}
+	pg := pgCLI(t, db)
 
 	runs := decode[[]runJSON](t, pg("runs", "--json"))
 	got := map[string]flow.RunStatus{}
@@ -271,14 +278,7 @@ func TestPostgresServeActions(t *testing.T) {
 	dsn, schema := pgSchema(t)
 	done, failed, waiting, pending := pgActionRuns(t, dsn, schema)
 	db := []string{"--db", dsn, "--schema", schema}
-	pg := func(args ...string) string {
-		t.Helper()
-		r := flowlite(t, nil, append(db, args...)...)
-		if r.code != exitOK || r.stderr != "" {
-			t.Fatalf("flowlite %s: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
-		}
-		return r.stdout
-	}
+	pg := pgCLI(t, db)
 	status := func(id string) flow.RunStatus {
 		t.Helper()
 		return decode[runDetailJSON](t, pg("show", "--json", id)).Status

@@ -233,24 +233,23 @@ func config() *flow.Config {
 
 func awaitStatus(t *testing.T, e *flow.Engine, id string, want flow.RunStatus) flow.RunInfo {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		info, err := e.Inspect(context.Background(), id)
-		if err != nil {
-			t.Fatalf("inspect %s: %v", id, err)
-		}
-		if info.Status == want {
-			return info
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s (%s): status %s, want %s", id, info.Workflow, info.Status, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return awaitRun(t, e, id, "status "+string(want), func(info flow.RunInfo) bool { return info.Status == want })
 }
 
 // awaitSteps polls until the run's step records satisfy ok.
 func awaitSteps(t *testing.T, e *flow.Engine, id, what string, ok func(map[string]flow.StepRecord) bool) {
+	t.Helper()
+	awaitRun(t, e, id, what, func(info flow.RunInfo) bool {
+		steps := map[string]flow.StepRecord{}
+		for _, s := range info.Steps {
+			steps[s.Name] = s
+		}
+		return ok(steps)
+	})
+}
+
+// awaitRun polls the run until ok holds, for at most 20s, and returns it.
+func awaitRun(t *testing.T, e *flow.Engine, id, what string, ok func(flow.RunInfo) bool) flow.RunInfo {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -258,15 +257,11 @@ func awaitSteps(t *testing.T, e *flow.Engine, id, what string, ok func(map[strin
 		if err != nil {
 			t.Fatalf("inspect %s: %v", id, err)
 		}
-		steps := map[string]flow.StepRecord{}
-		for _, s := range info.Steps {
-			steps[s.Name] = s
-		}
-		if ok(steps) {
-			return
+		if ok(info) {
+			return info
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s: %s never came: status %s, steps %+v", id, what, info.Status, info.Steps)
+			t.Fatalf("run %s (%s): %s never came: status %s, steps %+v", id, info.Workflow, what, info.Status, info.Steps)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
