@@ -12,8 +12,7 @@ import (
 
 // Write runs fn in its own database transaction, at READ COMMITTED
 // whatever the sessions' default (readCommitted), and returns after the
-// commit. The
-// wakes of fn's writes are sent after the commit (notify.go).
+// commit. The wakes of fn's writes are sent after the commit (notify.go).
 //
 // There is no group commit here: SQLite's writer batches callers because
 // one file has one writer and every commit costs an fsync; PostgreSQL runs
@@ -26,9 +25,7 @@ import (
 // NetworkTimeout (connWait); once fn starts, the transaction
 // runs to its outcome whatever ctx does (it is begun without ctx's
 // cancellation, as the store contract asks). Write never calls fn twice:
-// under READ COMMITTED, at which every transaction is begun whatever the
-// session's default (readCommitted), no serialization failure arises, and
-// a deadlock the
+// under READ COMMITTED no serialization failure arises, and a deadlock the
 // database breaks (SQLSTATE 40P01, possible only between transactions that
 // update several runs in different orders) is returned to the caller, who
 // knows whether its work can run again.
