@@ -64,8 +64,20 @@ type Options struct {
 	CheckpointInterval time.Duration
 	// WALLimit is the size in bytes the WAL file should stay under; past
 	// half of it a started engine truncates the WAL, briefly holding writes
-	// back until readers move on. Default 64 MiB.
+	// back until readers move on. Default 64 MiB. With Replication, it is
+	// the size at which Litestream forces a truncation instead.
 	WALLimit int64
+	// Replication, when set, replicates the file (every file of a shard
+	// set) with Litestream inside this process while the engine is open,
+	// and leaves checkpoints to it. Default none. See Replication and
+	// docs/backups.md.
+	Replication *Replication
+	// Checkpoints says who checkpoints the WAL when Litestream runs as its
+	// own process beside the engines: set CheckpointsByLitestream there
+	// (CheckpointsAuto, the default, also leaves them to Litestream once
+	// its directory is beside the file). It does not apply with
+	// Replication, which always leaves them to Litestream.
+	Checkpoints Checkpoints
 }
 
 // storeOptions returns the adapter's options for o (nil: the defaults).
@@ -76,7 +88,26 @@ func (o *Options) storeOptions() sqlitestore.Options {
 	return sqlitestore.Options{
 		Synchronous: sqlitestore.Synchronous(o.Synchronous), BusyTimeout: o.BusyTimeout,
 		SkipQuickCheck: o.SkipQuickCheck, CheckpointInterval: o.CheckpointInterval, WALLimit: o.WALLimit,
+		Checkpoints: sqlitestore.CheckpointOwner(o.Checkpoints),
 	}
+}
+
+// fileOptions returns the adapter's options for the file at path, one of
+// shards files: storeOptions with the file's replica.
+func (o *Options) fileOptions(path string, shards int) (sqlitestore.Options, error) {
+	so := o.storeOptions()
+	if o == nil {
+		return so, nil
+	}
+	switch o.Checkpoints {
+	case CheckpointsAuto, CheckpointsByEngine, CheckpointsByLitestream:
+	default:
+		return so, fmt.Errorf("open %s: Options.Checkpoints is %q: want \"\", %q or %q", path, o.Checkpoints, CheckpointsByEngine, CheckpointsByLitestream)
+	}
+	if o.Replication != nil && o.Checkpoints == CheckpointsByEngine {
+		return so, fmt.Errorf("open %s: Options.Checkpoints is %q, but with Replication Litestream checkpoints alone", path, o.Checkpoints)
+	}
+	return so, o.Replication.storeReplication(&so, path, shards)
 }
 
 // backend is the flow.Backend of a SQLite database: open opens its store.
@@ -101,7 +132,10 @@ func (b *backend) OpenStore(ctx context.Context) (store.Opened, error) {
 // with flow.ErrNotDatabase, ErrCorrupt, ErrReadOnly or ErrSchemaTooNew
 // naming the file, and left untouched.
 func Open(ctx context.Context, path string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
-	so := opts.storeOptions()
+	so, err := opts.fileOptions(path, 1)
+	if err != nil {
+		return nil, err
+	}
 	return flow.New(ctx, &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
 		return sqlitestore.Open(ctx, path, so)
 	}}, cfg)
@@ -142,6 +176,10 @@ func OpenReadOnly(ctx context.Context, path string, cfg *flow.Config, opts *Opti
 func New(ctx context.Context, db *sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
 	so := opts.storeOptions()
 	return flow.New(ctx, &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
+		so, err := withReplica(ctx, db, opts, so, 1)
+		if err != nil {
+			return nil, err
+		}
 		s, err := sqlitestore.OpenDB(ctx, db, so)
 		if err != nil {
 			return nil, err
@@ -203,9 +241,12 @@ func OpenShards(ctx context.Context, paths []string, cfg *flow.Config, opts *Opt
 	if err := distinctFiles(paths); err != nil {
 		return nil, err
 	}
-	so := opts.storeOptions()
 	backends := make([]flow.Backend, len(paths))
 	for i, path := range paths {
+		so, err := opts.fileOptions(path, len(paths))
+		if err != nil {
+			return nil, err
+		}
 		backends[i] = &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
 			return sqlitestore.Open(ctx, path, so)
 		}}
@@ -232,6 +273,10 @@ func NewShards(ctx context.Context, dbs []*sql.DB, cfg *flow.Config, opts *Optio
 	backends := make([]flow.Backend, len(dbs))
 	for i, db := range dbs {
 		backends[i] = &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
+			so, err := withReplica(ctx, db, opts, so, len(dbs))
+			if err != nil {
+				return nil, err
+			}
 			s, err := sqlitestore.OpenDB(ctx, db, so)
 			if err != nil {
 				return nil, err
@@ -298,4 +343,21 @@ func distinctFiles(paths []string) error {
 		}
 	}
 	return nil
+}
+
+// withReplica is so with the replica of the file of a caller's pool db,
+// one of shards, when opts replicate.
+func withReplica(ctx context.Context, db *sql.DB, opts *Options, so sqlitestore.Options, shards int) (sqlitestore.Options, error) {
+	if opts == nil || (opts.Replication == nil && opts.Checkpoints == CheckpointsAuto) {
+		return so, nil
+	}
+	path, err := sqlitestore.FileOf(ctx, db)
+	if err != nil {
+		return so, fmt.Errorf("new engine: %w", err)
+	}
+	fo, err := opts.fileOptions(path, shards)
+	if err != nil {
+		return so, err
+	}
+	return fo, nil
 }

@@ -119,4 +119,62 @@ type FileHealth struct {
 	// database file; zero when another engine ran the last checkpoint, and
 	// after a CheckpointTruncate.
 	CheckpointedFrames int
+	// Checkpointer says who checkpoints the file's WAL: CheckpointerEngine
+	// (flowlite's WAL watch), CheckpointerLitestream (Litestream, in this
+	// process or beside it) or CheckpointerSQLite (only SQLite's own
+	// automatic checkpoints, with flowsqlite's CheckpointInterval < 0).
+	// Two processes that checkpoint one file fight: a checkpoint that
+	// restarts the WAL before Litestream copied its frames costs the
+	// replica a recovery point. Empty on PostgreSQL.
+	Checkpointer Checkpointer
+	// Replication describes the Litestream replica of the file; nil when
+	// the file is not replicated by flowlite (a separate Litestream
+	// process keeps its own figures: see its /metrics).
+	Replication *ReplicationHealth
+}
+
+// Checkpointer names who checkpoints a SQLite file's WAL (see
+// FileHealth.Checkpointer).
+type Checkpointer string
+
+// Checkpointers.
+const (
+	// CheckpointerEngine is flowlite's own WAL watch.
+	CheckpointerEngine Checkpointer = "flowlite"
+	// CheckpointerLitestream is Litestream, which replicates the file:
+	// flowlite runs no checkpoint of its own while it does.
+	CheckpointerLitestream Checkpointer = "litestream"
+	// CheckpointerSQLite is SQLite's automatic passive checkpoint alone.
+	CheckpointerSQLite Checkpointer = "sqlite"
+)
+
+// ReplicationHealth is the state of a file's Litestream replica, as the
+// process that replicates it last saw it.
+type ReplicationHealth struct {
+	// Replica names the replica: its type and place, without credentials.
+	Replica string
+	// InProcess is true when the engine that reports it replicates the
+	// file itself (flowsqlite's Options.Replication); false when it was
+	// read from the status that process left beside the file.
+	InProcess bool
+	// SyncInterval is the replication's configured recovery point: how
+	// far behind the newest commit the replica is meant to stay.
+	SyncInterval time.Duration
+	// LocalTXID is the newest transaction Litestream copied out of the
+	// WAL; ReplicaTXID the newest the replica acknowledged.
+	LocalTXID, ReplicaTXID uint64
+	// LastSync is when the replica last acknowledged a write of
+	// Litestream's; zero before the first.
+	LastSync time.Time
+	// Lag is how long the replica has been behind the newest transaction
+	// Litestream copied out of the WAL, when it was last looked at; zero
+	// while it is in sync.
+	Lag time.Duration
+	// Errors counts the writes to the replica that failed since the
+	// replication started; LastError is the newest, at LastErrorAt.
+	Errors      int64
+	LastError   string
+	LastErrorAt time.Time
+	// ReportedAt is when these figures were taken.
+	ReportedAt time.Time
 }

@@ -97,6 +97,21 @@ type FileMaintainer interface {
 // defined in flow/flowtype, where go doc shows its fields.
 type FileHealth = flowtype.FileHealth
 
+// ReplicationHealth is the state of a file's Litestream replica, defined in
+// flow/flowtype.
+type ReplicationHealth = flowtype.ReplicationHealth
+
+// Checkpointer names who checkpoints a SQLite file's WAL, defined in
+// flow/flowtype.
+type Checkpointer = flowtype.Checkpointer
+
+// Checkpointers.
+const (
+	CheckpointerEngine     = flowtype.CheckpointerEngine
+	CheckpointerLitestream = flowtype.CheckpointerLitestream
+	CheckpointerSQLite     = flowtype.CheckpointerSQLite
+)
+
 // FileStats describes a database file.
 type FileStats struct {
 	Path     string // the database file

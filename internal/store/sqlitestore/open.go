@@ -12,8 +12,13 @@
 // (health.go, a store.FileMaintainer) and the meaning of SQLite's result
 // codes (interpretError). Nothing above the store seam speaks SQLite.
 //
+// It also runs Litestream's replication of the file in this process when
+// asked to (replicate.go), and leaves checkpoints to Litestream then, or
+// when Litestream replicates the file from a process of its own.
+//
 // It imports internal/store, internal/migrate, db/migrations, dbgen/sqlitedb,
-// modernc.org/sqlite and goose (for its dialect's name).
+// modernc.org/sqlite, goose (for its dialect's name) and Litestream's core
+// package (github.com/benbjohnson/litestream, with superfly/ltx).
 package sqlitestore
 
 import (
@@ -21,7 +26,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/flowlite/flowlite/internal/broadcast"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -30,10 +35,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benbjohnson/litestream"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/internal/broadcast"
 	"github.com/flowlite/flowlite/internal/migrate"
 	"github.com/flowlite/flowlite/internal/store"
 )
@@ -78,6 +85,23 @@ type Options struct {
 	// WALLimit is the size in bytes the WAL file should stay under.
 	// Default DefaultWALLimit.
 	WALLimit int64
+	// Checkpoints says who checkpoints the WAL (replicate.go); default
+	// CheckpointsAuto.
+	Checkpoints CheckpointOwner
+	// Replica, when set, makes the store replicate its file with Litestream
+	// in this process, to this replica (replicate.go), for as long as it is
+	// open; ReplicaName names it in logs and health, without credentials.
+	Replica     litestream.ReplicaClient
+	ReplicaName string
+	// SyncInterval is the recovery point of the replication: how far
+	// behind the newest commit the replica may be. Default
+	// DefaultSyncInterval.
+	SyncInterval time.Duration
+	// ReplicaRetention is how long the replica keeps what a point-in-time
+	// restore needs; default Litestream's (24h).
+	ReplicaRetention time.Duration
+	// ReplicaLogger receives Litestream's logs; default slog.Default().
+	ReplicaLogger *slog.Logger
 }
 
 // Store is a store.Store over one SQLite database.
@@ -110,6 +134,11 @@ type Store struct {
 	// left the WAL past half of walLimit (noteWALSize), rather than at its
 	// next look, which a starved goroutine takes late.
 	walGrew chan struct{}
+
+	// checkpoints and repl say who checkpoints the file (replicate.go):
+	// repl is the Litestream replication this store runs, or nil.
+	checkpoints CheckpointOwner
+	repl        *replicator
 
 	// committed wakes the change feed's readers in this process after
 	// every commit of the writer (feed.go).
@@ -146,7 +175,7 @@ func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, opts Optio
 	s := &Store{
 		writer: writer, reader: reader, ownsDBs: owns, maxBatch: maxBatch, writeQ: writeQ, readQ: readQ,
 		path: path, busyTimeout: busyTimeout,
-		checkpointInterval: opts.CheckpointInterval, walLimit: opts.WALLimit,
+		checkpointInterval: opts.CheckpointInterval, walLimit: opts.WALLimit, checkpoints: opts.Checkpoints,
 		requests: make(chan *writeRequest), closing: make(chan struct{}), writerDone: make(chan struct{}),
 		walGrew: make(chan struct{}, 1),
 	}
@@ -205,6 +234,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	dsn := DSNBusy(path, opts.Synchronous, opts.BusyTimeout)
+	if opts.Replica != nil {
+		// Litestream checkpoints alone (replicate.go).
+		dsn += "&_pragma=wal_autocheckpoint(0)"
+	}
 	writer, err := openWriterDB(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -240,6 +273,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if err := s.startReplication(ctx, opts); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -266,6 +303,10 @@ func OpenDB(ctx context.Context, db *sql.DB, opts Options) (*Store, error) {
 	}
 	s, err := newStore(ctx, db, db, false, opts, path, busy)
 	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := s.startReplication(ctx, opts); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	return s, nil
@@ -428,9 +469,13 @@ func (s *Store) errReadOnly() error {
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		if s.repl != nil {
+			// Before the writer goes: its last commits are uploaded.
+			err = s.repl.close()
+		}
 		close(s.closing)
 		<-s.writerDone
-		err = errors.Join(s.writeQ.Close(), s.readQ.Close())
+		err = errors.Join(err, s.writeQ.Close(), s.readQ.Close())
 		if s.ownsDBs {
 			err = errors.Join(err, s.reader.Close(), s.writer.Close())
 		}

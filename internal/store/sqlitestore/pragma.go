@@ -141,3 +141,10 @@ func fileAndBusyTimeout(ctx context.Context, db *sql.DB) (string, time.Duration,
 	}
 	return file, time.Duration(busy) * time.Millisecond, nil
 }
+
+// FileOf returns the main database file of a pool the caller opened, ""
+// for one in memory.
+func FileOf(ctx context.Context, db *sql.DB) (string, error) {
+	file, _, err := fileAndBusyTimeout(ctx, db)
+	return file, err
+}

@@ -114,6 +114,24 @@ type walWatch struct {
 	failures    int       // blocking checkpoints readers defeated in a row
 	backoff     time.Duration
 	holdUntil   time.Time // no blocking checkpoint before then
+	stoodDown   bool      // another checkpoints the file (standDown)
+	warnedAt    time.Time // last warning of a WAL past the limit
+}
+
+// standDown is a look of the watch while another checkpoints the file: it
+// says so once, and warns (at most once a minute) while the WAL is past
+// WALLimit, which means the other does not keep it in check.
+func (w *walWatch) standDown(ctx context.Context, by store.Checkpointer, now time.Time) {
+	s := w.s
+	if !w.stoodDown {
+		w.stoodDown = true
+		w.h.Log.Info("leaving WAL checkpoints to another", "db", s.path, "checkpointer", by)
+	}
+	if w.size > s.walLimit && now.Sub(w.warnedAt) >= time.Minute {
+		w.warnedAt = now
+		w.h.Log.Log(ctx, slog.LevelWarn, "the WAL is past its limit, and flowlite leaves checkpoints to another: is it running?",
+			"db", s.path, "checkpointer", by, "wal_bytes", w.size, "wal_limit", s.walLimit)
+	}
 }
 
 func (w *walWatch) maxLook() time.Duration { return min(maxWALLook, w.s.checkpointInterval) }
@@ -138,6 +156,16 @@ func (w *walWatch) check(ctx context.Context) time.Duration {
 	case dt >= walRateWindow:
 		w.rate = float64(w.size-w.baseSize) / dt.Seconds()
 		w.baseAt, w.baseSize = now, w.size
+	}
+
+	if by := s.checkpointer(); by != store.CheckpointerEngine {
+		// Litestream checkpoints alone (replicate.go): watch only.
+		w.standDown(ctx, by, now)
+		return w.maxLook()
+	}
+	if w.stoodDown {
+		w.stoodDown = false
+		w.h.Log.Info("flowlite checkpoints the WAL again", "db", s.path)
 	}
 
 	holding := now.Before(w.holdUntil)
@@ -265,6 +293,9 @@ func (s *Store) CheckpointRecorded(ctx context.Context, mode store.CheckpointMod
 	if !mode.Valid() { // before anything is recorded
 		return store.CheckpointResult{}, fmt.Errorf("checkpoint: unknown mode %q: want PASSIVE, FULL, RESTART or TRUNCATE", mode)
 	}
+	if s.checkpointer() == store.CheckpointerLitestream {
+		return store.CheckpointResult{}, fmt.Errorf("checkpoint: %w", s.errLitestreamCheckpoints())
+	}
 	st, err := s.fileStats(ctx)
 	if err != nil {
 		return store.CheckpointResult{}, fmt.Errorf("checkpoint: %w", err)
@@ -298,6 +329,13 @@ func (s *Store) FileHealth(ctx context.Context) (store.FileHealth, error) {
 		if s.wal.lastErr != nil {
 			h.LastCheckpointError = s.wal.lastErr.Error()
 		}
+	}
+	h.Checkpointer = s.checkpointer()
+	if s.repl != nil {
+		r := s.repl.health()
+		h.Replication = &r
+	} else if r, ok := readStatus(st.Path); ok {
+		h.Replication = &r
 	}
 	// A record newer than this store's last checkpoint is another's.
 	if ok && (h.LastCheckpoint.IsZero() || recorded.At > h.LastCheckpoint.UnixMilli()) {

@@ -1,0 +1,143 @@
+package flowsqlite_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
+)
+
+// quietLog drops Litestream's info lines.
+var quietLog = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+var noopJob = flow.Job[int]{Name: "noop", Handler: func(context.Context, int) error { return nil }}
+
+// TestReplicationRestores enqueues runs on an engine that replicates its
+// file to a directory, closes it (which uploads the rest), restores the
+// replica to a new file and finds every run there; its health says that
+// Litestream checkpoints and that the replica is in sync, and flowlite's
+// own checkpoints are refused.
+func TestReplicationRestores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, replica := filepath.Join(dir, "app.db"), filepath.Join(dir, "replica")
+	opts := &flowsqlite.Options{Replication: &flowsqlite.Replication{URL: replica, SyncInterval: 100 * time.Millisecond, Logger: quietLog}}
+	e, err := flowsqlite.Open(ctx, path, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow.RegisterJob(e, noopJob)
+	var ids []string
+	for i := range 50 {
+		r, err := flow.Enqueue(ctx, e, noopJob, i, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var h flow.FileHealth
+	for {
+		if h, err = e.FileHealth(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r := h.Replication; r != nil && r.LocalTXID > 0 && r.ReplicaTXID >= r.LocalTXID && !r.LastSync.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica did not catch up within 5s: %+v", h.Replication)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if h.Checkpointer != flowsqlite.CheckpointerLitestream || !h.Replication.InProcess || h.Replication.Replica != replica {
+		t.Errorf("health: checkpointer %q, replication %+v", h.Checkpointer, h.Replication)
+	}
+	if _, err := e.Checkpoint(ctx, flowsqlite.CheckpointTruncate); err == nil {
+		t.Error("a checkpoint of flowlite's ran on a file Litestream replicates")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	restored := filepath.Join(dir, "restored.db")
+	if err := flowsqlite.Restore(ctx, replica, restored, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := flowsqlite.Restore(ctx, replica, restored, nil); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("restore over an existing file: %v, want fs.ErrExist", err)
+	}
+	r, err := flowsqlite.OpenReadOnly(ctx, restored, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, id := range ids {
+		if _, err := r.Inspect(ctx, id); err != nil {
+			t.Errorf("run %s after restore: %v", id, err)
+		}
+	}
+}
+
+// TestLitestreamDirectoryLeavesCheckpoints: with Litestream's directory
+// beside the file, a started engine runs no checkpoint of its own and says
+// Litestream checkpoints; CheckpointsByEngine overrides the detection.
+func TestLitestreamDirectoryLeavesCheckpoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		by   flowsqlite.Checkpoints
+		want flowsqlite.Checkpointer
+	}{
+		{flowsqlite.CheckpointsAuto, flowsqlite.CheckpointerLitestream},
+		{flowsqlite.CheckpointsByLitestream, flowsqlite.CheckpointerLitestream},
+		{flowsqlite.CheckpointsByEngine, flowsqlite.CheckpointerEngine},
+	} {
+		t.Run(fmt.Sprintf("checkpoints=%q", tc.by), func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "app.db")
+			if tc.by != flowsqlite.CheckpointsByLitestream {
+				if err := os.Mkdir(flowsqlite.LitestreamDir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e, err := flowsqlite.Open(ctx, path, &flow.Config{Logger: quietLog},
+				&flowsqlite.Options{Checkpoints: tc.by, CheckpointInterval: 10 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			flow.RegisterJob(e, noopJob)
+			if err := e.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 20 {
+				if _, err := flow.Enqueue(ctx, e, noopJob, i, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(300 * time.Millisecond) // some 30 routine checkpoint intervals
+			h, err := e.FileHealth(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if h.Checkpointer != tc.want {
+				t.Errorf("checkpointer %q, want %q", h.Checkpointer, tc.want)
+			}
+			if ran := h.Checkpoints > 0; ran != (tc.want == flowsqlite.CheckpointerEngine) {
+				t.Errorf("the engine ran %d checkpoints with checkpointer %q", h.Checkpoints, h.Checkpointer)
+			}
+		})
+	}
+}
