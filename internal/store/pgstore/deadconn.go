@@ -26,7 +26,10 @@ import (
 //
 //   - the BEGIN of a write transaction (Write, the wake sender): nothing of
 //     the transaction ran yet;
-//   - a read on the pool (Reader): it changes nothing.
+//   - a read on the pool (Reader): it changes nothing;
+//   - each step of opening a store (retryDeadSession): creating the
+//     schema and applying migrations are transactions or run under a lock
+//     the session's end releases, and each tests again what is left to do.
 //
 // A statement inside a transaction is never retried: the transaction died
 // with its session, and its caller decides what to do. Retries stop when
@@ -102,6 +105,21 @@ func (s *Store) begin(ctx context.Context, detached bool) (*sql.Conn, *sql.Tx, e
 		conn.Close()
 		if !retryDeadConn(ctx, s.db, err, try) {
 			return nil, nil, fmt.Errorf("begin write: %w", interpretError(ctx, err))
+		}
+	}
+}
+
+// retryDeadSession runs one step of opening a store, f, again while it
+// fails because the session it ran on was ended (retryDeadConn), and
+// returns its last error, interpreted and prefixed with step.
+func retryDeadSession(ctx context.Context, db *sql.DB, step string, f func() error) error {
+	for try := 0; ; try++ {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if !retryDeadConn(ctx, db, err, try) {
+			return fmt.Errorf("%s: %w", step, interpretError(ctx, err))
 		}
 	}
 }

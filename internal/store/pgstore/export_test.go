@@ -18,3 +18,7 @@ var InterpretError = interpretError
 // SetClaimGrace sets how long a claim of s goes on after its caller's
 // context ended.
 func SetClaimGrace(s *Store, d time.Duration) { s.claimGrace = d }
+
+// SchemaLockID returns the advisory lock of one purpose ("create",
+// "migrate") in a schema.
+func SchemaLockID(schema, purpose string) int64 { return schemaLockID(schema, purpose) }

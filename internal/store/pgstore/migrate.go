@@ -3,16 +3,20 @@ package pgstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
 	"strings"
 	"testing/fstest"
+	"time"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/flowlite/flowlite/db/migrations"
+	"github.com/flowlite/flowlite/dbgen/pgdb"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -23,80 +27,229 @@ import (
 const VersionTable = "goose_db_version"
 
 // migrate creates the schema when it is missing, refuses a schema newer
-// than this binary, and applies the pending migrations. Several processes
-// may open the same schema at once: the schema's creation and the
-// migrations each run under an advisory lock of the schema.
+// than this binary, and applies the pending migrations.
+//
+// Several processes may open one schema at once, and most opens find it
+// current: that case reads the schema's state, without a lock, and is done
+// (readSchema). Only a schema that is missing, or lacks a migration, takes
+// locks: its creation a transaction-level advisory lock (createSchema),
+// its migrations the session-level migration lock (applyMigrations), which
+// a process waits for with pg_advisory_lock, so that it waits only as long
+// as the migration it queues behind runs. (goose's own session locker
+// polls pg_try_advisory_lock every 5 seconds, and its GetDBVersion takes
+// the lock too: of several processes opening a current schema at once,
+// one waited 5 seconds for nothing.)
+//
+// Each step is sent again when the session it ran on was ended under it
+// (retryDeadConn): a server restarting, or an operator ending flowlite's
+// sessions, while a process opens its store costs that process the time
+// the server was away, as it costs a write, rather than the failed open.
+// A migration interrupted so is rolled back with its session, lock
+// included, and is run again under the lock by whichever process takes it
+// next.
 //
 // This is the adapter's only SQL outside db/queries: CREATE SCHEMA names an
 // identifier, which no bind parameter can stand for, so sqlc cannot
 // compile it; goose writes its own statements.
 func migrate(ctx context.Context, db *sql.DB, schema string, names *qualifier) error {
-	if err := createSchema(ctx, db, schema); err != nil {
-		return err
-	}
 	fsys, err := migrationsIn(names)
 	if err != nil {
 		return err
 	}
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(schemaLockID(schema, "migrate")))
+	if err := retryDeadSession(ctx, db, "create schema "+schema, func() error {
+		return createSchema(ctx, db, schema)
+	}); err != nil {
+		return err
+	}
+	var st schemaState
+	if err := retryDeadSession(ctx, db, "read schema version", func() (err error) {
+		st, err = readSchema(ctx, db, schema, fsys)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := st.tooNew(schema); err != nil {
+		return err
+	}
+	if !st.pending {
+		return nil
+	}
+	return retryDeadSession(ctx, db, "apply migrations to schema "+schema, func() error {
+		return applyMigrations(ctx, db, schema, fsys)
+	})
+}
+
+// schemaState is what readSchema learns of a schema.
+type schemaState struct {
+	current, latest int64 // the highest version applied, and known to this binary
+	pending         bool  // migrations remain to be applied
+}
+
+// tooNew returns store.ErrSchemaTooNew when the schema was migrated by a
+// newer flowlite.
+func (st schemaState) tooNew(schema string) error {
+	if st.current <= st.latest {
+		return nil
+	}
+	return fmt.Errorf("%w: schema %s is at version %d, this binary knows up to %d; upgrade flowlite",
+		store.ErrSchemaTooNew, schema, st.current, st.latest)
+}
+
+// readSchema reads the state of a schema without writing and without a
+// lock. A schema without goose's version table is pending: goose would
+// create the table on its first read, outside the migration lock, where
+// processes creating it at once fail and retry it a second later.
+func readSchema(ctx context.Context, db *sql.DB, schema string, fsys fs.FS) (schemaState, error) {
+	var st schemaState
+	exists, err := pgdb.New(db).TableExists(ctx, pgdb.TableExistsParams{SchemaName: schema, TableName: VersionTable})
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return st, err
 	}
-	// Never call the provider's Close: it closes db, which the store keeps.
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithDisableGlobalRegistry(true),
-		goose.WithTableName(schema+"."+VersionTable),
-		goose.WithSessionLocker(locker))
+	// Without a locker, goose takes no lock; GetVersions and HasPending
+	// would not take one with a locker either.
+	p, err := provider(db, schema, fsys)
 	if err != nil {
-		return fmt.Errorf("load migrations: %w", err)
+		return st, err
 	}
-	current, err := p.GetDBVersion(ctx)
+	st.latest = latestVersion(p)
+	if !exists {
+		st.pending = true
+		return st, nil
+	}
+	if st.current, _, err = p.GetVersions(ctx); err != nil {
+		return st, err
+	}
+	if st.current > st.latest {
+		return st, nil // refused; HasPending would see the newer versions as a gap
+	}
+	if st.pending, err = p.HasPending(ctx); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// applyMigrations applies the pending migrations of a schema under its
+// migration lock. The lock is taken twice: first to read the version
+// under it, which creates goose's version table in a fresh schema (goose
+// does so before anything else, and Up's test for pending migrations would
+// otherwise do it outside the lock) and sees the version a process that
+// held the lock before left; then by Up, which lists the applied versions
+// again under it and applies what is still missing, often nothing.
+func applyMigrations(ctx context.Context, db *sql.DB, schema string, fsys fs.FS) error {
+	p, err := provider(db, schema, fsys, goose.WithSessionLocker(migrationLocker{schema: schema}))
 	if err != nil {
-		return fmt.Errorf("read schema version: %w", interpretError(ctx, err))
+		return err
 	}
-	var latest int64
-	for _, src := range p.ListSources() {
-		latest = max(latest, src.Version)
+	st := schemaState{latest: latestVersion(p)}
+	if st.current, err = p.GetDBVersion(ctx); err != nil {
+		return err
 	}
-	if current > latest {
-		return fmt.Errorf("%w: schema %s is at version %d, this binary knows up to %d; upgrade flowlite",
-			store.ErrSchemaTooNew, schema, current, latest)
+	// A newer flowlite may have migrated the schema in the meantime.
+	if err := st.tooNew(schema); err != nil {
+		return err
 	}
 	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("apply migrations to schema %s: %w", schema, interpretError(ctx, err))
+		return err
 	}
 	return nil
 }
 
+// provider returns a goose provider of the schema's migrations. Never call
+// its Close: it closes db, which the store keeps. Each attempt of a step
+// makes its own, because a provider ensures the version table once in its
+// life, and an attempt whose session ended may have failed to.
+func provider(db *sql.DB, schema string, fsys fs.FS, opts ...goose.ProviderOption) (*goose.Provider, error) {
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, append([]goose.ProviderOption{
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithTableName(schema + "." + VersionTable),
+	}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return p, nil
+}
+
+// latestVersion returns the highest version of p's migrations.
+func latestVersion(p *goose.Provider) int64 {
+	var latest int64
+	for _, src := range p.ListSources() {
+		latest = max(latest, src.Version)
+	}
+	return latest
+}
+
+// migrationLockWait bounds the wait for a schema's migration lock, as
+// goose's own locker did (60 tries 5 seconds apart): a process whose
+// context has no deadline gives up on a holder that hangs.
+const migrationLockWait = 5 * time.Minute
+
+// migrationLocker is goose's session locker of a schema's migrations: the
+// advisory lock schemaLockID(schema, "migrate"), waited for with
+// pg_advisory_lock (MigrationLock), so that the server grants it the
+// moment its holder releases it or its session ends.
+type migrationLocker struct{ schema string }
+
+var _ lock.SessionLocker = migrationLocker{}
+
+func (l migrationLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	waitCtx, cancel := context.WithTimeout(ctx, migrationLockWait)
+	defer cancel()
+	err := pgdb.New(conn).MigrationLock(waitCtx, schemaLockID(l.schema, "migrate"))
+	if err != nil && ctx.Err() == nil && waitCtx.Err() != nil {
+		// Not the driver's error: the session, which pgx ends to
+		// interrupt the wait, was not ended by the server.
+		return fmt.Errorf("wait for the migration lock: another session held it for over %v", migrationLockWait)
+	}
+	if err != nil {
+		return fmt.Errorf("wait for the migration lock: %w", err)
+	}
+	return nil
+}
+
+// SessionUnlock releases the lock. When that fails, the session may still
+// hold it: it is then discarded, rather than returned to the pool, where
+// it would hold the lock, and keep every later migration of the schema
+// waiting, for as long as it lives.
+func (l migrationLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	unlocked, err := pgdb.New(conn).MigrationUnlock(ctx, schemaLockID(l.schema, "migrate"))
+	if err == nil && unlocked {
+		return nil
+	}
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	if err != nil {
+		return fmt.Errorf("release the migration lock: %w", err)
+	}
+	return errors.New("release the migration lock: this session did not hold it")
+}
+
 // createSchema creates the schema unless it exists. The existence test
-// comes first so that a role that owns an existing schema but may not
+// comes first, without a lock, so that opening an existing schema waits
+// for no one, and so that a role that owns an existing schema but may not
 // create schemas in the database can still open it.
 func createSchema(ctx context.Context, db *sql.DB, schema string) error {
+	if exists, err := pgdb.New(db).SchemaExists(ctx, schema); err != nil || exists {
+		return err
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
+		return err
 	}
 	defer tx.Rollback()
+	q := pgdb.New(tx)
 	// Two processes creating the schema at once would otherwise see one of
 	// them fail on pg_namespace's unique index.
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", schemaLockID(schema, "create")); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
+	if err := q.SchemaCreateLock(ctx, schemaLockID(schema, "create")); err != nil {
+		return err
 	}
-	var exists bool
-	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
-	}
-	if exists {
-		return nil
+	exists, err := q.SchemaExists(ctx, schema)
+	if err != nil || exists {
+		return err
 	}
 	// schema passed validSchema: a plain identifier, safe unquoted.
 	if _, err := tx.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
+		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, interpretError(ctx, err))
-	}
-	return nil
+	return tx.Commit()
 }
 
 // createSchemaStmt is the line of the first migration that creates the

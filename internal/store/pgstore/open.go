@@ -290,12 +290,19 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	if err := validSchema(schema); err != nil {
 		return nil, err
 	}
-	if err := db.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("connect: %w", interpretError(ctx, err))
+	// Each statement of the open is sent again when its connection turns
+	// out dead (retryDeadSession): the pool of a process that starts while
+	// the server restarts, or OpenDB's pool after the server ended its
+	// sessions, may hold nothing but dead connections for a moment.
+	if err := retryDeadSession(ctx, db, "connect", func() error { return db.PingContext(ctx) }); err != nil {
+		return nil, err
 	}
-	isolation, err := pgdb.New(db).SessionIsolation(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read default_transaction_isolation: %w", interpretError(ctx, err))
+	var isolation string
+	if err := retryDeadSession(ctx, db, "read default_transaction_isolation", func() (err error) {
+		isolation, err = pgdb.New(db).SessionIsolation(ctx)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	names := newQualifier(schema)
 	if err := migrate(ctx, db, schema, names); err != nil {
