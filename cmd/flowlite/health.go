@@ -22,7 +22,15 @@ type healthJSON struct {
 	DBBytes        int64           `json:"db_bytes"`
 	WALBytes       int64           `json:"wal_bytes"`
 	LastCheckpoint *checkpointInfo `json:"last_checkpoint"` // null: none recorded
-	Engines        []engineJSON    `json:"engines"`
+	// Checkpointer says who checkpoints the WAL: "flowlite", "litestream"
+	// or "sqlite" (SQLite's automatic checkpoints alone); absent on
+	// PostgreSQL.
+	Checkpointer string `json:"checkpointer,omitempty"`
+	// Replication is the file's Litestream replica, as the engine that
+	// replicates it last reported; null when flowlite does not replicate
+	// the file.
+	Replication *replicationJSON `json:"replication,omitempty"`
+	Engines     []engineJSON     `json:"engines"`
 	// UnworkedQueues are the queues with pending runs that no live engine
 	// works: their runs will not start. Empty when there are none.
 	UnworkedQueues []unworkedJSON `json:"unworked_queues"`
@@ -31,6 +39,38 @@ type healthJSON struct {
 	// the set's, above, and empty here); the sizes above are their sums.
 	// Absent for one file.
 	Shards []healthJSON `json:"shards,omitempty"`
+}
+
+type replicationJSON struct {
+	Replica             string     `json:"replica"`
+	InProcess           bool       `json:"in_process"` // read from this process's own engine
+	SyncIntervalSeconds float64    `json:"sync_interval_seconds"`
+	LocalTXID           uint64     `json:"local_txid"`
+	ReplicaTXID         uint64     `json:"replica_txid"`
+	LastSync            *time.Time `json:"last_sync"` // null: none yet
+	LagSeconds          float64    `json:"lag_seconds"`
+	Errors              int64      `json:"errors"`
+	LastError           string     `json:"last_error,omitempty"`
+	LastErrorAt         *time.Time `json:"last_error_at,omitempty"`
+	ReportedAt          time.Time  `json:"reported_at"`
+}
+
+func newReplicationJSON(r *flowsqlite.ReplicationHealth) *replicationJSON {
+	if r == nil {
+		return nil
+	}
+	out := &replicationJSON{Replica: r.Replica, InProcess: r.InProcess, SyncIntervalSeconds: r.SyncInterval.Seconds(),
+		LocalTXID: r.LocalTXID, ReplicaTXID: r.ReplicaTXID, LagSeconds: r.Lag.Seconds(), Errors: r.Errors,
+		LastError: r.LastError, ReportedAt: utc(r.ReportedAt)}
+	if !r.LastSync.IsZero() {
+		at := utc(r.LastSync)
+		out.LastSync = &at
+	}
+	if !r.LastErrorAt.IsZero() {
+		at := utc(r.LastErrorAt)
+		out.LastErrorAt = &at
+	}
+	return out
 }
 
 type unworkedJSON struct {
@@ -123,7 +163,8 @@ To check the file's integrity, use flowlite check.`,
 
 func newHealthJSON(h flow.FileHealth, reports []flow.Report, unworked []flow.UnworkedQueue) healthJSON {
 	out := healthJSON{Path: h.Path, DBBytes: h.DBBytes, WALBytes: h.WALBytes, Engines: make([]engineJSON, len(reports)),
-		UnworkedQueues: make([]unworkedJSON, len(unworked))}
+		UnworkedQueues: make([]unworkedJSON, len(unworked)), Checkpointer: string(h.Checkpointer),
+		Replication: newReplicationJSON(h.Replication)}
 	if !h.LastCheckpoint.IsZero() {
 		out.LastCheckpoint = &checkpointInfo{
 			At: utc(h.LastCheckpoint), By: h.LastCheckpointBy, Mode: h.LastCheckpointMode,
@@ -222,6 +263,21 @@ func (a *app) printFile(h flow.FileHealth) error {
 	facts.row("size", byteSize(h.DBBytes))
 	facts.row("WAL", byteSize(h.WALBytes))
 	facts.row("last checkpoint", last)
+	if h.Checkpointer != "" {
+		facts.row("checkpoints by", checkpointerText(h.Checkpointer))
+	}
+	if r := h.Replication; r != nil {
+		facts.row("replica", cell(r.Replica, 0))
+		facts.row("replica lag", replicaLag(r))
+		synced := "never"
+		if !r.LastSync.IsZero() {
+			synced = fmt.Sprintf("%s (%s ago)", tableTime(r.LastSync), roughAge(time.Since(r.LastSync)))
+		}
+		facts.row("replica last sync", synced)
+		if r.Errors > 0 {
+			facts.row("replica errors", fmt.Sprintf("%d, the last at %s: %s", r.Errors, tableTime(r.LastErrorAt), cell(r.LastError, 0)))
+		}
+	}
 	if err := facts.flush(); err != nil {
 		return err
 	}
@@ -273,4 +329,35 @@ func (a *app) printEngines(reports []flow.Report, unworked []flow.UnworkedQueue)
 // roughAge prints a duration to the second, or "0s" for less.
 func roughAge(d time.Duration) string {
 	return max(d, 0).Truncate(time.Second).String()
+}
+
+// checkpointerText says who checkpoints a file's WAL, for people.
+func checkpointerText(c flowsqlite.Checkpointer) string {
+	switch c {
+	case flowsqlite.CheckpointerEngine:
+		return "flowlite (the engines' WAL watch)"
+	case flowsqlite.CheckpointerLitestream:
+		return "Litestream (flowlite leaves checkpoints to it)"
+	case flowsqlite.CheckpointerSQLite:
+		return "SQLite's automatic checkpoints only"
+	}
+	return string(c)
+}
+
+// replicaLag says how far the replica is behind, and how fresh that is.
+func replicaLag(r *flowsqlite.ReplicationHealth) string {
+	var s string
+	switch {
+	case r.Lag > 0:
+		s = fmt.Sprintf("%s behind (transaction %d of %d)", r.Lag.Round(time.Millisecond), r.ReplicaTXID, r.LocalTXID)
+	case r.ReplicaTXID >= r.LocalTXID && r.LocalTXID > 0:
+		s = fmt.Sprintf("in sync (transaction %d)", r.ReplicaTXID)
+	default:
+		s = fmt.Sprintf("transaction %d of %d", r.ReplicaTXID, r.LocalTXID)
+	}
+	s += fmt.Sprintf("; recovery point %s", r.SyncInterval)
+	if !r.InProcess {
+		s += fmt.Sprintf("; as the replicating engine reported %s ago", roughAge(time.Since(r.ReportedAt)))
+	}
+	return s
 }

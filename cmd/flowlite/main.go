@@ -12,6 +12,7 @@
 //	flowlite --db app.db queues; flowlite --db app.db queues pause|resume QUEUE
 //	flowlite --db app.db migrate status|up
 //	flowlite --db app.db backup DST; check; checkpoint
+//	flowlite restore --replica DIR [--at TIME] DST
 //	flowlite --db app.db serve --addr localhost:8080 [--read-only]
 //
 // The database is named by --db or the FLOWLITE_DB environment variable and
@@ -191,6 +192,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.queuesCommand(),
 		a.migrateCommand(),
 		a.backupCommand(),
+		a.restoreCommand(),
 		a.checkCommand(),
 		a.checkpointCommand(),
 		a.healthCommand(),

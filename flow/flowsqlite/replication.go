@@ -183,6 +183,9 @@ type RestoreOptions struct {
 	// TXID restores the file as it was after that Litestream transaction.
 	// At most one of At and TXID may be set.
 	TXID uint64
+	// Logger receives Litestream's logs of the restore; default
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Restore writes the database file that replica holds (a directory or
@@ -206,7 +209,7 @@ func Restore(ctx context.Context, replica, dst string, opts *RestoreOptions) err
 func RestoreFrom(ctx context.Context, client litestream.ReplicaClient, dst string, opts *RestoreOptions) error {
 	var o sqlitestore.RestoreOptions
 	if opts != nil {
-		o.At, o.TXID = opts.At, opts.TXID
+		o.At, o.TXID, o.Logger = opts.At, opts.TXID, opts.Logger
 	}
 	return sqlitestore.Restore(ctx, client, dst, o)
 }

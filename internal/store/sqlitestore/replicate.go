@@ -333,6 +333,9 @@ type RestoreOptions struct {
 	// TXID restores the file as it was after that Litestream transaction;
 	// zero: see At. At most one of At and TXID may be set.
 	TXID uint64
+	// Logger receives Litestream's logs of the restore; default
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Restore writes the database that client's replica holds to the new file
@@ -354,7 +357,14 @@ func Restore(ctx context.Context, client litestream.ReplicaClient, dst string, o
 	o := litestream.NewRestoreOptions()
 	o.OutputPath, o.Timestamp, o.TXID = dst, opts.At, ltx.TXID(opts.TXID)
 	o.IntegrityCheck = litestream.IntegrityCheckQuick
-	if err := litestream.NewReplicaWithClient(nil, client).Restore(ctx, o); err != nil {
+	// A replica logs through its database's logger, so the restore gets a
+	// database that is never opened; Close drops the metrics NewDB made.
+	db := litestream.NewDB(dst)
+	if opts.Logger != nil {
+		db.Logger = opts.Logger
+	}
+	defer db.Close(context.WithoutCancel(ctx))
+	if err := litestream.NewReplicaWithClient(db, client).Restore(ctx, o); err != nil {
 		if errors.Is(err, litestream.ErrTxNotAvailable) || errors.Is(err, litestream.ErrNoSnapshots) {
 			return fmt.Errorf("restore to %s: %w: the replica holds nothing for that point (%v)", dst, store.ErrNotFound, err)
 		}
