@@ -19,6 +19,24 @@
 // guarantees (lease checks, unique keys, cron slots) rests on row locks,
 // constraints and advisory locks (see internal/store/pgstore).
 //
+// # Opening one schema from many processes
+//
+// The workers of a deployment often start together, each opening the
+// schema. Open and New read the schema's version without taking any lock,
+// so a schema that is current opens at once, however many processes open
+// it. Only a schema that is missing or lacks migrations takes a lock: one
+// process applies the migrations under the schema's migration lock (a
+// session-level advisory lock), and the others wait for that lock with
+// pg_advisory_lock, which the server grants as soon as it is released: they
+// wait as long as the migration runs, up to the context's deadline and at
+// most 5 minutes, then find nothing left to apply.
+//
+// A session the server ends while Open runs (a restart, an operator's
+// pg_terminate_backend) is replaced and the step sent again, as the
+// engine's writes are, rather than failing the open: a migration it
+// interrupted rolls back with its session, which also releases the lock,
+// and is applied again by whichever process takes the lock next.
+//
 // # What is not here
 //
 // The file operations of flow.Engine, FileHealth, Checkpoint, Backup and

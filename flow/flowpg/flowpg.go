@@ -79,7 +79,9 @@ func (b *backend) OpenStore(ctx context.Context) (store.Opened, error) {
 // ("postgres://user:pass@host:5432/db?sslmode=disable") or key=value
 // string ("host=… dbname=…") as pgx parses it, with a pool of its own
 // that Close closes. It creates the schema when it is missing and
-// migrates it. A schema migrated by a newer flowlite is refused with
+// migrates it; a schema that needs no migration opens without taking a
+// lock, and several processes may open one schema at once (see the
+// package doc). A schema migrated by a newer flowlite is refused with
 // flow.ErrSchemaTooNew and left untouched; a database that does not exist
 // fails with flow.ErrNotDatabase, and a server that cannot be reached
 // with flow.ErrUnavailable. Errors name the server and database, never
@@ -124,7 +126,7 @@ func networkTimeout(cfg *flow.Config) time.Duration {
 
 // New returns an engine on a PostgreSQL database the caller opened with
 // sql.Open(flowpg.DriverName, dsn), or stdlib.OpenDB of pgx v5, and
-// creates and migrates the schema. The pool is used as it is (size,
+// creates and migrates the schema as Open does. The pool is used as it is (size,
 // lifetimes, application_name, search_path: flowlite names its schema in
 // every statement), and Close does not close it. Of opts, MaxConns and
 // ApplicationName do not apply. The network timeouts Open sets up are the

@@ -120,10 +120,10 @@ func readSchema(ctx context.Context, db *sql.DB, schema string, fsys fs.FS) (sch
 		return st, err
 	}
 	if st.current > st.latest {
-		return st, nil // refused; HasPending would see the newer versions as a gap
+		return st, nil // too new: migrate refuses it
 	}
 	if st.pending, err = p.HasPending(ctx); err != nil {
-		return st, err
+		return st, fmt.Errorf("look for pending migrations: %w", err)
 	}
 	return st, nil
 }
