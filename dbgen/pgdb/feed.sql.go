@@ -163,6 +163,35 @@ func (q *Queries) FeedLast(ctx context.Context) (int64, error) {
 	return newest, err
 }
 
+const feedProbe = `-- name: FeedProbe :one
+WITH drawn AS MATERIALIZED (
+    SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('flowlite.events', 'id')::regclass), 0)::bigint AS last,
+           set_config('synchronous_commit', 'off', true) AS synchronous_commit
+)
+SELECT drawn.last, pg_current_xact_id()::text::bigint AS xid FROM drawn
+`
+
+type FeedProbeRow struct {
+	Last int64
+	Xid  int64
+}
+
+// FeedProbe reads the last event ID the sequence handed out, to any
+// transaction, committed or not (sequences are not transactional; 0
+// before the first), and then gives its own transaction an ID: as
+// transaction IDs are handed out in order, every transaction that drew an
+// event ID at or below last has an older one (EventAppend takes its ID
+// before drawing). The CTE is materialized so that last is read before
+// the outer projection takes the ID. The transaction writes nothing but
+// its commit record, which need not wait for a flush: the feed's
+// horizon relies only on the ID having been handed out.
+func (q *Queries) FeedProbe(ctx context.Context) (FeedProbeRow, error) {
+	row := q.db.QueryRowContext(ctx, feedProbe)
+	var i FeedProbeRow
+	err := row.Scan(&i.Last, &i.Xid)
+	return i, err
+}
+
 const feedPurgedThrough = `-- name: FeedPurgedThrough :one
 SELECT purged_through FROM flowlite.feed WHERE id = 1
 `
@@ -175,36 +204,19 @@ func (q *Queries) FeedPurgedThrough(ctx context.Context) (int64, error) {
 	return purged_through, err
 }
 
-const feedSequenceLast = `-- name: FeedSequenceLast :one
-SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('flowlite.events', 'id')::regclass), 0)::bigint AS newest
-`
-
-// FeedSequenceLast returns the last event ID the sequence handed out, to
-// any transaction, committed or not (sequences are not transactional); 0
-// before the first.
-func (q *Queries) FeedSequenceLast(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, feedSequenceLast)
-	var newest int64
-	err := row.Scan(&newest)
-	return newest, err
-}
-
 const feedSnapshot = `-- name: FeedSnapshot :one
-SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, pg_snapshot_xmax(s)::text::bigint AS xmax
-FROM pg_current_snapshot() AS s
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin
 `
 
-type FeedSnapshotRow struct {
-	Xmin int64
-	Xmax int64
-}
-
-// FeedSnapshot returns the current snapshot's xmin (the oldest transaction
-// still in progress) and xmax (one past the newest transaction ID handed
-// out), as 64-bit numbers (xid8 counts epochs, so it never wraps).
-func (q *Queries) FeedSnapshot(ctx context.Context) (FeedSnapshotRow, error) {
+// FeedSnapshot returns the current snapshot's xmin, as a 64-bit number
+// (xid8 counts epochs, so it never wraps): every transaction with an
+// older ID has ended. (Its xmax is one past the newest *completed*
+// transaction, not the newest handed out: a transaction in progress whose
+// ID is newer than every completed one is in no snapshot's list, so xmax
+// bounds nothing the feed can use.)
+func (q *Queries) FeedSnapshot(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, feedSnapshot)
-	var i FeedSnapshotRow
-	err := row.Scan(&i.Xmin, &i.Xmax)
-	return i, err
+	var xmin int64
+	err := row.Scan(&xmin)
+	return xmin, err
 }

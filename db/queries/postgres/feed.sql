@@ -6,18 +6,30 @@ SELECT * FROM flowlite.events
 WHERE id > sqlc.arg(after)::bigint AND id <= sqlc.arg(through)::bigint
 ORDER BY id LIMIT sqlc.arg(max_events)::bigint;
 
--- name: FeedSequenceLast :one
--- FeedSequenceLast returns the last event ID the sequence handed out, to
--- any transaction, committed or not (sequences are not transactional); 0
--- before the first.
-SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('flowlite.events', 'id')::regclass), 0)::bigint AS newest;
+-- name: FeedProbe :one
+-- FeedProbe reads the last event ID the sequence handed out, to any
+-- transaction, committed or not (sequences are not transactional; 0
+-- before the first), and then gives its own transaction an ID: as
+-- transaction IDs are handed out in order, every transaction that drew an
+-- event ID at or below last has an older one (EventAppend takes its ID
+-- before drawing). The CTE is materialized so that last is read before
+-- the outer projection takes the ID. The transaction writes nothing but
+-- its commit record, which need not wait for a flush: the feed's
+-- horizon relies only on the ID having been handed out.
+WITH drawn AS MATERIALIZED (
+    SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('flowlite.events', 'id')::regclass), 0)::bigint AS last,
+           set_config('synchronous_commit', 'off', true) AS synchronous_commit
+)
+SELECT drawn.last, pg_current_xact_id()::text::bigint AS xid FROM drawn;
 
 -- name: FeedSnapshot :one
--- FeedSnapshot returns the current snapshot's xmin (the oldest transaction
--- still in progress) and xmax (one past the newest transaction ID handed
--- out), as 64-bit numbers (xid8 counts epochs, so it never wraps).
-SELECT pg_snapshot_xmin(s)::text::bigint AS xmin, pg_snapshot_xmax(s)::text::bigint AS xmax
-FROM pg_current_snapshot() AS s;
+-- FeedSnapshot returns the current snapshot's xmin, as a 64-bit number
+-- (xid8 counts epochs, so it never wraps): every transaction with an
+-- older ID has ended. (Its xmax is one past the newest *completed*
+-- transaction, not the newest handed out: a transaction in progress whose
+-- ID is newer than every completed one is in no snapshot's list, so xmax
+-- bounds nothing the feed can use.)
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin;
 
 -- name: FeedPurgedThrough :one
 -- FeedPurgedThrough returns the highest event ID ever deleted.

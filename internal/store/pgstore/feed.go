@@ -22,24 +22,35 @@ import (
 // IDs only up to a final horizon: an ID F such that every ID at or below
 // it is committed (and visible) or will never appear.
 //
-// The horizon comes from a probe, in three steps:
+// The horizon comes from a probe, in two steps:
 //
-//  1. read L, the sequence's last value: every ID at or below L was drawn
-//     already, by a transaction committed, rolled back or in progress;
-//  2. then read the snapshot's xmax X: every transaction ID handed out so
-//     far is below X. A transaction that drew an ID has a transaction ID
-//     from before it drew (EventAppend makes sure of it, events.sql), so
-//     every transaction that drew an ID at or below L is below X;
-//  3. once a later snapshot's xmin is at least X, every transaction below
-//     X has ended, and L is final.
+//  1. in one statement (FeedProbe), read L, the sequence's last value, and
+//     then take a transaction ID P for the probe itself. Every ID at or
+//     below L was drawn already, by a transaction committed, rolled back
+//     or in progress; each such transaction took its transaction ID
+//     before it drew (EventAppend makes sure of it, events.sql), so before
+//     P was handed out, and transaction IDs are handed out in order: all
+//     of them are older than P;
+//  2. once a later snapshot's xmin is above P, every transaction older
+//     than P has ended, and L is final.
 //
-// Step 3 usually holds in the probe's own snapshot when the database is
+// Step 2 usually holds at the probe's own check when the database is
 // idle, and at the next read otherwise, as soon as the transactions that
 // were in flight at the probe have committed: the horizon trails the
 // newest commit by about one transaction's length. A transaction that
 // stays open (in any database of the server, as xmin is server-wide) holds
 // the horizon back until it ends; that is the price of never skipping an
 // event, and what any reader ordered by commit would wait for too.
+//
+// Why the probe takes a transaction ID of its own, rather than reading the
+// newest one from a snapshot: a snapshot's xmax is one past the newest
+// *completed* transaction, not the newest handed out. A transaction in
+// progress whose ID is newer than every completed one is in no snapshot's
+// list of transactions in progress and does not hold back xmin, so a
+// horizon built on xmax declared positions final that such a transaction
+// still held, and a follower skipped them for good. The probe's ID is the
+// one bound that cannot miss a transaction; it costs one transaction ID
+// and an unflushed commit record per probe, on the readers' side only.
 //
 // Why not the alternatives: delivering only events whose own transaction
 // ID is below xmin, but in ID order, is not enough (A above may hold a
@@ -57,7 +68,7 @@ type feedHorizon struct {
 
 type feedProbe struct {
 	last int64 // the sequence's last value at the probe
-	xmax int64 // the snapshot's xmax after reading last
+	xid  int64 // the probe's own transaction ID, taken after reading last
 }
 
 var _ store.FeedNotifier = (*Store)(nil)
@@ -114,42 +125,39 @@ func (s *Store) listenFeed() {
 }
 
 // finalHorizon advances the store's horizon as far as it can now and
-// returns it. Concurrent readers share one probe.
-func (s *Store) finalHorizon(ctx context.Context, q *pgdb.Queries) (int64, error) {
+// returns it. Concurrent readers share one probe. The probe and its check
+// run on the pool, each in a transaction of its own, also when the reader
+// is bound to a transaction: the probe's transaction ID must be one that
+// ends, and the check needs a snapshot taken after it ended.
+func (s *Store) finalHorizon(ctx context.Context) (int64, error) {
 	h := &s.feed
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.probe != nil {
-		snap, err := q.FeedSnapshot(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("read snapshot: %w", interpretError(ctx, err))
-		}
-		if snap.Xmin >= h.probe.xmax {
-			h.final = max(h.final, h.probe.last)
-			h.probe = nil
-		}
-	}
+	q := pgdb.New(s.conn(s.db))
 	if h.probe == nil {
-		last, err := q.FeedSequenceLast(ctx)
+		probe, err := q.FeedProbe(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("read event sequence: %w", interpretError(ctx, err))
+			return 0, fmt.Errorf("probe event sequence: %w", interpretError(ctx, err))
 		}
-		snap, err := q.FeedSnapshot(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("read snapshot: %w", interpretError(ctx, err))
+		if probe.Last <= h.final {
+			return h.final, nil // nothing drawn since the last horizon
 		}
-		if snap.Xmin >= snap.Xmax {
-			h.final = max(h.final, last) // no transaction in progress
-		} else if last > h.final {
-			h.probe = &feedProbe{last: last, xmax: snap.Xmax}
-		}
+		h.probe = &feedProbe{last: probe.Last, xid: probe.Xid}
+	}
+	xmin, err := q.FeedSnapshot(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read snapshot: %w", interpretError(ctx, err))
+	}
+	if xmin > h.probe.xid {
+		h.final = max(h.final, h.probe.last)
+		h.probe = nil
 	}
 	return h.final, nil
 }
 
 // EventFeed reads the events after after up to the final horizon.
 func (r reader) EventFeed(ctx context.Context, after int64, max int) ([]store.Event, error) {
-	through, err := r.s.finalHorizon(ctx, r.q)
+	through, err := r.s.finalHorizon(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read change feed after %d: %w", after, err)
 	}

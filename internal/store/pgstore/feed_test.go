@@ -173,3 +173,91 @@ func TestFeedCommittedHearsOtherStores(t *testing.T) {
 		t.Fatal("a commit of another store on the schema did not wake the follower within 10s")
 	}
 }
+
+// TestFeedHoldsBackAPositionOfANewerOpenTransaction is the interleaving
+// a snapshot's xmax does not cover: transaction F takes its transaction
+// ID, S takes a newer one and draws position p, F draws p+1 and commits,
+// and S stays open. While S is open, S's transaction ID is newer than
+// every completed one, so no snapshot lists it as in progress (a
+// snapshot's xmax is one past the newest completed transaction, not the
+// newest handed out): a horizon read from snapshots alone declared p+1
+// final, a follower delivered F's event and moved past p for good. The
+// feed must deliver nothing until S ends, then S's event and F's, in
+// that order.
+func TestFeedHoldsBackAPositionOfANewerOpenTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
+	t.Cleanup(func() { db.Close() })
+	s, err := pgstore.OpenDB(ctx, db, pgstore.Options{Schema: freshSchema()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	err = s.Write(ctx, func(tx store.Tx) error {
+		_, err := tx.RunInsert(ctx, store.RunInsertParams{
+			ID: "r", Workflow: store.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
+		})
+		if err != nil {
+			return err
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: "r", At: base, Kind: "before"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := waitFeed(t, s, 0, 1)[0].ID
+
+	begin := func() (*sql.Tx, int64) {
+		t.Helper()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tx.Rollback() })
+		var xid int64
+		if err := tx.QueryRowContext(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(&xid); err != nil {
+			t.Fatal(err)
+		}
+		return tx, xid
+	}
+	appendIn := func(sqlTx *sql.Tx, kind string) {
+		t.Helper()
+		err := s.WriteInTx(ctx, sqlTx, func(tx store.Tx) error {
+			return tx.EventAppend(ctx, store.Event{RunID: "r", At: base, Kind: kind})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	txF, xidF := begin()
+	txS, xidS := begin()
+	if xidS <= xidF {
+		t.Fatalf("S's transaction ID %d is not newer than F's %d", xidS, xidF)
+	}
+	appendIn(txS, "S")
+	appendIn(txF, "F")
+	if err := txF.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		page, err := s.Reader().EventFeed(ctx, after, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 0 {
+			t.Fatalf("while S is open the feed delivered %s at position %d", page[0].Kind, page[0].ID)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := txS.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range waitFeed(t, s, after, 2) {
+		kinds = append(kinds, e.Kind)
+	}
+	if want := []string{"S", "F"}; !slices.Equal(kinds, want) {
+		t.Fatalf("after S committed the feed delivered %v, want %v", kinds, want)
+	}
+}

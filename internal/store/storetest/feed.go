@@ -1,9 +1,11 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -27,6 +29,7 @@ func feedTests() []struct {
 		{"FeedRetentionKeepsUnreadRuns", testFeedRetentionKeepsUnreadRuns},
 		{"FeedConsumers", testFeedConsumers},
 		{"FeedGapFreeUnderConcurrentWriters", testFeedGapFreeUnderConcurrentWriters},
+		{"FeedGapFreeUnderHeldTransactions", testFeedGapFreeUnderHeldTransactions},
 	}
 }
 
@@ -303,4 +306,130 @@ func testFeedGapFreeUnderConcurrentWriters(t *testing.T, s store.Store) {
 	if more := readFeed(t, s, after, 10); len(more) != 0 {
 		t.Fatalf("%d events beyond the %d written", len(more), total)
 	}
+}
+
+// testFeedGapFreeUnderHeldTransactions has writers whose transactions
+// overlap at random: each may take its transaction's first write (a run
+// inserted) and wait, then append events, make them visible to its own
+// reads (EventList, which on PostgreSQL inserts them: they draw their
+// positions then), and wait again before it commits. So transactions draw
+// positions in one order, commit in another, and a transaction that drew
+// a lower position may be newer than every committed one. A follower
+// reads all the while, a random number of events a page; its delivery
+// must be in position order, without a repeat, and, once the writers are
+// done, exactly the runs' histories as EventList reads them.
+func testFeedGapFreeUnderHeldTransactions(t *testing.T, s store.Store) {
+	const writers, writes = 3, 40
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	var mu sync.Mutex
+	pause := func() {
+		mu.Lock()
+		d := time.Duration(rng.IntN(3000)) * time.Microsecond
+		mu.Unlock()
+		time.Sleep(d)
+	}
+	insert(t, s, newRun("held"))
+	runs := []string{"held"}
+	for w := range writers {
+		for i := 0; i < writes; i += 2 {
+			runs = append(runs, fmt.Sprintf("held-%d-%d", w, i))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range writes {
+				err := s.Write(t.Context(), func(tx store.Tx) error {
+					ctx := t.Context()
+					run := "held"
+					if i%2 == 0 {
+						run = fmt.Sprintf("held-%d-%d", w, i)
+						if _, err := tx.RunInsert(ctx, newRun(run)); err != nil {
+							return err
+						}
+						pause()
+					}
+					for j := range 1 + i%3 {
+						e := store.Event{RunID: run, At: base, Kind: fmt.Sprintf("w%d.%d.%d", w, i, j)}
+						if err := tx.EventAppend(ctx, e); err != nil {
+							return err
+						}
+					}
+					if _, err := tx.EventList(ctx, run); err != nil {
+						return err
+					}
+					pause()
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(errs); close(done) }()
+
+	var delivered []store.Event
+	var after int64
+	follow := func() {
+		mu.Lock()
+		n := 1 + rng.IntN(10)
+		mu.Unlock()
+		page, err := s.Reader().EventFeed(t.Context(), after, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			if e.ID <= after {
+				t.Fatalf("position %d delivered after position %d", e.ID, after)
+			}
+			after = e.ID
+		}
+		delivered = append(delivered, page...)
+		if len(page) == 0 {
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+	for writing := true; writing; {
+		select {
+		case <-done:
+			writing = false
+		default:
+			follow()
+		}
+	}
+	for err := range errs {
+		t.Fatal(err)
+	}
+	delivered = append(delivered, readFeed(t, s, after, 10)...)
+	var history []store.Event
+	for _, run := range runs {
+		events, err := s.Reader().EventList(t.Context(), run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		history = append(history, events...)
+	}
+	slices.SortFunc(history, func(a, b store.Event) int { return cmp.Compare(a.ID, b.ID) })
+	got, want := positions(delivered), positions(history)
+	if !slices.Equal(got, want) {
+		missing := []int64{}
+		for _, p := range want {
+			if !slices.Contains(got, p) {
+				missing = append(missing, p)
+			}
+		}
+		t.Fatalf("the follower delivered %d events, the history holds %d; positions missing from the delivery: %v", len(got), len(want), missing)
+	}
+}
+
+func positions(events []store.Event) []int64 {
+	out := make([]int64, len(events))
+	for i, e := range events {
+		out[i] = e.ID
+	}
+	return out
 }
