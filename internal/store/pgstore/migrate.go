@@ -40,13 +40,12 @@ const VersionTable = "goose_db_version"
 // the lock too: of several processes opening a current schema at once,
 // one waited 5 seconds for nothing.)
 //
-// Each step is sent again when the session it ran on was ended under it
-// (retryDeadConn): a server restarting, or an operator ending flowlite's
-// sessions, while a process opens its store costs that process the time
-// the server was away, as it costs a write, rather than the failed open.
-// A migration interrupted so is rolled back with its session, lock
-// included, and is run again under the lock by whichever process takes it
-// next.
+// Each step is sent again on another connection when the session it ran
+// on was ended under it (retryDeadSession), as a write's BEGIN is: an
+// operator ending flowlite's sessions (pg_terminate_backend), or a server
+// restart, while a process opens its store no longer ends that process. A
+// migration interrupted so rolls back with its session, which releases the
+// lock too, and is applied again by whichever process takes the lock next.
 //
 // This is the adapter's only SQL outside db/queries: CREATE SCHEMA names an
 // identifier, which no bind parameter can stand for, so sqlc cannot
