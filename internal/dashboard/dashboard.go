@@ -11,8 +11,9 @@
 // and not offered.
 //
 // It reads and acts through flow's public API on an engine it does not
-// start: it is an observer and operator, never a worker. It imports flow,
-// internal/metrics and the standard library.
+// start: it is an observer and operator, never a worker. It imports flow
+// (and flow/flowtype, its vocabulary), internal/metrics and the standard
+// library.
 //
 // flow/flowui is its public face: it mounts the dashboard under a prefix
 // (Options.Prefix), wraps it in the application's authorization, checks

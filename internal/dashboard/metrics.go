@@ -86,6 +86,13 @@ func (d *Dashboard) WriteMetrics(ctx context.Context, mw MetricsSink) {
 			mw.Family("flowlite_last_checkpoint_timestamp_seconds", metrics.Gauge, "When the last recorded WAL checkpoint ran, by any engine (Unix time).")
 			mw.Sample("flowlite_last_checkpoint_timestamp_seconds", nil, float64(h.LastCheckpoint.UnixMilli())/1000)
 		}
+		if h.Checkpointer != "" {
+			mw.Family("flowlite_wal_checkpointer", metrics.Gauge, "Who checkpoints the WAL (1 for the one that does): flowlite, litestream, or sqlite (its automatic checkpoints only).")
+			mw.Sample("flowlite_wal_checkpointer", metrics.L("by", string(h.Checkpointer)), 1)
+		}
+		if h.Replication != nil {
+			replicationMetrics(mw, h)
+		}
 	} else if !errors.Is(err, flow.ErrNotSupported) { // PostgreSQL keeps no file
 		d.log.Warn("metrics: file health", "err", err)
 	}
@@ -195,4 +202,22 @@ func sortedExtra(counts map[flow.RunStatus]int64) []flow.RunStatus {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// replicationMetrics writes the state of the file's Litestream replica, as
+// the engine that replicates it last saw it.
+func replicationMetrics(mw MetricsSink, h flow.FileHealth) {
+	r := h.Replication
+	mw.Family("flowlite_replication_lag_seconds", metrics.Gauge, "How long the Litestream replica has been behind the newest transaction copied out of the WAL; 0 in sync.")
+	mw.Sample("flowlite_replication_lag_seconds", nil, r.Lag.Seconds())
+	mw.Family("flowlite_replication_sync_interval_seconds", metrics.Gauge, "The replication's configured recovery point (flowsqlite.Replication.SyncInterval).")
+	mw.Sample("flowlite_replication_sync_interval_seconds", nil, r.SyncInterval.Seconds())
+	if !r.LastSync.IsZero() {
+		mw.Family("flowlite_replication_last_sync_timestamp_seconds", metrics.Gauge, "When the replica last acknowledged a write (Unix time).")
+		mw.Sample("flowlite_replication_last_sync_timestamp_seconds", nil, float64(r.LastSync.UnixMilli())/1000)
+	}
+	mw.Family("flowlite_replication_errors_total", metrics.Counter, "Writes to the replica that failed since the replicating engine started.")
+	mw.Sample("flowlite_replication_errors_total", nil, float64(r.Errors))
+	mw.Family("flowlite_replication_reported_timestamp_seconds", metrics.Gauge, "When these replication figures were taken (Unix time): now in the replicating process, older when read from the status it leaves beside the file.")
+	mw.Sample("flowlite_replication_reported_timestamp_seconds", nil, float64(r.ReportedAt.UnixMilli())/1000)
 }

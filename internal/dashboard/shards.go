@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // fileHealth is the engine's FileHealth, or on a sharded engine (whose
@@ -37,7 +38,41 @@ func (d *Dashboard) fileHealth(ctx context.Context) (flow.FileHealth, error) {
 		sum.Checkpoints += h.Checkpoints
 		sum.Forced += h.Forced
 		sum.WALFrames += h.WALFrames
+		switch {
+		case i == 0:
+			sum.Checkpointer = h.Checkpointer
+		case sum.Checkpointer != h.Checkpointer:
+			sum.Checkpointer = "mixed"
+		}
+		sum.Replication = worseReplica(sum.Replication, h.Replication)
 	}
 	sum.Path = strings.Join(paths, ",")
 	return sum, nil
+}
+
+// worseReplica is the replica of a set that is furthest behind, with the
+// set's errors added up, so that one shard whose replica stalls shows.
+func worseReplica(a, b *flowtype.ReplicationHealth) *flowtype.ReplicationHealth {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	w := *a
+	if b.Lag > a.Lag || (b.Lag == a.Lag && b.LastSync.Before(a.LastSync)) {
+		w = *b
+	}
+	w.Errors = a.Errors + b.Errors
+	if b.LastErrorAt.After(a.LastErrorAt) {
+		w.LastError, w.LastErrorAt = b.LastError, b.LastErrorAt
+	} else {
+		w.LastError, w.LastErrorAt = a.LastError, a.LastErrorAt
+	}
+	if b.ReportedAt.Before(a.ReportedAt) {
+		w.ReportedAt = b.ReportedAt // the stalest figures of the set
+	} else {
+		w.ReportedAt = a.ReportedAt
+	}
+	return &w
 }

@@ -83,7 +83,7 @@ func machineLoss(t *testing.T, s setUp, litestream string) {
 			t.Errorf("trial %d: %d of %d acknowledged runs missing after restore, %d of them acknowledged more than %s before the loss",
 				i+1, r.missing, r.acked, r.missingOld, syncInterval)
 		}
-		if r.acked < x.rate*int(x.load/time.Second)/4 {
+		if r.acked < x.rate*int(x.load/time.Second)/10 { // the experiment ran at all (a loaded machine enqueues less)
 			t.Errorf("trial %d: only %d runs acknowledged in %s at %d a second", i+1, r.acked, x.load, x.rate)
 		}
 	}
