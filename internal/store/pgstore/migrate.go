@@ -195,8 +195,9 @@ func (l migrationLocker) SessionLock(ctx context.Context, conn *sql.Conn) error 
 	defer cancel()
 	err := pgdb.New(conn).MigrationLock(waitCtx, schemaLockID(l.schema, "migrate"))
 	if err != nil && ctx.Err() == nil && waitCtx.Err() != nil {
-		// Not the driver's error: the session, which pgx ends to
-		// interrupt the wait, was not ended by the server.
+		// The bound ran out, not the caller's context: say so, rather
+		// than give the driver's words for the interrupted statement,
+		// which read like a connection lost (and would be retried).
 		return fmt.Errorf("wait for the migration lock: another session held it for over %v", migrationLockWait)
 	}
 	if err != nil {
