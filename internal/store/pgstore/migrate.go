@@ -197,7 +197,7 @@ func (l migrationLocker) SessionLock(ctx context.Context, conn *sql.Conn) error 
 	if err != nil && ctx.Err() == nil && waitCtx.Err() != nil {
 		// The bound ran out, not the caller's context: say so, rather
 		// than give the driver's words for the interrupted statement,
-		// which read like a connection lost (and would be retried).
+		// which read like a timeout of the connection.
 		return fmt.Errorf("wait for the migration lock: another session held it for over %v", migrationLockWait)
 	}
 	if err != nil {
