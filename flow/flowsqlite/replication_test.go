@@ -1,15 +1,23 @@
 package flowsqlite_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/benbjohnson/litestream"
+	"github.com/benbjohnson/litestream/file"
+	"github.com/superfly/ltx"
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
@@ -139,5 +147,128 @@ func TestLitestreamDirectoryLeavesCheckpoints(t *testing.T) {
 				t.Errorf("the engine ran %d checkpoints with checkpointer %q", h.Checkpoints, h.Checkpointer)
 			}
 		})
+	}
+}
+
+// failingClient is a file replica that refuses every upload.
+type failingClient struct{ litestream.ReplicaClient }
+
+func (failingClient) WriteLTXFile(context.Context, int, ltx.TXID, ltx.TXID, io.Reader) (*ltx.FileInfo, error) {
+	return nil, errors.New("replica unreachable")
+}
+
+// lockedBuffer is a log destination several goroutines write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestReplicaFallingBehind: a replica that refuses uploads falls behind;
+// the engine logs it and FileHealth shows the lag and the errors.
+func TestReplicaFallingBehind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts := &flowsqlite.Options{Replication: &flowsqlite.Replication{
+		Client: func(path string) (litestream.ReplicaClient, error) {
+			return failingClient{file.NewReplicaClient(filepath.Join(dir, "replica"))}, nil
+		},
+		SyncInterval: 50 * time.Millisecond, Logger: log,
+	}}
+	e, err := flowsqlite.Open(ctx, filepath.Join(dir, "app.db"), nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	flow.RegisterJob(e, noopJob)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "replica falling behind") {
+		if _, err := flow.Enqueue(ctx, e, noopJob, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning of a replica falling behind after 10s; logs:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h, err := e.FileHealth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.Replication
+	if r == nil || r.Lag < time.Second || r.Errors == 0 || !strings.Contains(r.LastError, "replica unreachable") || !r.LastSync.IsZero() {
+		t.Errorf("health of a replica that refuses uploads: %+v", r)
+	}
+}
+
+// TestShardsReplicateEveryFile: each file of a shard set replicates to its
+// own replica under the set's, and restores from it.
+func TestShardsReplicateEveryFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	paths := []string{filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")}
+	replica := filepath.Join(dir, "replica")
+	e, err := flowsqlite.OpenShards(ctx, paths, nil,
+		&flowsqlite.Options{Replication: &flowsqlite.Replication{URL: replica, SyncInterval: 100 * time.Millisecond, Logger: quietLog}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow.RegisterJob(e, noopJob)
+	var ids []string
+	for i := range 40 {
+		r, err := flow.Enqueue(ctx, e, noopJob, i, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID())
+	}
+	for i := range e.Shards() {
+		h, err := e.Shard(i).FileHealth(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(replica, filepath.Base(paths[i])); h.Replication == nil || h.Replication.Replica != want {
+			t.Errorf("shard %d replication %+v, want replica %s", i, h.Replication, want)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restoredDir := filepath.Join(dir, "restored")
+	if err := os.Mkdir(restoredDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var restored []string
+	for _, p := range paths {
+		dst := filepath.Join(restoredDir, filepath.Base(p))
+		if err := flowsqlite.Restore(ctx, filepath.Join(replica, filepath.Base(p)), dst, nil); err != nil {
+			t.Fatal(err)
+		}
+		restored = append(restored, dst)
+	}
+	r, err := flowsqlite.OpenShardsReadOnly(ctx, restored, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, id := range ids {
+		if _, err := r.Inspect(ctx, id); err != nil {
+			t.Errorf("run %s after restoring the set: %v", id, err)
+		}
 	}
 }
