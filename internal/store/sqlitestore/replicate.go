@@ -137,8 +137,9 @@ func (s *Store) startReplication(ctx context.Context, opts Options) error {
 		ls.SnapshotInterval = min(ls.SnapshotInterval, opts.ReplicaRetention)
 	}
 	// Close uploads what is left, but a replica that does not answer must
-	// not hold a stopping engine for Litestream's default 30s.
-	ls.SetShutdownSyncTimeout(5 * time.Second)
+	// not hold a stopping engine for Litestream's default 30s: ten sync
+	// intervals, between 1s and 5s.
+	ls.SetShutdownSyncTimeout(min(max(10*interval, time.Second), 5*time.Second))
 	if err := ls.Open(ctx); err != nil {
 		return fmt.Errorf("replicate %s to %s: %w", s.path, opts.ReplicaName, err)
 	}
