@@ -21,17 +21,18 @@
 //
 // # Time
 //
-// The engine reads time from the Env's clock, which starts at
-// 2025-01-01 00:00:00 UTC and moves only when told: Advance moves it and wakes
-// the engine, so runs that became due are picked up at once. Await,
-// RunWorkflow, RunStep and AwaitSlot do this by themselves: whenever the
-// engine is idle (no run in flight, none ready), they move the clock to the
-// next time anything in the Env is due, for the awaited run or any other:
-// a delayed start, a retry backoff, a flow.Sleep, a flow.Receive timeout, a
-// run's deadline, a schedule's next slot. So every durable wait, including
-// a child's that its parent awaits, passes at once and in the order real
-// time would pass them: a test of a 48-hour approval timeout runs in
-// milliseconds. A wait that no time ends (a Receive without timeout whose
+// The engine reads time from the Env's clock, which starts at 2025-01-01
+// 00:00:00 UTC, or where WithInitialTime says (New(t, cfg,
+// flowtest.WithInitialTime(start))), and moves only when told: Advance moves
+// it and wakes the engine, so runs that became due are picked up at once.
+// Await, RunWorkflow, RunStep and AwaitSlot do this by themselves: whenever
+// the engine is idle (no run in flight, none ready), they move the clock to
+// the next time anything in the Env is due, for the awaited run or any
+// other: a delayed start, a retry backoff, a flow.Sleep, a flow.Receive
+// timeout, a run's deadline, a schedule's next slot. So every durable wait,
+// including a child's that its parent awaits, passes at once and in the
+// order real time would pass them: a test of a 48-hour approval timeout runs
+// in milliseconds. A wait that no time ends (a Receive without timeout whose
 // signal nobody sends) is left alone, and Await fails after WaitLimit with
 // the run's state. Per-attempt timeouts (Step.Timeout) are real durations
 // and are not affected by the clock.

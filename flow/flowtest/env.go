@@ -65,16 +65,22 @@ type Env struct {
 // is started on a SQLite file in t.TempDir(), opened with flowsqlite.Open
 // and synchronous=NORMAL (a test has no power loss to survive), or, with
 // FLOWLITE_TEST_BACKEND=postgres (see BackendEnv), in a fresh PostgreSQL
-// schema; it is stopped and closed by t.Cleanup.
-func New(t TB, cfg *flow.Config) *Env {
+// schema; it is stopped and closed by t.Cleanup. The clock starts at
+// 2025-01-01 00:00:00 UTC, or where WithInitialTime says.
+func New(t TB, cfg *flow.Config, opts ...Option) *Env {
 	t.Helper()
+	o, bad := newOptions(opts)
+	if bad != "" {
+		t.Fatalf("flowtest: %s", bad)
+		return nil
+	}
 	var c flow.Config
 	if cfg != nil {
 		c = *cfg
 	}
 	env := &Env{
 		t:            t,
-		clock:        clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
+		clock:        clock.NewManual(o.start),
 		faults:       make(map[faultKey]*fault),
 		registered:   make(map[string]bool),
 		stepVersions: make(map[string]int),
