@@ -28,18 +28,29 @@ const neverYear = 3000
 // middle of an execution, so a deadline is never passed by a jump while
 // the run it cancels is working. When nothing is due at any time (a
 // receive with no timeout whose signal nobody sends), the clock stays.
-func (env *Env) advanceWhenIdle() {
+//
+// The clock moves for the awaited run, runID, alone: once the read that
+// finds the engine idle finds that run settled (finished, or suspended),
+// the clock stays where the run settled. An engine is idle too once the
+// awaited run completed, and jumping then to another run's due time would
+// show the caller a clock that ran past the run it awaited (a run due in a
+// minute would have completed "at +59 s"). Each jump goes to the earliest
+// due time, which the awaited run's own next due time bounds, so the
+// clock never passes the time the awaited run needs. A run not started
+// yet (AwaitSlot's, before its slot) moves it as far as anything is due.
+func (env *Env) advanceWhenIdle(runID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if next, idle := env.nextDue(ctx); idle && !next.IsZero() {
+	if next, idle := env.nextDue(ctx, runID); idle && !next.IsZero() {
 		env.advanceTo(next)
 	}
 }
 
 // nextDue reports whether the engine is idle at the clock's time and the
-// earliest later time something is due (zero: none). A read error reports
+// earliest later time something is due (zero: none). A settled awaited
+// run (runID) reports busy, so that the clock stays. A read error reports
 // busy: Await then simply waits and looks again.
-func (env *Env) nextDue(ctx context.Context) (next time.Time, idle bool) {
+func (env *Env) nextDue(ctx context.Context, runID string) (next time.Time, idle bool) {
 	now := env.Now()
 	later := func(t time.Time) {
 		if t.After(now) && t.Year() < neverYear && (next.IsZero() || t.Before(next)) {
@@ -69,6 +80,9 @@ func (env *Env) nextDue(ctx context.Context) (next time.Time, idle bool) {
 	}
 	var ready []flow.RunInfo
 	for _, r := range runs {
+		if r.ID == runID && (r.Status.Finished() || r.Status == flow.StatusSuspended) {
+			return time.Time{}, false // settled: Await returns it at this time
+		}
 		switch r.Status {
 		case flow.StatusRunning:
 			return time.Time{}, false

@@ -61,10 +61,13 @@ func Start[In, Out any](env *Env, wf flow.Workflow[In, Out], in In, opts *flow.S
 // due: a delayed start, a retry backoff, a flow.Sleep, a Receive timeout, a
 // run's deadline, a schedule's next slot, for the awaited run or any other
 // (a child it waits for, say). So every durable wait passes at once, in the
-// order real time would pass them. A wait that no time ends (a Receive
-// without timeout whose signal nobody sends) is not skipped: if the run has
-// not settled after WaitLimit of real time, Await fails the test with the
-// run's state.
+// order real time would pass them. Each move goes to the earliest such
+// time, never past the awaited run's own next due time, and the clock stops
+// once the awaited run settled: Await returns with the clock where the run
+// finished, even while other runs of the Env are due later. A wait that no
+// time ends (a Receive without timeout whose signal nobody sends) is not
+// skipped: if the run has not settled after WaitLimit of real time, Await
+// fails the test with the run's state.
 func Await[Out any](env *Env, run *flow.Run[Out]) (Out, error) {
 	env.t.Helper()
 	var out Out
@@ -127,7 +130,7 @@ func (env *Env) awaitUntil(runID string, done func() bool) {
 	}
 	deadline := time.Now().Add(limit)
 	for {
-		env.advanceWhenIdle()
+		env.advanceWhenIdle(runID)
 		if done() {
 			return
 		}
