@@ -42,7 +42,9 @@
 // body started and before its checkpoint committed. Give side effects an
 // idempotency key (the run ID plus the step name is a good one). Steps with
 // RunTx receive the engine's transaction, so their database writes commit
-// together with their checkpoint: exactly once for local effects.
+// together with their checkpoint: exactly once for local effects. Either
+// body is called at most once per attempt, so the attempts a run's record
+// counts say how often a body ran (see Step.RunTx).
 //
 // # Failure and compensation
 //

@@ -204,6 +204,12 @@ type EnqueueOptions struct {
 	// its unique key (see UniqueStates); unfinished runs hold it whatever
 	// the period. It needs UniqueKey, UniqueByArgs or UniqueByQueue.
 	UniquePeriod time.Duration
+	// OnDuplicate says what an enqueue whose unique key another run holds
+	// does: ReturnExisting (the zero value) returns the holder, as
+	// described above; RefuseDuplicate fails with a *DuplicateError naming
+	// it, recording nothing. A RunID that exists returns its run under
+	// either policy. It needs UniqueKey, UniqueByArgs or UniqueByQueue.
+	OnDuplicate DuplicatePolicy
 }
 
 // UniqueStatesExcept returns every run state but the ones named, for
@@ -278,6 +284,8 @@ func enqueueParams[Args any](e *Engine, job Job[Args], args Args, opts *EnqueueO
 		return engine.StartParams{}, fmt.Errorf("enqueue job %s: UniquePeriod needs UniqueKey, UniqueByArgs or UniqueByQueue", job.Name)
 	case len(opts.UniqueStates) > 0 && !keyed:
 		return engine.StartParams{}, fmt.Errorf("enqueue job %s: UniqueStates needs UniqueKey, UniqueByArgs or UniqueByQueue", job.Name)
+	case opts.OnDuplicate == RefuseDuplicate && !keyed:
+		return engine.StartParams{}, fmt.Errorf("enqueue job %s: RefuseDuplicate needs UniqueKey, UniqueByArgs or UniqueByQueue", job.Name)
 	}
 	if err := engine.ValidUniqueStates(opts.UniqueStates); err != nil {
 		return engine.StartParams{}, fmt.Errorf("enqueue job %s: UniqueStates: %w", job.Name, err)
@@ -302,6 +310,7 @@ func enqueueParams[Args any](e *Engine, job Job[Args], args Args, opts *EnqueueO
 	}
 	p.UniqueStates = slices.Clone(opts.UniqueStates)
 	p.UniquePeriod = opts.UniquePeriod
+	p.OnDuplicate = opts.OnDuplicate
 	return p, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/codec"
@@ -30,6 +31,30 @@ type StartOptions struct {
 	// running steps see ErrDeadlineExceeded through their context, completed
 	// steps are compensated, and the run ends cancelled.
 	Deadline time.Time
+
+	// UniqueKey deduplicates starts of the workflow (DBOS's deduplication
+	// ID): while a run of the workflow (any version) holds the key, a start
+	// with the same key records nothing and, by OnDuplicate, returns that
+	// run or fails with a *DuplicateError. Which runs hold a key, and for
+	// how long, is the rule of unique jobs (see EnqueueOptions): every
+	// unfinished run, plus finished ones in UniqueStates, bounded by
+	// UniquePeriod. The database enforces it inside the insert, as for
+	// jobs, so two processes starting one key at once start one run.
+	UniqueKey string
+	// UniqueStates are the states in which a run holds UniqueKey; see
+	// EnqueueOptions.UniqueStates. It needs UniqueKey.
+	UniqueStates []RunStatus
+	// UniquePeriod bounds how long after its start a finished run holds
+	// UniqueKey; see EnqueueOptions.UniquePeriod. It needs UniqueKey.
+	UniquePeriod time.Duration
+	// OnDuplicate says what a start whose UniqueKey another run holds
+	// does: ReturnExisting (the zero value) returns a handle on the holder,
+	// RefuseDuplicate fails with a *DuplicateError naming it. A RunID that
+	// exists is the same start tried again, and returns its run under
+	// either policy: give a RunID when a start may be retried (after
+	// ErrUnavailable, say), or a retry of a start that did record its run
+	// is refused as its own duplicate. RefuseDuplicate needs UniqueKey.
+	OnDuplicate DuplicatePolicy
 }
 
 // Run is a handle on a run of a workflow whose output type is Out.
@@ -154,7 +179,8 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 	}
 	return engine.StartParams{
 		ID: opts.RunID, Workflow: key, Queue: opts.Queue, Priority: opts.Priority, Input: input, RunAt: runAt,
-		Deadline: opts.Deadline,
+		Deadline: opts.Deadline, UniqueKey: opts.UniqueKey, UniqueStates: slices.Clone(opts.UniqueStates),
+		UniquePeriod: opts.UniquePeriod, OnDuplicate: opts.OnDuplicate,
 	}, nil
 }
 

@@ -40,6 +40,17 @@ type Step[In, Out any] struct {
 	// ended runs to its end, the next one fails with ctx's error, and an
 	// attempt that returns after ctx ended (its Timeout, a cancel, a stop)
 	// fails with that error, its writes rolled back.
+	//
+	// The body is called once per attempt, never more: every call is an
+	// attempt the run's record counts (StepRecord.Attempts; flow.Attempt
+	// gives its number), so what the body does outside tx happens as often
+	// as the record says, and an attempt its worker stopped before it
+	// called the body (a crash, a lost lease) counts without a call. When
+	// the transaction is lost after the body ran (on a pool the caller
+	// opened, flowsqlite.New, a Timeout interrupts the body's statement,
+	// which rolls back the whole shared transaction; or its commit fails),
+	// the body is not called again within that attempt: the attempt fails
+	// or is interrupted, and the next one, counted, calls it again.
 	RunTx func(ctx context.Context, tx *sql.Tx, in In) (Out, error)
 	// Compensate, when set, undoes a completed step. It receives the step's
 	// recorded input and output, may run more than once, and must tolerate

@@ -30,6 +30,7 @@ type stepJSON struct {
 // runDetailJSON is a run with its steps, as show --json prints it.
 type runDetailJSON struct {
 	runJSON
+	startJSON
 	Steps []stepJSON `json:"steps"`
 }
 
@@ -71,7 +72,7 @@ times history --relative prints).`,
 }
 
 func newRunDetailJSON(info flow.RunInfo) runDetailJSON {
-	out := runDetailJSON{runJSON: newRunJSON(info), Steps: make([]stepJSON, len(info.Steps))}
+	out := runDetailJSON{runJSON: newRunJSON(info), startJSON: newStartJSON(info), Steps: make([]stepJSON, len(info.Steps))}
 	for i, s := range info.Steps {
 		out.Steps[i] = stepJSON{
 			Name: s.Name, Occurrence: s.Occurrence, Status: s.Status, Attempts: s.Attempts, Error: s.Error,
@@ -94,6 +95,7 @@ func (a *app) printRun(info flow.RunInfo) error {
 		h.row("Due", rfcMillis(info.RunAt))
 	}
 	h.row("Finished", rfcMillis(info.FinishedAt))
+	startRows(h, info)
 	if info.Error != "" {
 		h.row("Error", cell(info.Error, 0))
 	}

@@ -147,15 +147,25 @@ func (e *Engine) insertRuns(ctx context.Context, tx store.Tx, ps []StartParams) 
 }
 
 // existingRun returns the run that kept p from being inserted: the run
-// with its ID, else the holder of its unique key. A run of another
+// with its ID, else the holder of its unique key, which is a
+// *flowtype.DuplicateError under RefuseDuplicate. A run of another
 // workflow under its ID is ErrRunExists, as for StartRun.
 func existingRun(ctx context.Context, tx store.Tx, p *StartParams, now int64) (store.Run, error) {
 	run, err := tx.RunGet(ctx, p.ID)
+	byKey := false
 	if errors.Is(err, store.ErrNotFound) && p.UniqueKey != "" {
 		run, err = uniqueHolder(ctx, tx, p.Workflow.Name, p.UniqueKey, now)
+		byKey = true
 	}
 	if err != nil {
 		return store.Run{}, fmt.Errorf("start run %s: %w", p.ID, err)
+	}
+	if byKey && p.OnDuplicate == flowtype.RefuseDuplicate {
+		// The ID is free, so this is not the same start tried again: it
+		// is another start of what the key says is one run.
+		return store.Run{}, &flowtype.DuplicateError{
+			RunID: p.ID, Workflow: p.Workflow.Name, UniqueKey: p.UniqueKey, HolderID: run.ID, HolderStatus: run.Status,
+		}
 	}
 	if run.Workflow != p.Workflow.Name {
 		return store.Run{}, fmt.Errorf("start run %s of workflow %s: %w (%s)", p.ID, p.Workflow.Name, ErrRunExists, run.Workflow)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -29,6 +30,10 @@ type StartParams struct {
 	UniqueKey    string
 	UniqueStates []store.RunStatus
 	UniquePeriod time.Duration
+	// OnDuplicate says what a start whose unique key another run holds
+	// does: return the holder (the zero value) or fail with a
+	// *flowtype.DuplicateError. A taken ID always returns its run.
+	OnDuplicate flowtype.DuplicatePolicy
 }
 
 // Started is the outcome of a start: the run, and whether it already

@@ -105,6 +105,10 @@ func validUnique(p *StartParams) error {
 		return fmt.Errorf("start %s: a unique period needs a unique key", p.Workflow)
 	case len(p.UniqueStates) > 0 && p.UniqueKey == "":
 		return fmt.Errorf("start %s: unique states need a unique key", p.Workflow)
+	case p.OnDuplicate != flowtype.ReturnExisting && p.OnDuplicate != flowtype.RefuseDuplicate:
+		return fmt.Errorf("start %s: unknown duplicate policy %d", p.Workflow, int(p.OnDuplicate))
+	case p.OnDuplicate == flowtype.RefuseDuplicate && p.UniqueKey == "":
+		return fmt.Errorf("start %s: refusing duplicates needs a unique key (a run ID that exists always returns its run)", p.Workflow)
 	}
 	return ValidUniqueStates(p.UniqueStates)
 }

@@ -247,6 +247,11 @@ func (rc *RunContext) Step(def Step) ([]byte, error) {
 // returned an error.
 var errBodyFailed = errors.New("step body failed")
 
+// errBodyRan fails a transactional step's write that is tried again after
+// the transaction its body ran in was lost: the body runs at most once per
+// attempt, and the next attempt runs it again, recorded as such.
+var errBodyRan = errors.New("the transaction of the step's attempt was lost after its body ran")
+
 // runStep executes one attempt of a step and records its outcome.
 func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte, error) {
 	rc.st.mu.Lock()
@@ -285,7 +290,12 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 	var output []byte
 	var bodyErr error
 	if def.Transactional {
-		err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		ran := false
+		err = x.writeOnce(func(ctx context.Context, tx store.Tx, now int64) error {
+			if ran {
+				return errBodyRan
+			}
+			ran = true
 			if output, bodyErr = x.callStep(rc, key, def, attempt, tx.SQL()); bodyErr != nil {
 				return errBodyFailed
 			}

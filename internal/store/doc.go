@@ -34,11 +34,19 @@
 // commits many callers in one database transaction (the SQLite adapter's
 // group commit runs each caller inside its own SAVEPOINT). Reads inside fn
 // see fn's own writes. ctx is honoured until fn starts; after that Write
-// waits for the outcome. Write calls fn once: the engine does not assume fn
-// can run twice, so an adapter whose database aborts a transaction
-// (a serialization failure, a deadlock) returns that error instead of
-// calling fn again. (pgstore runs each fn in its own READ COMMITTED
-// transaction, where no serialization failure arises.)
+// waits for the outcome. Write calls fn once, with one exception: an
+// adapter that commits many callers in one transaction may call fn again
+// when that transaction was lost as a whole through another caller (an
+// interrupted statement, a full disk), fn's writes rolled back with it, so
+// that one caller's fault fails no other. The engine's own functions
+// tolerate it; a unit of work that runs code with effects outside the
+// transaction (a RunTx step's body) is marked OnlyOnce, and its fn is
+// never called twice: the SQLite adapter runs at most one such caller per
+// transaction, last, so that only a loss during its own fn can lose its
+// work, and then returns the error. An adapter whose database aborts a
+// transaction (a serialization failure, a deadlock) returns that error
+// instead of calling fn again. (pgstore calls every fn once, each in its
+// own READ COMMITTED transaction, where no serialization failure arises.)
 //
 // Fencing. A claim (RunTx.RunClaim) gives a run a lease: an owner and a
 // fence token that grows with every claim. Every write that takes a Lease

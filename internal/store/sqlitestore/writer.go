@@ -25,6 +25,12 @@ import (
 // returns only after the batch's COMMIT, so nothing is acknowledged before it
 // is durable. Batches form only from callers already waiting: the writer
 // never delays a commit to grow one.
+//
+// A retry calls the functions of the callers it retries again. A caller
+// whose function must run at most once (store.OnlyOnce: a RunTx step's body,
+// whose effects outside the transaction no rollback undoes) runs last in
+// its batch, one per batch: no later caller can lose its work, and a loss
+// during its own function is its error, not a retry.
 
 // ErrClosed is returned by Write, and by reads, after Close.
 var ErrClosed = store.ErrClosed
@@ -33,6 +39,7 @@ var ErrClosed = store.ErrClosed
 type writeRequest struct {
 	ctx      context.Context
 	fn       func(store.Tx) error
+	once     bool // fn must not be called twice (store.OnlyOnce)
 	done     chan error
 	panicked any // a panic of fn, re-raised in the caller's goroutine
 }
@@ -56,7 +63,7 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	if s.readOnly != "" {
 		return s.errReadOnly()
 	}
-	req := &writeRequest{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	req := &writeRequest{ctx: ctx, fn: fn, once: store.IsOnlyOnce(ctx), done: make(chan error, 1)}
 	select {
 	case s.requests <- req:
 	case <-ctx.Done():
@@ -74,22 +81,48 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 // runWriter serves write requests until the store closes.
 func (s *Store) runWriter() {
 	defer close(s.writerDone)
+	var held *writeRequest // a second once-caller, kept for the next batch
 	for {
-		var first *writeRequest
-		select {
-		case first = <-s.requests:
-		case <-s.closing:
-			return
-		}
-		batch := []*writeRequest{first}
-	collect:
-		for len(batch) < s.maxBatch {
+		var batch []*writeRequest
+		once := held
+		held = nil
+		if once == nil {
 			select {
 			case req := <-s.requests:
-				batch = append(batch, req)
+				if req.once {
+					once = req
+				} else {
+					batch = append(batch, req)
+				}
+			case <-s.closing:
+				return
+			}
+		}
+		room := func() bool {
+			if once != nil {
+				return len(batch)+1 < s.maxBatch
+			}
+			return len(batch) < s.maxBatch
+		}
+	collect:
+		for room() {
+			select {
+			case req := <-s.requests:
+				switch {
+				case !req.once:
+					batch = append(batch, req)
+				case once == nil:
+					once = req
+				default:
+					held = req
+					break collect
+				}
 			default:
 				break collect
 			}
+		}
+		if once != nil {
+			batch = append(batch, once) // last: see the top of this file
 		}
 		s.commitBatch(batch)
 		s.noteWALSize()
@@ -122,6 +155,9 @@ func (s *Store) noteWALSize() {
 // an I/O error roll it back, not just the failing statement), the callers
 // whose work was lost with it are retried in a fresh transaction, and after
 // a second loss each alone, so that only the caller at fault keeps failing.
+// A once-caller (last in the batch, so only a loss during its own function
+// can lose its work) is not retried once its function ran: it gets the
+// error that lost the transaction.
 func (s *Store) commitBatch(batch []*writeRequest) {
 	for round := 0; len(batch) > 0; round++ {
 		if round < 2 {
@@ -173,14 +209,16 @@ func (s *Store) commitGroup(group []*writeRequest) (retry []*writeRequest) {
 			}
 			break
 		}
-		fnErr, txErr := s.inSavepoint(sqlTx, func() error { return req.callChecked(t) })
+		called := false
+		fnErr, txErr := s.inSavepoint(sqlTx, func() error { called = true; return req.callChecked(t) })
 		if txErr != nil {
 			// The transaction is gone: nothing of it commits. The callers
 			// before i whose function succeeded lost their work, and those
 			// after i have not run: retry them. Caller i is retried too
 			// unless its own context ended (its statement was the one
-			// interrupted); if it is at fault otherwise, the retries that
-			// end with each caller alone single it out.
+			// interrupted) or it is a once-caller whose function ran; if
+			// it is at fault otherwise, the retries that end with each
+			// caller alone single it out.
 			_ = ignoreDone(sqlTx.Rollback())
 			for j := range group {
 				switch {
@@ -188,6 +226,12 @@ func (s *Store) commitGroup(group []*writeRequest) (retry []*writeRequest) {
 					// Its own failure, rolled back alone: settled.
 				case j == i && req.ctx.Err() != nil:
 					settle(j, cmp.Or(fnErr, req.ctx.Err()))
+				case j == i && req.once && called:
+					settle(j, cmp.Or(fnErr, txErr))
+				case j < i && group[j].once:
+					// Not reached while a once-caller runs last; were it
+					// to run earlier, its function must not run again.
+					settle(j, fmt.Errorf("transaction lost after the write function ran: %w", txErr))
 				default:
 					settled[j] = false
 					retry = append(retry, group[j])

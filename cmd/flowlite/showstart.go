@@ -1,0 +1,35 @@
+package main
+
+import (
+	"time"
+
+	"github.com/flowlite/flowlite/flow"
+)
+
+// startJSON is what show --json adds about how a run was started: the
+// options an operator asks about when a start did not do what they
+// expected (why a second start returned this run, why it was cancelled).
+type startJSON struct {
+	UniqueKey string    `json:"unique_key,omitempty"`
+	ParentID  string    `json:"parent_id,omitempty"`
+	Deadline  time.Time `json:"deadline,omitzero"`
+}
+
+func newStartJSON(info flow.RunInfo) startJSON {
+	return startJSON{UniqueKey: info.UniqueKey, ParentID: info.ParentID, Deadline: utc(info.Deadline)}
+}
+
+// startRows adds to show's header the start options a run has: its unique
+// key (the key later starts were deduplicated on), its deadline and its
+// parent. Rows for options the run lacks are left out.
+func startRows(h *table, info flow.RunInfo) {
+	if info.UniqueKey != "" {
+		h.row("Unique key", cell(info.UniqueKey, 0))
+	}
+	if !info.Deadline.IsZero() {
+		h.row("Deadline", rfcMillis(info.Deadline))
+	}
+	if info.ParentID != "" {
+		h.row("Parent", cell(info.ParentID, 0))
+	}
+}
