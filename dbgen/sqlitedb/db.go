@@ -183,6 +183,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runFinishStmt, err = db.PrepareContext(ctx, runFinish); err != nil {
 		return nil, fmt.Errorf("error preparing query RunFinish: %w", err)
 	}
+	if q.runForkInsertStmt, err = db.PrepareContext(ctx, runForkInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query RunForkInsert: %w", err)
+	}
 	if q.runGetStmt, err = db.PrepareContext(ctx, runGet); err != nil {
 		return nil, fmt.Errorf("error preparing query RunGet: %w", err)
 	}
@@ -225,8 +228,14 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runRequeueInsertStmt, err = db.PrepareContext(ctx, runRequeueInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query RunRequeueInsert: %w", err)
 	}
+	if q.runRescheduleStmt, err = db.PrepareContext(ctx, runReschedule); err != nil {
+		return nil, fmt.Errorf("error preparing query RunReschedule: %w", err)
+	}
 	if q.runRescueStmt, err = db.PrepareContext(ctx, runRescue); err != nil {
 		return nil, fmt.Errorf("error preparing query RunRescue: %w", err)
+	}
+	if q.runResetStmt, err = db.PrepareContext(ctx, runReset); err != nil {
+		return nil, fmt.Errorf("error preparing query RunReset: %w", err)
 	}
 	if q.runSeqMaxStmt, err = db.PrepareContext(ctx, runSeqMax); err != nil {
 		return nil, fmt.Errorf("error preparing query RunSeqMax: %w", err)
@@ -282,6 +291,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.signalNextStmt, err = db.PrepareContext(ctx, signalNext); err != nil {
 		return nil, fmt.Errorf("error preparing query SignalNext: %w", err)
 	}
+	if q.signalRedeliverStmt, err = db.PrepareContext(ctx, signalRedeliver); err != nil {
+		return nil, fmt.Errorf("error preparing query SignalRedeliver: %w", err)
+	}
 	if q.signalRejectStmt, err = db.PrepareContext(ctx, signalReject); err != nil {
 		return nil, fmt.Errorf("error preparing query SignalReject: %w", err)
 	}
@@ -300,6 +312,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.stepCompensationBeginStmt, err = db.PrepareContext(ctx, stepCompensationBegin); err != nil {
 		return nil, fmt.Errorf("error preparing query StepCompensationBegin: %w", err)
 	}
+	if q.stepCompensationClearStmt, err = db.PrepareContext(ctx, stepCompensationClear); err != nil {
+		return nil, fmt.Errorf("error preparing query StepCompensationClear: %w", err)
+	}
 	if q.stepCompensationEndStmt, err = db.PrepareContext(ctx, stepCompensationEnd); err != nil {
 		return nil, fmt.Errorf("error preparing query StepCompensationEnd: %w", err)
 	}
@@ -311,6 +326,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.stepCompleteStmt, err = db.PrepareContext(ctx, stepComplete); err != nil {
 		return nil, fmt.Errorf("error preparing query StepComplete: %w", err)
+	}
+	if q.stepCopyStmt, err = db.PrepareContext(ctx, stepCopy); err != nil {
+		return nil, fmt.Errorf("error preparing query StepCopy: %w", err)
+	}
+	if q.stepDiscardStmt, err = db.PrepareContext(ctx, stepDiscard); err != nil {
+		return nil, fmt.Errorf("error preparing query StepDiscard: %w", err)
 	}
 	if q.stepFailStmt, err = db.PrepareContext(ctx, stepFail); err != nil {
 		return nil, fmt.Errorf("error preparing query StepFail: %w", err)
@@ -615,6 +636,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runFinishStmt: %w", cerr)
 		}
 	}
+	if q.runForkInsertStmt != nil {
+		if cerr := q.runForkInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runForkInsertStmt: %w", cerr)
+		}
+	}
 	if q.runGetStmt != nil {
 		if cerr := q.runGetStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runGetStmt: %w", cerr)
@@ -685,9 +711,19 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runRequeueInsertStmt: %w", cerr)
 		}
 	}
+	if q.runRescheduleStmt != nil {
+		if cerr := q.runRescheduleStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runRescheduleStmt: %w", cerr)
+		}
+	}
 	if q.runRescueStmt != nil {
 		if cerr := q.runRescueStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runRescueStmt: %w", cerr)
+		}
+	}
+	if q.runResetStmt != nil {
+		if cerr := q.runResetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runResetStmt: %w", cerr)
 		}
 	}
 	if q.runSeqMaxStmt != nil {
@@ -780,6 +816,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing signalNextStmt: %w", cerr)
 		}
 	}
+	if q.signalRedeliverStmt != nil {
+		if cerr := q.signalRedeliverStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing signalRedeliverStmt: %w", cerr)
+		}
+	}
 	if q.signalRejectStmt != nil {
 		if cerr := q.signalRejectStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing signalRejectStmt: %w", cerr)
@@ -810,6 +851,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing stepCompensationBeginStmt: %w", cerr)
 		}
 	}
+	if q.stepCompensationClearStmt != nil {
+		if cerr := q.stepCompensationClearStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCompensationClearStmt: %w", cerr)
+		}
+	}
 	if q.stepCompensationEndStmt != nil {
 		if cerr := q.stepCompensationEndStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepCompensationEndStmt: %w", cerr)
@@ -828,6 +874,16 @@ func (q *Queries) Close() error {
 	if q.stepCompleteStmt != nil {
 		if cerr := q.stepCompleteStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepCompleteStmt: %w", cerr)
+		}
+	}
+	if q.stepCopyStmt != nil {
+		if cerr := q.stepCopyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCopyStmt: %w", cerr)
+		}
+	}
+	if q.stepDiscardStmt != nil {
+		if cerr := q.stepDiscardStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepDiscardStmt: %w", cerr)
 		}
 	}
 	if q.stepFailStmt != nil {
@@ -977,6 +1033,7 @@ type Queries struct {
 	runDeleteFinishedStmt           *sql.Stmt
 	runDeleteOneStmt                *sql.Stmt
 	runFinishStmt                   *sql.Stmt
+	runForkInsertStmt               *sql.Stmt
 	runGetStmt                      *sql.Stmt
 	runGetKeyHolderStmt             *sql.Stmt
 	runHeartbeatStmt                *sql.Stmt
@@ -991,7 +1048,9 @@ type Queries struct {
 	runReleaseStmt                  *sql.Stmt
 	runRequestCancelStmt            *sql.Stmt
 	runRequeueInsertStmt            *sql.Stmt
+	runRescheduleStmt               *sql.Stmt
 	runRescueStmt                   *sql.Stmt
+	runResetStmt                    *sql.Stmt
 	runSeqMaxStmt                   *sql.Stmt
 	runSetStatusStmt                *sql.Stmt
 	runStartCompensatingStmt        *sql.Stmt
@@ -1010,16 +1069,20 @@ type Queries struct {
 	signalConsumeStmt               *sql.Stmt
 	signalListStmt                  *sql.Stmt
 	signalNextStmt                  *sql.Stmt
+	signalRedeliverStmt             *sql.Stmt
 	signalRejectStmt                *sql.Stmt
 	signalSendStmt                  *sql.Stmt
 	stepBeginStmt                   *sql.Stmt
 	stepBeginNewStmt                *sql.Stmt
 	stepCompensationArmStmt         *sql.Stmt
 	stepCompensationBeginStmt       *sql.Stmt
+	stepCompensationClearStmt       *sql.Stmt
 	stepCompensationEndStmt         *sql.Stmt
 	stepCompensationRetryFailedStmt *sql.Stmt
 	stepCompensationSkipFailedStmt  *sql.Stmt
 	stepCompleteStmt                *sql.Stmt
+	stepCopyStmt                    *sql.Stmt
+	stepDiscardStmt                 *sql.Stmt
 	stepFailStmt                    *sql.Stmt
 	stepListStmt                    *sql.Stmt
 	stepReopenStmt                  *sql.Stmt
@@ -1090,6 +1153,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runDeleteFinishedStmt:           q.runDeleteFinishedStmt,
 		runDeleteOneStmt:                q.runDeleteOneStmt,
 		runFinishStmt:                   q.runFinishStmt,
+		runForkInsertStmt:               q.runForkInsertStmt,
 		runGetStmt:                      q.runGetStmt,
 		runGetKeyHolderStmt:             q.runGetKeyHolderStmt,
 		runHeartbeatStmt:                q.runHeartbeatStmt,
@@ -1104,7 +1168,9 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runReleaseStmt:                  q.runReleaseStmt,
 		runRequestCancelStmt:            q.runRequestCancelStmt,
 		runRequeueInsertStmt:            q.runRequeueInsertStmt,
+		runRescheduleStmt:               q.runRescheduleStmt,
 		runRescueStmt:                   q.runRescueStmt,
+		runResetStmt:                    q.runResetStmt,
 		runSeqMaxStmt:                   q.runSeqMaxStmt,
 		runSetStatusStmt:                q.runSetStatusStmt,
 		runStartCompensatingStmt:        q.runStartCompensatingStmt,
@@ -1123,16 +1189,20 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		signalConsumeStmt:               q.signalConsumeStmt,
 		signalListStmt:                  q.signalListStmt,
 		signalNextStmt:                  q.signalNextStmt,
+		signalRedeliverStmt:             q.signalRedeliverStmt,
 		signalRejectStmt:                q.signalRejectStmt,
 		signalSendStmt:                  q.signalSendStmt,
 		stepBeginStmt:                   q.stepBeginStmt,
 		stepBeginNewStmt:                q.stepBeginNewStmt,
 		stepCompensationArmStmt:         q.stepCompensationArmStmt,
 		stepCompensationBeginStmt:       q.stepCompensationBeginStmt,
+		stepCompensationClearStmt:       q.stepCompensationClearStmt,
 		stepCompensationEndStmt:         q.stepCompensationEndStmt,
 		stepCompensationRetryFailedStmt: q.stepCompensationRetryFailedStmt,
 		stepCompensationSkipFailedStmt:  q.stepCompensationSkipFailedStmt,
 		stepCompleteStmt:                q.stepCompleteStmt,
+		stepCopyStmt:                    q.stepCopyStmt,
+		stepDiscardStmt:                 q.stepDiscardStmt,
 		stepFailStmt:                    q.stepFailStmt,
 		stepListStmt:                    q.stepListStmt,
 		stepReopenStmt:                  q.stepReopenStmt,

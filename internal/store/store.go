@@ -104,6 +104,7 @@ type Tx interface {
 	MaintenanceTx
 	ReportTx
 	OperatorTx
+	RunOpsTx
 	DefinitionTx
 	FeedTx
 }

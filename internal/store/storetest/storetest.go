@@ -52,6 +52,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 	tests = append(tests, maintenanceTests()...)
 	tests = append(tests, reportTests()...)
 	tests = append(tests, operatorTests()...)
+	tests = append(tests, runOpsTests()...)
 	tests = append(tests, signalTests()...)
 	tests = append(tests, definitionTests()...)
 	tests = append(tests, feedTests()...)
