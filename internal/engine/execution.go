@@ -124,7 +124,7 @@ func (e *Engine) execute(run store.Run) {
 func (x *execution) startHeartbeat() (stop func()) {
 	done := make(chan struct{})
 	finished := beatEvery(x.leaseCtx, done, x.e.cfg.HeartbeatInterval, func() {
-		if err := x.writeTx(leaseHeartbeat, func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
+		if err := x.writeTx(leaseHeartbeat, false, func(context.Context, store.Tx, int64) error { return nil }); err != nil &&
 			!errors.Is(err, store.ErrLeaseLost) {
 			x.e.log.Warn("heartbeat", "run", x.run.ID, "err", err)
 		}
@@ -246,7 +246,16 @@ func (x *execution) restoreDeferred(d []checkpoint) {
 // heartbeat, not by every write: an update of the run per step would cost
 // more than the step's own writes.
 func (x *execution) write(fn func(ctx context.Context, tx store.Tx, now int64) error) error {
-	return x.writeTx(leaseCheck, fn)
+	return x.writeTx(leaseCheck, false, fn)
+}
+
+// writeOnce is write for the transaction a RunTx step's body runs in: the
+// store calls fn at most once (store.OnlyOnce), since what the body does
+// outside the transaction would repeat with it. A store may still report
+// ErrBusy after fn ran (a COMMIT that waited out the busy timeout), which
+// write retries: fn must refuse a second call itself (see runStep).
+func (x *execution) writeOnce(fn func(ctx context.Context, tx store.Tx, now int64) error) error {
+	return x.writeTx(leaseCheck, true, fn)
 }
 
 // writeFenced is write for an fn that makes a fenced write itself (e.g.
@@ -255,7 +264,7 @@ func (x *execution) write(fn func(ctx context.Context, tx store.Tx, now int64) e
 // first. Cancellation requests are not observed; the writes that use it end
 // the execution anyway.
 func (x *execution) writeFenced(fn func(ctx context.Context, tx store.Tx, now int64) error) error {
-	return x.writeTx(leaseInFn, fn)
+	return x.writeTx(leaseInFn, false, fn)
 }
 
 // How a write transaction of an execution proves its lease.
@@ -267,10 +276,13 @@ const (
 	leaseInFn                        // a fenced write of fn
 )
 
-func (x *execution) writeTx(proof leaseProof, fn func(ctx context.Context, tx store.Tx, now int64) error) error {
+func (x *execution) writeTx(proof leaseProof, once bool, fn func(ctx context.Context, tx store.Tx, now int64) error) error {
 	// Writes must land even after the run was cancelled (to record what
 	// happened); the fence, not the context, stops a stale writer.
 	ctx := context.WithoutCancel(x.leaseCtx)
+	if once {
+		ctx = store.OnlyOnce(ctx)
+	}
 	if proof == leaseInFn {
 		x.ending.Store(true)
 	}
