@@ -16,7 +16,8 @@
 // litestream on PATH or in $GOBIN / $GOPATH/bin, else the test builds it
 // into the user cache directory with go install (network needed the first
 // time). Without either it skips, unless FLOWLITE_REQUIRE_LITESTREAM=1,
-// which makes that a failure (CI sets it).
+// which makes that a failure (CI sets it). Under the race detector the
+// trials skip: its slowdown exceeds the recovery point they measure.
 //
 // It imports flow and flow/flowsqlite only; tests only.
 package replicatest

@@ -1,0 +1,5 @@
+//go:build !race
+
+package replicatest
+
+const raceDetector = false
