@@ -17,6 +17,9 @@ const (
 	// EventRunMadeDue: an operator ran a delayed or backing-off run now;
 	// see RunNow. Detail: when it was due.
 	EventRunMadeDue = flowtype.EventRunMadeDue
+	// EventRunRescheduled: an operator gave a pending run a new due time;
+	// see RunAt. Detail: when it is due, and when it was.
+	EventRunRescheduled = flowtype.EventRunRescheduled
 )
 
 // DeleteRun deletes the finished (completed, failed or cancelled) run
@@ -38,6 +41,26 @@ func (e *Engine) DeleteRun(ctx context.Context, runID string) error {
 // unknown run is ErrRunNotFound.
 func (e *Engine) RunNow(ctx context.Context, runID string) error {
 	return byIDErr(e, runID, func(s *Engine) error { return s.core.RunNow(ctx, runID) })
+}
+
+// RunAt gives the pending run runID a new due time, at, earlier or later
+// than the one it has: a run started or enqueued with a delay, one waiting
+// out the backoff before the next attempt of a step (the attempt count does
+// not change), or one due already that no engine claimed yet, which is put
+// off until at. The history records an EventRunRescheduled naming both
+// times. A time at or before now is RunNow: the run is due now (recorded as
+// EventRunMadeDue), and one due already is left as it is. A zero time is an
+// error.
+//
+// It refuses, changing nothing, what RunNow refuses: a finished run
+// (ErrRunFinished); a running, waiting (for a timer, a signal or a child,
+// whose own records say when it wakes), compensating or suspended one
+// (ErrConflict, naming its state); an unknown run is ErrRunNotFound. An
+// engine claiming the run between RunAt's read and its write makes it an
+// ErrConflict too, so the due time an engine set (a new backoff) is never
+// overwritten: read the run again and decide.
+func (e *Engine) RunAt(ctx context.Context, runID string, at time.Time) error {
+	return byIDErr(e, runID, func(s *Engine) error { return s.core.RunAt(ctx, runID, at) })
 }
 
 // JobSnooze returns the error a job's Handler (or any step's Run) returns to

@@ -88,6 +88,9 @@ const (
 	// EventRunRequeued: a dead letter was requeued; Detail names the new
 	// run, whose run_started event names the dead letter.
 	EventRunRequeued = "run_requeued"
+	// EventRunRescheduled: an operator gave a pending run a new due time
+	// (Engine.RunAt); Detail says when it is due and when it was.
+	EventRunRescheduled = "run_rescheduled"
 	// EventScheduleFired: a schedule's slot started the run, right after
 	// its run_started; Detail names the schedule and the slot.
 	EventScheduleFired = "schedule_fired"

@@ -383,6 +383,21 @@ type action struct {
 	// do applies the action and returns the run to show next ("" for the
 	// runs list, when the run is gone).
 	do func(ctx context.Context, e *flow.Engine, id string) (string, error)
+	// Input, when set, is a value the operator gives on the confirmation
+	// page (a time, a step), which with receives instead of do being
+	// called; the confirmation page takes its first value from the query
+	// parameter of the same name.
+	Input *actionInput
+	with  func(ctx context.Context, e *flow.Engine, id, value string) (string, error)
+}
+
+// actionInput is the one field of an action's confirmation form.
+type actionInput struct {
+	Name        string // the form field and query parameter
+	Label, Hint string
+	// Fixed shows the value without letting the operator change it, as
+	// when a link on the run page chose it (the step to reset from).
+	Fixed bool
 }
 
 // same adapts an action that leaves the operator on the same run.
@@ -424,7 +439,8 @@ func (d *Dashboard) actions() []action {
 			do:      same(d.e.Cancel),
 		},
 	}
-	return append(as, d.jobActions()...)
+	as = append(as, d.jobActions()...)
+	return append(as, d.runOpsActions()...)
 }
 
 func (d *Dashboard) action(name string) (action, bool) {
@@ -464,6 +480,8 @@ type confirmData struct {
 
 	Queue          string // dead (the filter) and queue
 	Label, Explain string // queue
+
+	Value string // run: the first value of the action's Input
 }
 
 func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
@@ -483,6 +501,9 @@ func (d *Dashboard) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := confirmData{Kind: "run", Run: info, Action: a, Post: d.path("/runs/" + url.PathEscape(id) + "/" + a.Name), Back: d.path("/runs/" + url.PathEscape(id))}
+	if a.Input != nil {
+		data.Value = r.URL.Query().Get(a.Input.Name)
+	}
 	d.render(w, r, http.StatusOK, "confirm", page{Title: a.Confirm, Nav: "runs", Data: data})
 }
 
@@ -498,7 +519,27 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("No action %q.", name))
 		return
 	}
-	next, err := a.do(r.Context(), d.e, id)
+	var next string
+	var err error
+	if a.Input != nil {
+		if err := r.ParseForm(); err != nil {
+			d.fail(w, r, http.StatusBadRequest, "Bad form: "+err.Error())
+			return
+		}
+		v := strings.TrimSpace(r.PostForm.Get(a.Input.Name))
+		if v == "" {
+			d.fail(w, r, http.StatusBadRequest, a.Input.Label+" is missing.")
+			return
+		}
+		next, err = a.with(r.Context(), d.e, id, v)
+		var bad *inputError
+		if errors.As(err, &bad) {
+			d.fail(w, r, http.StatusBadRequest, bad.Error())
+			return
+		}
+	} else {
+		next, err = a.do(r.Context(), d.e, id)
+	}
 	if err != nil {
 		d.failErr(w, r, a.Label+" run "+id, err)
 		return

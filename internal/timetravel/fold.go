@@ -222,6 +222,8 @@ func (f *folder) apply(ev store.Event) {
 			st.Error = flowtype.ErrCancelled.Error() // cancelled while idle
 		}
 		st.Status, st.FinishedAt, st.CancelRequested = store.RunCancelled, ev.At, true
+	case flowtype.EventRunMadeDue, flowtype.EventRunRescheduled:
+		// They move the due time only, which a State leaves out.
 	case flowtype.EventRunRequeued:
 		st.RequeuedAs = strings.TrimPrefix(ev.Detail, "as ")
 	case flowtype.EventStepStarted:
