@@ -287,7 +287,15 @@ func litestreamBinary(t *testing.T) string {
 		if p := filepath.Join(bin, "litestream"); isFile(p) {
 			return p
 		}
-		cmd := exec.Command("go", "install", "github.com/benbjohnson/litestream/cmd/litestream@"+litestreamVersion)
+		// The first build downloads and compiles Litestream's cloud SDKs
+		// (minutes); it must end before the test binary's deadline.
+		ctx := context.Background()
+		if d, ok := t.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Minute))
+			defer cancel()
+		}
+		cmd := exec.CommandContext(ctx, "go", "install", "github.com/benbjohnson/litestream/cmd/litestream@"+litestreamVersion)
 		cmd.Env = append(os.Environ(), "GOBIN="+bin, "CGO_ENABLED=0", "GOFLAGS=")
 		var b []byte
 		if b, err = cmd.CombinedOutput(); err == nil {
