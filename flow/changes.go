@@ -34,7 +34,11 @@ type ChangesOptions struct {
 	// process or another, after a crash too. Changes acknowledges a
 	// change once the loop body that received it returned, in batches (at
 	// the end of every page and when the loop ends), so delivery is at
-	// least once: make handling idempotent, e.g. by Position. Empty: an
+	// least once: make handling idempotent, e.g. by Position. An
+	// acknowledgement (and a new consumer's registration) that finds the
+	// database locked by another process past the busy timeout is retried,
+	// as the engine's own writes are, until ctx ends (the last one, as the
+	// iteration ends, for at most 10s); it does not end the read. Empty: an
 	// anonymous read that stores nothing.
 	Consumer string
 	// After is the position an anonymous read, or a consumer's first
@@ -164,17 +168,21 @@ func (e *Engine) ChangeConsumers(ctx context.Context) ([]ChangeConsumer, error) 
 }
 
 // DeleteChangeConsumer forgets a consumer (retention stops waiting for
-// it) and reports whether it existed.
+// it) and reports whether it existed. A database locked by another
+// process past the busy timeout is retried until ctx ends, as a consumer's
+// acknowledgements are.
 func (e *Engine) DeleteChangeConsumer(ctx context.Context, name string) (bool, error) {
 	if e.shards != nil {
 		return false, e.errSharded("delete change consumer " + name)
 	}
 	var deleted bool
-	err := e.store.Write(ctx, func(tx store.Tx) error {
-		var err error
-		deleted, err = tx.FeedConsumerDelete(ctx, name)
-		return err
-	})
+	err := store.RetryBusy(ctx, func() error {
+		return e.store.Write(ctx, func(tx store.Tx) error {
+			var err error
+			deleted, err = tx.FeedConsumerDelete(ctx, name)
+			return err
+		})
+	}, nil)
 	if err != nil {
 		return false, fmt.Errorf("delete change consumer %q: %w", name, err)
 	}

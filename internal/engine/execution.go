@@ -343,26 +343,13 @@ func (x *execution) writeTx(proof leaseProof, once bool, fn func(ctx context.Con
 // fails with store.ErrLeaseLost instead. Stopping the engine or losing the
 // lease ends the retries.
 func (x *execution) writeRetryingBusy(ctx context.Context, fn func(store.Tx) error) error {
-	backoff := 10 * time.Millisecond
 	warned := false
-	for {
-		err := x.e.store.Write(ctx, fn)
-		if !errors.Is(err, store.ErrBusy) || x.leaseCtx.Err() != nil {
-			return err
-		}
+	return store.RetryBusy(x.leaseCtx, func() error { return x.e.store.Write(ctx, fn) }, func(err error) {
 		if !warned {
 			x.e.log.Warn("database locked past the busy timeout; retrying the run's write", "run", x.run.ID, "err", err)
 			warned = true
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-x.leaseCtx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
-	}
+	})
 }
 
 // warnLeaseLost logs that a write found the run's lease gone, saying what

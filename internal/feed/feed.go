@@ -63,6 +63,11 @@ func (e *BehindError) Error() string {
 		who, e.Position, e.PurgedThrough, e.PurgedThrough+1)
 }
 
+// finalAckWait bounds how long the acknowledgement made as a read ends
+// retries a locked database (see ack): made after ctx ended too, it must
+// not hold the end of the iteration for long.
+const finalAckWait = 10 * time.Second
+
 // heldBackRetry is how soon a reader looks again when committed events
 // exist past what the store delivers: the store holds them back until
 // transactions in flight end, which takes about one transaction.
@@ -108,8 +113,12 @@ func (r *reader) run(ctx context.Context, yield func(store.Event, error) bool) (
 		return err
 	}
 	defer func() {
-		// The caller's loop ended (or the read failed): keep what it handled.
-		if ackErr := r.ack(context.WithoutCancel(ctx)); ackErr != nil && err == nil {
+		// The caller's loop ended (or the read failed, or ctx ended): keep
+		// what it handled.
+		ackCtx := context.WithoutCancel(ctx)
+		until, cancel := context.WithTimeout(ackCtx, finalAckWait)
+		defer cancel()
+		if ackErr := r.ack(ackCtx, until); ackErr != nil && err == nil {
 			err = ackErr
 		}
 	}()
@@ -140,7 +149,7 @@ func (r *reader) run(ctx context.Context, yield func(store.Event, error) bool) (
 			r.after = e.ID
 		}
 		if len(page) > 0 {
-			if err := r.ack(ctx); err != nil {
+			if err := r.ack(ctx, ctx); err != nil {
 				return err
 			}
 			if len(page) == r.o.PageSize {
@@ -205,7 +214,7 @@ func (r *reader) start(ctx context.Context) error {
 		return &BehindError{Consumer: r.o.Consumer, Position: r.after, PurgedThrough: purged}
 	}
 	r.acked = -1 // register it now, so that retention can wait for it
-	return r.ack(ctx)
+	return r.ack(ctx, ctx)
 }
 
 // checkRetention fails the read when retention deleted events after the
@@ -222,14 +231,21 @@ func (r *reader) checkRetention(ctx context.Context) error {
 	return nil
 }
 
-// ack stores the consumer's position when it moved.
-func (r *reader) ack(ctx context.Context) error {
+// ack stores the consumer's position when it moved (and registers a new
+// consumer). Like the engine's own writes it retries a write that waited
+// out the busy timeout (store.RetryBusy), until until ends: with other
+// processes writing constantly, one write can find the lock taken for all
+// of its wait while theirs commit, and a read that failed so would end
+// over a write that the next try makes.
+func (r *reader) ack(ctx, until context.Context) error {
 	if r.o.Consumer == "" || r.after == r.acked {
 		return nil
 	}
-	err := r.s.Write(ctx, func(tx store.Tx) error {
-		return tx.FeedConsumerAck(ctx, r.o.Consumer, r.after, r.o.Now())
-	})
+	err := store.RetryBusy(until, func() error {
+		return r.s.Write(ctx, func(tx store.Tx) error {
+			return tx.FeedConsumerAck(ctx, r.o.Consumer, r.after, r.o.Now())
+		})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("acknowledge change feed position %d of consumer %q: %w", r.after, r.o.Consumer, err)
 	}
