@@ -683,6 +683,52 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 	return i, err
 }
 
+const runGetForUpdate = `-- name: RunGetForUpdate :one
+SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as FROM flowlite.runs WHERE id = $1 FOR NO KEY UPDATE
+`
+
+// RunGetForUpdate is RunGet holding the run's row until the transaction
+// ends, for a write transaction whose next writes depend on what it read
+// (Cancel: does a worker execute the run?). FOR NO KEY UPDATE conflicts
+// with the claims' FOR UPDATE SKIP LOCKED, which skip the run meanwhile; a
+// claim that locked the row first makes it wait for the claim's commit and
+// return the claimed row. It does not block the inserts of the run's steps
+// and events, whose foreign key checks take FOR KEY SHARE.
+func (q *Queries) RunGetForUpdate(ctx context.Context, id string) (Run, error) {
+	row := q.db.QueryRowContext(ctx, runGetForUpdate, id)
+	var i Run
+	err := row.Scan(
+		&i.ID,
+		&i.Seq,
+		&i.Workflow,
+		&i.Version,
+		&i.Queue,
+		&i.Priority,
+		&i.Status,
+		&i.Input,
+		&i.Output,
+		&i.Error,
+		&i.Reason,
+		&i.CancelRequested,
+		&i.RunAt,
+		&i.Deadline,
+		&i.ParentID,
+		&i.WakeSeq,
+		&i.Fence,
+		&i.LeaseOwner,
+		&i.LeaseExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.FinishedAt,
+		&i.UniqueKey,
+		&i.UniqueStates,
+		&i.StartedAt,
+		&i.RequeuedFrom,
+		&i.RequeuedAs,
+	)
+	return i, err
+}
+
 const runHeartbeat = `-- name: RunHeartbeat :one
 UPDATE flowlite.runs
 SET lease_expires_at = $1, updated_at = $2

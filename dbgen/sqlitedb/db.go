@@ -189,6 +189,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runGetStmt, err = db.PrepareContext(ctx, runGet); err != nil {
 		return nil, fmt.Errorf("error preparing query RunGet: %w", err)
 	}
+	if q.runGetForUpdateStmt, err = db.PrepareContext(ctx, runGetForUpdate); err != nil {
+		return nil, fmt.Errorf("error preparing query RunGetForUpdate: %w", err)
+	}
 	if q.runGetKeyHolderStmt, err = db.PrepareContext(ctx, runGetKeyHolder); err != nil {
 		return nil, fmt.Errorf("error preparing query RunGetKeyHolder: %w", err)
 	}
@@ -646,6 +649,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runGetStmt: %w", cerr)
 		}
 	}
+	if q.runGetForUpdateStmt != nil {
+		if cerr := q.runGetForUpdateStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runGetForUpdateStmt: %w", cerr)
+		}
+	}
 	if q.runGetKeyHolderStmt != nil {
 		if cerr := q.runGetKeyHolderStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runGetKeyHolderStmt: %w", cerr)
@@ -1035,6 +1043,7 @@ type Queries struct {
 	runFinishStmt                   *sql.Stmt
 	runForkInsertStmt               *sql.Stmt
 	runGetStmt                      *sql.Stmt
+	runGetForUpdateStmt             *sql.Stmt
 	runGetKeyHolderStmt             *sql.Stmt
 	runHeartbeatStmt                *sql.Stmt
 	runInsertStmt                   *sql.Stmt
@@ -1155,6 +1164,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runFinishStmt:                   q.runFinishStmt,
 		runForkInsertStmt:               q.runForkInsertStmt,
 		runGetStmt:                      q.runGetStmt,
+		runGetForUpdateStmt:             q.runGetForUpdateStmt,
 		runGetKeyHolderStmt:             q.runGetKeyHolderStmt,
 		runHeartbeatStmt:                q.runHeartbeatStmt,
 		runInsertStmt:                   q.runInsertStmt,

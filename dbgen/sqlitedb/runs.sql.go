@@ -381,6 +381,47 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 	return i, err
 }
 
+const runGetForUpdate = `-- name: RunGetForUpdate :one
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs WHERE id = ?1
+`
+
+// RunGetForUpdate is RunGet inside a write transaction whose next writes
+// depend on what it read (Cancel). BEGIN IMMEDIATE already holds the
+// database's write lock, so nothing can change the row before the commit.
+func (q *Queries) RunGetForUpdate(ctx context.Context, id string) (Run, error) {
+	row := q.queryRow(ctx, q.runGetForUpdateStmt, runGetForUpdate, id)
+	var i Run
+	err := row.Scan(
+		&i.ID,
+		&i.Workflow,
+		&i.Version,
+		&i.Queue,
+		&i.Priority,
+		&i.Status,
+		&i.Input,
+		&i.Output,
+		&i.Error,
+		&i.Reason,
+		&i.CancelRequested,
+		&i.RunAt,
+		&i.Deadline,
+		&i.ParentID,
+		&i.WakeSeq,
+		&i.Fence,
+		&i.LeaseOwner,
+		&i.LeaseExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.FinishedAt,
+		&i.UniqueKey,
+		&i.StartedAt,
+		&i.RequeuedFrom,
+		&i.RequeuedAs,
+		&i.UniqueStates,
+	)
+	return i, err
+}
+
 const runHeartbeat = `-- name: RunHeartbeat :one
 UPDATE flowlite_runs
 SET lease_expires_at = ?1, updated_at = ?2

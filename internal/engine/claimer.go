@@ -259,6 +259,9 @@ func (e *Engine) drop(runs []store.Run) {
 		if e.held[r.ID] == r.Lease() {
 			delete(e.held, r.ID)
 		}
+		if e.cancelReq[r.ID] == r.Lease() {
+			delete(e.cancelReq, r.ID)
+		}
 		if e.begun[r.ID].lease == r.Lease() {
 			delete(e.begun, r.ID) // rolled back with the claim
 		}
@@ -295,6 +298,9 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 	}
 	if e.held[run.ID] == run.Lease() {
 		delete(e.held, run.ID) // given back below, not executed
+	}
+	if e.cancelReq[run.ID] == run.Lease() {
+		delete(e.cancelReq, run.ID)
 	}
 	e.mu.Unlock()
 	slots.Release(1)

@@ -181,6 +181,7 @@ type Engine struct {
 	slots     map[string]*semaphore.Weighted // per queue: free execution slots
 	active    map[string]*execution
 	held      map[string]store.Lease // claimed here and not done executing: the rescuer renews them
+	cancelReq map[string]store.Lease // held here, asked to cancel before their execution began (cancelActive)
 	begun     map[string]begunStep   // first attempts claims recorded, until their executions take them
 	settledCh chan struct{}          // closed and replaced whenever a run settles here
 	unwritten map[string]unwritten   // runs whose last write here failed for good (writefail.go)
@@ -217,6 +218,7 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 		wake:      make(map[string]chan struct{}),
 		active:    make(map[string]*execution),
 		held:      make(map[string]store.Lease),
+		cancelReq: make(map[string]store.Lease),
 		begun:     make(map[string]begunStep),
 		unwritten: make(map[string]unwritten),
 		settledCh: make(chan struct{}),

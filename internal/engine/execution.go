@@ -65,6 +65,9 @@ func (e *Engine) execute(run store.Run) {
 		if e.held[run.ID] == x.lease {
 			delete(e.held, run.ID)
 		}
+		if e.cancelReq[run.ID] == x.lease {
+			delete(e.cancelReq, run.ID)
+		}
 		e.mu.Unlock()
 	}()
 	if !ok {
@@ -76,6 +79,7 @@ func (e *Engine) execute(run store.Run) {
 
 	e.mu.Lock()
 	e.active[run.ID] = x
+	cancelled := e.cancelReq[run.ID] == x.lease
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
@@ -86,7 +90,7 @@ func (e *Engine) execute(run store.Run) {
 	stopHeartbeat := x.startHeartbeat()
 	defer stopHeartbeat()
 
-	if run.CancelRequested {
+	if run.CancelRequested || cancelled {
 		cancelRun(ErrCancelled)
 	}
 	if run.Deadline > 0 {
@@ -591,12 +595,20 @@ func (e *Engine) heldLeases() []store.Lease {
 
 // cancelActive cancels the contexts of the runs of ids that this engine is
 // executing, as Cancel does for one run.
+//
+// A run claimed here whose execution has not begun yet (its claim
+// committed, its goroutine not yet registered in active) read its
+// cancellation flag with the claim, before the request: it is marked in
+// cancelReq, and its execution cancels itself as it begins, rather than
+// at its first heartbeat (a third of the lease timeout later).
 func (e *Engine) cancelActive(ids []string) {
 	var xs []*execution
 	e.mu.Lock()
 	for _, id := range ids {
 		if x := e.active[id]; x != nil {
 			xs = append(xs, x)
+		} else if l, ok := e.held[id]; ok {
+			e.cancelReq[id] = l
 		}
 	}
 	e.mu.Unlock()

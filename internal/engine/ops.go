@@ -285,7 +285,15 @@ func (e *Engine) Cancel(ctx context.Context, id string) error {
 	var finished int
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		now := e.nowMs()
-		run, err := tx.RunGet(ctx, id)
+		// The run is held from this read to the commit, so that what it
+		// says (does a worker execute the run?) still holds when the
+		// guarded updates below run: a claim in between, possible where
+		// writes do not serialize (PostgreSQL), would make them find the
+		// run changed and fail the call. With the row held, a claim either
+		// committed first, and the cancel becomes a request to the engine
+		// that holds the run, or waits, and claims a cancelled run no
+		// more.
+		run, err := tx.RunGetForUpdate(ctx, id)
 		if err != nil {
 			return err
 		}

@@ -283,6 +283,16 @@ type RunTx interface {
 	// waiting, unleased) to compensating with its cancellation requested,
 	// due now; it reports false, changing nothing, for any other run.
 	RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64) (bool, error)
+	// RunGetForUpdate reads a run as RunGet does and holds it until the
+	// transaction ends, for a write whose next statements depend on what
+	// it read: Cancel decides between cancelling a run no worker executes
+	// and asking the worker that does, and a claim committed between its
+	// read and its guarded update would make the update find the run
+	// changed. SQLite's write lock holds every row already; on PostgreSQL
+	// the row lock keeps claims (FOR UPDATE SKIP LOCKED) off the run until
+	// the commit, and a claim that locked it first is waited for, and the
+	// claimed row returned. ErrNotFound for an unknown run.
+	RunGetForUpdate(ctx context.Context, id string) (Run, error)
 	// RunRequestCancel marks an unfinished run for cancellation and reports
 	// false when the run is not pending, running or compensating.
 	RunRequestCancel(ctx context.Context, id string, now int64) (bool, error)

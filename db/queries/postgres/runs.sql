@@ -90,6 +90,16 @@ SELECT pg_advisory_xact_lock(sqlc.arg(lock_key)::bigint);
 -- name: RunGet :one
 SELECT * FROM flowlite.runs WHERE id = @id;
 
+-- name: RunGetForUpdate :one
+-- RunGetForUpdate is RunGet holding the run's row until the transaction
+-- ends, for a write transaction whose next writes depend on what it read
+-- (Cancel: does a worker execute the run?). FOR NO KEY UPDATE conflicts
+-- with the claims' FOR UPDATE SKIP LOCKED, which skip the run meanwhile; a
+-- claim that locked the row first makes it wait for the claim's commit and
+-- return the claimed row. It does not block the inserts of the run's steps
+-- and events, whose foreign key checks take FOR KEY SHARE.
+SELECT * FROM flowlite.runs WHERE id = @id FOR NO KEY UPDATE;
+
 -- name: RunReadyPriorities :many
 -- RunReadyPriorities returns the distinct priorities up to @at_most of the
 -- unleased runs of a queue that may become claimable (pending, waiting or

@@ -46,6 +46,12 @@ RETURNING id;
 -- name: RunGet :one
 SELECT * FROM flowlite_runs WHERE id = @id;
 
+-- name: RunGetForUpdate :one
+-- RunGetForUpdate is RunGet inside a write transaction whose next writes
+-- depend on what it read (Cancel). BEGIN IMMEDIATE already holds the
+-- database's write lock, so nothing can change the row before the commit.
+SELECT * FROM flowlite_runs WHERE id = @id;
+
 -- name: RunReadyNextPriority :many
 -- RunReadyNextPriority returns the highest priority up to @at_most among the
 -- unleased runs of a queue that may become claimable (pending, waiting or

@@ -243,6 +243,14 @@ func (t *tx) RunCancelToUnwind(ctx context.Context, id, errMsg string, now int64
 	return n == 1, nil
 }
 
+func (t *tx) RunGetForUpdate(ctx context.Context, id string) (store.Run, error) {
+	row, err := t.q.RunGetForUpdate(ctx, id)
+	if err != nil {
+		return store.Run{}, fmt.Errorf("get run %s to update: %w", id, interpretError(err))
+	}
+	return runFromRow(row), nil
+}
+
 func (t *tx) RunRequestCancel(ctx context.Context, id string, now int64) (bool, error) {
 	n, err := t.q.RunRequestCancel(ctx, sqlitedb.RunRequestCancelParams{Now: now, ID: id})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -40,6 +41,7 @@ func runTests() []struct {
 		{"RunFinishMany", testRunFinishMany},
 		{"RunRescue", testRunRescue},
 		{"RunRescueLimit", testRunRescueLimit},
+		{"RunGetForUpdateHoldsTheRun", testRunGetForUpdateHoldsTheRun},
 		{"RunRequestCancel", testRunRequestCancel},
 		{"RunSetStatus", testRunSetStatus},
 		{"RunCountUnrunnable", testRunCountUnrunnable},
@@ -696,6 +698,65 @@ func testRunRescueLimit(t *testing.T, s store.Store) {
 			}
 			seen[r.ID] = true
 		}
+	}
+}
+
+// A run read with RunGetForUpdate stays as read until the transaction
+// commits: a claim that comes meanwhile does not take it (on PostgreSQL it
+// skips the held row; on SQLite it waits for the write lock), so the guarded
+// update the read decided on applies. Without the hold, the claim takes
+// the run and RunCancelIdle finds it changed, as Cancel did.
+func testRunGetForUpdateHoldsTheRun(t *testing.T, s store.Store) {
+	insert(t, s, newRun("held"))
+	want := get(t, s, "held")
+	var claimed []store.Run
+	var claimErr error
+	claimDone := make(chan struct{})
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.RunGetForUpdate(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("RunGetForUpdate of unknown ID: error %v, want ErrNotFound", err)
+		}
+		got, err := tx.RunGetForUpdate(ctx, "held")
+		if err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("RunGetForUpdate = %+v, want what RunGet read, %+v", got, want)
+		}
+		go func() {
+			defer close(claimDone)
+			claimErr = s.Write(t.Context(), func(tx store.Tx) error {
+				var err error
+				claimed, err = tx.RunClaim(t.Context(), store.RunClaimParams{
+					Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 1, Now: base, LeaseExpiresAt: base + 30_000,
+				})
+				return err
+			})
+		}()
+		// A claim that skips the held run returns at once; one that waits
+		// for the hold is given a moment to take the run, which it must not.
+		select {
+		case <-claimDone:
+		case <-time.After(200 * time.Millisecond):
+		}
+		ok, err := tx.RunCancelIdle(ctx, "held", "cancelled", base+1)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			t.Errorf("RunCancelIdle of a run read with RunGetForUpdate reported false: it changed while held")
+		}
+		return nil
+	})
+	<-claimDone
+	if claimErr != nil {
+		t.Fatalf("claim: %v", claimErr)
+	}
+	if len(claimed) != 0 {
+		t.Errorf("a claim while the run was held took %d run(s), want none", len(claimed))
+	}
+	if r := get(t, s, "held"); r.Status != store.RunCancelled || r.LeaseOwner != "" {
+		t.Errorf("held run after the hold: %s, lease owner %q; want cancelled, unleased", r.Status, r.LeaseOwner)
 	}
 }
 
