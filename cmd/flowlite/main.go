@@ -42,7 +42,9 @@
 //
 // It imports flow (the public API), flow/flowsqlite and flow/flowpg (the
 // backends it opens engines with; flowpg also registers the database/sql
-// driver through which it reads a PostgreSQL schema's version), cobra, internal/store/sqlitestore (Inspect and
+// driver through which it reads a PostgreSQL schema's version),
+// flow/flowlitestream (restore, which links Litestream), cobra,
+// internal/store/sqlitestore (Inspect and
 // Migrate read and migrate a file's schema, which flow does not expose,
 // with errors in flow's terms, e.g. flow.ErrBusy) and flow/flowui
 // (serve). It imports no database driver and reads no SQLite result code

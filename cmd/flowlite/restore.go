@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flowlite/flowlite/flow/flowsqlite"
+	"github.com/flowlite/flowlite/flow/flowlitestream"
 )
 
 // restoreJSON is the --json output of restore, one object per file.
@@ -28,7 +28,8 @@ func (a *app) restoreCommand() *cobra.Command {
 		Use:   "restore --replica REPLICA DST",
 		Short: "Restore a database file from its Litestream replica",
 		Long: `Restore the database file that a Litestream replica holds into the new file
-DST: the replica an engine wrote with flowsqlite.Options.Replication, or a
+DST: the replica an engine wrote with flowsqlite.Options.Replication
+(flowlitestream), or a
 litestream process beside the engines (the format is Litestream's own, so
 litestream restore reads the same replicas). REPLICA is a directory or a
 file:// URL; for replicas in object storage (s3://…), use litestream
@@ -63,7 +64,7 @@ REPLICA/<base name>.
 			if replica == "" {
 				return usageErrorf("restore needs --replica: the directory or file:// URL of the replica")
 			}
-			opts := flowsqlite.RestoreOptions{Logger: a.logger}
+			opts := flowlitestream.RestoreOptions{Logger: a.logger}
 			if at != "" && txid != "" {
 				return usageErrorf("give --at or --txid, not both")
 			}
@@ -98,7 +99,7 @@ REPLICA/<base name>.
 				}
 				stop := a.progress("restoring")
 				start := time.Now()
-				err := flowsqlite.Restore(cmd.Context(), from, dst, &opts)
+				err := flowlitestream.Restore(cmd.Context(), from, dst, &opts)
 				stop()
 				if err != nil {
 					return err

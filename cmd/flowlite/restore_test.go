@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowlitestream"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
@@ -25,7 +26,7 @@ func TestRestoreReplica(t *testing.T) {
 	path, replica := filepath.Join(dir, "app.db"), filepath.Join(dir, "replica")
 	quiet := slog.New(slog.DiscardHandler)
 	e, err := flowsqlite.Open(ctx, path, &flow.Config{Logger: quiet},
-		&flowsqlite.Options{Replication: &flowsqlite.Replication{URL: replica, SyncInterval: 100 * time.Millisecond, Logger: quiet}})
+		&flowsqlite.Options{Replication: &flowlitestream.Replication{URL: replica, SyncInterval: 100 * time.Millisecond, Logger: quiet}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowlitestream"
 	"github.com/flowlite/flowlite/flow/flowprom"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
@@ -23,7 +24,7 @@ func TestReplicationFamilies(t *testing.T) {
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
 	e, err := flowsqlite.Open(ctx, filepath.Join(dir, "app.db"), &flow.Config{Logger: quiet},
-		&flowsqlite.Options{Replication: &flowsqlite.Replication{URL: filepath.Join(dir, "replica"), SyncInterval: 100 * time.Millisecond, Logger: quiet}})
+		&flowsqlite.Options{Replication: &flowlitestream.Replication{URL: filepath.Join(dir, "replica"), SyncInterval: 100 * time.Millisecond, Logger: quiet}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,10 +68,10 @@ type Options struct {
 	// the size at which Litestream forces a truncation instead.
 	WALLimit int64
 	// Replication, when set, replicates the file (every file of a shard
-	// set) with Litestream inside this process while the engine is open,
-	// and leaves checkpoints to it. Default none. See Replication and
-	// docs/backups.md.
-	Replication *Replication
+	// set) while the engine is open, and leaves checkpoints to it: e.g.
+	// Litestream in this process with flow/flowlitestream's Replication.
+	// Default none. See Replicator and docs/backups.md.
+	Replication Replicator
 	// Checkpoints says who checkpoints the WAL when Litestream runs as its
 	// own process beside the engines: set CheckpointsByLitestream there
 	// (CheckpointsAuto, the default, also leaves them to Litestream once
@@ -92,9 +92,9 @@ func (o *Options) storeOptions() sqlitestore.Options {
 	}
 }
 
-// fileOptions returns the adapter's options for the file at path, one of
-// shards files: storeOptions with the file's replica.
-func (o *Options) fileOptions(path string, shards int) (sqlitestore.Options, error) {
+// fileOptions returns the adapter's options for the file at path, shard
+// of shards files: storeOptions with the file's replication.
+func (o *Options) fileOptions(path string, shard, shards int) (sqlitestore.Options, error) {
 	so := o.storeOptions()
 	if o == nil {
 		return so, nil
@@ -107,7 +107,8 @@ func (o *Options) fileOptions(path string, shards int) (sqlitestore.Options, err
 	if o.Replication != nil && o.Checkpoints == CheckpointsByEngine {
 		return so, fmt.Errorf("open %s: Options.Checkpoints is %q, but with Replication Litestream checkpoints alone", path, o.Checkpoints)
 	}
-	return so, o.Replication.storeReplication(&so, path, shards)
+	so.Replicate = storeReplicate(o.Replication, shard, shards)
+	return so, nil
 }
 
 // backend is the flow.Backend of a SQLite database: open opens its store.
@@ -132,7 +133,7 @@ func (b *backend) OpenStore(ctx context.Context) (store.Opened, error) {
 // with flow.ErrNotDatabase, ErrCorrupt, ErrReadOnly or ErrSchemaTooNew
 // naming the file, and left untouched.
 func Open(ctx context.Context, path string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
-	so, err := opts.fileOptions(path, 1)
+	so, err := opts.fileOptions(path, 0, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func OpenReadOnly(ctx context.Context, path string, cfg *flow.Config, opts *Opti
 func New(ctx context.Context, db *sql.DB, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
 	so := opts.storeOptions()
 	return flow.New(ctx, &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
-		so, err := withReplica(ctx, db, opts, so, 1)
+		so, err := withReplica(ctx, db, opts, so, 0, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -243,7 +244,7 @@ func OpenShards(ctx context.Context, paths []string, cfg *flow.Config, opts *Opt
 	}
 	backends := make([]flow.Backend, len(paths))
 	for i, path := range paths {
-		so, err := opts.fileOptions(path, len(paths))
+		so, err := opts.fileOptions(path, i, len(paths))
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +274,7 @@ func NewShards(ctx context.Context, dbs []*sql.DB, cfg *flow.Config, opts *Optio
 	backends := make([]flow.Backend, len(dbs))
 	for i, db := range dbs {
 		backends[i] = &backend{open: func(ctx context.Context) (*sqlitestore.Store, error) {
-			so, err := withReplica(ctx, db, opts, so, len(dbs))
+			so, err := withReplica(ctx, db, opts, so, i, len(dbs))
 			if err != nil {
 				return nil, err
 			}
@@ -345,9 +346,9 @@ func distinctFiles(paths []string) error {
 	return nil
 }
 
-// withReplica is so with the replica of the file of a caller's pool db,
-// one of shards, when opts replicate.
-func withReplica(ctx context.Context, db *sql.DB, opts *Options, so sqlitestore.Options, shards int) (sqlitestore.Options, error) {
+// withReplica is so with the replication of the file of a caller's pool
+// db, shard of shards, when opts replicate.
+func withReplica(ctx context.Context, db *sql.DB, opts *Options, so sqlitestore.Options, shard, shards int) (sqlitestore.Options, error) {
 	if opts == nil || (opts.Replication == nil && opts.Checkpoints == CheckpointsAuto) {
 		return so, nil
 	}
@@ -355,7 +356,7 @@ func withReplica(ctx context.Context, db *sql.DB, opts *Options, so sqlitestore.
 	if err != nil {
 		return so, fmt.Errorf("new engine: %w", err)
 	}
-	fo, err := opts.fileOptions(path, shards)
+	fo, err := opts.fileOptions(path, shard, shards)
 	if err != nil {
 		return so, err
 	}

@@ -405,3 +405,24 @@ func TestBackendsLinkOnlyTheirDriver(t *testing.T) {
 		check(p.ImportPath, postgres, "PostgreSQL")
 	}
 }
+
+// Replication is opt-in: flow/flowsqlite, which every SQLite program
+// imports, links no Litestream, which brings net/http and net/http/pprof
+// (whose init registers /debug/pprof on http.DefaultServeMux) and
+// Prometheus' default registry into a program. Only flow/flowlitestream
+// (and what imports it) may.
+func TestSQLiteBackendLinksNoLitestream(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	for _, path := range []string{module + "/flow/flowsqlite", module + "/internal/store/sqlitestore"} {
+		p := pkgs[path]
+		if p == nil {
+			t.Fatalf("no package %s: update the rule to the new layout", rel(path))
+		}
+		for _, dep := range p.Deps {
+			if dep == "github.com/benbjohnson/litestream" || strings.HasPrefix(dep, "github.com/benbjohnson/litestream/") || dep == "net/http/pprof" {
+				t.Errorf("%s links %s (%s): a program that does not replicate would link Litestream", rel(path), dep, chain(pkgs, path, dep))
+			}
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // Package replicatest is the machine-loss experiment of issue 26, as tests:
 // an engine process enqueues runs at a steady rate and works them while
 // Litestream replicates its file to a directory, either inside the engine
-// (flowsqlite.Options.Replication) or as a litestream process of its own
+// (flowsqlite.Options.Replication with flowlitestream) or as a litestream process of its own
 // beside it; both processes are SIGKILLed at once (the machine is lost),
 // the replica is restored, and every run the engine acknowledged is looked
 // up in the restored file. None acknowledged more than the sync interval
@@ -19,5 +19,5 @@
 // which makes that a failure (CI sets it). Under the race detector the
 // trials skip: its slowdown exceeds the recovery point they measure.
 //
-// It imports flow and flow/flowsqlite only; tests only.
+// It imports flow, flow/flowsqlite and flow/flowlitestream; tests only.
 package replicatest

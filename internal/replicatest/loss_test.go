@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowlitestream"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
@@ -165,7 +166,7 @@ func trial(t *testing.T, s setUp, litestream string, x experiment) trialResult {
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("litestream restore: %v\n%s", err, b)
 		}
-	} else if err := flowsqlite.Restore(ctx, replica, restored, nil); err != nil {
+	} else if err := flowlitestream.Restore(ctx, replica, restored, nil); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
 	e, err := flowsqlite.OpenReadOnly(ctx, restored, nil, nil)

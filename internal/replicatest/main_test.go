@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowlitestream"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
@@ -78,7 +79,7 @@ func childMain() int {
 	var opts *flowsqlite.Options
 	switch setUp(os.Getenv(envMode)) {
 	case inProcess:
-		opts = &flowsqlite.Options{Replication: &flowsqlite.Replication{URL: os.Getenv(envReplica), SyncInterval: interval, Logger: log}}
+		opts = &flowsqlite.Options{Replication: &flowlitestream.Replication{URL: os.Getenv(envReplica), SyncInterval: interval, Logger: log}}
 	case sideProcess:
 		opts = &flowsqlite.Options{Checkpoints: flowsqlite.CheckpointsByLitestream}
 	case control:

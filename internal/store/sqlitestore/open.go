@@ -12,13 +12,13 @@
 // (health.go, a store.FileMaintainer) and the meaning of SQLite's result
 // codes (interpretError). Nothing above the store seam speaks SQLite.
 //
-// It also runs Litestream's replication of the file in this process when
-// asked to (replicate.go), and leaves checkpoints to Litestream then, or
-// when Litestream replicates the file from a process of its own.
+// It also makes room for Litestream's replication of the file, run in this
+// process by Options.Replicate, and leaves checkpoints to Litestream then,
+// or when Litestream replicates the file from a process of its own
+// (replicate.go). It does not link Litestream.
 //
 // It imports internal/store, internal/migrate, db/migrations, dbgen/sqlitedb,
-// modernc.org/sqlite, goose (for its dialect's name) and Litestream's core
-// package (github.com/benbjohnson/litestream, with superfly/ltx).
+// modernc.org/sqlite and goose (for its dialect's name).
 package sqlitestore
 
 import (
@@ -26,7 +26,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -35,7 +34,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/benbjohnson/litestream"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -88,20 +86,10 @@ type Options struct {
 	// Checkpoints says who checkpoints the WAL (replicate.go); default
 	// CheckpointsAuto.
 	Checkpoints CheckpointOwner
-	// Replica, when set, makes the store replicate its file with Litestream
-	// in this process, to this replica (replicate.go), for as long as it is
-	// open; ReplicaName names it in logs and health, without credentials.
-	Replica     litestream.ReplicaClient
-	ReplicaName string
-	// SyncInterval is the recovery point of the replication: how far
-	// behind the newest commit the replica may be. Default
-	// DefaultSyncInterval.
-	SyncInterval time.Duration
-	// ReplicaRetention is how long the replica keeps what a point-in-time
-	// restore needs; default Litestream's (24h).
-	ReplicaRetention time.Duration
-	// ReplicaLogger receives Litestream's logs; default slog.Default().
-	ReplicaLogger *slog.Logger
+	// Replicate, when set, starts the replication of the store's file as
+	// it opens (after its migrations), running until Close (replicate.go):
+	// the store then leaves checkpoints to the replicator.
+	Replicate func(ctx context.Context, f ReplicaFile) (Replica, error)
 }
 
 // Store is a store.Store over one SQLite database.
@@ -138,7 +126,7 @@ type Store struct {
 	// checkpoints and repl say who checkpoints the file (replicate.go):
 	// repl is the Litestream replication this store runs, or nil.
 	checkpoints CheckpointOwner
-	repl        *replicator
+	repl        *replication
 
 	// committed wakes the change feed's readers in this process after
 	// every commit of the writer (feed.go).
@@ -234,7 +222,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	dsn := DSNBusy(path, opts.Synchronous, opts.BusyTimeout)
-	if opts.Replica != nil {
+	if opts.Replicate != nil {
 		// Litestream checkpoints alone (replicate.go).
 		dsn += "&_pragma=wal_autocheckpoint(0)"
 	}

@@ -332,7 +332,7 @@ func (s *Store) FileHealth(ctx context.Context) (store.FileHealth, error) {
 	}
 	h.Checkpointer = s.checkpointer()
 	if s.repl != nil {
-		r := s.repl.health()
+		r := s.repl.r.Health()
 		h.Replication = &r
 	} else if r, ok := readStatus(st.Path); ok {
 		h.Replication = &r

@@ -1,4 +1,4 @@
-package flowsqlite_test
+package flowlitestream_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/superfly/ltx"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowlitestream"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
@@ -38,7 +39,7 @@ func TestReplicationRestores(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path, replica := filepath.Join(dir, "app.db"), filepath.Join(dir, "replica")
-	opts := &flowsqlite.Options{Replication: &flowsqlite.Replication{URL: replica, SyncInterval: 100 * time.Millisecond, Logger: quietLog}}
+	opts := &flowsqlite.Options{Replication: &flowlitestream.Replication{URL: replica, SyncInterval: 100 * time.Millisecond, Logger: quietLog}}
 	e, err := flowsqlite.Open(ctx, path, nil, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -77,10 +78,10 @@ func TestReplicationRestores(t *testing.T) {
 	}
 
 	restored := filepath.Join(dir, "restored.db")
-	if err := flowsqlite.Restore(ctx, replica, restored, nil); err != nil {
+	if err := flowlitestream.Restore(ctx, replica, restored, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := flowsqlite.Restore(ctx, replica, restored, nil); !errors.Is(err, fs.ErrExist) {
+	if err := flowlitestream.Restore(ctx, replica, restored, nil); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("restore over an existing file: %v, want fs.ErrExist", err)
 	}
 	r, err := flowsqlite.OpenReadOnly(ctx, restored, nil, nil)
@@ -183,7 +184,7 @@ func TestReplicaFallingBehind(t *testing.T) {
 	dir := t.TempDir()
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := &flowsqlite.Options{Replication: &flowsqlite.Replication{
+	opts := &flowsqlite.Options{Replication: &flowlitestream.Replication{
 		Client: func(path string) (litestream.ReplicaClient, error) {
 			return failingClient{file.NewReplicaClient(filepath.Join(dir, "replica"))}, nil
 		},
@@ -224,7 +225,7 @@ func TestShardsReplicateEveryFile(t *testing.T) {
 	paths := []string{filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")}
 	replica := filepath.Join(dir, "replica")
 	e, err := flowsqlite.OpenShards(ctx, paths, nil,
-		&flowsqlite.Options{Replication: &flowsqlite.Replication{URL: replica, SyncInterval: 100 * time.Millisecond, Logger: quietLog}})
+		&flowsqlite.Options{Replication: &flowlitestream.Replication{URL: replica, SyncInterval: 100 * time.Millisecond, Logger: quietLog}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestShardsReplicateEveryFile(t *testing.T) {
 	var restored []string
 	for _, p := range paths {
 		dst := filepath.Join(restoredDir, filepath.Base(p))
-		if err := flowsqlite.Restore(ctx, filepath.Join(replica, filepath.Base(p)), dst, nil); err != nil {
+		if err := flowlitestream.Restore(ctx, filepath.Join(replica, filepath.Base(p)), dst, nil); err != nil {
 			t.Fatal(err)
 		}
 		restored = append(restored, dst)

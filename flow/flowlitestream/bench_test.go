@@ -1,4 +1,4 @@
-package flowsqlite_test
+package flowlitestream_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowlitestream"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
@@ -17,7 +18,7 @@ import (
 // replicated by Litestream in the process against the same without, on a
 // started engine that works the runs it enqueues (the set-up of issue 26):
 //
-//	go test ./flow/flowsqlite -run '^$' -bench EnqueueReplication -benchtime 5000x -count 3
+//	go test ./flow/flowlitestream -run '^$' -bench EnqueueReplication -benchtime 5000x -count 3
 //
 // Replication must cost at most a tenth of the jobs/s.
 func BenchmarkEnqueueReplication(b *testing.B) {
@@ -28,7 +29,7 @@ func BenchmarkEnqueueReplication(b *testing.B) {
 		}{
 			{"off", func(string) *flowsqlite.Options { return nil }},
 			{"replicated", func(dir string) *flowsqlite.Options {
-				return &flowsqlite.Options{Replication: &flowsqlite.Replication{URL: filepath.Join(dir, "replica"), Logger: quietLog}}
+				return &flowsqlite.Options{Replication: &flowlitestream.Replication{URL: filepath.Join(dir, "replica"), Logger: quietLog}}
 			}},
 		} {
 			b.Run(tc.name+"/callers="+strconv.Itoa(callers), func(b *testing.B) {
