@@ -51,6 +51,10 @@ type RunInfo struct {
 	RequeuedFrom    string    // the dead letter this run requeues
 	RequeuedAs      string    // the run that requeued this dead letter
 	Steps           []StepRecord
+
+	// Timeout is StartOptions.Timeout: until the run's first claim it has
+	// no deadline from it, and from then on Deadline includes it.
+	Timeout time.Duration
 }
 
 // StepRecord is one step call of a run as recorded.
@@ -257,6 +261,7 @@ func runInfo(r store.Run) RunInfo {
 		ParentID: r.ParentID, CreatedAt: millis(r.CreatedAt),
 		UpdatedAt: millis(r.UpdatedAt), FinishedAt: millis(r.FinishedAt),
 		StartedAt: millis(r.StartedAt), UniqueKey: r.UniqueKey, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
+		Timeout: time.Duration(r.Timeout) * time.Millisecond,
 	}
 }
 

@@ -31,6 +31,16 @@ type StartOptions struct {
 	// running steps see ErrDeadlineExceeded through their context, completed
 	// steps are compensated, and the run ends cancelled.
 	Deadline time.Time
+	// Timeout, when set, bounds how long the run may take counted from its
+	// first claim (when a worker first dequeues it), not from Start: a run
+	// that waits in its queue longer than Timeout still gets all of it
+	// (DBOS's WithTimeout on queues). The first claim sets the run's
+	// deadline to its time plus Timeout, or keeps Deadline if that is
+	// earlier; from then on it is the run's deadline, with Deadline's
+	// effects, and RunInfo.Deadline shows it. Its children inherit it, as
+	// they inherit a deadline. A run rescued after a crash keeps the
+	// deadline of its first claim. At least a millisecond.
+	Timeout time.Duration
 
 	// UniqueKey deduplicates starts of the workflow (DBOS's deduplication
 	// ID): while a run of the workflow (any version) holds the key, a start
@@ -180,7 +190,7 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 	return engine.StartParams{
 		ID: opts.RunID, Workflow: key, Queue: opts.Queue, Priority: opts.Priority, Input: input, RunAt: runAt,
 		Deadline: opts.Deadline, UniqueKey: opts.UniqueKey, UniqueStates: slices.Clone(opts.UniqueStates),
-		UniquePeriod: opts.UniquePeriod, OnDuplicate: opts.OnDuplicate,
+		UniquePeriod: opts.UniquePeriod, OnDuplicate: opts.OnDuplicate, Timeout: opts.Timeout,
 	}, nil
 }
 

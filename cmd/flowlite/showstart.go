@@ -13,21 +13,34 @@ type startJSON struct {
 	UniqueKey string    `json:"unique_key,omitempty"`
 	ParentID  string    `json:"parent_id,omitempty"`
 	Deadline  time.Time `json:"deadline,omitzero"`
+	// Timeout is StartOptions.Timeout, in Go's duration syntax.
+	Timeout string `json:"timeout,omitempty"`
 }
 
 func newStartJSON(info flow.RunInfo) startJSON {
-	return startJSON{UniqueKey: info.UniqueKey, ParentID: info.ParentID, Deadline: utc(info.Deadline)}
+	s := startJSON{UniqueKey: info.UniqueKey, ParentID: info.ParentID, Deadline: utc(info.Deadline)}
+	if info.Timeout > 0 {
+		s.Timeout = info.Timeout.String()
+	}
+	return s
 }
 
 // startRows adds to show's header the start options a run has: its unique
-// key (the key later starts were deduplicated on), its deadline and its
-// parent. Rows for options the run lacks are left out.
+// key (the key later starts were deduplicated on), its deadline, its
+// timeout (counted from its first claim) and its parent. Rows for options the run lacks are left out.
 func startRows(h *table, info flow.RunInfo) {
 	if info.UniqueKey != "" {
 		h.row("Unique key", cell(info.UniqueKey, 0))
 	}
 	if !info.Deadline.IsZero() {
 		h.row("Deadline", rfcMillis(info.Deadline))
+	}
+	if info.Timeout > 0 {
+		t := info.Timeout.String() + " from its first claim"
+		if info.StartedAt.IsZero() {
+			t += " (not claimed yet: no deadline from it)"
+		}
+		h.row("Timeout", t)
 	}
 	if info.ParentID != "" {
 		h.row("Parent", cell(info.ParentID, 0))

@@ -131,6 +131,9 @@ type Run struct {
 	StartedAt       sql.NullInt64
 	RequeuedFrom    sql.NullString
 	RequeuedAs      sql.NullString
+	Timeout         sql.NullInt64
+	Detached        bool
+	ContextValues   []byte
 }
 
 type Schedule struct {

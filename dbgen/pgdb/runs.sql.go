@@ -16,7 +16,7 @@ UPDATE flowlite.runs
 SET cancel_requested = true, wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN LEAST(run_at, $1::bigint) ELSE run_at END,
     updated_at = $1::bigint
-WHERE parent_id = $2::text AND NOT cancel_requested
+WHERE parent_id = $2::text AND NOT cancel_requested AND NOT detached
   AND status IN ('pending', 'running', 'waiting', 'compensating')
 RETURNING id
 `
@@ -27,7 +27,7 @@ type RunCancelChildrenParams struct {
 }
 
 // RunCancelChildren requests cancellation of the unfinished children of a
-// run.
+// run, but for detached ones, which outlive their parent's cancellation.
 func (q *Queries) RunCancelChildren(ctx context.Context, arg RunCancelChildrenParams) ([]string, error) {
 	rows, err := q.db.QueryContext(ctx, runCancelChildren, arg.Now, arg.ParentID)
 	if err != nil {
@@ -125,11 +125,14 @@ SET lease_owner      = $1::text,
     fence            = u.fence + 1,
     status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
     started_at       = COALESCE(u.started_at, $3::bigint),
+    deadline         = CASE WHEN u.timeout IS NOT NULL AND u.started_at IS NULL
+                            THEN LEAST(COALESCE(u.deadline, $3::bigint + u.timeout), $3::bigint + u.timeout)
+                            ELSE u.deadline END,
     updated_at       = $3::bigint
 FROM picked
 WHERE u.id = picked.id
   AND u.lease_owner IS NULL
-RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as
+RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as, u.timeout, u.detached, u.context_values
 `
 
 type RunClaimParams struct {
@@ -153,10 +156,12 @@ type RunClaimParams struct {
 // the readiness test (PostgreSQL re-checks the WHERE clause of a locking
 // read on the newest version), and no other transaction can change a
 // locked row before this one commits, so the statement is a
-// compare-and-set. started_at keeps the first claim. The selection is a
-// MATERIALIZED CTE, run once: as a plain IN (subquery) the planner may
-// rescan it for each row, and every rescan, skipping the rows this
-// statement already updated, would claim @max_runs more.
+// compare-and-set. started_at keeps the first claim, and a run's timeout
+// (how long it may take from its first claim) becomes its deadline then,
+// or the earlier deadline it had. The selection is a MATERIALIZED CTE,
+// run once: as a plain IN (subquery) the planner may rescan it for each
+// row, and every rescan, skipping the rows this statement already
+// updated, would claim @max_runs more.
 //
 // The statement is written so that its one good plan does not depend on
 // the table's statistics, which are missing or stale right after a bulk
@@ -220,6 +225,9 @@ func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, erro
 			&i.StartedAt,
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
+			&i.Timeout,
+			&i.Detached,
+			&i.ContextValues,
 		); err != nil {
 			return nil, err
 		}
@@ -272,10 +280,13 @@ claimed AS (
         fence            = u.fence + 1,
         status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
         started_at       = COALESCE(u.started_at, $2::bigint),
+        deadline         = CASE WHEN u.timeout IS NOT NULL AND u.started_at IS NULL
+                                THEN LEAST(COALESCE(u.deadline, $2::bigint + u.timeout), $2::bigint + u.timeout)
+                                ELSE u.deadline END,
         updated_at       = $2::bigint
     WHERE u.id = ANY (ARRAY(SELECT picked.id FROM picked))
       AND u.lease_owner IS NULL
-    RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as
+    RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as, u.timeout, u.detached, u.context_values
 ),
 begun AS (
     INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
@@ -307,6 +318,7 @@ SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.inpu
        c.error, c.reason, c.cancel_requested, c.run_at, c.deadline, c.parent_id, c.wake_seq,
        c.fence, c.lease_owner, c.lease_expires_at, c.created_at, c.updated_at, c.finished_at,
        c.unique_key, c.unique_states, c.started_at, c.requeued_from, c.requeued_as,
+       c.timeout, c.detached, c.context_values,
        COALESCE(b.name, '')::text AS begun
 FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
 ORDER BY c.priority DESC, c.run_at, c.seq
@@ -350,6 +362,9 @@ type RunClaimAndBeginRow struct {
 	StartedAt       sql.NullInt64
 	RequeuedFrom    sql.NullString
 	RequeuedAs      sql.NullString
+	Timeout         sql.NullInt64
+	Detached        bool
+	ContextValues   []byte
 	Begun           string
 }
 
@@ -427,6 +442,9 @@ func (q *Queries) RunClaimAndBegin(ctx context.Context, arg RunClaimAndBeginPara
 			&i.StartedAt,
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
+			&i.Timeout,
+			&i.Detached,
+			&i.ContextValues,
 			&i.Begun,
 		); err != nil {
 			return nil, err
@@ -645,7 +663,7 @@ func (q *Queries) RunFinishMany(ctx context.Context, finishes json.RawMessage) (
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as FROM flowlite.runs WHERE id = $1
+SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values FROM flowlite.runs WHERE id = $1
 `
 
 func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
@@ -679,12 +697,15 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 		&i.StartedAt,
 		&i.RequeuedFrom,
 		&i.RequeuedAs,
+		&i.Timeout,
+		&i.Detached,
+		&i.ContextValues,
 	)
 	return i, err
 }
 
 const runGetForUpdate = `-- name: RunGetForUpdate :one
-SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as FROM flowlite.runs WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values FROM flowlite.runs WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // RunGetForUpdate is RunGet holding the run's row until the transaction
@@ -725,6 +746,9 @@ func (q *Queries) RunGetForUpdate(ctx context.Context, id string) (Run, error) {
 		&i.StartedAt,
 		&i.RequeuedFrom,
 		&i.RequeuedAs,
+		&i.Timeout,
+		&i.Detached,
+		&i.ContextValues,
 	)
 	return i, err
 }
@@ -911,7 +935,7 @@ func (q *Queries) RunLeaseCheck(ctx context.Context, arg RunLeaseCheckParams) (b
 }
 
 const runList = `-- name: RunList :many
-SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as FROM flowlite.runs
+SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values FROM flowlite.runs
 WHERE ($1::text = '' OR status = $1::text)
   AND ($2::text = '' OR workflow = $2::text)
   AND ($3::text = '' OR queue = $3::text)
@@ -974,6 +998,9 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 			&i.StartedAt,
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
+			&i.Timeout,
+			&i.Detached,
+			&i.ContextValues,
 		); err != nil {
 			return nil, err
 		}

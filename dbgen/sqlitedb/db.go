@@ -243,6 +243,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runSeqMaxStmt, err = db.PrepareContext(ctx, runSeqMax); err != nil {
 		return nil, fmt.Errorf("error preparing query RunSeqMax: %w", err)
 	}
+	if q.runSetStartOptionsStmt, err = db.PrepareContext(ctx, runSetStartOptions); err != nil {
+		return nil, fmt.Errorf("error preparing query RunSetStartOptions: %w", err)
+	}
 	if q.runSetStatusStmt, err = db.PrepareContext(ctx, runSetStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query RunSetStatus: %w", err)
 	}
@@ -739,6 +742,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runSeqMaxStmt: %w", cerr)
 		}
 	}
+	if q.runSetStartOptionsStmt != nil {
+		if cerr := q.runSetStartOptionsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runSetStartOptionsStmt: %w", cerr)
+		}
+	}
 	if q.runSetStatusStmt != nil {
 		if cerr := q.runSetStatusStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runSetStatusStmt: %w", cerr)
@@ -1061,6 +1069,7 @@ type Queries struct {
 	runRescueStmt                   *sql.Stmt
 	runResetStmt                    *sql.Stmt
 	runSeqMaxStmt                   *sql.Stmt
+	runSetStartOptionsStmt          *sql.Stmt
 	runSetStatusStmt                *sql.Stmt
 	runStartCompensatingStmt        *sql.Stmt
 	runUnmarkRequeuedStmt           *sql.Stmt
@@ -1182,6 +1191,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runRescueStmt:                   q.runRescueStmt,
 		runResetStmt:                    q.runResetStmt,
 		runSeqMaxStmt:                   q.runSeqMaxStmt,
+		runSetStartOptionsStmt:          q.runSetStartOptionsStmt,
 		runSetStatusStmt:                q.runSetStatusStmt,
 		runStartCompensatingStmt:        q.runStartCompensatingStmt,
 		runUnmarkRequeuedStmt:           q.runUnmarkRequeuedStmt,

@@ -126,6 +126,9 @@ type Run struct {
 	RequeuedFrom    *string
 	RequeuedAs      *string
 	UniqueStates    int64
+	Timeout         *int64
+	Detached        int64
+	ContextValues   []byte
 }
 
 type Schedule struct {

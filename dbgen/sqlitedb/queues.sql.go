@@ -368,7 +368,7 @@ func (q *Queries) RunDeadDeleteByID(ctx context.Context, id string) (int64, erro
 }
 
 const runDeadList = `-- name: RunDeadList :many
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values FROM flowlite_runs
 WHERE status = 'failed' AND requeued_as IS NULL
   AND finished_at >= ?1 AND finished_at < ?2
   AND (?3 = '' OR workflow = ?3)
@@ -430,6 +430,9 @@ func (q *Queries) RunDeadList(ctx context.Context, arg RunDeadListParams) ([]Run
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
 			&i.UniqueStates,
+			&i.Timeout,
+			&i.Detached,
+			&i.ContextValues,
 		); err != nil {
 			return nil, err
 		}
@@ -445,7 +448,7 @@ func (q *Queries) RunDeadList(ctx context.Context, arg RunDeadListParams) ([]Run
 }
 
 const runGetKeyHolder = `-- name: RunGetKeyHolder :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values FROM flowlite_runs
 WHERE workflow = ?1 AND unique_key = ?2 AND requeued_as IS NULL
   AND (unique_states & (CASE status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
           WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
@@ -491,6 +494,9 @@ func (q *Queries) RunGetKeyHolder(ctx context.Context, arg RunGetKeyHolderParams
 		&i.RequeuedFrom,
 		&i.RequeuedAs,
 		&i.UniqueStates,
+		&i.Timeout,
+		&i.Detached,
+		&i.ContextValues,
 	)
 	return i, err
 }
@@ -518,10 +524,12 @@ func (q *Queries) RunMarkRequeued(ctx context.Context, arg RunMarkRequeuedParams
 
 const runRequeueInsert = `-- name: RunRequeueInsert :execrows
 INSERT INTO flowlite_runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
-                  unique_key, unique_states, requeued_from, created_at, updated_at)
+                  unique_key, unique_states, requeued_from, created_at, updated_at,
+                  timeout, detached, context_values)
 SELECT ?1, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, ?2,
-       CASE WHEN f.deadline IS NULL THEN NULL ELSE f.deadline - f.created_at + ?2 END,
-       f.unique_key, f.unique_states, f.id, ?2, ?2
+       CASE WHEN f.deadline IS NULL OR f.timeout IS NOT NULL THEN NULL ELSE f.deadline - f.created_at + ?2 END,
+       f.unique_key, f.unique_states, f.id, ?2, ?2,
+       f.timeout, f.detached, f.context_values
 FROM flowlite_runs AS f
 WHERE f.id = ?3 AND f.status = 'failed' AND f.requeued_as = ?1
 ON CONFLICT DO NOTHING
@@ -536,8 +544,10 @@ type RunRequeueInsertParams struct {
 // RunRequeueInsert inserts run @id as a fresh, pending copy of the dead
 // letter @from_id, which RunMarkRequeued linked to @id just before (so that
 // the dead letter no longer holds its unique key): same workflow version,
-// queue, priority, input, unique key and unique states, due at @now, with
-// the deadline it had moved by the time elapsed since it was created. It
+// queue, priority, input, unique key and unique states, timeout,
+// detachment and context values, due at @now, with the deadline it had
+// moved by the time elapsed since it was created; a run with a timeout
+// gets no deadline (its first claim gives it the whole timeout again). It
 // inserts nothing when @from_id is not that dead letter, @id is taken, or
 // another run holds the unique key.
 func (q *Queries) RunRequeueInsert(ctx context.Context, arg RunRequeueInsertParams) (int64, error) {

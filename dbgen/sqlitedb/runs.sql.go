@@ -14,7 +14,7 @@ UPDATE flowlite_runs
 SET cancel_requested = 1, wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, ?1) ELSE run_at END,
     updated_at = ?1
-WHERE parent_id = ?2 AND cancel_requested = 0
+WHERE parent_id = ?2 AND cancel_requested = 0 AND detached = 0
   AND status IN ('pending', 'running', 'waiting', 'compensating')
 RETURNING id
 `
@@ -25,7 +25,7 @@ type RunCancelChildrenParams struct {
 }
 
 // RunCancelChildren requests cancellation of the unfinished children of a
-// run.
+// run, but for detached ones, which outlive their parent's cancellation.
 func (q *Queries) RunCancelChildren(ctx context.Context, arg RunCancelChildrenParams) ([]string, error) {
 	rows, err := q.query(ctx, q.runCancelChildrenStmt, runCancelChildren, arg.Now, arg.ParentID)
 	if err != nil {
@@ -110,6 +110,9 @@ SET lease_owner      = ?1,
     fence            = fence + 1,
     status           = CASE status WHEN 'compensating' THEN status ELSE 'running' END,
     started_at       = COALESCE(started_at, ?3),
+    deadline         = CASE WHEN timeout IS NOT NULL AND started_at IS NULL
+                            THEN MIN(COALESCE(deadline, ?3 + timeout), ?3 + timeout)
+                            ELSE deadline END,
     updated_at       = ?3
 WHERE lease_owner IS NULL
   AND +status IN ('pending', 'waiting', 'compensating')
@@ -125,7 +128,7 @@ WHERE lease_owner IS NULL
     ORDER BY r.run_at, rowid
     LIMIT CAST(?7 AS INTEGER)
   )
-RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states
+RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values
 `
 
 type RunClaimParams struct {
@@ -148,10 +151,12 @@ type RunClaimParams struct {
 // unary + keeps the planner on the primary key for the selected IDs,
 // instead of scanning every unfinished run through runs_status. Ties go to
 // the run inserted first: rowid ends every entry of runs_ready. started_at
-// keeps the first claim. The limit is a CAST, not a bare @max_runs: SQLite
-// plans a bare parameter LIMIT with the value bound and prepares the
-// statement again whenever that value changes, which a claim of the free
-// slots does on nearly every call (about a quarter of the claim's CPU in
+// keeps the first claim, and a run's timeout (how long it may take from
+// its first claim) becomes its deadline then, or the earlier deadline it
+// had. The limit is a CAST, not a bare @max_runs: SQLite plans a bare
+// parameter LIMIT with the value bound and prepares the statement again
+// whenever that value changes, which a claim of the free slots does on
+// nearly every call (about a quarter of the claim's CPU in
 // BenchmarkDrainJobs).
 func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, error) {
 	rows, err := q.query(ctx, q.runClaimStmt, runClaim,
@@ -197,6 +202,9 @@ func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, erro
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
 			&i.UniqueStates,
+			&i.Timeout,
+			&i.Detached,
+			&i.ContextValues,
 		); err != nil {
 			return nil, err
 		}
@@ -344,7 +352,7 @@ func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, er
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs WHERE id = ?1
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values FROM flowlite_runs WHERE id = ?1
 `
 
 func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
@@ -377,12 +385,15 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 		&i.RequeuedFrom,
 		&i.RequeuedAs,
 		&i.UniqueStates,
+		&i.Timeout,
+		&i.Detached,
+		&i.ContextValues,
 	)
 	return i, err
 }
 
 const runGetForUpdate = `-- name: RunGetForUpdate :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs WHERE id = ?1
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values FROM flowlite_runs WHERE id = ?1
 `
 
 // RunGetForUpdate is RunGet inside a write transaction whose next writes
@@ -418,6 +429,9 @@ func (q *Queries) RunGetForUpdate(ctx context.Context, id string) (Run, error) {
 		&i.RequeuedFrom,
 		&i.RequeuedAs,
 		&i.UniqueStates,
+		&i.Timeout,
+		&i.Detached,
+		&i.ContextValues,
 	)
 	return i, err
 }
@@ -581,7 +595,7 @@ func (q *Queries) RunLeaseCheck(ctx context.Context, arg RunLeaseCheckParams) (i
 }
 
 const runList = `-- name: RunList :many
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states FROM flowlite_runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values FROM flowlite_runs
 WHERE (?1 = '' OR status = ?1)
   AND (?2 = '' OR workflow = ?2)
   AND (?3 = '' OR queue = ?3)
@@ -643,6 +657,9 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 			&i.RequeuedFrom,
 			&i.RequeuedAs,
 			&i.UniqueStates,
+			&i.Timeout,
+			&i.Detached,
+			&i.ContextValues,
 		); err != nil {
 			return nil, err
 		}

@@ -86,6 +86,9 @@ func (e *Engine) prepareBatch(ps []StartParams) error {
 		if err := validUnique(p); err != nil {
 			return &ItemError{Index: i, RunID: p.ID, Err: err}
 		}
+		if err := validStartOptions(p); err != nil {
+			return &ItemError{Index: i, RunID: p.ID, Err: err}
+		}
 		if j, dup := ids[p.ID]; dup {
 			return &ItemError{Index: i, RunID: p.ID, Err: fmt.Errorf("run ID %s is item %d's too", p.ID, j)}
 		}
@@ -115,7 +118,7 @@ func (e *Engine) insertRuns(ctx context.Context, tx store.Tx, ps []StartParams) 
 		rows[i] = store.RunInsertParams{
 			ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
 			Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey,
-			UniqueStates: insertStates(p), Now: now,
+			UniqueStates: insertStates(p), StartOptions: p.startOptions(), Now: now,
 		}
 	}
 	inserted, err := tx.RunInsertMany(ctx, rows)

@@ -34,6 +34,10 @@ type StartParams struct {
 	// does: return the holder (the zero value) or fail with a
 	// *flowtype.DuplicateError. A taken ID always returns its run.
 	OnDuplicate flowtype.DuplicatePolicy
+	// Timeout, when set, bounds how long the run may take from its first
+	// claim (dequeue), not from its start: the claim sets its deadline
+	// (see startoptions.go).
+	Timeout time.Duration
 }
 
 // Started is the outcome of a start: the run, and whether it already
@@ -115,7 +119,7 @@ func (e *Engine) StartRunTx(ctx context.Context, sqlTx *sql.Tx, p StartParams) (
 // run at once (no free slot of its queue), which needs a Write anyway.
 func (e *Engine) startAlone(ctx context.Context, p *StartParams) (st Started, done bool, err error) {
 	starter, ok := e.store.(store.Starter)
-	if !ok || p.UniqueKey != "" {
+	if !ok || p.UniqueKey != "" || !p.startOptions().IsZero() {
 		return Started{}, false, nil
 	}
 	row, started, err := e.startRecord(p)
@@ -147,6 +151,9 @@ func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event
 	if err := validUnique(p); err != nil {
 		return store.RunInsertParams{}, store.Event{}, err
 	}
+	if err := validStartOptions(p); err != nil {
+		return store.RunInsertParams{}, store.Event{}, err
+	}
 	now := e.nowMs()
 	runAt := now
 	if !p.RunAt.IsZero() {
@@ -159,7 +166,7 @@ func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event
 	row := store.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
 		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey,
-		UniqueStates: insertStates(p), Now: now,
+		UniqueStates: insertStates(p), StartOptions: p.startOptions(), Now: now,
 	}
 	started := store.Event{RunID: p.ID, At: now, Kind: EventRunStarted, Detail: startedDetail(p)}
 	return row, started, nil
@@ -198,7 +205,7 @@ func insertedRun(r store.RunInsertParams) store.Run {
 	return store.Run{
 		ID: r.ID, Workflow: r.Workflow.Name, Version: r.Workflow.Version, Queue: r.Queue, Priority: r.Priority,
 		Status: store.RunPending, Input: r.Input, RunAt: r.RunAt, Deadline: r.Deadline, ParentID: r.ParentID,
-		UniqueKey: r.UniqueKey, CreatedAt: r.Now, UpdatedAt: r.Now,
+		UniqueKey: r.UniqueKey, CreatedAt: r.Now, UpdatedAt: r.Now, StartOptions: r.StartOptions,
 	}
 }
 

@@ -479,7 +479,7 @@ func startedDetail(p *StartParams) string {
 			d += " for " + p.UniquePeriod.String()
 		}
 	}
-	return d
+	return d + startOptionsDetail(p)
 }
 
 // PurgeDeadRuns deletes the dead letters ids, with their steps, events and

@@ -52,6 +52,7 @@ type Run struct {
 	StartedAt       int64  // first claim; zero until then
 	RequeuedFrom    string // the dead letter this run requeues
 	RequeuedAs      string // the run that requeued this dead letter
+	StartOptions           // timeout, detachment, context values
 }
 
 // Lease returns the lease the run was claimed with.
@@ -96,7 +97,9 @@ type RunInsertParams struct {
 	// good; nil means the unfinished ones (pending, running, waiting,
 	// compensating, suspended), which it must include.
 	UniqueStates []RunStatus
-	Now          int64
+	// StartOptions, when any is set, are recorded with the run.
+	StartOptions
+	Now int64
 }
 
 // RunReleaseParams says when a released run is due again.

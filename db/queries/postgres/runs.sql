@@ -139,10 +139,12 @@ LIMIT @max_priorities;
 -- the readiness test (PostgreSQL re-checks the WHERE clause of a locking
 -- read on the newest version), and no other transaction can change a
 -- locked row before this one commits, so the statement is a
--- compare-and-set. started_at keeps the first claim. The selection is a
--- MATERIALIZED CTE, run once: as a plain IN (subquery) the planner may
--- rescan it for each row, and every rescan, skipping the rows this
--- statement already updated, would claim @max_runs more.
+-- compare-and-set. started_at keeps the first claim, and a run's timeout
+-- (how long it may take from its first claim) becomes its deadline then,
+-- or the earlier deadline it had. The selection is a MATERIALIZED CTE,
+-- run once: as a plain IN (subquery) the planner may rescan it for each
+-- row, and every rescan, skipping the rows this statement already
+-- updated, would claim @max_runs more.
 --
 -- The statement is written so that its one good plan does not depend on
 -- the table's statistics, which are missing or stale right after a bulk
@@ -179,6 +181,9 @@ SET lease_owner      = sqlc.arg(owner)::text,
     fence            = u.fence + 1,
     status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
     started_at       = COALESCE(u.started_at, sqlc.arg(now)::bigint),
+    deadline         = CASE WHEN u.timeout IS NOT NULL AND u.started_at IS NULL
+                            THEN LEAST(COALESCE(u.deadline, sqlc.arg(now)::bigint + u.timeout), sqlc.arg(now)::bigint + u.timeout)
+                            ELSE u.deadline END,
     updated_at       = sqlc.arg(now)::bigint
 FROM picked
 WHERE u.id = picked.id
@@ -251,6 +256,9 @@ claimed AS (
         fence            = u.fence + 1,
         status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
         started_at       = COALESCE(u.started_at, sqlc.arg(now)::bigint),
+        deadline         = CASE WHEN u.timeout IS NOT NULL AND u.started_at IS NULL
+                                THEN LEAST(COALESCE(u.deadline, sqlc.arg(now)::bigint + u.timeout), sqlc.arg(now)::bigint + u.timeout)
+                                ELSE u.deadline END,
         updated_at       = sqlc.arg(now)::bigint
     WHERE u.id = ANY (ARRAY(SELECT picked.id FROM picked))
       AND u.lease_owner IS NULL
@@ -286,6 +294,7 @@ SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.inpu
        c.error, c.reason, c.cancel_requested, c.run_at, c.deadline, c.parent_id, c.wake_seq,
        c.fence, c.lease_owner, c.lease_expires_at, c.created_at, c.updated_at, c.finished_at,
        c.unique_key, c.unique_states, c.started_at, c.requeued_from, c.requeued_as,
+       c.timeout, c.detached, c.context_values,
        COALESCE(b.name, '')::text AS begun
 FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
 ORDER BY c.priority DESC, c.run_at, c.seq;
@@ -349,12 +358,12 @@ WHERE id = sqlc.arg(id)::text AND status IN ('pending', 'running', 'waiting', 'c
 
 -- name: RunCancelChildren :many
 -- RunCancelChildren requests cancellation of the unfinished children of a
--- run.
+-- run, but for detached ones, which outlive their parent's cancellation.
 UPDATE flowlite.runs
 SET cancel_requested = true, wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN LEAST(run_at, sqlc.arg(now)::bigint) ELSE run_at END,
     updated_at = sqlc.arg(now)::bigint
-WHERE parent_id = sqlc.arg(parent_id)::text AND NOT cancel_requested
+WHERE parent_id = sqlc.arg(parent_id)::text AND NOT cancel_requested AND NOT detached
   AND status IN ('pending', 'running', 'waiting', 'compensating')
 RETURNING id;
 

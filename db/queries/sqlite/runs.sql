@@ -78,10 +78,12 @@ LIMIT 1;
 -- unary + keeps the planner on the primary key for the selected IDs,
 -- instead of scanning every unfinished run through runs_status. Ties go to
 -- the run inserted first: rowid ends every entry of runs_ready. started_at
--- keeps the first claim. The limit is a CAST, not a bare @max_runs: SQLite
--- plans a bare parameter LIMIT with the value bound and prepares the
--- statement again whenever that value changes, which a claim of the free
--- slots does on nearly every call (about a quarter of the claim's CPU in
+-- keeps the first claim, and a run's timeout (how long it may take from
+-- its first claim) becomes its deadline then, or the earlier deadline it
+-- had. The limit is a CAST, not a bare @max_runs: SQLite plans a bare
+-- parameter LIMIT with the value bound and prepares the statement again
+-- whenever that value changes, which a claim of the free slots does on
+-- nearly every call (about a quarter of the claim's CPU in
 -- BenchmarkDrainJobs).
 UPDATE flowlite_runs
 SET lease_owner      = @owner,
@@ -89,6 +91,9 @@ SET lease_owner      = @owner,
     fence            = fence + 1,
     status           = CASE status WHEN 'compensating' THEN status ELSE 'running' END,
     started_at       = COALESCE(started_at, @now),
+    deadline         = CASE WHEN timeout IS NOT NULL AND started_at IS NULL
+                            THEN MIN(COALESCE(deadline, @now + timeout), @now + timeout)
+                            ELSE deadline END,
     updated_at       = @now
 WHERE lease_owner IS NULL
   AND +status IN ('pending', 'waiting', 'compensating')
@@ -151,12 +156,12 @@ WHERE id = @id AND status IN ('pending', 'running', 'waiting', 'compensating');
 
 -- name: RunCancelChildren :many
 -- RunCancelChildren requests cancellation of the unfinished children of a
--- run.
+-- run, but for detached ones, which outlive their parent's cancellation.
 UPDATE flowlite_runs
 SET cancel_requested = 1, wake_seq = wake_seq + 1,
     run_at = CASE WHEN lease_owner IS NULL THEN MIN(run_at, @now) ELSE run_at END,
     updated_at = @now
-WHERE parent_id = @parent_id AND cancel_requested = 0
+WHERE parent_id = @parent_id AND cancel_requested = 0 AND detached = 0
   AND status IN ('pending', 'running', 'waiting', 'compensating')
 RETURNING id;
 

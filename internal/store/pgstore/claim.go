@@ -57,6 +57,7 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 			WakeSeq: r.WakeSeq, Fence: r.Fence, LeaseOwner: r.LeaseOwner, LeaseExpiresAt: r.LeaseExpiresAt,
 			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, UniqueKey: r.UniqueKey,
 			UniqueStates: r.UniqueStates, StartedAt: r.StartedAt, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
+			Timeout: r.Timeout, Detached: r.Detached, ContextValues: r.ContextValues,
 		})
 		claimed[i].Begun = r.Begun
 	}

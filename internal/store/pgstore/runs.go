@@ -89,6 +89,9 @@ func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, erro
 	if n == 0 {
 		return false, nil
 	}
+	if err := t.setStartOptions(ctx, p); err != nil {
+		return false, err
+	}
 	if err := t.wakeRuns(ctx, store.WakeReady, p.ID); err != nil {
 		return false, fmt.Errorf("insert run %s: %w", p.ID, err)
 	}
@@ -405,6 +408,7 @@ func runFromRow(r pgdb.Run) store.Run {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt.Int64,
 		UniqueKey: r.UniqueKey.String, StartedAt: r.StartedAt.Int64,
 		RequeuedFrom: r.RequeuedFrom.String, RequeuedAs: r.RequeuedAs.String,
+		StartOptions: startOptionsFromRow(r),
 	}
 }
 
@@ -462,6 +466,9 @@ func (t *tx) RunInsertMany(ctx context.Context, ps []store.RunInsertParams) ([]b
 		}
 		for _, id := range ids {
 			inserted[first[id]] = true
+			if err := t.setStartOptions(ctx, ps[first[id]]); err != nil {
+				return nil, err
+			}
 		}
 		if err := t.wakeRuns(ctx, store.WakeReady, ids...); err != nil {
 			return nil, fmt.Errorf("insert %d runs: %w", len(rows), err)

@@ -78,6 +78,11 @@ func (t *tx) RunInsert(ctx context.Context, p store.RunInsertParams) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("insert run %s: %w", p.ID, interpretError(err))
 	}
+	if n == 1 {
+		if err := t.setStartOptions(ctx, p); err != nil {
+			return false, err
+		}
+	}
 	return n == 1, nil
 }
 
@@ -310,6 +315,7 @@ func runFromRow(r sqlitedb.Run) store.Run {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: deref(r.FinishedAt),
 		UniqueKey: deref(r.UniqueKey), StartedAt: deref(r.StartedAt),
 		RequeuedFrom: deref(r.RequeuedFrom), RequeuedAs: deref(r.RequeuedAs),
+		StartOptions: startOptionsFromRow(r),
 	}
 }
 
@@ -346,6 +352,9 @@ func (t *tx) RunInsertMany(ctx context.Context, ps []store.RunInsertParams) ([]b
 		}
 		for _, id := range ids {
 			inserted[first[id]] = true
+			if err := t.setStartOptions(ctx, ps[first[id]]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return inserted, nil

@@ -1,0 +1,32 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/internal/store"
+)
+
+// setStartOptions records the start options of the run p, inserted just
+// before in the same transaction; a run without any costs nothing.
+func (t *tx) setStartOptions(ctx context.Context, p store.RunInsertParams) error {
+	if p.StartOptions.IsZero() {
+		return nil
+	}
+	var detached int64
+	if p.Detached {
+		detached = 1
+	}
+	if _, err := t.q.RunSetStartOptions(ctx, sqlitedb.RunSetStartOptionsParams{
+		ID: p.ID, Timeout: optional(p.Timeout), Detached: detached, ContextValues: p.Context,
+	}); err != nil {
+		return fmt.Errorf("insert run %s: record its start options: %w", p.ID, interpretError(err))
+	}
+	return nil
+}
+
+// startOptionsFromRow returns the start options of a run row.
+func startOptionsFromRow(r sqlitedb.Run) store.StartOptions {
+	return store.StartOptions{Timeout: deref(r.Timeout), Detached: r.Detached != 0, Context: r.ContextValues}
+}
