@@ -27,6 +27,13 @@
 // (CheckpointPassive …), which are SQLite's wal_checkpoint modes, and the
 // durability settings.
 //
+// Replication (Options.Replication) takes a Replicator, which
+// flow/flowlitestream provides with Litestream: this package links no
+// replicator, so that a program that does not replicate links no
+// Litestream (internal/archtest checks it). Checkpoints are handed over
+// here: while a replicator, or a Litestream process beside the engines
+// (Options.Checkpoints), checkpoints the file, the engine does not.
+//
 // It imports flow, flow/flowtype and internal/store with its SQLite
 // adapter internal/store/sqlitestore, which brings in modernc.org/sqlite
 // (no cgo). It and that adapter are the only packages of flowlite that may
