@@ -91,6 +91,18 @@ const (
 	// EventRunRescheduled: an operator gave a pending run a new due time
 	// (Engine.RunAt); Detail says when it is due and when it was.
 	EventRunRescheduled = "run_rescheduled"
+	// EventRunReset: an operator reset the run to an earlier call of its
+	// history (Engine.Reset) or brought a cancelled or failed run back
+	// (Engine.Revive): it is pending again under its own ID, keeping the
+	// records of the calls before that one. Detail names the call and
+	// ends with "; discarded: " and a JSON array of the calls whose
+	// records went ("name#occurrence"), which run again.
+	EventRunReset = "run_reset"
+	// EventRunForked: an operator forked the run from one of its calls
+	// (Engine.Fork); Detail names the new run and the call. The new run's
+	// run_started event names this run and ends with "; copied: " and a
+	// JSON array of the calls whose records it was given.
+	EventRunForked = "run_forked"
 	// EventScheduleFired: a schedule's slot started the run, right after
 	// its run_started; Detail names the schedule and the slot.
 	EventScheduleFired = "schedule_fired"

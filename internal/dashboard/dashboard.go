@@ -206,7 +206,7 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, msg
 func (d *Dashboard) failErr(w http.ResponseWriter, r *http.Request, what string, err error) {
 	status := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, flow.ErrRunNotFound):
+	case errors.Is(err, flow.ErrRunNotFound), errors.Is(err, flow.ErrStepNotFound):
 		status = http.StatusNotFound
 	case errors.Is(err, flow.ErrConflict), errors.Is(err, flow.ErrRunFinished):
 		status = http.StatusConflict

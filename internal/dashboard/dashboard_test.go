@@ -104,9 +104,10 @@ func TestPages(t *testing.T) {
 			}
 		}
 	}
-	// A failed run offers a retry and a delete only.
-	if r := do(t, http.MethodGet, srv.URL+"/runs/saga-1", nil); strings.Count(r.body, `id="action-`) != 2 || !strings.Contains(r.body, `id="action-retry"`) || !strings.Contains(r.body, `id="action-delete"`) {
-		t.Errorf("a failed run offers other actions than retry and delete")
+	// A failed run offers a retry, a revive and a delete only.
+	if r := do(t, http.MethodGet, srv.URL+"/runs/saga-1", nil); strings.Count(r.body, `id="action-`) != 3 || !strings.Contains(r.body, `id="action-retry"`) ||
+		!strings.Contains(r.body, `id="action-revive"`) || !strings.Contains(r.body, `id="action-delete"`) {
+		t.Errorf("a failed run offers other actions than retry, revive and delete")
 	}
 }
 

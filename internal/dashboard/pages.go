@@ -65,6 +65,10 @@ func (d *Dashboard) funcs() template.FuncMap {
 		"actionURL": func(id, action string) string {
 			return d.path("/runs/" + url.PathEscape(id) + "/" + action)
 		},
+		"stepActionURL": func(id, action, name string, occ int) string {
+			return d.path("/runs/"+url.PathEscape(id)+"/"+action) + "?" + url.Values{"step": {fmt.Sprintf("%s#%d", name, occ)}}.Encode()
+		},
+		"topLevel": topLevelCall,
 	}
 }
 
@@ -260,6 +264,8 @@ type runData struct {
 	Events   []flow.Event
 	Timeline timeline
 	Actions  []action
+	// StepActions are offered on each row of a top-level step call.
+	StepActions []action
 	// DAG is the picture of the run's definition with each node's state,
 	// for a run of a stored workflow definition (flow/flowdef).
 	DAG template.HTML
@@ -323,6 +329,7 @@ func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 	data.DAG = d.dag(ctx, info)
 	if !d.readOnly && !sc.Past {
 		data.Actions = d.actionsFor(info)
+		data.StepActions = d.stepActionsFor(info)
 	}
 	p := page{Title: "Run " + id, Nav: "runs", Data: data}
 	if a, ok := d.action(r.URL.Query().Get("done")); ok {
@@ -389,6 +396,9 @@ type action struct {
 	// parameter of the same name.
 	Input *actionInput
 	with  func(ctx context.Context, e *flow.Engine, id, value string) (string, error)
+	// PerStep actions are offered on the run page's step rows, with the
+	// step as their Input, instead of among the run's actions.
+	PerStep bool
 }
 
 // actionInput is the one field of an action's confirmation form.
@@ -398,6 +408,18 @@ type actionInput struct {
 	// Fixed shows the value without letting the operator change it, as
 	// when a link on the run page chose it (the step to reset from).
 	Fixed bool
+}
+
+// stepActionsFor lists the actions offered on each step row of run's page
+// (action.PerStep) that apply to it.
+func (d *Dashboard) stepActionsFor(run flow.RunInfo) []action {
+	var out []action
+	for _, a := range d.actions() {
+		if a.PerStep && a.applies(run) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // same adapts an action that leaves the operator on the same run.
@@ -440,7 +462,8 @@ func (d *Dashboard) actions() []action {
 		},
 	}
 	as = append(as, d.jobActions()...)
-	return append(as, d.runOpsActions()...)
+	as = append(as, d.runOpsActions()...)
+	return append(as, d.goBackActions()...)
 }
 
 func (d *Dashboard) action(name string) (action, bool) {
@@ -456,7 +479,7 @@ func (d *Dashboard) action(name string) (action, bool) {
 func (d *Dashboard) actionsFor(run flow.RunInfo) []action {
 	var out []action
 	for _, a := range d.actions() {
-		if a.applies(run) {
+		if !a.PerStep && a.applies(run) {
 			out = append(out, a)
 		}
 	}

@@ -80,3 +80,57 @@ func TestRunAtAction(t *testing.T) {
 		t.Errorf("run-at of a completed run: %d", r.status)
 	}
 }
+
+// The steps of a finished run offer "Reset from here" and "Fork from
+// here", whose confirmation pages carry the step; a dead letter offers
+// "Revive". Each leads to the run it leaves the operator on, and a
+// refusal is a 409 that changes nothing.
+func TestResetForkReviveActions(t *testing.T) {
+	t.Parallel()
+	srv, e := server(t, fixtureDB(t), nil)
+	ctx := context.Background()
+
+	page := do(t, http.MethodGet, srv.URL+"/runs/done-1", nil)
+	for _, id := range []string{`id="reset-reserve#0"`, `id="fork-ship#0"`} {
+		if !strings.Contains(page.body, id) {
+			t.Errorf("a completed run's page lacks %s", id)
+		}
+	}
+	if strings.Contains(page.body, `id="action-revive"`) || strings.Contains(page.body, `id="action-reset"`) {
+		t.Error("a completed run's page offers revive, or reset among the run's actions")
+	}
+	if r := do(t, http.MethodGet, srv.URL+"/runs/done-1/reset?step=ship%230", nil); !strings.Contains(r.body, `name="step" value="ship#0"`) {
+		t.Fatalf("reset confirmation page lacks its step: %s", r.body)
+	}
+	r := postForm(t, srv.URL+"/runs/done-1/reset", url.Values{"step": {"ship#0"}})
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/runs/done-1?done=reset" {
+		t.Fatalf("reset: %d %s %s", r.status, r.header.Get("Location"), r.body)
+	}
+	if info, _ := e.Inspect(ctx, "done-1"); info.Status != flow.StatusPending || len(info.Steps) != 1 {
+		t.Errorf("after reset: %s with %d steps", info.Status, len(info.Steps))
+	}
+
+	r = postForm(t, srv.URL+"/runs/saga-1/fork", url.Values{"step": {"reserve#0"}})
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/runs/saga-1%2Ffork-1?done=fork" {
+		t.Fatalf("fork: %d %s %s", r.status, r.header.Get("Location"), r.body)
+	}
+	if page := do(t, http.MethodGet, srv.URL+"/runs/saga-1", nil); !strings.Contains(page.body, `id="action-revive"`) {
+		t.Error("a dead letter's page does not offer revive")
+	}
+	before, _ := e.History(ctx, "saga-1")
+	if r := postForm(t, srv.URL+"/runs/saga-1/reset", url.Values{"step": {"charge#0"}}); r.status != http.StatusConflict || !strings.Contains(r.body, "was compensated") {
+		t.Errorf("reset past a compensated step: %d %s", r.status, r.body)
+	}
+	if r := postForm(t, srv.URL+"/runs/saga-1/reset", url.Values{"step": {"nope"}}); r.status != http.StatusNotFound || !strings.Contains(r.body, "never reached step nope#0") {
+		t.Errorf("reset from a step never reached: %d", r.status)
+	}
+	if after, _ := e.History(ctx, "saga-1"); len(after) != len(before) {
+		t.Error("refused resets changed the history")
+	}
+	if r := postForm(t, srv.URL+"/runs/saga-1/revive", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("revive: %d %s", r.status, r.body)
+	}
+	if info, _ := e.Inspect(ctx, "saga-1"); info.Status != flow.StatusPending {
+		t.Errorf("after revive: %s", info.Status)
+	}
+}

@@ -12,6 +12,14 @@
 // the fold needs no value in the events table, and the events table stays
 // as the engine writes it.
 //
+// A reset (run_reset) is the exception: it deletes the records of the calls
+// it discards, which then run again and are written anew. Its event lists
+// them, so the fold drops them at the reset, and for a state before it
+// knows their rows hold a later execution's values: it shows what the
+// events say of those calls (status, attempts, errors, times) without
+// their outputs. A fork's first event lists the records it was given,
+// which the fork then holds as they were.
+//
 // What the history does not record is left out of a State: when a run is
 // next due (RunAt) and lease heartbeats. UpdatedAt is the time of the last
 // event folded.
@@ -72,9 +80,10 @@ const cancelToUnwind = "; compensations run when an engine claims it"
 // number) into the run's state at that point.
 func Fold(recs Records, n int) State {
 	n = min(max(n, 0), len(recs.Events))
-	f := folder{recs: recs, steps: map[store.StepKey]*store.Step{}}
+	f := folder{recs: recs, steps: map[store.StepKey]*store.Step{}, replaced: replacedCalls(recs)}
 	f.st.Status = store.RunPending
-	for _, ev := range recs.Events[:n] {
+	for i, ev := range recs.Events[:n] {
+		f.at = i
 		f.apply(ev)
 	}
 	f.st.Events = n
@@ -115,6 +124,56 @@ type folder struct {
 	recs  Records
 	st    State
 	steps map[store.StepKey]*store.Step
+	// replaced gives, for each call a reset discarded, the index of the
+	// last run_reset event that discarded it: its row now holds what the
+	// call did after that reset, not before. at is the index of the event
+	// being folded.
+	replaced map[string]int
+	at       int
+}
+
+// markedCalls returns the calls of the JSON array that follows marker in
+// an event's detail (see engine.DiscardedMarker). A step name may hold the
+// marker itself, so each occurrence is tried until what follows is a
+// whole JSON array.
+func markedCalls(detail, marker string) ([]string, bool) {
+	for from := 0; ; {
+		i := strings.Index(detail[from:], marker)
+		if i < 0 {
+			return nil, false
+		}
+		var calls []string
+		if json.Unmarshal([]byte(detail[from+i+len(marker):]), &calls) == nil {
+			return calls, true
+		}
+		from += i + len(marker)
+	}
+}
+
+// replacedCalls indexes the calls the resets of recs discarded (see
+// folder.replaced).
+func replacedCalls(recs Records) map[string]int {
+	var out map[string]int
+	for i, ev := range recs.Events {
+		if ev.Kind != flowtype.EventRunReset {
+			continue
+		}
+		calls, _ := markedCalls(ev.Detail, engine.DiscardedMarker)
+		for _, c := range calls {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[c] = i
+		}
+	}
+	return out
+}
+
+// current reports whether the row of key holds what the call did as of
+// the event being folded: no later reset discarded it.
+func (f *folder) current(key store.StepKey) bool {
+	last, ok := f.replaced[key.Call()]
+	return !ok || last < f.at
 }
 
 func (f *folder) row(key store.StepKey) (store.Step, bool) {
@@ -166,6 +225,41 @@ func (f *folder) apply(ev store.Event) {
 	switch ev.Kind {
 	case flowtype.EventRunStarted:
 		st.Status = store.RunPending
+		// A fork starts with the records it was given, as they are.
+		if copied, ok := markedCalls(ev.Detail, engine.CopiedMarker); ok {
+			for _, c := range copied {
+				name, occurrence, _ := engine.ParseCall(c)
+				key := store.StepKey{RunID: ev.RunID, Name: name, Occurrence: occurrence}
+				if row, ok := f.row(key); ok {
+					row.Compensation, row.CompensationAttempts, row.CompensationError = store.CompensationNone, 0, ""
+					f.steps[key] = &row
+				}
+			}
+		}
+	case flowtype.EventRunReset:
+		// The run went back to one of its calls: the discarded records
+		// go, with the signals their receives took, and the run is
+		// pending with no outcome, as RunReset leaves it.
+		discarded, _ := markedCalls(ev.Detail, engine.DiscardedMarker)
+		gone := map[store.StepKey]bool{}
+		for _, c := range discarded {
+			name, occurrence, _ := engine.ParseCall(c)
+			key := store.StepKey{RunID: ev.RunID, Name: name, Occurrence: occurrence}
+			gone[key] = true
+			delete(f.steps, key)
+		}
+		for _, s := range f.steps {
+			s.Compensation, s.CompensationAttempts, s.CompensationError = store.CompensationNone, 0, ""
+		}
+		received := st.Received[:0]
+		for _, r := range st.Received {
+			if !gone[r.Step] {
+				received = append(received, r)
+			}
+		}
+		st.Received = received
+		st.Status, st.Output, st.Error, st.Reason = store.RunPending, nil, "", ""
+		st.CancelRequested, st.FinishedAt = false, 0
 	case flowtype.EventRunClaimed:
 		if st.StartedAt == 0 {
 			st.StartedAt = ev.At
@@ -238,7 +332,7 @@ func (f *folder) apply(ev store.Event) {
 			// call: one attempt, and no step_started event.
 			s.Attempts = max(s.Attempts, 1)
 		}
-		if row, ok := f.row(s.Key()); ok {
+		if row, ok := f.row(s.Key()); ok && f.current(s.Key()) {
 			s.Output, s.CompletedSeq = row.Output, row.CompletedSeq
 		}
 	case flowtype.EventStepRetried:
