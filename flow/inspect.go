@@ -140,13 +140,49 @@ type WaitingWorkflow struct {
 	Runs     int64
 }
 
-// Inspect returns a run with its steps.
+// Inspect returns a run with its steps, read from one snapshot of the
+// database: the run and its steps as they stood at one instant, never the
+// run before a change joined with its steps after it (such as a run still
+// pending and due now whose step already failed and waits for its next
+// attempt).
 func (e *Engine) Inspect(ctx context.Context, runID string) (RunInfo, error) {
-	return byID(e, runID, func(s *Engine) (RunInfo, error) { return s.inspect(ctx, runID) })
+	return byID(e, runID, func(s *Engine) (RunInfo, error) {
+		var info RunInfo
+		err := s.store.Read(ctx, func(r store.Reader) error {
+			var err error
+			info, err = readRun(ctx, r, runID)
+			return err
+		})
+		return info, err
+	})
 }
 
-func (e *Engine) inspect(ctx context.Context, runID string) (RunInfo, error) {
-	r := e.store.Reader()
+// InspectWithHistory returns what Inspect and History return, read from
+// one snapshot: the history ends with the event that brought the run to
+// the state it shows, as a page that shows both (the dashboard's run page)
+// needs. An unknown run is ErrRunNotFound.
+func (e *Engine) InspectWithHistory(ctx context.Context, runID string) (RunInfo, []Event, error) {
+	type both struct {
+		info   RunInfo
+		events []Event
+	}
+	b, err := byID(e, runID, func(s *Engine) (both, error) {
+		var b both
+		err := s.store.Read(ctx, func(r store.Reader) error {
+			var err error
+			if b.info, err = readRun(ctx, r, runID); err != nil {
+				return err
+			}
+			b.events, err = readHistory(ctx, r, runID)
+			return err
+		})
+		return b, err
+	})
+	return b.info, b.events, err
+}
+
+// readRun reads a run with its steps through r.
+func readRun(ctx context.Context, r store.Reader, runID string) (RunInfo, error) {
 	run, err := r.RunGet(ctx, runID)
 	if err != nil {
 		return RunInfo{}, err
@@ -171,16 +207,26 @@ func stepRecord(s store.Step) StepRecord {
 	}
 }
 
-// History returns the events of a run, oldest first.
+// History returns the events of a run, oldest first. An unknown run is
+// ErrRunNotFound: the run is read with its events, from one snapshot.
 func (e *Engine) History(ctx context.Context, runID string) ([]Event, error) {
-	return byID(e, runID, func(s *Engine) ([]Event, error) { return s.history(ctx, runID) })
+	return byID(e, runID, func(s *Engine) ([]Event, error) {
+		var events []Event
+		err := s.store.Read(ctx, func(r store.Reader) error {
+			if _, err := r.RunGet(ctx, runID); err != nil {
+				return err
+			}
+			var err error
+			events, err = readHistory(ctx, r, runID)
+			return err
+		})
+		return events, err
+	})
 }
 
-func (e *Engine) history(ctx context.Context, runID string) ([]Event, error) {
-	if _, err := e.store.Reader().RunGet(ctx, runID); err != nil {
-		return nil, err
-	}
-	events, err := e.store.Reader().EventList(ctx, runID)
+// readHistory reads the events of a run through r.
+func readHistory(ctx context.Context, r store.Reader, runID string) ([]Event, error) {
+	events, err := r.EventList(ctx, runID)
 	if err != nil {
 		return nil, err
 	}

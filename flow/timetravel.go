@@ -52,7 +52,8 @@ type ReceivedSignal struct {
 // its compensations, rebuilt by folding the events recorded up to and
 // including at (millisecond precision). The run must still be stored: a run
 // the cleaner deleted has no history left. An instant before the run
-// started is ErrBeforeRun.
+// started is ErrBeforeRun. What it folds, and the run it takes the rest
+// from, are read from one snapshot.
 func (e *Engine) InspectAt(ctx context.Context, runID string, at time.Time) (RunState, error) {
 	recs, err := e.runRecords(ctx, runID)
 	if err != nil {
@@ -85,13 +86,22 @@ func (e *Engine) InspectAfter(ctx context.Context, runID string, eventID int64) 
 	return s, nil
 }
 
-// runRecords reads everything stored about a run.
+// runRecords reads everything stored about a run, from one snapshot: the
+// history it folds and the run, steps and signals it takes the rest from
+// are of one instant.
 func (e *Engine) runRecords(ctx context.Context, runID string) (timetravel.Records, error) {
-	return byID(e, runID, func(s *Engine) (timetravel.Records, error) { return s.shardRecords(ctx, runID) })
+	return byID(e, runID, func(s *Engine) (timetravel.Records, error) {
+		var recs timetravel.Records
+		err := s.store.Read(ctx, func(r store.Reader) error {
+			var err error
+			recs, err = readRecords(ctx, r, runID)
+			return err
+		})
+		return recs, err
+	})
 }
 
-func (e *Engine) shardRecords(ctx context.Context, runID string) (timetravel.Records, error) {
-	r := e.store.Reader()
+func readRecords(ctx context.Context, r store.Reader, runID string) (timetravel.Records, error) {
 	run, err := r.RunGet(ctx, runID)
 	if err != nil {
 		return timetravel.Records{}, err

@@ -286,14 +286,13 @@ type scrubber struct {
 func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx := r.Context()
-	info, err := d.e.Inspect(ctx, id)
+	// The run, its steps and its history come from one snapshot, so that
+	// the timeline built from them agrees with the state shown. A past
+	// state (?at=N) is folded from the first N of these events, which
+	// never change, so InspectAfter's own snapshot agrees with them.
+	info, events, err := d.e.InspectWithHistory(ctx, id)
 	if err != nil {
 		d.failErr(w, r, "run "+id, err)
-		return
-	}
-	events, err := d.e.History(ctx, id)
-	if err != nil {
-		d.failErr(w, r, "history of run "+id, err)
 		return
 	}
 	// ?at=N shows the run as it stood after the N-th event of its history,

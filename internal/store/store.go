@@ -64,7 +64,20 @@ type Store interface {
 	// WriteInTx runs fn on the caller's own transaction; the caller commits.
 	WriteInTx(ctx context.Context, tx *sql.Tx, fn func(Tx) error) error
 	// Reader returns read-only access outside any write transaction.
+	// Each of its reads sees what was committed when it began: two reads
+	// may see two states.
 	Reader() Reader
+	// Read runs fn with a Reader whose reads all see one snapshot: what
+	// was committed when its first read began, and nothing committed
+	// after. A view made of several reads (a run, its steps and its
+	// history, as Inspect shows them) needs it: read apart, a claim and a
+	// step's failure can commit between the run's read and its steps',
+	// and the view joins the run before its claim with the step after
+	// its failure. fn only reads; its error is returned as it is. The
+	// SQLite adapter runs fn in one read transaction of its reader pool,
+	// pgstore in one REPEATABLE READ READ ONLY transaction; neither holds
+	// up a write.
+	Read(ctx context.Context, fn func(Reader) error) error
 	// Close releases the database handles the store opened.
 	Close() error
 }

@@ -47,6 +47,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 	tests = append(tests, eventTests()...)
 	tests = append(tests, workflowTests()...)
 	tests = append(tests, writeTests()...)
+	tests = append(tests, readTests()...)
 	tests = append(tests, scheduleTests()...)
 	tests = append(tests, queueTests()...)
 	tests = append(tests, maintenanceTests()...)
