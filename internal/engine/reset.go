@@ -66,6 +66,9 @@ var parallelCall = regexp.MustCompile(`^(all|first)(\d+)\.`)
 func ParseCall(s string) (name string, occurrence int, err error) {
 	if i := strings.LastIndex(s, "#"); i >= 0 {
 		if n, err := strconv.Atoi(s[i+1:]); err == nil && n >= 0 && s[i+1] != '+' {
+			if i == 0 {
+				return "", 0, fmt.Errorf("step %q has no name", s)
+			}
 			return s[:i], n, nil
 		}
 	}

@@ -1,0 +1,140 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowlite/flowlite/flow"
+)
+
+// A reset from a receive delivers the signal it took again, so the re-run
+// receives it without a new one.
+func TestResetRedeliversSignals(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t, dbPath(t), nil)
+	c := newCounted()
+	b := c.step("b")
+	wf := flow.Workflow[int, int]{Name: "reset-signal", Run: func(wc flow.Context, in int) (int, error) {
+		got, err := flow.Receive[int](wc, "go", 0)
+		if err != nil {
+			return 0, err
+		}
+		return flow.Do(wc, b, in+got)
+	}}
+	flow.Register(e, wf)
+	startEngine(t, e)
+	ctx := waitCtx(t)
+	run, err := flow.Start(ctx, e, wf, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Signal(ctx, e, run.ID(), "go", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != 7 {
+		t.Fatalf("first execution: %d, %v", out, err)
+	}
+	if err := e.Reset(ctx, run.ID(), "flow.receive:go#0"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != 7 {
+		t.Fatalf("after reset: %d, %v; want 7 from the same signal", out, err)
+	}
+	if c.count("b") != 2 {
+		t.Errorf("b ran %d times, want 2", c.count("b"))
+	}
+}
+
+// A parallel call before the reset point replays whole; one after it runs
+// again whole.
+func TestResetAroundAParallelCall(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t, dbPath(t), nil)
+	c := newCounted()
+	a, x, y, z := c.step("a"), c.step("x"), c.step("y"), c.step("z")
+	wf := flow.Workflow[int, int]{Name: "reset-parallel-call", Run: func(wc flow.Context, in int) (int, error) {
+		v, err := flow.Do(wc, a, in)
+		if err != nil {
+			return 0, err
+		}
+		vs, err := flow.All(wc,
+			func(wc flow.Context) (int, error) { return flow.Do(wc, x, v) },
+			func(wc flow.Context) (int, error) { return flow.Do(wc, y, v) })
+		if err != nil {
+			return 0, err
+		}
+		return flow.Do(wc, z, vs[0]+vs[1])
+	}}
+	flow.Register(e, wf)
+	startEngine(t, e)
+	ctx := waitCtx(t)
+	run, err := flow.Start(ctx, e, wf, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != 7 {
+		t.Fatalf("first execution: %d, %v", out, err)
+	}
+	if err := e.Reset(ctx, run.ID(), "z"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != 7 {
+		t.Fatalf("after reset from z: %d, %v", out, err)
+	}
+	counts := func() []int { return []int{c.count("a"), c.count("x"), c.count("y"), c.count("z")} }
+	if got := counts(); !slices.Equal(got, []int{1, 1, 1, 2}) {
+		t.Errorf("after reset from z, calls of a, x, y, z: %v, want [1 1 1 2]", got)
+	}
+	if err := e.Reset(ctx, run.ID(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != 7 {
+		t.Fatalf("after reset from a: %d, %v", out, err)
+	}
+	if got := counts(); !slices.Equal(got, []int{2, 2, 2, 3}) {
+		t.Errorf("after reset from a, calls of a, x, y, z: %v, want [2 2 2 3]", got)
+	}
+}
+
+// A finished run whose unique key another run took since cannot take it
+// back: the reset is refused until the key is free.
+func TestResetRefusesATakenUniqueKey(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t, dbPath(t), nil)
+	job := flow.Job[email]{Name: "reset-unique", Handler: func(context.Context, email) error { return nil }}
+	flow.RegisterJob(e, job)
+	startEngine(t, e)
+	ctx := waitCtx(t)
+	first, err := flow.Enqueue(ctx, e, job, email{To: "a"}, &flow.EnqueueOptions{UniqueKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := flow.Enqueue(ctx, e, job, email{To: "b"}, &flow.EnqueueOptions{UniqueKey: "k", Queue: "nobody-works-it"})
+	if err != nil || second.Existing() {
+		t.Fatalf("second run: %v, existing %v", err, second.Existing())
+	}
+	info, _ := e.Inspect(ctx, first.ID())
+	step := info.Steps[0].Name + "#0"
+	before := eventKinds(t, e, first.ID())
+	if err := e.Reset(ctx, first.ID(), step); !errors.Is(err, flow.ErrConflict) || !strings.Contains(err.Error(), "holds its unique key") {
+		t.Fatalf("reset while another run holds the key: %v", err)
+	}
+	if !slices.Equal(eventKinds(t, e, first.ID()), before) {
+		t.Error("the refused reset changed the history")
+	}
+	if err := e.Cancel(ctx, second.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reset(ctx, first.ID(), step); err != nil {
+		t.Fatalf("reset once the key is free: %v", err)
+	}
+	if _, err := first.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
