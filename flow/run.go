@@ -41,6 +41,18 @@ type StartOptions struct {
 	// they inherit a deadline. A run rescued after a crash keeps the
 	// deadline of its first claim. At least a millisecond.
 	Timeout time.Duration
+	// IDReuse says what a start does when RunID names a finished run.
+	// ReuseNever (the default) returns that run: the ID is the start's
+	// idempotency key. ReuseFinished deletes a completed, failed or
+	// cancelled holder (its steps, history and signals with it, as
+	// DeleteRun would) and starts a new run under the ID; ReuseFailed does
+	// so for a failed or cancelled holder only, and returns a completed
+	// one. An unfinished holder, a holder of another workflow, and a child
+	// of another unfinished run (which may still read its outcome) are
+	// never replaced. So a retried Start of a run that finished meanwhile
+	// starts it again under ReuseFinished: use it for IDs that name a
+	// recurring piece of work, not for retries.
+	IDReuse IDReusePolicy
 
 	// UniqueKey deduplicates starts of the workflow (DBOS's deduplication
 	// ID): while a run of the workflow (any version) holds the key, a start
@@ -191,6 +203,7 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 		ID: opts.RunID, Workflow: key, Queue: opts.Queue, Priority: opts.Priority, Input: input, RunAt: runAt,
 		Deadline: opts.Deadline, UniqueKey: opts.UniqueKey, UniqueStates: slices.Clone(opts.UniqueStates),
 		UniquePeriod: opts.UniquePeriod, OnDuplicate: opts.OnDuplicate, Timeout: opts.Timeout,
+		IDReuse: opts.IDReuse,
 	}, nil
 }
 

@@ -169,9 +169,17 @@ type ChildOptions struct {
 	// which is stable across replays. A run ID names one run: when it is
 	// taken (by a child an earlier call started, running or finished, or
 	// by any other run still retained), the call fails with an error
-	// matching ErrRunExists, and replays fail it alike. Use a new ID for
-	// a new child.
+	// matching ErrRunExists, and replays fail it alike, unless IDReuse
+	// lets the call take the ID of a finished run.
 	RunID string
+	// IDReuse lets the call take RunID from a finished run, as
+	// go-workflows lets a child's ID be reused once the first child
+	// finished: ReuseFinished from a completed, failed or cancelled one,
+	// ReuseFailed from a failed or cancelled one only. The finished run's
+	// record is deleted (see StartOptions.IDReuse), unless it is the child
+	// of another unfinished run; a child of this parent may be replaced.
+	// The default, ReuseNever, fails the call for any taken ID.
+	IDReuse IDReusePolicy
 	// Queue of the child; default: the parent's.
 	Queue    string
 	Priority int
@@ -233,7 +241,7 @@ func StartChild[In, Out any](wc Context, wf Workflow[In, Out], in In, opts *Chil
 	}
 	id, err := rc.StartChild(engine.StartParams{
 		ID: opts.RunID, Workflow: workflowKey(wf.Name, wf.version()), Queue: opts.Queue,
-		Priority: opts.Priority, Input: input, Deadline: opts.Deadline,
+		Priority: opts.Priority, Input: input, Deadline: opts.Deadline, IDReuse: opts.IDReuse,
 	})
 	if err != nil {
 		return nil, err

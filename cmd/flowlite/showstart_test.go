@@ -74,3 +74,50 @@ func TestShowUniqueKeyAndDeadline(t *testing.T) {
 		}
 	})
 }
+
+// show prints a run's timeout, and says that a run not claimed yet has no
+// deadline from it.
+func TestShowTimeout(t *testing.T) {
+	t.Parallel()
+	onBothBackends(t, func(t *testing.T, ctx context.Context, e *flow.Engine, cli func(args ...string) string) {
+		if _, err := flow.Start(ctx, e, pgTwice, 1, &flow.StartOptions{RunID: "timed", Timeout: 90 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		out := cli("show", "timed")
+		if row := strings.Join(rowOf(t, out, "Timeout"), " "); row != "Timeout 1m30s from its first claim (not claimed yet: no deadline from it)" {
+			t.Errorf("timeout row %q in:\n%s", row, out)
+		}
+		if got := decode[runDetailJSON](t, cli("show", "--json", "timed")); got.Timeout != "1m30s" {
+			t.Errorf("show --json: timeout %q", got.Timeout)
+		}
+	})
+}
+
+// A run that took the ID of a finished one (flow.ReuseFinished) says so
+// in its history, which is where an operator looks for what became of
+// the run the ID named before.
+func TestHistoryShowsAReusedID(t *testing.T) {
+	t.Parallel()
+	onBothBackends(t, func(t *testing.T, ctx context.Context, e *flow.Engine, cli func(args ...string) string) {
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer e.Stop(ctx)
+		for i, reuse := range []flow.IDReusePolicy{flow.ReuseNever, flow.ReuseFinished} {
+			r, err := flow.Start(ctx, e, pgTwice, i+1, &flow.StartOptions{RunID: "again", IDReuse: reuse})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Result(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := cli("history", "again")
+		if !strings.Contains(out, "reusing the ID of a completed run of twice version 1 (deleted)") {
+			t.Errorf("history lacks the reuse:\n%s", out)
+		}
+		if got := decode[runDetailJSON](t, cli("show", "--json", "again")); string(got.Input) != "2" {
+			t.Errorf("show: input %s, want the second run's", got.Input)
+		}
+	})
+}

@@ -10,6 +10,36 @@ import (
 	"database/sql"
 )
 
+const runDeleteForReuse = `-- name: RunDeleteForReuse :execrows
+DELETE FROM flowlite.runs AS r
+WHERE r.id = $1::text
+  AND (r.status IN ('failed', 'cancelled') OR ($2::boolean AND r.status = 'completed'))
+  AND (r.parent_id IS NULL OR r.parent_id = $3::text OR NOT EXISTS (
+    SELECT 1 FROM flowlite.runs AS p
+    WHERE p.id = r.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+  ))
+`
+
+type RunDeleteForReuseParams struct {
+	ID           string
+	CompletedToo bool
+	ParentID     string
+}
+
+// RunDeleteForReuse deletes the finished run @id, with its steps, events,
+// signals and holds (ON DELETE CASCADE), so that a new run can take its ID
+// (flow.ReuseFinished, flow.ReuseFailed): a failed or cancelled run, or,
+// with @completed_too, a completed one. As RunDeleteOne, it keeps the child
+// of an unfinished parent, which may still read its outcome, unless that
+// parent is @parent_id, the run starting the new child itself.
+func (q *Queries) RunDeleteForReuse(ctx context.Context, arg RunDeleteForReuseParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, runDeleteForReuse, arg.ID, arg.CompletedToo, arg.ParentID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runSetStartOptions = `-- name: RunSetStartOptions :execrows
 UPDATE flowlite.runs
 SET timeout = $1::bigint, detached = $2::boolean,

@@ -177,6 +177,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runDeleteFinishedStmt, err = db.PrepareContext(ctx, runDeleteFinished); err != nil {
 		return nil, fmt.Errorf("error preparing query RunDeleteFinished: %w", err)
 	}
+	if q.runDeleteForReuseStmt, err = db.PrepareContext(ctx, runDeleteForReuse); err != nil {
+		return nil, fmt.Errorf("error preparing query RunDeleteForReuse: %w", err)
+	}
 	if q.runDeleteOneStmt, err = db.PrepareContext(ctx, runDeleteOne); err != nil {
 		return nil, fmt.Errorf("error preparing query RunDeleteOne: %w", err)
 	}
@@ -632,6 +635,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runDeleteFinishedStmt: %w", cerr)
 		}
 	}
+	if q.runDeleteForReuseStmt != nil {
+		if cerr := q.runDeleteForReuseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runDeleteForReuseStmt: %w", cerr)
+		}
+	}
 	if q.runDeleteOneStmt != nil {
 		if cerr := q.runDeleteOneStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runDeleteOneStmt: %w", cerr)
@@ -1047,6 +1055,7 @@ type Queries struct {
 	runDeadDeleteByIDStmt           *sql.Stmt
 	runDeadListStmt                 *sql.Stmt
 	runDeleteFinishedStmt           *sql.Stmt
+	runDeleteForReuseStmt           *sql.Stmt
 	runDeleteOneStmt                *sql.Stmt
 	runFinishStmt                   *sql.Stmt
 	runForkInsertStmt               *sql.Stmt
@@ -1169,6 +1178,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runDeadDeleteByIDStmt:           q.runDeadDeleteByIDStmt,
 		runDeadListStmt:                 q.runDeadListStmt,
 		runDeleteFinishedStmt:           q.runDeleteFinishedStmt,
+		runDeleteForReuseStmt:           q.runDeleteForReuseStmt,
 		runDeleteOneStmt:                q.runDeleteOneStmt,
 		runFinishStmt:                   q.runFinishStmt,
 		runForkInsertStmt:               q.runForkInsertStmt,

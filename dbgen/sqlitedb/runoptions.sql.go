@@ -9,6 +9,36 @@ import (
 	"context"
 )
 
+const runDeleteForReuse = `-- name: RunDeleteForReuse :execrows
+DELETE FROM flowlite_runs
+WHERE flowlite_runs.id = ?1
+  AND (flowlite_runs.status IN ('failed', 'cancelled') OR (?2 = 1 AND flowlite_runs.status = 'completed'))
+  AND (flowlite_runs.parent_id IS NULL OR flowlite_runs.parent_id = ?3 OR NOT EXISTS (
+    SELECT 1 FROM flowlite_runs AS p
+    WHERE p.id = flowlite_runs.parent_id AND p.status NOT IN ('completed', 'failed', 'cancelled')
+  ))
+`
+
+type RunDeleteForReuseParams struct {
+	ID           string
+	CompletedToo interface{}
+	ParentID     *string
+}
+
+// RunDeleteForReuse deletes the finished run @id, with its steps, events,
+// signals and holds (ON DELETE CASCADE), so that a new run can take its ID
+// (flow.ReuseFinished, flow.ReuseFailed): a failed or cancelled run, or,
+// with @completed_too, a completed one. As RunDeleteOne, it keeps the child
+// of an unfinished parent, which may still read its outcome, unless that
+// parent is @parent_id, the run starting the new child itself.
+func (q *Queries) RunDeleteForReuse(ctx context.Context, arg RunDeleteForReuseParams) (int64, error) {
+	result, err := q.exec(ctx, q.runDeleteForReuseStmt, runDeleteForReuse, arg.ID, arg.CompletedToo, arg.ParentID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const runSetStartOptions = `-- name: RunSetStartOptions :execrows
 UPDATE flowlite_runs
 SET timeout = ?1, detached = ?2, context_values = ?3

@@ -89,6 +89,9 @@ func (e *Engine) prepareBatch(ps []StartParams) error {
 		if err := validStartOptions(p); err != nil {
 			return &ItemError{Index: i, RunID: p.ID, Err: err}
 		}
+		if err := validReuse(p); err != nil {
+			return &ItemError{Index: i, RunID: p.ID, Err: err}
+		}
 		if j, dup := ids[p.ID]; dup {
 			return &ItemError{Index: i, RunID: p.ID, Err: fmt.Errorf("run ID %s is item %d's too", p.ID, j)}
 		}
@@ -129,18 +132,25 @@ func (e *Engine) insertRuns(ctx context.Context, tx store.Tx, ps []StartParams) 
 	events := make([]store.Event, 0, len(ps))
 	for i := range ps {
 		p := &ps[i]
+		started := store.Event{RunID: p.ID, At: now, Kind: EventRunStarted, Detail: startedDetail(p)}
 		if !inserted[i] {
 			run, err := existingRun(ctx, tx, p, now)
 			if err != nil {
 				return nil, &ItemError{Index: i, RunID: p.ID, Err: err}
 			}
-			out[i] = Started{Run: run, Existing: true}
-			continue
+			reused, err := reuseID(ctx, tx, p, run, rows[i], &started)
+			if err != nil {
+				return nil, &ItemError{Index: i, RunID: p.ID, Err: err}
+			}
+			if !reused {
+				out[i] = Started{Run: run, Existing: true}
+				continue
+			}
 		}
 		if err := holdUniqueKey(ctx, tx, p, now); err != nil {
 			return nil, &ItemError{Index: i, RunID: p.ID, Err: err}
 		}
-		events = append(events, store.Event{RunID: p.ID, At: now, Kind: EventRunStarted, Detail: startedDetail(p)})
+		events = append(events, started)
 		out[i] = Started{Run: insertedRun(rows[i])}
 	}
 	if err := tx.EventAppendMany(ctx, events); err != nil {

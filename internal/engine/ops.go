@@ -38,6 +38,9 @@ type StartParams struct {
 	// claim (dequeue), not from its start: the claim sets its deadline
 	// (see startoptions.go).
 	Timeout time.Duration
+	// IDReuse says whether the start may take the ID of a finished run
+	// (see reuse.go); the zero value never does.
+	IDReuse flowtype.IDReusePolicy
 }
 
 // Started is the outcome of a start: the run, and whether it already
@@ -154,6 +157,9 @@ func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event
 	if err := validStartOptions(p); err != nil {
 		return store.RunInsertParams{}, store.Event{}, err
 	}
+	if err := validReuse(p); err != nil {
+		return store.RunInsertParams{}, store.Event{}, err
+	}
 	now := e.nowMs()
 	runAt := now
 	if !p.RunAt.IsZero() {
@@ -187,7 +193,12 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 		if err != nil {
 			return Started{}, err
 		}
-		return Started{Run: run, Existing: true}, nil
+		if inserted, err = reuseID(ctx, tx, p, run, row, &started); err != nil {
+			return Started{}, err
+		}
+		if !inserted {
+			return Started{Run: run, Existing: true}, nil
+		}
 	}
 	if err := holdUniqueKey(ctx, tx, p, now); err != nil {
 		return Started{}, err

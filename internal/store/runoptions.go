@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // StartOptions are what a run keeps of how it was started beyond its
 // queue, deadline and unique key (issue 27). The adapters record them
 // with a statement of their own after the insert (RunSetStartOptions),
@@ -22,3 +24,14 @@ type StartOptions struct {
 // IsZero reports whether o sets nothing, so that an insert of a run
 // without options costs no statement more.
 func (o StartOptions) IsZero() bool { return o.Timeout == 0 && !o.Detached && len(o.Context) == 0 }
+
+// ReuseTx frees the ID of a finished run for a new run, inside a write
+// transaction (flow.ReuseFinished, flow.ReuseFailed).
+type ReuseTx interface {
+	// RunDeleteForReuse deletes the failed or cancelled run id (or, with
+	// completedToo, a completed one) with its steps, events, signals and
+	// unique holds, and reports false, changing nothing, when id is
+	// unknown, in another state, or the child of an unfinished parent other
+	// than parentID (which may still read its outcome).
+	RunDeleteForReuse(ctx context.Context, id, parentID string, completedToo bool) (bool, error)
+}

@@ -120,4 +120,5 @@ type Tx interface {
 	RunOpsTx
 	DefinitionTx
 	FeedTx
+	ReuseTx
 }

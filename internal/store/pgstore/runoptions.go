@@ -26,3 +26,11 @@ func (t *tx) setStartOptions(ctx context.Context, p store.RunInsertParams) error
 func startOptionsFromRow(r pgdb.Run) store.StartOptions {
 	return store.StartOptions{Timeout: r.Timeout.Int64, Detached: r.Detached, Context: r.ContextValues}
 }
+
+func (t *tx) RunDeleteForReuse(ctx context.Context, id, parentID string, completedToo bool) (bool, error) {
+	n, err := t.q.RunDeleteForReuse(ctx, pgdb.RunDeleteForReuseParams{ID: id, CompletedToo: completedToo, ParentID: parentID})
+	if err != nil {
+		return false, fmt.Errorf("delete run %s to reuse its ID: %w", id, interpretError(ctx, err))
+	}
+	return n == 1, nil
+}

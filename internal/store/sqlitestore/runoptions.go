@@ -30,3 +30,15 @@ func (t *tx) setStartOptions(ctx context.Context, p store.RunInsertParams) error
 func startOptionsFromRow(r sqlitedb.Run) store.StartOptions {
 	return store.StartOptions{Timeout: deref(r.Timeout), Detached: r.Detached != 0, Context: r.ContextValues}
 }
+
+func (t *tx) RunDeleteForReuse(ctx context.Context, id, parentID string, completedToo bool) (bool, error) {
+	var c int64
+	if completedToo {
+		c = 1
+	}
+	n, err := t.q.RunDeleteForReuse(ctx, sqlitedb.RunDeleteForReuseParams{ID: id, CompletedToo: c, ParentID: optionalString(parentID)})
+	if err != nil {
+		return false, fmt.Errorf("delete run %s to reuse its ID: %w", id, interpretError(err))
+	}
+	return n == 1, nil
+}

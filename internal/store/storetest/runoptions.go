@@ -23,6 +23,7 @@ func startOptionTests() []struct {
 		{"StartOptionsTimeoutBecomesDeadlineAtFirstClaim", testTimeoutBecomesDeadline},
 		{"StartOptionsDetachedChildIsNotCancelled", testDetachedChildNotCancelled},
 		{"StartOptionsRequeueKeepsThem", testRequeueKeepsStartOptions},
+		{"RunDeleteForReuse", testRunDeleteForReuse},
 	}
 }
 
@@ -151,5 +152,51 @@ func testRequeueKeepsStartOptions(t *testing.T, s store.Store) {
 	r := get(t, s, "again")
 	if r.Timeout != someOptions.Timeout || !r.Detached || string(r.Context) != string(someOptions.Context) || r.Deadline != 0 {
 		t.Errorf("requeued run: start options %+v, deadline %d", r.StartOptions, r.Deadline)
+	}
+}
+
+// RunDeleteForReuse deletes a failed or cancelled run, a completed one
+// only with completedToo, never an unfinished one, and keeps the child of
+// an unfinished parent unless that parent is the one asking.
+func testRunDeleteForReuse(t *testing.T, s store.Store) {
+	runWithStatus(t, s, "failed", store.RunFailed)
+	runWithStatus(t, s, "completed", store.RunCompleted)
+	runWithStatus(t, s, "running", store.RunRunning)
+	insert(t, s, newRun("parent"))
+	child := newRun("child")
+	child.Queue, child.ParentID = "queue-child", "parent"
+	insertWithStatus(t, s, child, store.RunCancelled)
+	deleteForReuse := func(id, parent string, completedToo bool) bool {
+		var ok bool
+		do(t, s, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			ok, err = tx.RunDeleteForReuse(ctx, id, parent, completedToo)
+			return err
+		})
+		return ok
+	}
+	for _, tc := range []struct {
+		id, parent   string
+		completedToo bool
+		want         bool
+	}{
+		{"completed", "", false, false},
+		{"running", "", true, false},
+		{"nope", "", true, false},
+		{"child", "", true, false},        // its parent is unfinished
+		{"child", "another", true, false}, // and is not the one asking
+		{"failed", "", false, true},
+		{"completed", "", true, true},
+		{"child", "parent", false, true},
+	} {
+		if got := deleteForReuse(tc.id, tc.parent, tc.completedToo); got != tc.want {
+			t.Errorf("RunDeleteForReuse(%s, parent %q, completed too %v) = %v, want %v", tc.id, tc.parent, tc.completedToo, got, tc.want)
+		}
+	}
+	for id, kept := range map[string]bool{"failed": false, "completed": false, "child": false, "running": true, "parent": true} {
+		_, err := s.Reader().RunGet(t.Context(), id)
+		if found := err == nil; found != kept {
+			t.Errorf("run %s: found %v (%v), want %v", id, found, err, kept)
+		}
 	}
 }
