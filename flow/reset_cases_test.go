@@ -138,3 +138,51 @@ func TestResetRefusesATakenUniqueKey(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// On a sharded engine the calls find the run in its shard, and a fork
+// stays there with it.
+func TestResetForkReviveSharded(t *testing.T) {
+	t.Parallel()
+	e := openShards(t, shardPaths(t, 3), nil)
+	c := newCounted()
+	wf := chain(c, "reset-sharded")
+	flow.Register(e, wf)
+	startEngine(t, e)
+	ctx := waitCtx(t)
+	c.set("c", true)
+	var runs []*flow.Run[int]
+	for i := range e.Shards() {
+		run, err := flow.Start(ctx, e, wf, i, &flow.StartOptions{RunID: idIn(t, e, i, "sharded")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run)
+	}
+	for _, run := range runs {
+		if _, err := run.Result(ctx); !errors.Is(err, flow.ErrRolledBack) {
+			t.Fatal(err)
+		}
+	}
+	c.set("c", false)
+	for i, run := range runs {
+		forkID, err := e.Fork(ctx, run.ID(), "c")
+		if err != nil {
+			t.Fatalf("fork on shard %d: %v", i, err)
+		}
+		if _, err := e.Shard(i).Inspect(ctx, forkID); err != nil {
+			t.Errorf("fork %s is not in its run's shard %d: %v", forkID, i, err)
+		}
+		if err := e.Revive(ctx, run.ID()); err != nil {
+			t.Fatalf("revive on shard %d: %v", i, err)
+		}
+		if _, err := run.Result(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Reset(ctx, run.ID(), "b"); err != nil {
+			t.Fatalf("reset on shard %d: %v", i, err)
+		}
+		if _, err := run.Result(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

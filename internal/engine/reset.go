@@ -276,6 +276,7 @@ func describeFrom(c historyCut) string {
 // refusal.
 func (e *Engine) Reset(ctx context.Context, id, name string, occurrence int) error {
 	var queue string
+	var again bool
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		run, err := tx.RunGet(ctx, id)
 		if err != nil {
@@ -292,14 +293,25 @@ func (e *Engine) Reset(ctx context.Context, id, name string, occurrence int) err
 		if err != nil {
 			return err
 		}
-		queue = run.Queue
+		queue, again = run.Queue, run.Status.Finished()
 		return e.resetIn(ctx, tx, run, cut, "")
 	})
 	if err != nil {
 		return fmt.Errorf("reset run %s from %s#%d: %w", id, name, occurrence, err)
 	}
-	e.Wake(queue)
+	e.wokeAgain(queue, again)
 	return nil
+}
+
+// wokeAgain wakes the queue of a run a reset put back to work, and counts
+// a run that had finished as started again: it will finish once more, and
+// MetricsSnapshot.RunsStarted should not fall behind RunsFinished (as with
+// Requeue).
+func (e *Engine) wokeAgain(queue string, finished bool) {
+	if finished {
+		e.metrics.runStarted()
+	}
+	e.Wake(queue)
 }
 
 // Revive brings the cancelled or failed (not requeued) run id back under
@@ -340,7 +352,7 @@ func (e *Engine) Revive(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("revive run %s: %w", id, err)
 	}
-	e.Wake(queue)
+	e.wokeAgain(queue, true)
 	return nil
 }
 
