@@ -55,6 +55,9 @@ type RunInfo struct {
 	// Timeout is StartOptions.Timeout: until the run's first claim it has
 	// no deadline from it, and from then on Deadline includes it.
 	Timeout time.Duration
+	// Detached is ChildOptions.Detached: the child outlives its parent's
+	// cancellation.
+	Detached bool
 }
 
 // StepRecord is one step call of a run as recorded.
@@ -307,7 +310,7 @@ func runInfo(r store.Run) RunInfo {
 		ParentID: r.ParentID, CreatedAt: millis(r.CreatedAt),
 		UpdatedAt: millis(r.UpdatedAt), FinishedAt: millis(r.FinishedAt),
 		StartedAt: millis(r.StartedAt), UniqueKey: r.UniqueKey, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
-		Timeout: time.Duration(r.Timeout) * time.Millisecond,
+		Timeout: time.Duration(r.Timeout) * time.Millisecond, Detached: r.Detached,
 	}
 }
 

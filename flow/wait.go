@@ -183,8 +183,16 @@ type ChildOptions struct {
 	// Queue of the child; default: the parent's.
 	Queue    string
 	Priority int
-	// Deadline of the child; default: the parent's.
+	// Deadline of the child; default: the parent's, or none for a detached
+	// child.
 	Deadline time.Time
+	// Detached makes a child that outlives its parent's cancellation
+	// (DBOS's WithoutCancel): when the parent is cancelled, or fails and
+	// compensates, its other unfinished children are cancelled, but a
+	// detached one runs on to its own end. It inherits no deadline from
+	// its parent. It is still the parent's child: the parent can await it
+	// while the parent runs, and it shows the parent's ID.
+	Detached bool
 }
 
 // Child is a handle on a child run, inside its parent's workflow body.
@@ -242,6 +250,7 @@ func StartChild[In, Out any](wc Context, wf Workflow[In, Out], in In, opts *Chil
 	id, err := rc.StartChild(engine.StartParams{
 		ID: opts.RunID, Workflow: workflowKey(wf.Name, wf.version()), Queue: opts.Queue,
 		Priority: opts.Priority, Input: input, Deadline: opts.Deadline, IDReuse: opts.IDReuse,
+		Detached: opts.Detached,
 	})
 	if err != nil {
 		return nil, err

@@ -15,10 +15,13 @@ type startJSON struct {
 	Deadline  time.Time `json:"deadline,omitzero"`
 	// Timeout is StartOptions.Timeout, in Go's duration syntax.
 	Timeout string `json:"timeout,omitempty"`
+	// Detached is true for a child its parent's cancellation does not
+	// reach.
+	Detached bool `json:"detached,omitempty"`
 }
 
 func newStartJSON(info flow.RunInfo) startJSON {
-	s := startJSON{UniqueKey: info.UniqueKey, ParentID: info.ParentID, Deadline: utc(info.Deadline)}
+	s := startJSON{UniqueKey: info.UniqueKey, ParentID: info.ParentID, Deadline: utc(info.Deadline), Detached: info.Detached}
 	if info.Timeout > 0 {
 		s.Timeout = info.Timeout.String()
 	}
@@ -43,6 +46,10 @@ func startRows(h *table, info flow.RunInfo) {
 		h.row("Timeout", t)
 	}
 	if info.ParentID != "" {
-		h.row("Parent", cell(info.ParentID, 0))
+		p := cell(info.ParentID, 0)
+		if info.Detached {
+			p += " (detached: the parent's cancellation does not reach this run)"
+		}
+		h.row("Parent", p)
 	}
 }

@@ -121,3 +121,36 @@ func TestHistoryShowsAReusedID(t *testing.T) {
 		}
 	})
 }
+
+// show marks a detached child beside its parent.
+func TestShowDetachedChild(t *testing.T) {
+	t.Parallel()
+	onBothBackends(t, func(t *testing.T, ctx context.Context, e *flow.Engine, cli func(args ...string) string) {
+		parent := flow.Workflow[int, int]{Name: "detacher", Run: func(wc flow.Context, n int) (int, error) {
+			c, err := flow.StartChild(wc, pgTwice, n, &flow.ChildOptions{RunID: "kid", Detached: true})
+			if err != nil {
+				return 0, err
+			}
+			return c.Result(wc)
+		}}
+		flow.Register(e, parent)
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer e.Stop(ctx)
+		r, err := flow.Start(ctx, e, parent, 2, &flow.StartOptions{RunID: "dad"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := r.Result(ctx); err != nil || out != 8 {
+			t.Fatalf("parent = %d, %v", out, err)
+		}
+		out := cli("show", "kid")
+		if row := strings.Join(rowOf(t, out, "Parent"), " "); row != "Parent dad (detached: the parent's cancellation does not reach this run)" {
+			t.Errorf("parent row %q in:\n%s", row, out)
+		}
+		if got := decode[runDetailJSON](t, cli("show", "--json", "kid")); !got.Detached || got.ParentID != "dad" {
+			t.Errorf("show --json: detached %v, parent %q", got.Detached, got.ParentID)
+		}
+	})
+}

@@ -34,3 +34,36 @@ func TestRunPageStartOptions(t *testing.T) {
 		}
 	}
 }
+
+// The run page of a detached child marks it beside its parent.
+func TestRunPageDetachedChild(t *testing.T) {
+	t.Parallel()
+	srv, e := server(t, fixtureDB(t), nil)
+	child := flow.Workflow[int, int]{Name: "kid", Run: func(wc flow.Context, n int) (int, error) { return n, nil }}
+	parent := flow.Workflow[int, int]{Name: "dad", Run: func(wc flow.Context, n int) (int, error) {
+		c, err := flow.StartChild(wc, child, n, &flow.ChildOptions{RunID: "kid-1", Detached: true})
+		if err != nil {
+			return 0, err
+		}
+		return c.Result(wc)
+	}}
+	flow.Register(e, child)
+	flow.Register(e, parent)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop(ctx)
+	r, err := flow.Start(ctx, e, parent, 3, &flow.StartOptions{RunID: "dad-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	body := do(t, http.MethodGet, srv.URL+"/runs/kid-1", nil).body
+	if !strings.Contains(body, `<a href="/runs/dad-1">dad-1</a> <span class="badge" id="run-detached"`) {
+		t.Errorf("run page of a detached child lacks the mark:\n%s", body)
+	}
+}

@@ -41,6 +41,9 @@ type StartParams struct {
 	// IDReuse says whether the start may take the ID of a finished run
 	// (see reuse.go); the zero value never does.
 	IDReuse flowtype.IDReusePolicy
+	// Detached marks a child that outlives its parent's cancellation (see
+	// startoptions.go); set only by StartChild.
+	Detached bool
 }
 
 // Started is the outcome of a start: the run, and whether it already

@@ -296,7 +296,7 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 	if p.Queue == "" {
 		p.Queue = x.run.Queue
 	}
-	if p.Deadline.IsZero() && x.run.Deadline > 0 {
+	if p.Deadline.IsZero() && x.run.Deadline > 0 && !p.Detached {
 		p.Deadline = time.UnixMilli(x.run.Deadline)
 	}
 	p.ParentID = key.RunID
