@@ -17,13 +17,33 @@ type Error = flowtype.Error
 // for its fields.
 type NonDeterminismError = flowtype.NonDeterminismError
 
-// Codes of the errors the engine itself records; see [flowtype.Error].
+// Codes of the errors the engine itself records; see [flowtype.Error] and
+// [flowtype.CodeRunExists] and the constants after it. A step that fails
+// for good with an error matching one of flowlite's sentinels (ErrRunNotFound,
+// ErrRunFinished, ErrCancelled…) is recorded with the code that stands for
+// it, and the *Error that Do returns on the first execution and on every
+// replay matches the same sentinels under errors.Is.
 const (
 	CodeRunExists = flowtype.CodeRunExists
-	CodeTimeout   = flowtype.CodeTimeout
+	CodeDuplicate = flowtype.CodeDuplicate
 	// CodePayloadTooLarge: a step's output was over Config.MaxPayloadBytes;
 	// the error matches ErrPayloadTooLarge.
-	CodePayloadTooLarge = flowtype.CodePayloadTooLarge
+	CodePayloadTooLarge  = flowtype.CodePayloadTooLarge
+	CodeRunNotFound      = flowtype.CodeNotFound
+	CodeRunFinished      = flowtype.CodeRunFinished
+	CodeUnknownWorkflow  = flowtype.CodeUnknownWorkflow
+	CodeConflict         = flowtype.CodeConflict
+	CodeDeadlineExceeded = flowtype.CodeDeadlineExceeded
+	CodeCancelled        = flowtype.CodeCancelled
+	CodeRolledBack       = flowtype.CodeRolledBack
+	CodeSuspended        = flowtype.CodeSuspended
+	CodeInvalidName      = flowtype.CodeInvalidName
+	CodeReadOnly         = flowtype.CodeReadOnly
+	CodeDiskFull         = flowtype.CodeDiskFull
+	CodeBusy             = flowtype.CodeBusy
+	CodeUnavailable      = flowtype.CodeUnavailable
+	CodeClosed           = flowtype.CodeClosed
+	CodeTimeout          = flowtype.CodeTimeout
 )
 
 // NewError returns an *Error with code and message, and details (when not

@@ -38,6 +38,41 @@ var (
 	// step, queue, signal or schedule name that breaks the naming rules
 	// (see MaxNameBytes).
 	ErrInvalidName = errors.New("invalid name")
+
+	// The sentinels below are the engine's and its stores'; package flow
+	// re-exports them (ErrNotFound as ErrRunNotFound and
+	// ErrDefinitionNotFound, ErrFull as ErrDiskFull). They are defined
+	// here so that the Error a step failed with keeps matching them when
+	// it is rebuilt from the run's history (see Error.Is).
+
+	// ErrNotFound is returned for a run (or a definition) that does not
+	// exist.
+	ErrNotFound = errors.New("not found")
+	// ErrRunFinished is returned when an operation needs an unfinished run.
+	ErrRunFinished = errors.New("run already finished")
+	// ErrUnknownWorkflow is returned when a workflow version is not
+	// registered with the engine.
+	ErrUnknownWorkflow = errors.New("unknown workflow")
+	// ErrConflict is returned when a guarded state change does not apply
+	// because the run is not in the expected state.
+	ErrConflict = errors.New("state conflict")
+	// ErrDeadlineExceeded is the cause of a run's context when the run
+	// passed its deadline; it matches ErrCancelled, as the run is
+	// cancelled.
+	ErrDeadlineExceeded = fmt.Errorf("%w: deadline exceeded", ErrCancelled)
+	// ErrReadOnly is returned when the database cannot be written.
+	ErrReadOnly = errors.New("database is read-only")
+	// ErrClosed is returned by the calls of an engine whose store closed.
+	ErrClosed = errors.New("store is closed")
+	// ErrFull is returned for a write the database refused because it, or
+	// the disk under it, is full.
+	ErrFull = errors.New("database or disk is full")
+	// ErrBusy is returned when another connection held the database's
+	// write lock for longer than the store's busy timeout.
+	ErrBusy = errors.New("database is locked")
+	// ErrUnavailable is returned when the database server could not be
+	// reached, or the connection to it broke or was ended by the server.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // Limits on what users name.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error is an error that keeps its shape in a run's history. A step that
@@ -20,9 +21,15 @@ import (
 //	…
 //	if errors.Is(err, ErrDeclined) { … } // true on the first execution and on replays
 //
-// Any other error type survives only as its message: flow.Do's *StepError
-// then wraps an *Error with an empty Code, so errors.Is against a plain
-// sentinel does not match, on the first execution as on replays.
+// An error that matches one of flowlite's own sentinels (a step that
+// signals a run that does not exist gets ErrNotFound, one that cancels a
+// finished run ErrRunFinished…) is recorded with the engine code that
+// stands for it (CodeNotFound, CodeRunFinished…), and the rebuilt *Error
+// matches that sentinel under errors.Is, on the first execution and on
+// every replay. Any other error survives only as its message: flow.Do's
+// *StepError then wraps an *Error with an empty Code, so errors.Is against
+// a plain sentinel of the caller's own does not match, on the first
+// execution as on replays.
 type Error struct {
 	// Code says what kind of failure this is, e.g. "card_declined". Two
 	// Errors match under errors.Is when their Codes are equal and not
@@ -36,19 +43,100 @@ type Error struct {
 	Details json.RawMessage
 }
 
-// Codes of the errors the engine itself records.
+// Codes of the errors the engine itself records. A step error whose chain
+// matches one of flowlite's sentinels is recorded with the code that
+// stands for it, and the *Error rebuilt from the record matches the same
+// sentinels (Error.Is). When a chain matches several, the first code of
+// this list wins: the more specific before the more general, the run's
+// states before the database's troubles, CodeTimeout last.
 const (
 	// CodeRunExists is the Code of the error a child start gets when its
-	// run ID is taken; it matches ErrRunExists.
+	// run ID is taken, and of any error matching ErrRunExists.
 	CodeRunExists = "flowlite.run_exists"
+	// CodeDuplicate matches ErrDuplicate: a start refused because another
+	// run holds its unique key.
+	CodeDuplicate = "flowlite.duplicate"
+	// CodePayloadTooLarge is the Code of the error of a step whose output
+	// was over the engine's payload limit, and of any error matching
+	// ErrPayloadTooLarge.
+	CodePayloadTooLarge = "flowlite.payload_too_large"
+	// CodeNotFound matches ErrNotFound: e.g. a signal to a run that does
+	// not exist.
+	CodeNotFound = "flowlite.not_found"
+	// CodeRunFinished matches ErrRunFinished: e.g. a cancel of a finished
+	// run.
+	CodeRunFinished = "flowlite.run_finished"
+	// CodeUnknownWorkflow matches ErrUnknownWorkflow.
+	CodeUnknownWorkflow = "flowlite.unknown_workflow"
+	// CodeConflict matches ErrConflict: an operator action on a run in
+	// the wrong state.
+	CodeConflict = "flowlite.conflict"
+	// CodeDeadlineExceeded matches ErrDeadlineExceeded and, as that does,
+	// ErrCancelled.
+	CodeDeadlineExceeded = "flowlite.deadline_exceeded"
+	// CodeCancelled matches ErrCancelled: e.g. the result of a cancelled
+	// run (CancelledError).
+	CodeCancelled = "flowlite.cancelled"
+	// CodeRolledBack matches ErrRolledBack (RolledBackError).
+	CodeRolledBack = "flowlite.rolled_back"
+	// CodeSuspended matches ErrSuspended (SuspendedError).
+	CodeSuspended = "flowlite.suspended"
+	// CodeInvalidName matches ErrInvalidName (NameError).
+	CodeInvalidName = "flowlite.invalid_name"
+	// CodeReadOnly matches ErrReadOnly.
+	CodeReadOnly = "flowlite.read_only"
+	// CodeDiskFull matches ErrFull (flow.ErrDiskFull).
+	CodeDiskFull = "flowlite.disk_full"
+	// CodeBusy matches ErrBusy.
+	CodeBusy = "flowlite.busy"
+	// CodeUnavailable matches ErrUnavailable.
+	CodeUnavailable = "flowlite.unavailable"
+	// CodeClosed matches ErrClosed.
+	CodeClosed = "flowlite.closed"
 	// CodeTimeout is the Code of a step error whose chain held
 	// context.DeadlineExceeded, e.g. an attempt that ran out of its
 	// Timeout; it matches context.DeadlineExceeded.
 	CodeTimeout = "flowlite.timeout"
-	// CodePayloadTooLarge is the Code of the error of a step whose output
-	// was over the engine's payload limit; it matches ErrPayloadTooLarge.
-	CodePayloadTooLarge = "flowlite.payload_too_large"
 )
+
+// EngineCode returns the engine code err is recorded with, the first of
+// the list above whose sentinels err matches, or "" when it matches none.
+// An *Error in err's chain keeps its own Code instead (the engine records
+// that one).
+func EngineCode(err error) string {
+	for _, c := range engineCodes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return ""
+}
+
+// engineCodes pairs each engine code with the sentinel it stands for, in
+// the order EngineCode tries them. It is never written.
+var engineCodes = [...]struct {
+	code string
+	err  error
+}{
+	{CodeRunExists, ErrRunExists},
+	{CodeDuplicate, ErrDuplicate},
+	{CodePayloadTooLarge, ErrPayloadTooLarge},
+	{CodeNotFound, ErrNotFound},
+	{CodeRunFinished, ErrRunFinished},
+	{CodeUnknownWorkflow, ErrUnknownWorkflow},
+	{CodeConflict, ErrConflict},
+	{CodeDeadlineExceeded, ErrDeadlineExceeded},
+	{CodeCancelled, ErrCancelled},
+	{CodeRolledBack, ErrRolledBack},
+	{CodeSuspended, ErrSuspended},
+	{CodeInvalidName, ErrInvalidName},
+	{CodeReadOnly, ErrReadOnly},
+	{CodeDiskFull, ErrFull},
+	{CodeBusy, ErrBusy},
+	{CodeUnavailable, ErrUnavailable},
+	{CodeClosed, ErrClosed},
+	{CodeTimeout, context.DeadlineExceeded},
+}
 
 // Error returns Message, or Code when Message is empty.
 func (e *Error) Error() string {
@@ -59,19 +147,23 @@ func (e *Error) Error() string {
 }
 
 // Is reports whether target is an *Error with the same non-empty Code, or
-// the error that one of the engine's codes stands for (ErrRunExists,
-// context.DeadlineExceeded, ErrPayloadTooLarge).
+// a sentinel that the engine's code e.Code stands for (ErrNotFound for
+// CodeNotFound, context.DeadlineExceeded for CodeTimeout…, and ErrCancelled
+// for CodeDeadlineExceeded too): the error a step failed with matches the
+// same sentinels after it was recorded as before.
 func (e *Error) Is(target error) bool {
 	if t, ok := target.(*Error); ok {
 		return e.Code != "" && t.Code == e.Code
 	}
-	switch e.Code {
-	case CodeRunExists:
-		return target == ErrRunExists
-	case CodeTimeout:
-		return target == context.DeadlineExceeded
-	case CodePayloadTooLarge:
-		return target == ErrPayloadTooLarge
+	if !strings.HasPrefix(e.Code, "flowlite.") {
+		return false
+	}
+	for _, c := range engineCodes {
+		if c.code == e.Code {
+			// The sentinel, and what it matches itself (ErrDeadlineExceeded
+			// wraps ErrCancelled).
+			return errors.Is(c.err, target)
+		}
 	}
 	return false
 }

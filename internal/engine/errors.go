@@ -14,7 +14,7 @@ var (
 	ErrCancelled = flowtype.ErrCancelled
 	// ErrDeadlineExceeded is the cause of a run's context when the run passed
 	// its deadline; it matches ErrCancelled, as the run is cancelled.
-	ErrDeadlineExceeded = fmt.Errorf("%w: deadline exceeded", ErrCancelled)
+	ErrDeadlineExceeded = flowtype.ErrDeadlineExceeded
 	// ErrRolledBack wraps the error Result returns for a run whose workflow
 	// failed and whose completed steps were all compensated.
 	ErrRolledBack = flowtype.ErrRolledBack
@@ -22,13 +22,13 @@ var (
 	// operator, e.g. after a compensation exhausted its retries.
 	ErrSuspended = flowtype.ErrSuspended
 	// ErrRunFinished is returned when an operation needs an unfinished run.
-	ErrRunFinished = errors.New("run already finished")
+	ErrRunFinished = flowtype.ErrRunFinished
 	// ErrRunExists is returned when a run ID is taken by a run of another
 	// workflow.
 	ErrRunExists = flowtype.ErrRunExists
 	// ErrUnknownWorkflow is returned when a workflow version is not
 	// registered with the engine.
-	ErrUnknownWorkflow = errors.New("unknown workflow")
+	ErrUnknownWorkflow = flowtype.ErrUnknownWorkflow
 	// ErrLostRace is the cause of a race branch's context once another
 	// branch won; the branch's further step calls return it.
 	ErrLostRace = errors.New("another branch finished first")

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
@@ -11,21 +10,21 @@ import (
 
 // Codes of the errors the engine records; see flowtype.
 const (
-	CodeRunExists = flowtype.CodeRunExists
-	CodeTimeout   = flowtype.CodeTimeout
-
+	CodeRunExists       = flowtype.CodeRunExists
 	CodePayloadTooLarge = flowtype.CodePayloadTooLarge
 )
 
-// failureOf returns the recorded shape of err.
+// failureOf returns the recorded shape of err: the Code and Details of the
+// first *Error in its chain, or else the engine code of the flowlite
+// sentinel it matches (flowtype.EngineCode), so that the error rebuilt
+// from the record (recordedError) matches what err matched.
 func failureOf(err error) store.Failure {
 	var f store.Failure
 	var coded *Error
-	switch {
-	case errors.As(err, &coded):
+	if errors.As(err, &coded) {
 		f.Code, f.Details = coded.Code, coded.Details
-	case errors.Is(err, context.DeadlineExceeded):
-		f.Code = CodeTimeout
+	} else {
+		f.Code = flowtype.EngineCode(err)
 	}
 	var perm *PermanentError
 	f.Permanent = errors.As(err, &perm)
