@@ -48,6 +48,11 @@
 // instead of calling fn again. (pgstore calls every fn once, each in its
 // own READ COMMITTED transaction, where no serialization failure arises.)
 //
+// Read. Store.Read runs fn's reads on one snapshot: a view made of several
+// reads (a run, its steps, its history) is of one instant. The reads of
+// Reader outside it each see their own; a user-facing view that joins
+// several of them (flow's Inspect, History, InspectAt) reads through Read.
+//
 // Fencing. A claim (RunTx.RunClaim) gives a run a lease: an owner and a
 // fence token that grows with every claim. Every write that takes a Lease
 // is conditioned on the run's row still holding that (owner, fence) and
@@ -71,6 +76,11 @@
 //     that both checked the lease and then update the row, and FOR UPDATE
 //     would also block other transactions' inserts of the run's steps and
 //     events (their foreign key checks).
+//   - RunTx.RunGetForUpdate holds the run it reads in the same way, for
+//     Cancel, which decides from it between cancelling a run no worker
+//     executes and asking the worker that does: pgstore locks it FOR NO
+//     KEY UPDATE, which a claim's FOR UPDATE SKIP LOCKED skips, so a claim
+//     cannot commit between the read and the guarded update it decided.
 //   - RunTx.RunClaim must never hand one run to two workers, and should not
 //     make concurrent claimers wait on each other: on PostgreSQL, select
 //     the candidates with FOR UPDATE SKIP LOCKED and update only those.
