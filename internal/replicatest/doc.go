@@ -9,7 +9,8 @@
 //
 // go test runs one short trial of each set-up (about 2s of load each).
 // FLOWLITE_REPLICA_LONG=1 runs the issue's form: 5 trials of 20s at 300
-// runs a second for each set-up, and prints the table of the issue.
+// runs a second for each set-up, and prints the table of the issue;
+// FLOWLITE_REPLICA_LOAD sets each trial's load (CI: 5s).
 //
 // The separate-process set-up needs the litestream binary of the version
 // flowlite links (v0.5.18): FLOWLITE_LITESTREAM names it, else the first

@@ -35,11 +35,22 @@ type experiment struct {
 	rate   int           // runs enqueued per second
 }
 
-func sizing() experiment {
+// sizing is the short form, the long one with FLOWLITE_REPLICA_LONG=1,
+// and FLOWLITE_REPLICA_LOAD (a duration) shortens or lengthens each
+// trial's load: CI runs the long form's 5 trials at 5s each.
+func sizing() (experiment, error) {
+	x := experiment{trials: 1, load: 2 * time.Second, rate: 100}
 	if os.Getenv("FLOWLITE_REPLICA_LONG") == "1" {
-		return experiment{trials: 5, load: 20 * time.Second, rate: 300}
+		x = experiment{trials: 5, load: 20 * time.Second, rate: 300}
 	}
-	return experiment{trials: 1, load: 2 * time.Second, rate: 100}
+	if v := os.Getenv("FLOWLITE_REPLICA_LOAD"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return x, fmt.Errorf("FLOWLITE_REPLICA_LOAD=%q: want a duration of at least 1s", v)
+		}
+		x.load = d
+	}
+	return x, nil
 }
 
 // trialResult is one row of the table.
@@ -85,7 +96,10 @@ func skipUnderRace(t *testing.T) {
 // machineLoss runs the trials of one set-up and checks that none lost a
 // run acknowledged more than syncInterval before the loss.
 func machineLoss(t *testing.T, s setUp, litestream string) {
-	x := sizing()
+	x, err := sizing()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rows []string
 	for i := range x.trials {
 		r := trial(t, s, litestream, x)
