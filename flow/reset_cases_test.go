@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowlite/flowlite/flow"
 )
@@ -184,5 +185,35 @@ func TestResetForkReviveSharded(t *testing.T) {
 		if _, err := run.Result(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A finished run cannot take back a unique key that another run's unique
+// period holds, even once that run finished.
+func TestResetRefusesAKeyHeldForAPeriod(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t, dbPath(t), nil)
+	job := flow.Job[email]{Name: "reset-unique-period", Handler: func(context.Context, email) error { return nil }}
+	flow.RegisterJob(e, job)
+	startEngine(t, e)
+	ctx := waitCtx(t)
+	first, err := flow.Enqueue(ctx, e, job, email{To: "a"}, &flow.EnqueueOptions{UniqueKey: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := flow.Enqueue(ctx, e, job, email{To: "b"}, &flow.EnqueueOptions{UniqueKey: "p", UniquePeriod: time.Hour})
+	if err != nil || second.Existing() {
+		t.Fatalf("second run: %v, existing %v", err, second.Existing())
+	}
+	if _, err := second.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := e.Inspect(ctx, first.ID())
+	err = e.Reset(ctx, first.ID(), info.Steps[0].Name)
+	if !errors.Is(err, flow.ErrConflict) || !strings.Contains(err.Error(), "run "+second.ID()+" holds its unique key") {
+		t.Fatalf("reset while another run's period holds the key: %v", err)
 	}
 }

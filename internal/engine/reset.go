@@ -383,7 +383,7 @@ func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut hi
 	now := e.nowMs()
 	if run.UniqueKey != "" && run.Status.Finished() {
 		// The run takes its unique key again: refuse a second holder.
-		if holder, err := tx.RunGetKeyHolder(ctx, run.Workflow, run.UniqueKey); err == nil && holder.ID != run.ID {
+		if holder, err := uniqueHolder(ctx, tx, run.Workflow, run.UniqueKey, now); err == nil && holder.ID != run.ID {
 			return fmt.Errorf("%w: run %s holds its unique key %q now", store.ErrConflict, holder.ID, run.UniqueKey)
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
