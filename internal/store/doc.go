@@ -225,8 +225,9 @@
 //     WriteInTx, where PostgreSQL delivers it on the caller's commit, and
 //     right after the commit in Write, because notifying transactions
 //     commit one at a time.) These are RunInsert, RunInsertMany, RunWake, RunRequeue, RunMakeDue, RunRescue,
-//     RunCancelToUnwind and RunSetStatus to pending (WakeReady for the
-//     run), QueueSetPaused resuming a queue (WakeReady for the queue), and
+//     RunCancelToUnwind, RunSetStatus to pending, RunReschedule, RunReset
+//     and RunForkInsert (WakeReady for the run), QueueSetPaused resuming a
+//     queue (WakeReady for the queue), and
 //     RunRequestCancel and RunCancelChildren (WakeCancel for the run). A
 //     write that changed nothing sends nothing. RunRelease sends nothing:
 //     the engine releasing a run works its queue and wakes itself.

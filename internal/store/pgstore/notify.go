@@ -28,8 +28,10 @@ var _ store.Notifier = (*Store)(nil)
 //   - RunInsert, RunRequeue, RunWake (a signal or a child's outcome for a
 //     waiting run: the engine's SignalSend is always followed by RunWake,
 //     which is the write that makes the run due), RunMakeDue,
-//     RunCancelToUnwind, RunRescue and RunSetStatus to pending send a
-//     ready wake for the run;
+//     RunCancelToUnwind, RunRescue, RunSetStatus to pending, and the
+//     operator's RunReschedule, RunReset and RunForkInsert send a ready
+//     wake for the run (with its due time, which RunReschedule may have
+//     moved later);
 //   - RunRequestCancel and RunCancelChildren send a cancel wake, so the
 //     engine executing the run cancels it at once rather than at its next
 //     heartbeat;
