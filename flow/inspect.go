@@ -58,6 +58,9 @@ type RunInfo struct {
 	// Detached is ChildOptions.Detached: the child outlives its parent's
 	// cancellation.
 	Detached bool
+	// Values are the context values the run carries (see WithValue); nil
+	// for none.
+	Values map[string]string
 }
 
 // StepRecord is one step call of a run as recorded.
@@ -310,7 +313,7 @@ func runInfo(r store.Run) RunInfo {
 		ParentID: r.ParentID, CreatedAt: millis(r.CreatedAt),
 		UpdatedAt: millis(r.UpdatedAt), FinishedAt: millis(r.FinishedAt),
 		StartedAt: millis(r.StartedAt), UniqueKey: r.UniqueKey, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
-		Timeout: time.Duration(r.Timeout) * time.Millisecond, Detached: r.Detached,
+		Timeout: time.Duration(r.Timeout) * time.Millisecond, Detached: r.Detached, Values: recordedValues(r.Context),
 	}
 }
 

@@ -28,6 +28,7 @@ func (e *Engine) ExportHistory(ctx context.Context, runID string) (*flowhistory.
 			ID: r.ID, Workflow: r.Workflow, Version: r.Version, Queue: r.Queue, Priority: r.Priority,
 			Status: string(r.Status), Input: raw(r.Input), Output: raw(r.Output), Error: r.Error, Reason: r.Reason,
 			ParentID: r.ParentID, CreatedAt: utcMillis(r.CreatedAt), StartedAt: utcMillis(r.StartedAt), FinishedAt: utcMillis(r.FinishedAt),
+			Values: recordedValues(r.Context),
 		},
 		Steps: make([]flowhistory.Step, len(recs.Steps)), Signals: make([]flowhistory.Signal, len(recs.Signals)),
 		Events: make([]flowhistory.Event, len(recs.Events)),
@@ -103,6 +104,9 @@ func (e *Engine) Replay(ctx context.Context, h *flowhistory.History) (ReplayRepo
 		ID: h.Run.ID, Workflow: h.Run.Workflow, Version: h.Run.Version, Queue: h.Run.Queue, Priority: h.Run.Priority,
 		Status: store.RunStatus(h.Run.Status), Input: h.Run.Input, Output: h.Run.Output, Error: h.Run.Error,
 		Reason: h.Run.Reason, ParentID: h.Run.ParentID,
+	}
+	if len(h.Run.Values) > 0 {
+		run.Context, _ = json.Marshal(h.Run.Values) // a map[string]string always marshals
 	}
 	steps := make([]store.Step, len(h.Steps))
 	for i, s := range h.Steps {

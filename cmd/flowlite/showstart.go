@@ -1,6 +1,8 @@
 package main
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
@@ -18,10 +20,13 @@ type startJSON struct {
 	// Detached is true for a child its parent's cancellation does not
 	// reach.
 	Detached bool `json:"detached,omitempty"`
+	// Values are the run's context values (flow.WithValue).
+	Values map[string]string `json:"values,omitempty"`
 }
 
 func newStartJSON(info flow.RunInfo) startJSON {
-	s := startJSON{UniqueKey: info.UniqueKey, ParentID: info.ParentID, Deadline: utc(info.Deadline), Detached: info.Detached}
+	s := startJSON{UniqueKey: info.UniqueKey, ParentID: info.ParentID, Deadline: utc(info.Deadline), Detached: info.Detached,
+		Values: info.Values}
 	if info.Timeout > 0 {
 		s.Timeout = info.Timeout.String()
 	}
@@ -30,7 +35,8 @@ func newStartJSON(info flow.RunInfo) startJSON {
 
 // startRows adds to show's header the start options a run has: its unique
 // key (the key later starts were deduplicated on), its deadline, its
-// timeout (counted from its first claim) and its parent. Rows for options the run lacks are left out.
+// timeout (counted from its first claim), its parent and its context
+// values. Rows for options the run lacks are left out.
 func startRows(h *table, info flow.RunInfo) {
 	if info.UniqueKey != "" {
 		h.row("Unique key", cell(info.UniqueKey, 0))
@@ -51,5 +57,14 @@ func startRows(h *table, info flow.RunInfo) {
 			p += " (detached: the parent's cancellation does not reach this run)"
 		}
 		h.row("Parent", p)
+	}
+	// One row per value, in key order: the keys follow the naming rules,
+	// so each fits a line.
+	for i, k := range slices.Sorted(maps.Keys(info.Values)) {
+		label := ""
+		if i == 0 {
+			label = "Values"
+		}
+		h.row(label, cell(k+"="+info.Values[k], 100))
 	}
 }

@@ -154,3 +154,24 @@ func TestShowDetachedChild(t *testing.T) {
 		}
 	})
 }
+
+// show prints a run's context values, one per row in key order.
+func TestShowContextValues(t *testing.T) {
+	t.Parallel()
+	onBothBackends(t, func(t *testing.T, ctx context.Context, e *flow.Engine, cli func(args ...string) string) {
+		vctx := flow.WithValues(ctx, map[string]string{"tenant": "acme", "trace": "4bf92f35"})
+		if _, err := flow.Start(vctx, e, pgTwice, 1, &flow.StartOptions{RunID: "traced"}); err != nil {
+			t.Fatal(err)
+		}
+		out := cli("show", "traced")
+		if row := strings.Join(rowOf(t, out, "Values"), " "); row != "Values tenant=acme" {
+			t.Errorf("values row %q in:\n%s", row, out)
+		}
+		if row := rowOf(t, out, "trace=4bf92f35"); len(row) != 1 {
+			t.Errorf("second values row %q in:\n%s", row, out)
+		}
+		if got := decode[runDetailJSON](t, cli("show", "--json", "traced")); got.Values["tenant"] != "acme" || got.Values["trace"] != "4bf92f35" {
+			t.Errorf("show --json: values %v", got.Values)
+		}
+	})
+}

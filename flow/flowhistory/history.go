@@ -84,6 +84,9 @@ type Run struct {
 	CreatedAt  time.Time       `json:"created_at,omitzero"`
 	StartedAt  time.Time       `json:"started_at,omitzero"`
 	FinishedAt time.Time       `json:"finished_at,omitzero"`
+	// Values are the run's context values (flow.WithValue), which a
+	// replay gives its code as the run's executions had them.
+	Values map[string]string `json:"values,omitempty"`
 }
 
 // Step is an exported step call (a step, a wait, a child, a race, a

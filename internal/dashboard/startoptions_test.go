@@ -11,15 +11,16 @@ import (
 	"github.com/flowlite/flowlite/internal/fixture"
 )
 
-// The run page shows what a run was started with: its unique key and its
-// timeout (not yet a deadline while the run waits for its first claim).
+// The run page shows what a run was started with: its unique key, its
+// timeout (not yet a deadline while the run waits for its first claim)
+// and its context values.
 func TestRunPageStartOptions(t *testing.T) {
 	t.Parallel()
 	srv, e := server(t, fixtureDB(t), nil)
 	flow.Register(e, fixture.DoneWorkflow)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := flow.Start(ctx, e, fixture.DoneWorkflow, fixture.Order{Item: "desk"}, &flow.StartOptions{
+	if _, err := flow.Start(flow.WithValue(ctx, "tenant", "acme"), e, fixture.DoneWorkflow, fixture.Order{Item: "desk"}, &flow.StartOptions{
 		RunID: "opts-1", UniqueKey: "desk-order", Timeout: 90 * time.Second,
 	}); err != nil {
 		t.Fatal(err)
@@ -28,6 +29,7 @@ func TestRunPageStartOptions(t *testing.T) {
 	for _, want := range []string{
 		"<dt>Unique key</dt><dd><code>desk-order</code></dd>",
 		`<dd id="run-timeout">1m30s from its first claim (not claimed yet: no deadline from it)</dd>`,
+		`<dd id="run-values"><code>tenant=acme</code> </dd>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("run page lacks %s", want)

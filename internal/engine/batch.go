@@ -28,6 +28,9 @@ type ItemError = flowtype.ItemError
 // Unlike StartRun, it claims nothing in its transaction: the queues' claim
 // loops, woken after the commit, take the runs in their order.
 func (e *Engine) StartRuns(ctx context.Context, ps []StartParams) ([]Started, error) {
+	for i := range ps {
+		setValues(ctx, &ps[i])
+	}
 	if err := e.prepareBatch(ps); err != nil {
 		return nil, err
 	}
@@ -48,6 +51,9 @@ func (e *Engine) StartRuns(ctx context.Context, ps []StartParams) ([]Started, er
 // if that transaction commits. Workers see them at their next poll, or as
 // the transaction commits when the store sends wakes (store.Notifier).
 func (e *Engine) StartRunsTx(ctx context.Context, sqlTx *sql.Tx, ps []StartParams) ([]Started, error) {
+	for i := range ps {
+		setValues(ctx, &ps[i])
+	}
 	if err := e.prepareBatch(ps); err != nil {
 		return nil, err
 	}
@@ -90,6 +96,9 @@ func (e *Engine) prepareBatch(ps []StartParams) error {
 			return &ItemError{Index: i, RunID: p.ID, Err: err}
 		}
 		if err := validReuse(p); err != nil {
+			return &ItemError{Index: i, RunID: p.ID, Err: err}
+		}
+		if err := e.validValues(p); err != nil {
 			return &ItemError{Index: i, RunID: p.ID, Err: err}
 		}
 		if j, dup := ids[p.ID]; dup {

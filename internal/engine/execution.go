@@ -52,7 +52,7 @@ type execution struct {
 // attempt, or loses its lease.
 func (e *Engine) execute(run store.Run) {
 	def, ok := e.Lookup(store.WorkflowKey{Name: run.Workflow, Version: run.Version})
-	leaseCtx, cancelLease := context.WithCancelCause(e.baseCtx)
+	leaseCtx, cancelLease := context.WithCancelCause(withRunValues(e.baseCtx, run))
 	runCtx, cancelRun := context.WithCancelCause(leaseCtx)
 	x := &execution{
 		e: e, run: run, def: def, lease: run.Lease(),

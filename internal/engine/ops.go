@@ -44,6 +44,9 @@ type StartParams struct {
 	// Detached marks a child that outlives its parent's cancellation (see
 	// startoptions.go); set only by StartChild.
 	Detached bool
+	// Context is the record of the run's context values (see values.go):
+	// nil takes those of the context the run is started with.
+	Context []byte
 }
 
 // Started is the outcome of a start: the run, and whether it already
@@ -62,6 +65,7 @@ type Started struct {
 // would (so a run started here does not jump the queue), and executes it
 // here: a run started on an idle engine begins one commit sooner.
 func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
+	setValues(ctx, &p)
 	queue := cmp.Or(p.Queue, DefaultQueue)
 	slots := e.trySlot(queue)
 	if slots == nil {
@@ -104,6 +108,7 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 // only if that transaction commits. Workers see it at their next poll, or
 // as the transaction commits when the store sends wakes (store.Notifier).
 func (e *Engine) StartRunTx(ctx context.Context, sqlTx *sql.Tx, p StartParams) (Started, error) {
+	setValues(ctx, &p)
 	var st Started
 	err := e.store.WriteInTx(ctx, sqlTx, func(tx store.Tx) error {
 		var err error
@@ -161,6 +166,9 @@ func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event
 		return store.RunInsertParams{}, store.Event{}, err
 	}
 	if err := validReuse(p); err != nil {
+		return store.RunInsertParams{}, store.Event{}, err
+	}
+	if err := e.validValues(p); err != nil {
 		return store.RunInsertParams{}, store.Event{}, err
 	}
 	now := e.nowMs()

@@ -38,7 +38,7 @@ type Replayed struct {
 // returned there. Otherwise such a call is where the recorded run stood,
 // and the replay ends clean at that frontier.
 func (e *Engine) Replay(ctx context.Context, def Workflow, run store.Run, steps []store.Step, finished bool) (Replayed, error) {
-	runCtx, cancel := context.WithCancelCause(ctx)
+	runCtx, cancel := context.WithCancelCause(withRunValues(ctx, run))
 	defer cancel(nil)
 	x := &execution{e: e, run: run, def: def, leaseCtx: runCtx, cancelLease: cancel, runCtx: runCtx, cancelRun: cancel}
 	rc := newRunContext(x, steps)

@@ -27,7 +27,7 @@ import (
 
 // startOptions returns the options of p the store records.
 func (p *StartParams) startOptions() store.StartOptions {
-	return store.StartOptions{Timeout: p.Timeout.Milliseconds(), Detached: p.Detached}
+	return store.StartOptions{Timeout: p.Timeout.Milliseconds(), Detached: p.Detached, Context: p.Context}
 }
 
 // validStartOptions checks p's start options, before anything is written.
@@ -53,5 +53,5 @@ func startOptionsDetail(p *StartParams) string {
 	if p.Detached {
 		d += ", detached from parent " + p.ParentID + " (its cancellation does not reach this run)"
 	}
-	return d
+	return d + valuesDetail(p)
 }

@@ -299,6 +299,9 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 	if p.Deadline.IsZero() && x.run.Deadline > 0 && !p.Detached {
 		p.Deadline = time.UnixMilli(x.run.Deadline)
 	}
+	if p.Context == nil {
+		p.Context = x.run.Context // a child inherits its parent's context values
+	}
 	p.ParentID = key.RunID
 	var queue string
 	var taken *StepError
