@@ -217,3 +217,46 @@ func TestResetRefusesAKeyHeldForAPeriod(t *testing.T) {
 		t.Fatalf("reset while another run's period holds the key: %v", err)
 	}
 }
+
+// The exported history of a run that was reset and of its fork replays
+// against the workflow's code like any other.
+func TestResetAndForkReplay(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t, dbPath(t), nil)
+	c := newCounted()
+	wf := chain(c, "reset-replay")
+	flow.Register(e, wf)
+	startEngine(t, e)
+	ctx := waitCtx(t)
+	run, err := flow.Start(ctx, e, wf, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reset(ctx, run.ID(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	forkID, err := e.Fork(ctx, run.ID(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, _ := flow.Lookup(ctx, e, wf, forkID)
+	if _, err := fork.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{run.ID(), forkID} {
+		h, err := e.ExportHistory(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := e.Replay(ctx, h)
+		if err != nil || !rep.Returned || rep.Calls != 3 {
+			t.Errorf("replay of %s: %+v, %v; want 3 calls and a return", id, rep, err)
+		}
+	}
+}
