@@ -140,10 +140,12 @@ func (q *Queries) CopyQueueInsert(ctx context.Context, arg CopyQueueInsertParams
 const copyRunInsert = `-- name: CopyRunInsert :exec
 INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, output, error, reason,
     cancel_requested, run_at, deadline, wake_seq, fence, lease_owner, lease_expires_at,
-    created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as)
+    created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as,
+    timeout, detached, context_values)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
     $11, $12, $13, $14, $15, $16, $17,
-    $18, $19, $20, $21, $22, $23, $24, $25)
+    $18, $19, $20, $21, $22, $23, $24, $25,
+    $26, $27, $28)
 `
 
 type CopyRunInsertParams struct {
@@ -172,6 +174,9 @@ type CopyRunInsertParams struct {
 	StartedAt       sql.NullInt64
 	RequeuedFrom    sql.NullString
 	RequeuedAs      sql.NullString
+	Timeout         sql.NullInt64
+	Detached        bool
+	ContextValues   []byte
 }
 
 // CopyRunInsert inserts a run without its parent (CopyRunSetParent links it
@@ -203,6 +208,9 @@ func (q *Queries) CopyRunInsert(ctx context.Context, arg CopyRunInsertParams) er
 		arg.StartedAt,
 		arg.RequeuedFrom,
 		arg.RequeuedAs,
+		arg.Timeout,
+		arg.Detached,
+		arg.ContextValues,
 	)
 	return err
 }

@@ -42,6 +42,9 @@ type CopyRun struct {
 	UniqueStates                int64
 	StartedAt                   *int64
 	RequeuedFrom, RequeuedAs    *string
+	Timeout                     *int64
+	Detached                    bool
+	ContextValues               []byte
 }
 
 // CopyStep is one row of the steps table.

@@ -3,6 +3,7 @@ package storecopy_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -317,7 +318,12 @@ func source(t *testing.T) (string, map[string]string) {
 	start("suspended", stuckWF, 1, "")
 	start("waiting", waitWF, 10, "")
 	start("sleeping", sleepWF, 1, "")
-	start("pending", okWF, 3, "held")
+	// A pending run with start options: a timeout and context values.
+	pending, err := flow.Start(flow.WithValue(ctx, "tenant", "acme"), e, okWF, 3, &flow.StartOptions{Queue: "held", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids["pending"] = pending.ID()
 	start("parent", parentWF, 1, "")
 	ids["child"] = "child-of-parent"
 	awaitStatus(t, e, ids["completed"], flow.StatusCompleted)
@@ -531,7 +537,7 @@ func TestCopyToPostgres(t *testing.T) {
 		}
 		if got.Status != w.Status || string(got.Output) != string(w.Output) || got.Error != w.Error ||
 			got.Queue != w.Queue || got.ParentID != w.ParentID || got.RequeuedAs != w.RequeuedAs || got.RequeuedFrom != w.RequeuedFrom ||
-			!got.CreatedAt.Equal(w.CreatedAt) {
+			!got.CreatedAt.Equal(w.CreatedAt) || got.Timeout != w.Timeout || got.Detached != w.Detached || !maps.Equal(got.Values, w.Values) {
 			t.Errorf("%s: postgres %+v, sqlite %+v", name, got, w)
 		}
 		if !reflect.DeepEqual(got.Steps, w.Steps) {
@@ -540,6 +546,9 @@ func TestCopyToPostgres(t *testing.T) {
 		if k := historyKinds(t, pg, id); !reflect.DeepEqual(k, wantKinds[name]) {
 			t.Errorf("%s history: postgres %v, sqlite %v", name, k, wantKinds[name])
 		}
+	}
+	if p := want["pending"]; p.Timeout != time.Minute || p.Values["tenant"] != "acme" {
+		t.Errorf("pending run on sqlite: timeout %s, values %v; the start options the copy should carry", p.Timeout, p.Values)
 	}
 	if want["failed"].RequeuedAs != ids["requeued"] {
 		t.Errorf("dead letter requeue link: %q, want %q", want["failed"].RequeuedAs, ids["requeued"])
