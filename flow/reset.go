@@ -41,7 +41,8 @@ var ErrStepNotFound = engine.ErrStepNotFound
 // whose start is discarded is not started again, as its ID (derived from
 // this run's) is taken: the re-run finds it, finished or not (reset or
 // fork the child itself to run it again); the deadline, if any, is as far
-// from now as it was from the run's creation. The records kept must still
+// from now as it was from the run's creation, and a run started with a
+// Timeout has the whole of it again from now. The records kept must still
 // stand: going back past a completed step whose compensation ran is
 // refused, as its effect was undone; go back to it or before.
 //
@@ -68,9 +69,10 @@ func (e *Engine) Reset(ctx context.Context, runID, step string) error {
 // runID, and returns its ID: runID + "/fork-N", N the first number free.
 // The records of the calls before step (chosen as for Reset) are copied to
 // the new run and replay there; the new run has runID's workflow version,
-// queue, priority and input, no parent and no unique key, the deadline, if
-// any, as far from now as it was from runID's creation, and is pending,
-// due now. Its children, and its steps' idempotency keys, derive from its
+// queue, priority, input, Timeout and context values (WithValues), no
+// parent and no unique key, the deadline, if any, as far from now as it
+// was from runID's creation (a Timeout counts from its first claim), and
+// is pending, due now. Its children, and its steps' idempotency keys, derive from its
 // own ID, so it starts children of its own. runID itself is left as it
 // is, in any state, running included, but for an EventRunForked naming
 // the fork; the fork's EventRunStarted names runID. It refuses what Reset

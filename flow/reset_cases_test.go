@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,5 +259,59 @@ func TestResetAndForkReplay(t *testing.T) {
 		if err != nil || !rep.Returned || rep.Calls != 3 {
 			t.Errorf("replay of %s: %+v, %v; want 3 calls and a return", id, rep, err)
 		}
+	}
+}
+
+// A fork keeps the run's timeout and context values, and a reset run gets
+// its whole timeout again.
+func TestForkAndResetKeepStartOptions(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t, dbPath(t), nil)
+	var seen sync.Map // run ID → tenant the step saw
+	step := flow.Step[int, int]{Name: "tenant", Run: func(ctx context.Context, in int) (int, error) {
+		v, _ := flow.Value(ctx, "tenant")
+		info, _ := flow.Attempt(ctx)
+		seen.Store(info.RunID, v)
+		return in, nil
+	}}
+	wf := flow.Workflow[int, int]{Name: "reset-options", Run: func(wc flow.Context, in int) (int, error) {
+		return flow.Do(wc, step, in)
+	}}
+	flow.Register(e, wf)
+	startEngine(t, e)
+	ctx := waitCtx(t)
+	run, err := flow.Start(flow.WithValue(ctx, "tenant", "acme"), e, wf, 1, &flow.StartOptions{Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	forkID, err := e.Fork(ctx, run.ID(), "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, _ := flow.Lookup(ctx, e, wf, forkID)
+	if _, err := fork.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := e.Inspect(ctx, forkID)
+	if info.Timeout != time.Hour || info.Values["tenant"] != "acme" {
+		t.Errorf("fork: timeout %s, values %v; want 1h and the tenant", info.Timeout, info.Values)
+	}
+	if v, _ := seen.Load(forkID); v != "acme" {
+		t.Errorf("the fork's step saw tenant %v, want acme", v)
+	}
+	if left := time.Until(info.Deadline); left < 50*time.Minute || left > time.Hour {
+		t.Errorf("fork's deadline in %s, want about an hour from its first claim", left)
+	}
+	if err := e.Reset(ctx, run.ID(), "tenant"); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := e.Inspect(ctx, run.ID()); time.Until(info.Deadline) < 59*time.Minute {
+		t.Errorf("reset run's deadline in %s, want its whole timeout again", time.Until(info.Deadline))
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

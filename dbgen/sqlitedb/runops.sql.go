@@ -11,10 +11,10 @@ import (
 
 const runForkInsert = `-- name: RunForkInsert :execrows
 INSERT INTO flowlite_runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
-                  fence, created_at, updated_at)
+                  fence, created_at, updated_at, timeout, context_values)
 SELECT ?1, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, ?2,
-       CASE WHEN f.deadline IS NULL THEN NULL ELSE f.deadline - f.created_at + ?2 END,
-       1, ?2, ?2
+       CASE WHEN f.deadline IS NULL OR f.timeout IS NOT NULL THEN NULL ELSE f.deadline - f.created_at + ?2 END,
+       1, ?2, ?2, f.timeout, f.context_values
 FROM flowlite_runs AS f
 WHERE f.id = ?3
 ON CONFLICT DO NOTHING
@@ -27,9 +27,11 @@ type RunForkInsertParams struct {
 }
 
 // RunForkInsert inserts run @id as a pending copy of run @from_id, due at
-// @now: same workflow version, queue, priority and input, no parent, no
-// unique key, the deadline it had moved by the time elapsed since it was
-// created. Its fence starts at 1, as if claimed once, so that its first
+// @now: same workflow version, queue, priority, input, timeout and context
+// values, no parent (so not detached), no unique key, and the deadline it
+// had moved by the time elapsed since it was created, or none for a run
+// with a timeout (its first claim gives it the whole timeout, as to a
+// requeue). Its fence starts at 1, as if claimed once, so that its first
 // claim reads the step records StepCopy gives it. It inserts nothing when
 // @from_id is unknown or @id is taken.
 func (q *Queries) RunForkInsert(ctx context.Context, arg RunForkInsertParams) (int64, error) {

@@ -376,7 +376,7 @@ func resettable(run store.Run) error {
 // signals their receives took are pending again (the run receives them
 // again when it waits anew), the kept records have no compensation, and the
 // run is pending, due now, with no outcome, its deadline moved as Requeue
-// moves it. A run_reset event records what was discarded. The run's write
+// moves it (a run with a timeout gets the whole timeout again). A run_reset event records what was discarded. The run's write
 // is a compare-and-set on the status and fence read, so a claim in between
 // makes it store.ErrConflict.
 func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut historyCut, prefix string) error {
@@ -390,7 +390,12 @@ func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut hi
 		}
 	}
 	var deadline int64
-	if run.Deadline > 0 {
+	switch {
+	case run.Timeout > 0:
+		// Its first claim turned the timeout into its deadline, and no
+		// later claim does: the run gets the whole of it again from now.
+		deadline = now + run.Timeout
+	case run.Deadline > 0:
 		deadline = run.Deadline - run.CreatedAt + now
 	}
 	ok, err := tx.RunReset(ctx, store.RunResetParams{ID: run.ID, Expected: run.Status, Fence: run.Fence, Deadline: deadline, Now: now})

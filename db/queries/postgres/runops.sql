@@ -61,16 +61,18 @@ WHERE run_id = sqlc.arg(run_id)::text
 
 -- name: RunForkInsert :execrows
 -- RunForkInsert inserts run @id as a pending copy of run @from_id, due at
--- @now: same workflow version, queue, priority and input, no parent, no
--- unique key, the deadline it had moved by the time elapsed since it was
--- created. Its fence starts at 1, as if claimed once, so that its first
+-- @now: same workflow version, queue, priority, input, timeout and context
+-- values, no parent (so not detached), no unique key, and the deadline it
+-- had moved by the time elapsed since it was created, or none for a run
+-- with a timeout (its first claim gives it the whole timeout, as to a
+-- requeue). Its fence starts at 1, as if claimed once, so that its first
 -- claim reads the step records StepCopy gives it. It inserts nothing when
 -- @from_id is unknown or @id is taken.
 INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
-                  fence, created_at, updated_at)
+                  fence, created_at, updated_at, timeout, context_values)
 SELECT sqlc.arg(id)::text, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, sqlc.arg(now)::bigint,
-       CASE WHEN f.deadline IS NULL THEN NULL ELSE f.deadline - f.created_at + sqlc.arg(now)::bigint END,
-       1, sqlc.arg(now)::bigint, sqlc.arg(now)::bigint
+       CASE WHEN f.deadline IS NULL OR f.timeout IS NOT NULL THEN NULL ELSE f.deadline - f.created_at + sqlc.arg(now)::bigint END,
+       1, sqlc.arg(now)::bigint, sqlc.arg(now)::bigint, f.timeout, f.context_values
 FROM flowlite.runs AS f
 WHERE f.id = sqlc.arg(from_id)::text
 ON CONFLICT DO NOTHING;

@@ -51,16 +51,18 @@ WHERE run_id = @run_id AND consumed_by IN (SELECT value FROM json_each(@waits));
 
 -- name: RunForkInsert :execrows
 -- RunForkInsert inserts run @id as a pending copy of run @from_id, due at
--- @now: same workflow version, queue, priority and input, no parent, no
--- unique key, the deadline it had moved by the time elapsed since it was
--- created. Its fence starts at 1, as if claimed once, so that its first
+-- @now: same workflow version, queue, priority, input, timeout and context
+-- values, no parent (so not detached), no unique key, and the deadline it
+-- had moved by the time elapsed since it was created, or none for a run
+-- with a timeout (its first claim gives it the whole timeout, as to a
+-- requeue). Its fence starts at 1, as if claimed once, so that its first
 -- claim reads the step records StepCopy gives it. It inserts nothing when
 -- @from_id is unknown or @id is taken.
 INSERT INTO flowlite_runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
-                  fence, created_at, updated_at)
+                  fence, created_at, updated_at, timeout, context_values)
 SELECT @id, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, @now,
-       CASE WHEN f.deadline IS NULL THEN NULL ELSE f.deadline - f.created_at + @now END,
-       1, @now, @now
+       CASE WHEN f.deadline IS NULL OR f.timeout IS NOT NULL THEN NULL ELSE f.deadline - f.created_at + @now END,
+       1, @now, @now, f.timeout, f.context_values
 FROM flowlite_runs AS f
 WHERE f.id = @from_id
 ON CONFLICT DO NOTHING;
