@@ -224,3 +224,28 @@ func TestStartDedupBadOptions(t *testing.T) {
 		t.Fatalf("%d runs recorded, want none", n)
 	}
 }
+
+// In a batch, an item refused as a duplicate fails the whole batch with
+// an *ItemError naming it, and nothing of the batch is recorded.
+func TestStartManyRefuseDuplicate(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t, dbPath(t), nil)
+	var ran atomic.Int64
+	wf := dedupWorkflow(&ran)
+	flow.Register(e, wf)
+	ctx := waitCtx(t)
+	held, err := flow.Start(ctx, e, wf, "held", &flow.StartOptions{UniqueKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuse := &flow.StartOptions{UniqueKey: "k", OnDuplicate: flow.RefuseDuplicate}
+	_, err = flow.StartMany(ctx, e, wf, []flow.StartItem[string]{{In: "a"}, {In: "b", Opts: refuse}, {In: "c"}})
+	var item *flow.ItemError
+	var dup *flow.DuplicateError
+	if !errors.As(err, &item) || item.Index != 1 || !errors.As(err, &dup) || dup.HolderID != held.ID() {
+		t.Fatalf("StartMany = %v, want an ItemError for item 1 wrapping a DuplicateError naming %s", err, held.ID())
+	}
+	if n := totalRuns(t, e); n != 1 {
+		t.Fatalf("%d runs recorded, want only the holder", n)
+	}
+}
