@@ -37,10 +37,8 @@ var ErrStepNotFound = engine.ErrStepNotFound
 //
 // What runs again is what a first execution of those calls does, with
 // these exceptions: a signal that a discarded receive took is delivered
-// again, so the re-run receives it (and a new one waits its turn); a child
-// whose start is discarded is not started again, as its ID (derived from
-// this run's) is taken: the re-run finds it, finished or not (reset or
-// fork the child itself to run it again); the deadline, if any, is as far
+// again, so the re-run receives it (and a new one waits its turn); the
+// deadline, if any, is as far
 // from now as it was from the run's creation, and a run started with a
 // Timeout has the whole of it again from now. The records kept must still
 // stand: going back past a completed step whose compensation ran is
@@ -54,7 +52,11 @@ var ErrStepNotFound = engine.ErrStepNotFound
 // that was requeued (its requeue carries it on: Fork it), all ErrConflict;
 // a finished run whose unique key another run took since (ErrConflict);
 // a call the run never made (ErrStepNotFound); an unknown run
-// (ErrRunNotFound). The write is a compare-and-set on the run's status and
+// (ErrRunNotFound); and the discarding of a child's start while the child
+// run exists (ErrConflict, naming it), since the re-run would find its ID
+// taken: delete the child first (a finished child of a finished parent),
+// go back to a call after its start, or Fork the run, whose children are
+// its own. The write is a compare-and-set on the run's status and
 // claim fence: an engine claiming the run meanwhile makes Reset an
 // ErrConflict, so two engines never run it at once.
 func (e *Engine) Reset(ctx context.Context, runID, step string) error {

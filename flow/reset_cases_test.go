@@ -315,3 +315,62 @@ func TestForkAndResetKeepStartOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Going back past the start of a child whose run exists is refused, naming
+// the child; once the child is deleted, the re-run starts it again. A fork
+// starts a child of its own.
+func TestResetPastAChildStart(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t, dbPath(t), nil)
+	c := newCounted()
+	child := chain(c, "reset-child")
+	parent := flow.Workflow[int, int]{Name: "reset-child-parent", Run: func(wc flow.Context, in int) (int, error) {
+		ch, err := flow.StartChild(wc, child, in, nil)
+		if err != nil {
+			return 0, err
+		}
+		return ch.Result(wc)
+	}}
+	flow.Register(e, child)
+	flow.Register(e, parent)
+	startEngine(t, e)
+	ctx := waitCtx(t)
+	run, err := flow.Start(ctx, e, parent, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := e.Inspect(ctx, run.ID())
+	start := info.Steps[0]
+	childID := strings.Trim(string(start.Output), `"`)
+	before := eventKinds(t, e, run.ID())
+	err = e.Reset(ctx, run.ID(), start.Name)
+	if !errors.Is(err, flow.ErrConflict) || !strings.Contains(err.Error(), "started child run "+childID+", which is completed") {
+		t.Fatalf("reset past a child's start: %v", err)
+	}
+	if !slices.Equal(eventKinds(t, e, run.ID()), before) {
+		t.Error("the refused reset changed the history")
+	}
+	forkID, err := e.Fork(ctx, run.ID(), start.Name)
+	if err != nil {
+		t.Fatalf("fork past a child's start: %v", err)
+	}
+	fork, _ := flow.Lookup(ctx, e, parent, forkID)
+	if out, err := fork.Result(ctx); err != nil || out != 4 {
+		t.Fatalf("fork: %d, %v", out, err)
+	}
+	if err := e.DeleteRun(ctx, childID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reset(ctx, run.ID(), start.Name); err != nil {
+		t.Fatalf("reset once the child is deleted: %v", err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != 4 {
+		t.Fatalf("after reset: %d, %v", out, err)
+	}
+	if c.count("a") != 3 {
+		t.Errorf("the child's first step ran %d times, want 3 (first run, fork, reset)", c.count("a"))
+	}
+}

@@ -106,14 +106,14 @@ STEP and every call after it run again. STEP is a call of the workflow body
 as flowlite show prints it, name#occurrence (a bare name is #0), not one
 inside a parallel call's branches: a parallel call runs again whole unless
 all of it came before STEP. Signals the discarded receives took are
-delivered again; children whose start is discarded are found again under
-their IDs, not started anew. The history records a run_reset event.
+delivered again. The history records a run_reset event.
 
 A finished run (completed, failed, cancelled), a suspended one, and a
 pending or waiting one that no engine holds can be reset. A running or
 compensating run, a requeued dead letter (fork it), a step the run never
-reached, and a step after one whose compensation ran are refused, and
-nothing changes (exit code 1).`,
+reached, a step after one whose compensation ran, and a step at or before
+the start of a child whose run still exists (delete the child, or fork)
+are refused, and nothing changes (exit code 1).`,
 		Args: runStepArgs,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			return a.goBack(cmd, "reset", args[0], func(ctx context.Context, e *flow.Engine) error {

@@ -380,6 +380,9 @@ func resettable(run store.Run) error {
 // is a compare-and-set on the status and fence read, so a claim in between
 // makes it store.ErrConflict.
 func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut historyCut, prefix string) error {
+	if err := childrenGone(ctx, tx, cut.discard); err != nil {
+		return err
+	}
 	now := e.nowMs()
 	if run.UniqueKey != "" && run.Status.Finished() {
 		// The run takes its unique key again: refuse a second holder.
@@ -422,6 +425,33 @@ func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut hi
 	}
 	detail := fmt.Sprintf("%s%s; kept %d calls%s%s", prefix, describeFrom(cut), len(cut.keep), DiscardedMarker, listJSON(cut.discard))
 	return tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: EventRunReset, Detail: detail})
+}
+
+// childrenGone refuses to discard the start of a child whose run still
+// exists: the re-run would start it again under the same ID (derived from
+// the parent's, or the one ChildOptions gave), which is taken, and fail
+// with ErrRunExists. The operator decides what becomes of the child:
+// delete it (a finished child of a finished parent), go back to a call
+// after its start, or fork the parent, whose children are its own.
+func childrenGone(ctx context.Context, tx store.Tx, discard []store.Step) error {
+	for _, s := range discard {
+		if !strings.HasPrefix(strings.TrimPrefix(s.Name, scopeOf(s.Name)), "flow.child:") || s.Status != store.StepCompleted {
+			continue
+		}
+		var childID string
+		if json.Unmarshal(s.Output, &childID) != nil || childID == "" {
+			continue
+		}
+		child, err := tx.RunGet(ctx, childID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: step %s started child run %s, which is %s: its re-run would find the ID taken; go back to a call after it, fork the run (a fork starts children of its own), or delete the child first", store.ErrConflict, s.Key().Call(), childID, child.Status)
+	}
+	return nil
 }
 
 // forkSuffix ends the ID of a fork: the run's ID plus /fork-N, so that a
