@@ -44,6 +44,14 @@ var ErrStepNotFound = engine.ErrStepNotFound
 // stand: going back past a completed step whose compensation ran is
 // refused, as its effect was undone; go back to it or before.
 //
+// The run keeps its ID, so the calls that run again have the same
+// IdempotencyKey as in the first execution, and send their signals
+// (SignalRun) under the same keys: a service that deduplicates by them
+// answers the re-run as it answered the first call (a charge that was
+// refunded by its compensation is not made again), and a signal the first
+// execution sent is not delivered twice. Fork when the effects must happen
+// anew: a fork's ID, and so its keys, are its own.
+//
 // It resets finished runs (completed, failed, cancelled), suspended runs,
 // and pending or waiting runs no engine holds (a run stuck on a signal
 // that will never come, or in a long backoff). It refuses, changing
@@ -98,7 +106,10 @@ func (e *Engine) Fork(ctx context.Context, runID, step string) (string, error) {
 // there; the calls before it replay as recorded. A run whose records all
 // stand replays them and goes on from where it stopped. A dead letter
 // revived is a dead letter no more, and keeps its unique key if no other
-// run took it since.
+// run took it since. As with Reset, the calls that run again keep their
+// IdempotencyKey: a service that deduplicates by it answers a revived
+// dead letter's re-run charge with the first (refunded) one; Requeue,
+// whose new run has keys of its own, is the way to make such effects anew.
 //
 // It refuses, changing nothing: a suspended run (Resume it), a completed
 // one (Reset it from a call), an unfinished one, and a requeued dead
