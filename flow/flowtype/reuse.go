@@ -9,6 +9,8 @@ import "fmt"
 // is retained.
 type IDReusePolicy int
 
+// Run ID reuse policies, for flow.StartOptions.IDReuse and
+// flow.ChildOptions.IDReuse.
 const (
 	// ReuseNever keeps a taken ID's run: Start returns it (the ID is the
 	// start's idempotency key), and StartChild fails with ErrRunExists.
