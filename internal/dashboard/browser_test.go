@@ -175,8 +175,8 @@ func TestBrowser(t *testing.T) {
 	}
 	actions, err := chromedp.Run(bctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll(".actions a")).map(a => a.getAttribute("href").split("/").pop()).join(",")`))
 	must("actions of a failed run", err)
-	if got := actions; got != "retry,delete" {
-		t.Errorf("a failed run offers actions %v, want retry and delete", got)
+	if got := actions; got != "retry,delete,revive" {
+		t.Errorf("a failed run offers actions %v, want retry, delete and revive", got)
 	}
 	shot("run")
 
