@@ -35,6 +35,13 @@ var engineErrors = []struct {
 	{"closed", fmt.Errorf("start: %w", flow.ErrClosed), flow.ErrClosed},
 	{"disk-full", fmt.Errorf("start: %w", flow.ErrDiskFull), flow.ErrDiskFull},
 	{"read-only", fmt.Errorf("start: %w", flow.ErrReadOnly), flow.ErrReadOnly},
+	{"timed-out", fmt.Errorf("wait: %w", flow.ErrTimedOut), flow.ErrTimedOut},
+	{"schedule-not-found", fmt.Errorf("pause schedule s: %w", flow.ErrScheduleNotFound), flow.ErrScheduleNotFound},
+	{"bad-spec", fmt.Errorf("schedule s: %w: never fires", flow.ErrBadSpec), flow.ErrBadSpec},
+	{"definition-frozen", fmt.Errorf("put definition d: %w", flow.ErrDefinitionFrozen), flow.ErrDefinitionFrozen},
+	{"not-supported", fmt.Errorf("backup: %w", flow.ErrNotSupported), flow.ErrNotSupported},
+	{"shard-set", fmt.Errorf("start: %w", flow.ErrShardSet), flow.ErrShardSet},
+	{"sharded", fmt.Errorf("changes: %w", flow.ErrSharded), flow.ErrSharded},
 }
 
 // A step error that matches one of flowlite's sentinels keeps matching it,

@@ -55,11 +55,11 @@ var (
 	// added, out of order, from another set), by New for one file of a
 	// set opened alone to write, and by a start on one shard's engine
 	// (Engine.Shard) of a run that belongs in another shard.
-	ErrShardSet = errors.New("shard set mismatch")
+	ErrShardSet = flowtype.ErrShardSet
 	// ErrSharded is returned on a sharded engine by the calls that belong
 	// to one file (Changes, Backup, FileHealth, StartTx…): make them on
 	// Engine.Shard(i).
-	ErrSharded = errors.New("engine is sharded")
+	ErrSharded = flowtype.ErrSharded
 	// ErrDiskFull matches a write the database refused because it, or the
 	// disk under it, is full. The engine retries such writes, then gives up
 	// with a *WriteError that matches it; nothing recorded is lost.

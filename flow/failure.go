@@ -43,6 +43,13 @@ const (
 	CodeBusy             = flowtype.CodeBusy
 	CodeUnavailable      = flowtype.CodeUnavailable
 	CodeClosed           = flowtype.CodeClosed
+	CodeTimedOut         = flowtype.CodeTimedOut
+	CodeScheduleNotFound = flowtype.CodeScheduleNotFound
+	CodeBadSpec          = flowtype.CodeBadSpec
+	CodeDefinitionFrozen = flowtype.CodeDefinitionFrozen
+	CodeNotSupported     = flowtype.CodeNotSupported
+	CodeShardSet         = flowtype.CodeShardSet
+	CodeSharded          = flowtype.CodeSharded
 	CodeTimeout          = flowtype.CodeTimeout
 )
 

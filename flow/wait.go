@@ -8,12 +8,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/codec"
 	"github.com/flowlite/flowlite/internal/engine"
 )
 
 // ErrTimedOut is returned by Receive when no signal arrived in time.
-var ErrTimedOut = errors.New("timed out waiting for signal")
+var ErrTimedOut = flowtype.ErrTimedOut
 
 // ErrDeadlineExceeded is the cause of a run's context once the run passed
 // its deadline (StartOptions.Deadline). It matches ErrCancelled: the run is

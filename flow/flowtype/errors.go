@@ -73,6 +73,30 @@ var (
 	// ErrUnavailable is returned when the database server could not be
 	// reached, or the connection to it broke or was ended by the server.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrTimedOut is returned by flow.Receive when no signal arrived in
+	// time.
+	ErrTimedOut = errors.New("timed out waiting for signal")
+	// ErrScheduleNotFound is returned for a schedule name that does not
+	// exist.
+	ErrScheduleNotFound = errors.New("schedule not found")
+	// ErrBadSpec wraps the error for a cron spec that does not parse or
+	// never fires.
+	ErrBadSpec = errors.New("invalid cron spec")
+	// ErrDefinitionFrozen is returned for a workflow definition that
+	// differs from the stored one of its (name, version) once that version
+	// is in use.
+	ErrDefinitionFrozen = errors.New("definition version is in use and cannot change")
+	// ErrNotSupported is returned for an operation the store cannot
+	// perform, e.g. a file operation on a store that is not a database
+	// file.
+	ErrNotSupported = errors.New("not supported by this store")
+	// ErrShardSet is returned for files that do not form the shard set
+	// they record, and for a start on one shard's engine of a run that
+	// belongs in another shard.
+	ErrShardSet = errors.New("shard set mismatch")
+	// ErrSharded is returned on a sharded engine by the calls that belong
+	// to one file.
+	ErrSharded = errors.New("engine is sharded")
 )
 
 // Limits on what users name.

@@ -26,7 +26,10 @@ import (
 // finished run ErrRunFinished…) is recorded with the engine code that
 // stands for it (CodeNotFound, CodeRunFinished…), and the rebuilt *Error
 // matches that sentinel under errors.Is, on the first execution and on
-// every replay. Any other error survives only as its message: flow.Do's
+// every replay. (Of the sentinels package flow exports, those of opening a
+// database, of the change feed and of time travel are not among them; nor
+// ErrLostRace, the reason a branch stops, which is never recorded as a
+// step's failure.) Any other error survives only as its message: flow.Do's
 // *StepError then wraps an *Error with an empty Code, so errors.Is against
 // a plain sentinel of the caller's own does not match, on the first
 // execution as on replays.
@@ -93,6 +96,20 @@ const (
 	CodeUnavailable = "flowlite.unavailable"
 	// CodeClosed matches ErrClosed.
 	CodeClosed = "flowlite.closed"
+	// CodeTimedOut matches ErrTimedOut.
+	CodeTimedOut = "flowlite.timed_out"
+	// CodeScheduleNotFound matches ErrScheduleNotFound.
+	CodeScheduleNotFound = "flowlite.schedule_not_found"
+	// CodeBadSpec matches ErrBadSpec.
+	CodeBadSpec = "flowlite.bad_spec"
+	// CodeDefinitionFrozen matches ErrDefinitionFrozen.
+	CodeDefinitionFrozen = "flowlite.definition_frozen"
+	// CodeNotSupported matches ErrNotSupported.
+	CodeNotSupported = "flowlite.not_supported"
+	// CodeShardSet matches ErrShardSet.
+	CodeShardSet = "flowlite.shard_set"
+	// CodeSharded matches ErrSharded.
+	CodeSharded = "flowlite.sharded"
 	// CodeTimeout is the Code of a step error whose chain held
 	// context.DeadlineExceeded, e.g. an attempt that ran out of its
 	// Timeout; it matches context.DeadlineExceeded.
@@ -135,6 +152,13 @@ var engineCodes = [...]struct {
 	{CodeBusy, ErrBusy},
 	{CodeUnavailable, ErrUnavailable},
 	{CodeClosed, ErrClosed},
+	{CodeTimedOut, ErrTimedOut},
+	{CodeScheduleNotFound, ErrScheduleNotFound},
+	{CodeBadSpec, ErrBadSpec},
+	{CodeDefinitionFrozen, ErrDefinitionFrozen},
+	{CodeNotSupported, ErrNotSupported},
+	{CodeShardSet, ErrShardSet},
+	{CodeSharded, ErrSharded},
 	{CodeTimeout, context.DeadlineExceeded},
 }
 

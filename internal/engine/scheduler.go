@@ -10,6 +10,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -53,10 +54,10 @@ const NeverMs = int64(math.MaxInt64)
 // Schedule errors. The flow package re-exports them.
 var (
 	// ErrScheduleNotFound is returned for a schedule name that does not exist.
-	ErrScheduleNotFound = errors.New("schedule not found")
+	ErrScheduleNotFound = flowtype.ErrScheduleNotFound
 	// ErrBadSpec wraps the error for a cron spec that does not parse or
 	// never fires.
-	ErrBadSpec = errors.New("invalid cron spec")
+	ErrBadSpec = flowtype.ErrBadSpec
 )
 
 // cronParser accepts 5-field specs (minute first), 6-field specs (second

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
@@ -10,7 +9,7 @@ import (
 // ErrDefinitionFrozen is returned by DefinitionPut for a document that
 // differs from the stored one of its (name, version) once that version is
 // in use: a run of it exists or an engine registered it.
-var ErrDefinitionFrozen = errors.New("definition version is in use and cannot change")
+var ErrDefinitionFrozen = flowtype.ErrDefinitionFrozen
 
 // Definition is a stored workflow definition (flow/flowdef). Body is the
 // document as applied; Hash its SHA-256 in hex, which tells two documents

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 
 // ErrNotSupported is returned for an operation the store cannot perform,
 // e.g. a file operation on a store that is not a database file.
-var ErrNotSupported = errors.New("not supported by this store")
+var ErrNotSupported = flowtype.ErrNotSupported
 
 // MaintenanceTx holds the writes that keep a database small: deleting the
 // runs retention no longer keeps.
