@@ -171,9 +171,11 @@ type ReplicationHealth struct {
 	// while it is in sync.
 	Lag time.Duration
 	// Errors counts the writes to the replica that failed since the
-	// replication started; LastError is the newest, at LastErrorAt.
-	Errors      int64
-	LastError   string
+	// replication started.
+	Errors int64
+	// LastError is the newest of those failures, empty when none failed.
+	LastError string
+	// LastErrorAt is when LastError happened; zero when none failed.
 	LastErrorAt time.Time
 	// ReportedAt is when these figures were taken.
 	ReportedAt time.Time
