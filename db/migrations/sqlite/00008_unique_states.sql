@@ -18,7 +18,10 @@ ALTER TABLE flowlite_runs ADD COLUMN unique_states INTEGER NOT NULL DEFAULT 31;
 -- unfinished, and a finished run never becomes unfinished again, a run only
 -- leaves the holding states, never enters them: no update can break the
 -- index, only an insert, which does nothing instead (ON CONFLICT DO
--- NOTHING), whichever process attempts it.
+-- NOTHING), whichever process attempts it. (Later, Engine.Reset and Revive
+-- do move a finished run back to pending: they look for another holder of
+-- its key first and refuse, and an update that still meets one fails on
+-- this index, changing nothing.)
 DROP INDEX flowlite_runs_unique;
 CREATE UNIQUE INDEX flowlite_runs_unique ON flowlite_runs (workflow, unique_key)
     WHERE unique_key IS NOT NULL AND requeued_as IS NULL
