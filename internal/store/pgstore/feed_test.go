@@ -24,26 +24,7 @@ func TestFeedHoldsBackPositionsAnOpenTransactionCouldFill(t *testing.T) {
 		t.Run(outcome, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
-			t.Cleanup(func() { db.Close() })
-			s, err := pgstore.OpenDB(ctx, db, pgstore.Options{Schema: freshSchema()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			err = s.Write(ctx, func(tx store.Tx) error {
-				_, err := tx.RunInsert(ctx, store.RunInsertParams{
-					ID: "r", Workflow: store.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
-				})
-				if err != nil {
-					return err
-				}
-				return tx.EventAppend(ctx, store.Event{RunID: "r", At: base, Kind: "before"})
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			before := waitFeed(t, s, 0, 1)
+			db, s, after := feedWithOneEvent(t)
 
 			txA, err := db.BeginTx(ctx, nil)
 			if err != nil {
@@ -62,7 +43,6 @@ func TestFeedHoldsBackPositionsAnOpenTransactionCouldFill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			after := before[0].ID
 			for range 20 {
 				page, err := s.Reader().EventFeed(ctx, after, 10)
 				if err != nil {
@@ -96,6 +76,34 @@ func TestFeedHoldsBackPositionsAnOpenTransactionCouldFill(t *testing.T) {
 			}
 		})
 	}
+}
+
+// feedWithOneEvent opens a store in a fresh schema on a pool of the
+// test's, with run r and one event of it delivered by the feed, and
+// returns the pool, the store and the event's position.
+func feedWithOneEvent(t *testing.T) (*sql.DB, *pgstore.Store, int64) {
+	t.Helper()
+	ctx := t.Context()
+	db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
+	t.Cleanup(func() { db.Close() })
+	s, err := pgstore.OpenDB(ctx, db, pgstore.Options{Schema: freshSchema()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	err = s.Write(ctx, func(tx store.Tx) error {
+		_, err := tx.RunInsert(ctx, store.RunInsertParams{
+			ID: "r", Workflow: store.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
+		})
+		if err != nil {
+			return err
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: "r", At: base, Kind: "before"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, s, waitFeed(t, s, 0, 1)[0].ID
 }
 
 // waitFeed reads the feed after after until it has n events.
@@ -187,26 +195,7 @@ func TestFeedCommittedHearsOtherStores(t *testing.T) {
 func TestFeedHoldsBackAPositionOfANewerOpenTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
-	t.Cleanup(func() { db.Close() })
-	s, err := pgstore.OpenDB(ctx, db, pgstore.Options{Schema: freshSchema()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	err = s.Write(ctx, func(tx store.Tx) error {
-		_, err := tx.RunInsert(ctx, store.RunInsertParams{
-			ID: "r", Workflow: store.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
-		})
-		if err != nil {
-			return err
-		}
-		return tx.EventAppend(ctx, store.Event{RunID: "r", At: base, Kind: "before"})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := waitFeed(t, s, 0, 1)[0].ID
+	db, s, after := feedWithOneEvent(t)
 
 	begin := func() (*sql.Tx, int64) {
 		t.Helper()
