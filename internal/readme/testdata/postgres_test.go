@@ -1,6 +1,6 @@
-// The README's Scale out: the program's engine, opened by openShared on
+// docs/postgresql.md: the tour's engine, opened by openShared on
 // PostgreSQL, places an order as the SQLite one does. internal/readme's
-// test copies this file next to the README's code. It needs the server
+// test copies this file next to the docs' code. It needs the server
 // FLOWLITE_PG_DSN names (by default the local one), and skips without one
 // unless FLOWLITE_PG_TEST=1.
 

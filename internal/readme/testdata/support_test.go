@@ -1,5 +1,6 @@
-// Tests of the README's expense workflow, approve handler and welcome job;
-// internal/readme's test copies this file next to the README's code.
+// Tests of the expense workflow and approve handler of docs/workflows.md and
+// the welcome job of docs/jobs.md;
+// internal/readme's test copies this file next to the docs' code.
 
 package main
 
@@ -68,7 +69,7 @@ func TestWelcomeEmailIsSentOnce(t *testing.T) {
 	if _, err := flowtest.Await(env, run); err != nil {
 		t.Fatal(err)
 	}
-	if got := mailer.sent.released(); !slices.Equal(got, []string{"ada@example.com: welcome"}) {
+	if got := mailer.sent.list(); !slices.Equal(got, []string{"ada@example.com: welcome"}) {
 		t.Fatalf("sent %q", got)
 	}
 }
