@@ -84,7 +84,7 @@
 // the first '/', so children stay with their parent), calls by run ID find
 // it in any shard, and lists merge every shard. What belongs to one file
 // (the change feed, Backup, transactions of the caller) is on Shard(i).
-// See shard.go and the README's "Shards".
+// See shard.go and docs/shards.md.
 //
 // # Bad input
 //

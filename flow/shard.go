@@ -24,7 +24,7 @@ import (
 // spreads runs over several files, each with its own store, writer,
 // claimers, rescuer and cleaner (one inner engine per file), and routes
 // every call of this API to the file that holds the run, or merges the
-// answers of all files. See the README's "Shards" for what a sharded engine
+// answers of all files. See docs/shards.md for what a sharded engine
 // does differently.
 //
 // Placement: a run lives in the shard PlaceRun names, from a hash of its

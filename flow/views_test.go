@@ -13,7 +13,7 @@ import (
 	"github.com/flowlite/flowlite/flow"
 )
 
-// The documented views (README, Operate it) give the figures the runs
+// The documented views (docs/operations.md, SQL views) give the figures the runs
 // recorded: pending runs by queue, step durations (count, average, p95,
 // max, computed here from the steps Inspect returns) and failure rates.
 func TestSQLViews(t *testing.T) {

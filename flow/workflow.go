@@ -41,7 +41,7 @@ func (w workflowContext) engine() *Engine                { return w.e }
 // names or types) only under a new Version, and keep registering the old
 // one until its runs finish. A new run takes the version of the value it is
 // started with: keep one value per version and start new runs with the
-// newest (see the README's "Upgrading workflows").
+// newest (see docs/upgrading.md).
 type Workflow[In, Out any] struct {
 	// Name identifies the workflow, persisted.
 	Name string

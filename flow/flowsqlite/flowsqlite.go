@@ -237,7 +237,7 @@ type CheckpointResult = flowtype.CheckpointResult
 // runs, and each records its place in the set; later, paths that do not
 // name that set in that order (a file missing or added, reordered, or of
 // another set) are refused with flow.ErrShardSet, and nothing is changed.
-// One path is Open. See flow.NewSharded and the README's "Shards".
+// One path is Open. See flow.NewSharded and docs/shards.md.
 func OpenShards(ctx context.Context, paths []string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
 	if err := distinctFiles(paths); err != nil {
 		return nil, err

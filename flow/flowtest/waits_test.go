@@ -57,7 +57,7 @@ func TestAwaitPassesASleep(t *testing.T) {
 	checkClock(t, env, start, 72*time.Hour, realStart)
 }
 
-// The README's expense workflow: a receive with a 48h timeout, then a
+// The expense workflow of docs/workflows.md: a receive with a 48h timeout, then a
 // one-hour cooling-off sleep.
 type decision struct{ Approved bool }
 
