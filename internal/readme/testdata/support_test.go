@@ -1,12 +1,11 @@
-// Tests of the expense workflow and approve handler of docs/workflows.md and
-// the welcome job of docs/jobs.md;
-// internal/readme's test copies this file next to the docs' code.
+// Tests of the approve handler of docs/workflows.md (its expense paid once
+// approved) and of the welcome job of docs/jobs.md; internal/readme's test
+// copies this file next to the docs' code.
 
 package main
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -14,24 +13,6 @@ import (
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowtest"
 )
-
-// Nobody decides within 48 hours: the receive times out, the expense is not
-// approved and its budget released; on the manual clock, at once.
-func TestExpenseNotDecidedIsRolledBack(t *testing.T) {
-	env := flowtest.New(t, nil)
-	env.WaitLimit = 5 * time.Second
-	start := env.Now()
-	_, run, err := flowtest.RunWorkflow(env, expense, Expense{ID: "e1", Cents: 900})
-	if !errors.Is(err, flow.ErrRolledBack) {
-		t.Fatalf("err = %v, want rolled back", err)
-	}
-	if got := env.Compensated(run.ID()); !slices.Equal(got, []string{"reserve_budget"}) {
-		t.Fatalf("compensated %v", got)
-	}
-	if moved := env.Now().Sub(start); moved != 48*time.Hour {
-		t.Fatalf("clock moved %s, want the 48h timeout", moved)
-	}
-}
 
 // An approval, sent twice with one key, pays after the cooling-off hour.
 func TestExpenseApprovedIsPaid(t *testing.T) {
