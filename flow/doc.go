@@ -1,5 +1,6 @@
 // Package flow is the public API of flowlite, a durable workflow and job
-// engine that lives in one SQLite file (or, later, a PostgreSQL database).
+// engine that lives in one SQLite file, or in a PostgreSQL database shared
+// by many machines.
 //
 // # Steps and workflows
 //
@@ -64,7 +65,7 @@
 // # Engine
 //
 // An Engine runs on a backend, chosen by the package a program imports:
-// flow/flowsqlite for a SQLite file. flowsqlite.Open opens an engine on a
+// flow/flowsqlite for a SQLite file, flow/flowpg for PostgreSQL. flowsqlite.Open opens an engine on a
 // file with every default, flowsqlite.New on a *sql.DB the caller opened
 // with flowsqlite.DSN; both call New with their Backend. flow itself
 // imports no backend and no database driver, and Config holds only what
@@ -106,6 +107,13 @@
 // package flowtype and re-exported here under the same names, so code
 // writes flow.RetryPolicy. go doc shows an alias without its fields: read
 // them with go doc github.com/flowlite/flowlite/flow/flowtype.
+//
+// # Guides
+//
+// The repository's docs/ directory has a guide per subject: workflows.md
+// (steps, bodies, waits, start options), jobs.md, testing.md, upgrading.md,
+// workflows-as-data.md, operations.md, backups.md, shards.md, postgresql.md,
+// architecture.md and performance.md.
 //
 // It imports flow/flowtype and flowlite's internal packages (engine, store,
 // codec, clock), never a store adapter or a database driver
