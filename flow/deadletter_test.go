@@ -72,14 +72,12 @@ func TestDeadLettersRequeue(t *testing.T) {
 	startEngine(t, e)
 	ctx := waitCtx(t)
 
-	var failed []*flow.Run[struct{}]
 	for i := range 3 {
 		r, err := flow.Enqueue(ctx, e, job, fmt.Sprint("user-", i), &flow.EnqueueOptions{RunID: fmt.Sprint("n", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		settle(t, flow.StatusFailed, r) // one at a time: they fail in this order
-		failed = append(failed, r)
 	}
 	done, err := flow.Enqueue(ctx, e, ok, "x", nil)
 	if err != nil {

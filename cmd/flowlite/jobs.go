@@ -67,7 +67,7 @@ func (a *app) requeue(ctx context.Context, e *flow.Engine, ids []string) error {
 				}
 			}
 			if len(out) > 0 {
-				a.printRequeued(out)
+				_ = a.printRequeued(out) // the run's error is the one to report
 			}
 			return err
 		}

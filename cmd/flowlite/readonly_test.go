@@ -163,7 +163,7 @@ func copyFixture(t *testing.T) (dir, path string) {
 	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
 	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

@@ -29,11 +29,10 @@ func NewCatalog() *Catalog {
 // stepEntry is a registered step seen without its types: the types for
 // validation, and a function that runs one call of it.
 type stepEntry struct {
-	name       string
-	in, out    reflect.Type
-	hasComp    bool
-	run        func(wc flow.Context, input []byte, o overrides) ([]byte, error)
-	registered string // where: for duplicate messages
+	name    string
+	in, out reflect.Type
+	hasComp bool
+	run     func(wc flow.Context, input []byte, o overrides) ([]byte, error)
 }
 
 // overrides are what a node changes in the step it uses.

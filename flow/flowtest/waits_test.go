@@ -148,7 +148,7 @@ func TestAwaitDoesNotSkipAReceiveWithoutTimeout(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	msg := ft.catch(func() { flowtest.Await(env, run) })
+	msg := ft.catch(func() { _, _ = flowtest.Await(env, run) })
 	for _, want := range []string{"did not settle within 200ms", "waiting", "waits for an event"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("failure message lacks %q:\n%s", want, msg)

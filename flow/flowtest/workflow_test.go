@@ -336,7 +336,7 @@ func TestAwaitFailsTheTestWithTheRunState(t *testing.T) {
 	}}
 	run := flowtest.Start(env, wf, 1, nil)
 	<-started
-	msg := ft.catch(func() { flowtest.Await(env, run) })
+	msg := ft.catch(func() { _, _ = flowtest.Await(env, run) })
 	close(release)
 	for _, want := range []string{"did not settle within 100ms", run.ID(), "running", "step block#0: running", "step_started block"} {
 		if !strings.Contains(msg, want) {

@@ -139,7 +139,7 @@ func New(e *flow.Engine, opts *Options) (*Handler, error) {
 	cross.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, r, "cross-origin request refused: actions must come from the dashboard's own pages or a client that is not a browser")
 	}))
-	var h http.Handler = cross.Handler(protector.Handler(mux))
+	h := cross.Handler(protector.Handler(mux))
 	if opts.ReadOnly {
 		h = readOnly(h)
 	}

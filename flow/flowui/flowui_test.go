@@ -40,7 +40,7 @@ func mounted(t *testing.T, opts *flowui.Options) (*httptest.Server, *flow.Engine
 	}
 	mux := http.NewServeMux()
 	mux.Handle(prefix+"/", ui)
-	mux.HandleFunc("/app", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "the application") })
+	mux.HandleFunc("/app", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "the application") })
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		srv.Close()

@@ -51,11 +51,7 @@ func Decode[T any](data []byte) (T, error) {
 
 // TypeName names T for error messages.
 func TypeName[T any]() string {
-	t := reflect.TypeFor[T]()
-	if t == nil {
-		return "interface {}"
-	}
-	return t.String()
+	return reflect.TypeFor[T]().String()
 }
 
 func isStruct(t reflect.Type) bool {

@@ -232,7 +232,7 @@ func explainAnalyze(t *testing.T, db *sql.DB, schema, mode, query string, args [
 			t.Fatal(err)
 		}
 		// A prepared statement outlives the transaction: drop it with it.
-		defer tx.ExecContext(ctx, "DEALLOCATE claim_plan_test")
+		defer func() { _, _ = tx.ExecContext(ctx, "DEALLOCATE claim_plan_test") }()
 		lits := make([]string, len(args))
 		for i, a := range args {
 			switch v := a.(type) {
