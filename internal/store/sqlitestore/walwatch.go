@@ -82,11 +82,18 @@ func (s *Store) Maintain(ctx context.Context, h store.MaintainHooks) {
 	timer := time.NewTimer(w.maxLook())
 	defer timer.Stop()
 	for {
+		// While another checkpoints the file, a WAL past half the limit is
+		// its business: the watch keeps to its timer rather than waking at
+		// every commit batch that leaves the WAL there.
+		grew := s.walGrew
+		if w.stoodDown {
+			grew = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
-		case <-s.walGrew: // a commit left the WAL past half the limit
+		case <-grew: // a commit left the WAL past half the limit
 		}
 		timer.Reset(w.check(ctx))
 	}
