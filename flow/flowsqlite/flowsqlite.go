@@ -356,9 +356,5 @@ func withReplica(ctx context.Context, db *sql.DB, opts *Options, so sqlitestore.
 	if err != nil {
 		return so, fmt.Errorf("new engine: %w", err)
 	}
-	fo, err := opts.fileOptions(path, shard, shards)
-	if err != nil {
-		return so, err
-	}
-	return fo, nil
+	return opts.fileOptions(path, shard, shards)
 }
