@@ -145,7 +145,9 @@ func (w *walWatch) maxLook() time.Duration { return min(maxWALLook, w.s.checkpoi
 
 // check looks at the WAL, checkpoints when due, and returns when to look
 // again: soon enough that, growing at its recent rate, the WAL cannot pass
-// half of WALLimit unseen. A look only stats the file and reads its path.
+// half of WALLimit unseen. A look only reads the store's path and stats the
+// file and its WAL (and, under CheckpointsAuto, Litestream's directory: see
+// checkpointer).
 func (w *walWatch) check(ctx context.Context) time.Duration {
 	s, limit := w.s, w.s.walLimit
 	st, err := s.fileStats(ctx)
