@@ -32,15 +32,7 @@ engines keep working (SQLite's VACUUM INTO, which reads one snapshot). The
 copy is synced to disk and is an ordinary flowlite database. DST must not
 exist (exit code 1 otherwise); a copy made with cp while an engine works the
 database may miss what its WAL holds.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			switch {
-			case len(args) != 1:
-				return usageErrorf("expected one destination path, got %d arguments", len(args))
-			case args[0] == "":
-				return usageErrorf("empty destination path")
-			}
-			return nil
-		},
+		Args: oneDestination,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			dst := args[0]
 			ctx := cmd.Context()
@@ -254,4 +246,16 @@ func byteSize(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// oneDestination is the Args check of the commands that write a new file
+// (backup, restore): one non-empty destination path.
+func oneDestination(_ *cobra.Command, args []string) error {
+	switch {
+	case len(args) != 1:
+		return usageErrorf("expected one destination path, got %d arguments", len(args))
+	case args[0] == "":
+		return usageErrorf("empty destination path")
+	}
+	return nil
 }

@@ -51,15 +51,7 @@ under the base names the set's files had; each restores from
 REPLICA/<base name>.
 
 --db does not apply.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			switch {
-			case len(args) != 1:
-				return usageErrorf("expected one destination path, got %d arguments", len(args))
-			case args[0] == "":
-				return usageErrorf("empty destination path")
-			}
-			return nil
-		},
+		Args: oneDestination,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			if replica == "" {
 				return usageErrorf("restore needs --replica: the directory or file:// URL of the replica")
