@@ -21,15 +21,23 @@ func dedupWorkflow(ran *atomic.Int64) flow.Workflow[string, string] {
 	}}
 }
 
+// dedupEngine opens an engine with dedupWorkflow registered, and returns
+// the count of its body's calls.
+func dedupEngine(t *testing.T) (*flow.Engine, flow.Workflow[string, string], *atomic.Int64) {
+	t.Helper()
+	e := openEngine(t, dbPath(t), nil)
+	ran := new(atomic.Int64)
+	wf := dedupWorkflow(ran)
+	flow.Register(e, wf)
+	return e, wf, ran
+}
+
 // A workflow's UniqueKey deduplicates its starts as a job's does: while
 // the first run is unfinished, a start with the key returns it and records
 // nothing; once it finished (with no unique states), the key is free.
 func TestStartUniqueKeyReturnsTheHolder(t *testing.T) {
 	t.Parallel()
-	e := openEngine(t, dbPath(t), nil)
-	var ran atomic.Int64
-	wf := dedupWorkflow(&ran)
-	flow.Register(e, wf)
+	e, wf, ran := dedupEngine(t)
 	ctx := waitCtx(t)
 	// Not started yet: the first run stays pending while the others try.
 	first, err := flow.Start(ctx, e, wf, "a", &flow.StartOptions{UniqueKey: "order-7"})
@@ -72,10 +80,7 @@ func TestStartUniqueKeyReturnsTheHolder(t *testing.T) {
 // holds it for good.
 func TestStartUniqueStatesKeepTheKeyAfterCompletion(t *testing.T) {
 	t.Parallel()
-	e := openEngine(t, dbPath(t), nil)
-	var ran atomic.Int64
-	wf := dedupWorkflow(&ran)
-	flow.Register(e, wf)
+	e, wf, _ := dedupEngine(t)
 	startEngine(t, e)
 	ctx := waitCtx(t)
 	opts := &flow.StartOptions{UniqueKey: "once", UniqueStates: riverDefault()}
@@ -97,10 +102,7 @@ func TestStartUniqueStatesKeepTheKeyAfterCompletion(t *testing.T) {
 // names the holder's own ID is the same start tried again and returns it.
 func TestStartRefuseDuplicate(t *testing.T) {
 	t.Parallel()
-	e := openEngine(t, dbPath(t), nil)
-	var ran atomic.Int64
-	wf := dedupWorkflow(&ran)
-	flow.Register(e, wf)
+	e, wf, _ := dedupEngine(t)
 	ctx := waitCtx(t)
 	opts := func(id string) *flow.StartOptions {
 		return &flow.StartOptions{RunID: id, UniqueKey: "invoice-1", OnDuplicate: flow.RefuseDuplicate}
@@ -147,10 +149,7 @@ func TestStartRefuseDuplicate(t *testing.T) {
 // other start refused, on either backend.
 func TestStartRefuseDuplicateRace(t *testing.T) {
 	t.Parallel()
-	e := openEngine(t, dbPath(t), nil)
-	var ran atomic.Int64
-	wf := dedupWorkflow(&ran)
-	flow.Register(e, wf)
+	e, wf, _ := dedupEngine(t)
 	startEngine(t, e)
 	ctx := waitCtx(t)
 	const n = 8
@@ -194,10 +193,7 @@ func TestStartRefuseDuplicateRace(t *testing.T) {
 // Bad dedup options fail the start with a clear error and record nothing.
 func TestStartDedupBadOptions(t *testing.T) {
 	t.Parallel()
-	e := openEngine(t, dbPath(t), nil)
-	var ran atomic.Int64
-	wf := dedupWorkflow(&ran)
-	flow.Register(e, wf)
+	e, wf, _ := dedupEngine(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		opts flow.StartOptions
@@ -229,10 +225,7 @@ func TestStartDedupBadOptions(t *testing.T) {
 // an *ItemError naming it, and nothing of the batch is recorded.
 func TestStartManyRefuseDuplicate(t *testing.T) {
 	t.Parallel()
-	e := openEngine(t, dbPath(t), nil)
-	var ran atomic.Int64
-	wf := dedupWorkflow(&ran)
-	flow.Register(e, wf)
+	e, wf, _ := dedupEngine(t)
 	ctx := waitCtx(t)
 	held, err := flow.Start(ctx, e, wf, "held", &flow.StartOptions{UniqueKey: "k"})
 	if err != nil {
