@@ -101,22 +101,31 @@ func TestResetAroundAParallelCall(t *testing.T) {
 	}
 }
 
-// A finished run whose unique key another run took since cannot take it
-// back: the reset is refused until the key is free.
-func TestResetRefusesATakenUniqueKey(t *testing.T) {
-	t.Parallel()
+// finishedUniqueJob starts an engine with a job of the given name that
+// does nothing, and returns a run of it enqueued with the unique key,
+// waited for to its end.
+func finishedUniqueJob(t *testing.T, name, key string) (*flow.Engine, context.Context, flow.Job[email], *flow.Run[struct{}]) {
+	t.Helper()
 	e := openEngine(t, dbPath(t), nil)
-	job := flow.Job[email]{Name: "reset-unique", Handler: func(context.Context, email) error { return nil }}
+	job := flow.Job[email]{Name: name, Handler: func(context.Context, email) error { return nil }}
 	flow.RegisterJob(e, job)
 	startEngine(t, e)
 	ctx := waitCtx(t)
-	first, err := flow.Enqueue(ctx, e, job, email{To: "a"}, &flow.EnqueueOptions{UniqueKey: "k"})
+	first, err := flow.Enqueue(ctx, e, job, email{To: "a"}, &flow.EnqueueOptions{UniqueKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := first.Result(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return e, ctx, job, first
+}
+
+// A finished run whose unique key another run took since cannot take it
+// back: the reset is refused until the key is free.
+func TestResetRefusesATakenUniqueKey(t *testing.T) {
+	t.Parallel()
+	e, ctx, job, first := finishedUniqueJob(t, "reset-unique", "k")
 	second, err := flow.Enqueue(ctx, e, job, email{To: "b"}, &flow.EnqueueOptions{UniqueKey: "k", Queue: "nobody-works-it"})
 	if err != nil || second.Existing() {
 		t.Fatalf("second run: %v, existing %v", err, second.Existing())
@@ -193,18 +202,7 @@ func TestResetForkReviveSharded(t *testing.T) {
 // period holds, even once that run finished.
 func TestResetRefusesAKeyHeldForAPeriod(t *testing.T) {
 	t.Parallel()
-	e := openEngine(t, dbPath(t), nil)
-	job := flow.Job[email]{Name: "reset-unique-period", Handler: func(context.Context, email) error { return nil }}
-	flow.RegisterJob(e, job)
-	startEngine(t, e)
-	ctx := waitCtx(t)
-	first, err := flow.Enqueue(ctx, e, job, email{To: "a"}, &flow.EnqueueOptions{UniqueKey: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := first.Result(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e, ctx, job, first := finishedUniqueJob(t, "reset-unique-period", "p")
 	second, err := flow.Enqueue(ctx, e, job, email{To: "b"}, &flow.EnqueueOptions{UniqueKey: "p", UniquePeriod: time.Hour})
 	if err != nil || second.Existing() {
 		t.Fatalf("second run: %v, existing %v", err, second.Existing())
