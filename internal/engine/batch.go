@@ -80,25 +80,7 @@ func (e *Engine) prepareBatch(ps []StartParams) error {
 	ids := make(map[string]int, len(ps))
 	for i := range ps {
 		p := &ps[i]
-		if _, ok := e.Lookup(p.Workflow); !ok {
-			return &ItemError{Index: i, RunID: p.ID, Err: fmt.Errorf("start %s: %w: register it with this engine first", p.Workflow, ErrUnknownWorkflow)}
-		}
-		if p.ID == "" {
-			p.ID = NewRunID()
-		}
-		if p.Queue == "" {
-			p.Queue = DefaultQueue
-		}
-		if err := validUnique(p); err != nil {
-			return &ItemError{Index: i, RunID: p.ID, Err: err}
-		}
-		if err := validStartOptions(p); err != nil {
-			return &ItemError{Index: i, RunID: p.ID, Err: err}
-		}
-		if err := validReuse(p); err != nil {
-			return &ItemError{Index: i, RunID: p.ID, Err: err}
-		}
-		if err := e.validValues(p); err != nil {
+		if err := e.prepareStart(p); err != nil {
 			return &ItemError{Index: i, RunID: p.ID, Err: err}
 		}
 		if j, dup := ids[p.ID]; dup {

@@ -150,25 +150,7 @@ func (e *Engine) startAlone(ctx context.Context, p *StartParams) (st Started, do
 // default queue), and returns the run and the run_started event a start
 // of it records.
 func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event, error) {
-	if _, ok := e.Lookup(p.Workflow); !ok {
-		return store.RunInsertParams{}, store.Event{}, fmt.Errorf("start %s: %w: register it with this engine first", p.Workflow, ErrUnknownWorkflow)
-	}
-	if p.ID == "" {
-		p.ID = NewRunID()
-	}
-	if p.Queue == "" {
-		p.Queue = DefaultQueue
-	}
-	if err := validUnique(p); err != nil {
-		return store.RunInsertParams{}, store.Event{}, err
-	}
-	if err := validStartOptions(p); err != nil {
-		return store.RunInsertParams{}, store.Event{}, err
-	}
-	if err := validReuse(p); err != nil {
-		return store.RunInsertParams{}, store.Event{}, err
-	}
-	if err := e.validValues(p); err != nil {
+	if err := e.prepareStart(p); err != nil {
 		return store.RunInsertParams{}, store.Event{}, err
 	}
 	now := e.nowMs()
@@ -187,6 +169,31 @@ func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event
 	}
 	started := store.Event{RunID: p.ID, At: now, Kind: EventRunStarted, Detail: startedDetail(p)}
 	return row, started, nil
+}
+
+// prepareStart checks p and fills in its defaults (a random ID, the
+// default queue), for a start alone (startRecord) or in a batch
+// (prepareBatch).
+func (e *Engine) prepareStart(p *StartParams) error {
+	if _, ok := e.Lookup(p.Workflow); !ok {
+		return fmt.Errorf("start %s: %w: register it with this engine first", p.Workflow, ErrUnknownWorkflow)
+	}
+	if p.ID == "" {
+		p.ID = NewRunID()
+	}
+	if p.Queue == "" {
+		p.Queue = DefaultQueue
+	}
+	if err := validUnique(p); err != nil {
+		return err
+	}
+	if err := validStartOptions(p); err != nil {
+		return err
+	}
+	if err := validReuse(p); err != nil {
+		return err
+	}
+	return e.validValues(p)
 }
 
 func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (Started, error) {
