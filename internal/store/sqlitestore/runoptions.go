@@ -14,12 +14,8 @@ func (t *tx) setStartOptions(ctx context.Context, p store.RunInsertParams) error
 	if p.StartOptions.IsZero() {
 		return nil
 	}
-	var detached int64
-	if p.Detached {
-		detached = 1
-	}
 	if _, err := t.q.RunSetStartOptions(ctx, sqlitedb.RunSetStartOptionsParams{
-		ID: p.ID, Timeout: optional(p.Timeout), Detached: detached, ContextValues: p.Context,
+		ID: p.ID, Timeout: optional(p.Timeout), Detached: boolInt(p.Detached), ContextValues: p.Context,
 	}); err != nil {
 		return fmt.Errorf("insert run %s: record its start options: %w", p.ID, interpretError(err))
 	}
@@ -32,11 +28,7 @@ func startOptionsFromRow(r sqlitedb.Run) store.StartOptions {
 }
 
 func (t *tx) RunDeleteForReuse(ctx context.Context, id, parentID string, completedToo bool) (bool, error) {
-	var c int64
-	if completedToo {
-		c = 1
-	}
-	n, err := t.q.RunDeleteForReuse(ctx, sqlitedb.RunDeleteForReuseParams{ID: id, CompletedToo: c, ParentID: optionalString(parentID)})
+	n, err := t.q.RunDeleteForReuse(ctx, sqlitedb.RunDeleteForReuseParams{ID: id, CompletedToo: boolInt(completedToo), ParentID: optionalString(parentID)})
 	if err != nil {
 		return false, fmt.Errorf("delete run %s to reuse its ID: %w", id, interpretError(err))
 	}
