@@ -253,15 +253,22 @@ func (e *Engine) hold(runs []store.Run) {
 	e.mu.Unlock()
 }
 
+// unhold forgets lease l of run id as held here, with a cancellation
+// requested of it before its execution began (cancelActive), unless the
+// run was claimed here again since. The caller holds e.mu.
+func (e *Engine) unhold(id string, l store.Lease) {
+	if e.held[id] == l {
+		delete(e.held, id)
+	}
+	if e.cancelReq[id] == l {
+		delete(e.cancelReq, id)
+	}
+}
+
 func (e *Engine) drop(runs []store.Run) {
 	e.mu.Lock()
 	for _, r := range runs {
-		if e.held[r.ID] == r.Lease() {
-			delete(e.held, r.ID)
-		}
-		if e.cancelReq[r.ID] == r.Lease() {
-			delete(e.cancelReq, r.ID)
-		}
+		e.unhold(r.ID, r.Lease())
 		if e.begun[r.ID].lease == r.Lease() {
 			delete(e.begun, r.ID) // rolled back with the claim
 		}
@@ -296,12 +303,7 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 		e.mu.Unlock()
 		return
 	}
-	if e.held[run.ID] == run.Lease() {
-		delete(e.held, run.ID) // given back below, not executed
-	}
-	if e.cancelReq[run.ID] == run.Lease() {
-		delete(e.cancelReq, run.ID)
-	}
+	e.unhold(run.ID, run.Lease()) // given back below, not executed
 	e.mu.Unlock()
 	slots.Release(1)
 	begun, hasBegun := e.takeBegun(run)

@@ -62,12 +62,7 @@ func (e *Engine) execute(run store.Run) {
 	defer cancelLease(nil)
 	defer func() {
 		e.mu.Lock()
-		if e.held[run.ID] == x.lease {
-			delete(e.held, run.ID)
-		}
-		if e.cancelReq[run.ID] == x.lease {
-			delete(e.cancelReq, run.ID)
-		}
+		e.unhold(run.ID, x.lease)
 		e.mu.Unlock()
 	}()
 	if !ok {
