@@ -101,18 +101,25 @@ func listJSON(steps []store.Step) string {
 	return string(b)
 }
 
-// cutAt plans going back to the top-level call at position p that started
-// at t (p math.MaxInt, t math.MaxInt64 for "after every call"). See the
+// cutAt plans going back to the top-level call at position p, the one at
+// index t of steps (p and t math.MaxInt for "after every call"). See the
 // package comment above for the rules.
-func cutAt(steps []store.Step, p int, t int64) (keep, discard []store.Step) {
+//
+// Which calls started before the point is read from the order of steps,
+// the records in the order they started (StepList: by start time, then by
+// insertion), not from their start times alone: calls a millisecond apart
+// often share one, and a parallel call that ran in the same millisecond as
+// the point is still before it.
+func cutAt(steps []store.Step, p, t int) (keep, discard []store.Step) {
 	// A parallel call is discarded whole when one of its calls started at
-	// or after t, or when its race record is; discarding a race record at
-	// the top level moves the cut to it, so repeat until nothing moves.
+	// or after the point, or when its race record is; discarding a race
+	// record at the top level moves the cut to it, so repeat until nothing
+	// moves.
 	for {
 		groups := map[string]bool{} // parallel call prefix → discarded
-		for _, s := range steps {
+		for i, s := range steps {
 			if m := parallelCall.FindString(s.Name); m != "" {
-				groups[m] = groups[m] || s.StartedAt >= t
+				groups[m] = groups[m] || i >= t
 			}
 		}
 		moved := false
@@ -192,7 +199,7 @@ func planFrom(runID string, steps []store.Step, name string, occurrence int) (hi
 	if scopeOf(from.Name) != "" {
 		return historyCut{}, fmt.Errorf("%w: step %s is in a branch of a parallel call (All or First): go back to a call of the workflow body itself, the parallel call runs again whole from the call after the ones before it", store.ErrConflict, from.Key().Call())
 	}
-	keep, discard := cutAt(steps, from.Position, from.StartedAt)
+	keep, discard := cutAt(steps, from.Position, i)
 	for _, s := range keep {
 		if why := undone(s); why != "" {
 			return historyCut{}, fmt.Errorf("%w: step %s before %s %s: go back to it or before", store.ErrConflict, s.Key().Call(), from.Key().Call(), why)
@@ -224,36 +231,24 @@ func planRevive(runID string, steps []store.Step) (historyCut, error) {
 	if err := checkPositions(runID, steps); err != nil {
 		return historyCut{}, err
 	}
-	var first *store.Step
-	for i, s := range steps {
-		if s.Status == store.StepCompleted && undone(s) == "" {
-			continue
-		}
-		if first == nil || s.StartedAt < first.StartedAt || (s.StartedAt == first.StartedAt && topPosition(s) < topPosition(*first)) {
-			first = &steps[i]
-		}
-	}
-	if first == nil {
+	first := slices.IndexFunc(steps, func(s store.Step) bool { return s.Status != store.StepCompleted || undone(s) != "" })
+	if first < 0 {
 		return historyCut{keep: steps}, nil
 	}
-	p, t := first.Position, first.StartedAt
-	if m := parallelCall.FindString(first.Name); m != "" {
+	p, t := steps[first].Position, first
+	if m := parallelCall.FindString(steps[first].Name); m != "" {
 		// Go back to the start of the parallel call: its earliest call,
 		// and the first top-level call after it.
 		p = math.MaxInt
-		for _, s := range steps {
-			if strings.HasPrefix(s.Name, m) {
-				t = min(t, s.StartedAt)
-			}
-		}
-		for _, s := range steps {
-			if scopeOf(s.Name) == "" && s.StartedAt >= t {
+		t = slices.IndexFunc(steps, func(s store.Step) bool { return strings.HasPrefix(s.Name, m) })
+		for _, s := range steps[t:] {
+			if scopeOf(s.Name) == "" {
 				p = min(p, s.Position)
 			}
 		}
 	}
 	keep, discard := cutAt(steps, p, t)
-	return historyCut{from: *first, keep: keep, discard: discard}, nil
+	return historyCut{from: steps[first], keep: keep, discard: discard}, nil
 }
 
 // describeFrom names the call a reset goes back to for an event's detail.

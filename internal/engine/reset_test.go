@@ -58,13 +58,14 @@ func TestPlanFrom(t *testing.T) {
 	}
 }
 
-// A race whose branch started in the same millisecond as the point is run
-// again whole, and the point moves back to it.
+// A race whose loser started a call after the point did (in the same
+// millisecond, listed after it) is run again whole, and the point moves
+// back to it.
 func TestPlanFromMovesBeforeAHalfKeptRace(t *testing.T) {
 	steps := []store.Step{
 		rec("a", 0, 0, 10),
-		rec("flow.first", 0, 1, 20), rec("first0.0/p", 0, 0, 21), rec("first0.1/q", 0, 0, 30),
-		rec("b", 0, 2, 30),
+		rec("flow.first", 0, 1, 20), rec("first0.0/p", 0, 0, 21),
+		rec("b", 0, 2, 30), rec("first0.1/q", 0, 0, 30),
 	}
 	cut, err := planFrom("r", steps, "b", 0)
 	if err != nil {
@@ -75,6 +76,33 @@ func TestPlanFromMovesBeforeAHalfKeptRace(t *testing.T) {
 	}
 	if cut.from.Name != "flow.first" {
 		t.Errorf("from %s, want the race", cut.from.Key().Call())
+	}
+}
+
+// A parallel call whose calls started in the same millisecond as the point,
+// but before it, is kept whole: the order of the records, not their start
+// times, says which came first.
+func TestPlanFromKeepsAParallelCallOfTheSameMillisecond(t *testing.T) {
+	steps := []store.Step{
+		rec("a", 0, 0, 10),
+		rec("all0.0/x", 0, 0, 10), rec("all0.1/y", 0, 0, 10),
+		rec("z", 0, 1, 10),
+	}
+	cut, err := planFrom("r", steps, "z", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := callsOf(cut.keep), []string{"a#0", "all0.0/x#0", "all0.1/y#0"}; !slices.Equal(got, want) {
+		t.Errorf("keep %v, want %v", got, want)
+	}
+	failed := rec("z", 0, 1, 10)
+	failed.Status = store.StepFailed
+	revived, err := planRevive("r", append(steps[:3:3], failed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := callsOf(revived.keep), []string{"a#0", "all0.0/x#0", "all0.1/y#0"}; !slices.Equal(got, want) {
+		t.Errorf("revive keeps %v, want %v", got, want)
 	}
 }
 

@@ -115,6 +115,9 @@ func (k StepKey) String() string {
 
 // StepReader reads the steps of a run.
 type StepReader interface {
+	// StepList returns the records of a run's calls in the order they
+	// started: by start time, and in the order they were inserted within
+	// one millisecond (going back in a history relies on that order).
 	StepList(ctx context.Context, runID string) ([]Step, error)
 }
 
