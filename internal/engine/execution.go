@@ -34,6 +34,13 @@ type execution struct {
 	// output before that next transaction commits.
 	deferredMu sync.Mutex
 	deferred   []checkpoint
+	// carryMu orders the writes that carry deferred checkpoints: one holds
+	// it from taking them to its commit, so checkpoints commit in the order
+	// the steps completed, which is the order their compensations reverse
+	// (the store numbers completions as they commit). Without it, two
+	// branches' writes could take their checkpoints in one order and commit
+	// them in the other.
+	carryMu sync.Mutex
 
 	// begun is the first attempt the claim recorded (beginFirstSteps), until
 	// runStep uses it or an ending write gives it back (undoBegun).
@@ -292,7 +299,13 @@ func (x *execution) writeTx(proof leaseProof, once bool, fn func(ctx context.Con
 	// would be finished with a step never checkpointed.
 	var deferred []checkpoint
 	if proof != leaseHeartbeat {
+		x.carryMu.Lock()
 		deferred = x.takeDeferred()
+		if len(deferred) == 0 {
+			x.carryMu.Unlock()
+		} else {
+			defer x.carryMu.Unlock()
+		}
 	}
 	err := x.writeRetryingBusy(ctx, func(tx store.Tx) error {
 		now := x.e.nowMs()
