@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,6 +161,17 @@ func trial(t *testing.T, s setUp, litestream string, x experiment) trialResult {
 		}
 	}
 
+	if side != nil {
+		// As in the engine process for the in-process set-up: the load
+		// counts from the replica's first snapshot.
+		if err := waitForFile(filepath.Join(replica, "ltx"), 30*time.Second); err != nil {
+			_ = engine.Process.Kill()
+			_ = side.Process.Kill()
+			_ = engine.Wait()
+			_ = side.Wait()
+			t.Fatalf("litestream: %v (see %s)", err, filepath.Join(dir, "litestream.log"))
+		}
+	}
 	time.Sleep(x.load)
 	// The machine is lost: every process on it stops at the same moment.
 	lossAt := time.Now()
@@ -346,4 +358,26 @@ func goBinDirs() []string {
 func isFile(p string) bool {
 	info, err := os.Stat(p)
 	return err == nil && info.Mode().IsRegular()
+}
+
+// waitForFile waits until a regular file exists somewhere under dir.
+func waitForFile(dir string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		found := false
+		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				found = true
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if found {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing under %s after %s", dir, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

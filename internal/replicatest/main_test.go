@@ -104,6 +104,13 @@ func childMain() int {
 		defer mu.Unlock()
 		_, _ = os.Stdout.WriteString(line)
 	}
+	if setUp(os.Getenv(envMode)) == inProcess {
+		// A replica that never synced holds nothing to restore: the load
+		// starts once it holds the file, as a user's would have long before.
+		if err := waitFirstSync(ctx, e, 30*time.Second); err != nil {
+			return fail("%v", err)
+		}
+	}
 	say("ready\n")
 
 	// A pacer hands out numbers at the rate; the workers enqueue them, so
@@ -156,4 +163,23 @@ func childMain() int {
 		return fail("stop: %v", err)
 	}
 	return 0
+}
+
+// waitFirstSync waits until the engine's replica acknowledged its first
+// write (the snapshot of the file).
+func waitFirstSync(ctx context.Context, e *flow.Engine, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		h, err := e.FileHealth(ctx)
+		if err != nil {
+			return fmt.Errorf("file health: %w", err)
+		}
+		if r := h.Replication; r != nil && !r.LastSync.IsZero() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replica did not sync within %s", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
