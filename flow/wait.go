@@ -127,7 +127,7 @@ func Signal[T any](ctx context.Context, e *Engine, runID, name string, payload T
 	if opts != nil {
 		key = opts.Key
 	}
-	return byID(e, runID, func(s *Engine) (bool, error) { return s.core.Signal(ctx, runID, name, b, key) })
+	return byRun(e, runID, func(inner *Engine) (bool, error) { return inner.core.Signal(ctx, runID, name, b, key) })
 }
 
 // SignalRun sends a signal from inside a workflow to another run. It is a
@@ -137,13 +137,12 @@ func SignalRun[T any](wc Context, runID, name string, payload T) error {
 	if err := engine.CheckName("signal", name); err != nil {
 		return fmt.Errorf("signal run %s: %w", runID, err)
 	}
-	rc := wc.runContext()
-	e := rc.Engine()
-	signal := e.Signal
-	if fe := wc.engine(); fe != nil && fe.shards != nil {
-		// The target may live in another shard than this run.
+	signal := wc.runContext().Engine().Signal
+	if e := wc.engine(); e != nil {
+		// The target is routed as Signal routes it: it may live in another
+		// shard than this run.
 		signal = func(ctx context.Context, runID, name string, b []byte, key string) (bool, error) {
-			return byID(fe, runID, func(s *Engine) (bool, error) { return s.core.Signal(ctx, runID, name, b, key) })
+			return byRun(e, runID, func(inner *Engine) (bool, error) { return inner.core.Signal(ctx, runID, name, b, key) })
 		}
 	}
 	step := Step[T, struct{}]{
