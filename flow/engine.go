@@ -122,6 +122,33 @@ type Config struct {
 
 // Engine runs workflows stored in one database, or in a set of SQLite
 // files, its shards (NewSharded), to which it routes every call.
+//
+// Its methods are named by what they do, to what:
+//
+//   - Start, Stop and Close begin, drain and end the engine's own work;
+//     Rescue, Clean and WakeAll do at once what it does on its timers.
+//   - Runs are made by the package's functions, which take the typed
+//     workflow or job (methods cannot have type parameters): Start,
+//     Enqueue, StartMany, EnqueueMany, their Tx forms, and Schedule.
+//     Requeue, RequeueDead and Fork make new runs from recorded ones.
+//   - A verb given a run ID acts on that run: Cancel, Resume, Skip, Reset,
+//     Revive, RunNow, RunAt, DeleteRun, Requeue, Fork.
+//   - A verb given a filter acts on every run it matches: RequeueDead,
+//     PurgeDead; PurgeDeadRuns acts on the runs it names.
+//   - Inspect, its variants (InspectWithHistory, InspectAt, InspectAfter)
+//     and History read one run; ExportHistory exports it, and Replay runs
+//     an exported one against this program's code. ListRuns and CountRuns
+//     read many.
+//   - A noun reads what it names: DeadLetters, Waiting, QueueStats,
+//     UnworkedQueues, Schedules, Reports, Metrics, Changes,
+//     ChangeConsumers, FileHealth.
+//   - A verb and a noun act on something named other than a run: queues
+//     (PauseQueue, ResumeQueue), schedules (PauseSchedule, ResumeSchedule,
+//     DeleteSchedule, LookupSchedule), stored definitions (PutDefinition,
+//     GetDefinition, ListDefinitions) and change consumers
+//     (DeleteChangeConsumer).
+//   - Checkpoint, Backup and Check tend the database file; Shards, Shard
+//     and PlaceRun tell the files of a sharded engine apart.
 type Engine struct {
 	core  *engine.Engine
 	store store.Store
@@ -185,7 +212,7 @@ func newEngine(o store.Opened, cfg *Config) (*Engine, error) {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
 	e := &Engine{core: core, store: o.Store, readOnly: o.ReadOnly}
-	e.routeAlone()
+	e.route = alone(e)
 	return e, nil
 }
 

@@ -99,13 +99,13 @@ func (e *Engine) Backup(ctx context.Context, dstPath string) error {
 // On a sharded engine it checks every shard, and each problem names its
 // shard.
 func (e *Engine) Check(ctx context.Context) ([]string, error) {
-	lists := make([][]string, 0, e.Shards())
+	var lists [][]string
 	for i, inner := range e.route.all() {
 		ps, err := inner.core.Check(ctx)
-		if err != nil {
-			return merge(append(lists, ps), mergeProblems), e.route.shardErr(i, err, "check shard %d: %w")
-		}
 		lists = append(lists, ps)
+		if err != nil {
+			return merge(lists, mergeProblems), e.route.shardErr(i, err, "check shard %d: %w")
+		}
 	}
 	return merge(lists, mergeProblems), nil
 }

@@ -50,8 +50,9 @@ func newSet(shards []*Engine) *Engine {
 	return &Engine{core: first.core, store: first.store, readOnly: first.readOnly, route: router{engines: shards}}
 }
 
-// routeAlone makes e a set of one: every call is served by e itself.
-func (e *Engine) routeAlone() { e.route.engines = []*Engine{e} }
+// alone routes every call of e to e itself: a plain engine is a set of
+// one.
+func alone(e *Engine) router { return router{engines: []*Engine{e}} }
 
 // Shards returns the number of shards: 1 for a plain engine.
 func (e *Engine) Shards() int { return len(e.route.engines) }

@@ -137,14 +137,9 @@ func SignalRun[T any](wc Context, runID, name string, payload T) error {
 	if err := engine.CheckName("signal", name); err != nil {
 		return fmt.Errorf("signal run %s: %w", runID, err)
 	}
-	signal := wc.runContext().Engine().Signal
-	if e := wc.engine(); e != nil {
-		// The target is routed as Signal routes it: it may live in another
-		// shard than this run.
-		signal = func(ctx context.Context, runID, name string, b []byte, key string) (bool, error) {
-			return byRun(e, runID, func(inner *Engine) (bool, error) { return inner.core.Signal(ctx, runID, name, b, key) })
-		}
-	}
+	// The engine the workflow is registered with finds the target as
+	// Signal does, wherever it lives.
+	e := wc.engine()
 	step := Step[T, struct{}]{
 		Name: "flow.signal:" + name,
 		Run: func(ctx context.Context, p T) (struct{}, error) {
@@ -152,7 +147,8 @@ func SignalRun[T any](wc Context, runID, name string, payload T) error {
 			if err != nil {
 				return struct{}{}, Permanent(err)
 			}
-			_, err = signal(ctx, runID, name, b, IdempotencyKey(ctx))
+			key := IdempotencyKey(ctx)
+			_, err = byRun(e, runID, func(inner *Engine) (bool, error) { return inner.core.Signal(ctx, runID, name, b, key) })
 			if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, ErrRunNotFound) {
 				return struct{}{}, Permanent(err)
 			}
