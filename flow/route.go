@@ -19,12 +19,12 @@ import (
 // engines, one per database. A plain engine is a set of one, whose inner
 // engine is itself, so the rest of the package never asks whether an
 // engine is sharded: it asks this file which inner engine holds a run
-// (byRun, onRun), which one records a new run (forNewRun), which ones
-// answer a call (all, onAll, each, gather, sumAll) and how their answers merge
-// (merge and the merge functions below). A set of one takes the same
-// paths as a plain engine always did: its one answer is returned as it
-// is, its errors name no shard, and a new run's ID is left to the inner
-// engine to draw unless placement needs it first.
+// (byRun, onRun, onRuns), which one records a new run or a schedule
+// (forNewRun, forTx, forSchedule), which ones answer a call (all, onAll,
+// each, gather, sumAll) and how their answers merge (merge and the merge
+// functions below). A set of one is served as if there were no sets: its
+// one answer is returned as it is, its errors name no shard, and a new
+// run's ID is left to its core to draw, unless placement needs it first.
 //
 // Where a run lives is shard.go's matter (placeKey): this file only asks.
 
