@@ -77,14 +77,15 @@ func EnqueueManyTx[Args any](ctx context.Context, e *Engine, tx *sql.Tx, job Job
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
-	if err := placeTx(e, ps); err != nil {
+	inner, err := e.route.forTxBatch(ps)
+	if err != nil {
 		return nil, fmt.Errorf("enqueue %d runs of job %s in the caller's transaction: %w", len(ps), job.Name, err)
 	}
-	sts, err := e.core.StartRunsTx(ctx, tx, ps)
+	sts, err := inner.core.StartRunsTx(ctx, tx, ps)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %d runs of job %s: %w", len(ps), job.Name, err)
 	}
-	return handles[struct{}](same(e, len(sts)), sts), nil
+	return handles[struct{}](same(inner, len(sts)), sts), nil
 }
 
 // StartMany records a run of wf for each item, in one transaction and a
@@ -110,14 +111,15 @@ func StartManyTx[In, Out any](ctx context.Context, e *Engine, tx *sql.Tx, wf Wor
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
-	if err := placeTx(e, ps); err != nil {
+	inner, err := e.route.forTxBatch(ps)
+	if err != nil {
 		return nil, fmt.Errorf("start %d runs of %s in the caller's transaction: %w", len(ps), workflowKey(wf.Name, wf.version()), err)
 	}
-	sts, err := e.core.StartRunsTx(ctx, tx, ps)
+	sts, err := inner.core.StartRunsTx(ctx, tx, ps)
 	if err != nil {
 		return nil, fmt.Errorf("start %d runs of %s: %w", len(ps), workflowKey(wf.Name, wf.version()), err)
 	}
-	return handles[Out](same(e, len(sts)), sts), nil
+	return handles[Out](same(inner, len(sts)), sts), nil
 }
 
 // same returns n times e.
@@ -179,37 +181,17 @@ func handles[Out any](at []*Engine, sts []engine.Started) []*Run[Out] {
 // others' (each file has its own writer); an error in one part leaves the
 // parts of the other shards recorded.
 func startRuns(ctx context.Context, e *Engine, ps []engine.StartParams) ([]engine.Started, []*Engine, error) {
-	at := make([]*Engine, len(ps))
-	if e.shards == nil {
-		if err := placeTx(e, ps); err != nil {
-			return nil, nil, err
-		}
-		for i := range at {
-			at[i] = e
-		}
-		sts, err := e.core.StartRuns(ctx, ps)
-		return sts, at, err
-	}
-	parts := make([][]int, len(e.shards)) // item indexes, by shard
-	for i := range ps {
-		s, err := e.placeStart(ctx, &ps[i])
-		if err != nil {
-			return nil, nil, &ItemError{Index: i, RunID: ps[i].ID, Err: err}
-		}
-		at[i] = s
-		parts[s.place.index] = append(parts[s.place.index], i)
+	at, parts, err := e.route.splitStarts(ctx, ps)
+	if err != nil {
+		return nil, nil, err
 	}
 	sts := make([]engine.Started, len(ps))
-	_, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) (struct{}, error) {
-		idx := parts[s.place.index]
+	_, err = each(ctx, e, func(ctx context.Context, inner *Engine) (struct{}, error) {
+		idx := parts[inner]
 		if len(idx) == 0 {
 			return struct{}{}, nil
 		}
-		part := make([]engine.StartParams, len(idx))
-		for j, i := range idx {
-			part[j] = ps[i]
-		}
-		got, err := s.core.StartRuns(ctx, part)
+		got, err := inner.core.StartRuns(ctx, partOf(ps, idx))
 		if err != nil {
 			var ie *ItemError
 			if errors.As(err, &ie) && ie.Index >= 0 && ie.Index < len(idx) {
@@ -228,19 +210,15 @@ func startRuns(ctx context.Context, e *Engine, ps []engine.StartParams) ([]engin
 	return sts, at, nil
 }
 
-// placeTx refuses a batch in the caller's transaction on a sharded engine,
-// and on one shard's engine any item placed in another shard, naming it.
-func placeTx(e *Engine, ps []engine.StartParams) error {
-	if e.shards != nil {
-		return e.errSharded("a transaction belongs to one file")
+// partOf returns the items idx of ps, in that order: ps itself when idx
+// holds every item, as it does on a plain engine.
+func partOf(ps []engine.StartParams, idx []int) []engine.StartParams {
+	if len(idx) == len(ps) {
+		return ps
 	}
-	if e.place == nil {
-		return nil
+	part := make([]engine.StartParams, len(idx))
+	for j, i := range idx {
+		part[j] = ps[i]
 	}
-	for i := range ps {
-		if err := e.checkPlace(&ps[i]); err != nil {
-			return &ItemError{Index: i, RunID: ps[i].ID, Err: err}
-		}
-	}
-	return nil
+	return part
 }

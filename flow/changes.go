@@ -105,15 +105,15 @@ func (e *FeedBehindError) OldestComplete() int64 { return e.PurgedThrough + 1 }
 // positions and consumers (run IDs tell which run a change is of, and a
 // run's changes are all in one shard's feed).
 func (e *Engine) Changes(ctx context.Context, opts *ChangesOptions) iter.Seq2[Change, error] {
-	if e.shards != nil {
-		err := e.errSharded("read the change feed")
+	inner, err := e.route.one("read the change feed")
+	if err != nil {
 		return func(yield func(Change, error) bool) { yield(Change{}, err) }
 	}
 	var o ChangesOptions
 	if opts != nil {
 		o = *opts
 	}
-	events := feed.Read(ctx, e.store, feed.Options{
+	events := feed.Read(ctx, inner.store, feed.Options{
 		Consumer: o.Consumer, After: o.After, Follow: o.Follow, PollInterval: o.PollInterval,
 	})
 	return func(yield func(Change, error) bool) {
@@ -153,10 +153,11 @@ type ChangeConsumer struct {
 
 // ChangeConsumers lists the change feed's registered consumers, by name.
 func (e *Engine) ChangeConsumers(ctx context.Context) ([]ChangeConsumer, error) {
-	if e.shards != nil {
-		return nil, e.errSharded("list change consumers")
+	inner, err := e.route.one("list change consumers")
+	if err != nil {
+		return nil, err
 	}
-	cs, err := e.store.Reader().FeedConsumerList(ctx)
+	cs, err := inner.store.Reader().FeedConsumerList(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -172,12 +173,13 @@ func (e *Engine) ChangeConsumers(ctx context.Context) ([]ChangeConsumer, error) 
 // process past the busy timeout is retried until ctx ends, as a consumer's
 // acknowledgements are.
 func (e *Engine) DeleteChangeConsumer(ctx context.Context, name string) (bool, error) {
-	if e.shards != nil {
-		return false, e.errSharded("delete change consumer " + name)
+	inner, err := e.route.one("delete change consumer " + name)
+	if err != nil {
+		return false, err
 	}
 	var deleted bool
-	err := store.RetryBusy(ctx, func() error {
-		return e.store.Write(ctx, func(tx store.Tx) error {
+	err = store.RetryBusy(ctx, func() error {
+		return inner.store.Write(ctx, func(tx store.Tx) error {
 			var err error
 			deleted, err = tx.FeedConsumerDelete(ctx, name)
 			return err

@@ -1,10 +1,7 @@
 package flow
 
 import (
-	"cmp"
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
@@ -52,17 +49,11 @@ func (f DeadLetterFilter) store() store.DeadFilter {
 // (someone, or a deadline, stopped them on purpose), nor are suspended runs
 // (they wait for an operator: Resume, Skip, Cancel).
 func (e *Engine) DeadLetters(ctx context.Context, f DeadLetterFilter) ([]RunInfo, error) {
-	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]store.Run, error) {
-		return s.core.DeadLetters(ctx, f.store(), f.Limit)
-	})
+	runs, err := gather(ctx, e, func(ctx context.Context, inner *Engine) ([]store.Run, error) {
+		return inner.core.DeadLetters(ctx, f.store(), f.Limit)
+	}, lastFailedRuns(f.Limit))
 	if err != nil {
 		return nil, err
-	}
-	runs := lists[0]
-	if len(lists) > 1 {
-		runs = mergeSorted(lists, listLimit(f.Limit), func(a, b store.Run) int {
-			return cmp.Or(cmp.Compare(b.FinishedAt, a.FinishedAt), strings.Compare(a.ID, b.ID))
-		})
 	}
 	out := make([]RunInfo, len(runs))
 	for i, r := range runs {
@@ -92,8 +83,8 @@ func (e *Engine) DeadLetters(ctx context.Context, f DeadLetterFilter) ([]RunInfo
 // unknown run is ErrRunNotFound, and a new run ID taken by another run
 // ErrRunExists.
 func (e *Engine) Requeue(ctx context.Context, runID string) (string, error) {
-	// The new run's ID starts with runID's, so it stays in its shard.
-	return byID(e, runID, func(s *Engine) (string, error) { return s.core.Requeue(ctx, runID) })
+	// The new run's ID starts with runID's, so it is placed with runID.
+	return byRun(e, runID, func(inner *Engine) (string, error) { return inner.core.Requeue(ctx, runID) })
 }
 
 // RequeueDead requeues every dead letter f matches, as Requeue does, in
@@ -104,7 +95,7 @@ func (e *Engine) Requeue(ctx context.Context, runID string) (string, error) {
 // logged, and not counted. On error, the runs requeued before it stay
 // requeued, and the count says how many.
 func (e *Engine) RequeueDead(ctx context.Context, f DeadLetterFilter) (int, error) {
-	return sumShards(e, func(s *Engine) (int, error) { return s.core.RequeueDead(ctx, f.store()) })
+	return sumAll(e, func(inner *Engine) (int, error) { return inner.core.RequeueDead(ctx, f.store()) })
 }
 
 // PurgeDead deletes every dead letter f matches, with its steps, events and
@@ -114,7 +105,7 @@ func (e *Engine) RequeueDead(ctx context.Context, f DeadLetterFilter) (int, erro
 // read the child's outcome. Requeued runs are no longer dead letters:
 // retention deletes them.
 func (e *Engine) PurgeDead(ctx context.Context, f DeadLetterFilter) (int, error) {
-	return sumShards(e, func(s *Engine) (int, error) { return s.core.PurgeDead(ctx, f.store()) })
+	return sumAll(e, func(inner *Engine) (int, error) { return inner.core.PurgeDead(ctx, f.store()) })
 }
 
 // PurgeDeadRuns deletes the dead letters runIDs, with their steps, events
@@ -126,24 +117,7 @@ func (e *Engine) PurgeDead(ctx context.Context, f DeadLetterFilter) (int, error)
 // runs are located first (an unknown one fails the call with nothing
 // deleted), but a run that cannot go leaves those of other shards deleted.
 func (e *Engine) PurgeDeadRuns(ctx context.Context, runIDs ...string) error {
-	if e.shards == nil {
-		return e.core.PurgeDeadRuns(ctx, runIDs)
-	}
-	parts := make([][]string, len(e.shards))
-	for _, id := range runIDs {
-		s, err := e.locate(ctx, id)
-		if err != nil {
-			return fmt.Errorf("purge dead run %s: %w", id, err)
-		}
-		parts[s.place.index] = append(parts[s.place.index], id)
-	}
-	for i, ids := range parts {
-		if len(ids) == 0 {
-			continue
-		}
-		if err := e.shards[i].core.PurgeDeadRuns(ctx, ids); err != nil {
-			return fmt.Errorf("shard %d: %w", i, err)
-		}
-	}
-	return nil
+	return e.onRuns(ctx, "purge dead run", runIDs, func(inner *Engine, ids []string) error {
+		return inner.core.PurgeDeadRuns(ctx, ids)
+	})
 }

@@ -57,18 +57,15 @@ func (e *Engine) PutDefinition(ctx context.Context, d StoredDefinition) (PutResu
 	// Putting the same definition again is idempotent: after an error,
 	// put it again.
 	var res PutResult
-	for i, s := range e.all() {
+	for i, inner := range e.route.all() {
 		var r PutResult
-		err := s.store.Write(ctx, func(tx store.Tx) error {
+		err := inner.store.Write(ctx, func(tx store.Tx) error {
 			var err error
 			r, err = tx.DefinitionPut(ctx, store.Definition{Name: d.Name, Version: d.Version, Hash: d.Hash, Body: d.Body, File: d.File}, now)
 			return err
 		})
 		if err != nil {
-			if e.shards != nil {
-				return "", fmt.Errorf("put definition in shard %d: %w", i, err)
-			}
-			return "", fmt.Errorf("put definition: %w", err)
+			return "", fmt.Errorf("put definition%s: %w", e.route.where(i), err)
 		}
 		if i == 0 {
 			res = r

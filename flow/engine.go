@@ -122,19 +122,43 @@ type Config struct {
 
 // Engine runs workflows stored in one database, or in a set of SQLite
 // files, its shards (NewSharded), to which it routes every call.
+//
+// Its methods are named by what they do, to what:
+//
+//   - Start, Stop and Close begin, drain and end the engine's own work;
+//     Rescue, Clean and WakeAll do at once what it does on its timers.
+//   - Runs are made by the package's functions, which take the typed
+//     workflow or job (methods cannot have type parameters): Start,
+//     Enqueue, StartMany, EnqueueMany, their Tx forms, and Schedule.
+//     Requeue, RequeueDead and Fork make new runs from recorded ones.
+//   - A verb given a run ID acts on that run: Cancel, Resume, Skip, Reset,
+//     Revive, RunNow, RunAt, DeleteRun, Requeue, Fork.
+//   - A verb given a filter acts on every run it matches: RequeueDead,
+//     PurgeDead; PurgeDeadRuns acts on the runs it names.
+//   - Inspect, its variants (InspectWithHistory, InspectAt, InspectAfter)
+//     and History read one run; ExportHistory exports it, and Replay runs
+//     an exported one against this program's code. ListRuns and CountRuns
+//     read many.
+//   - A noun reads what it names: DeadLetters, Waiting, QueueStats,
+//     UnworkedQueues, Schedules, Reports, Metrics, Changes,
+//     ChangeConsumers, FileHealth.
+//   - A verb and a noun act on something named other than a run: queues
+//     (PauseQueue, ResumeQueue), schedules (PauseSchedule, ResumeSchedule,
+//     DeleteSchedule, LookupSchedule), stored definitions (PutDefinition,
+//     GetDefinition, ListDefinitions) and change consumers
+//     (DeleteChangeConsumer).
+//   - Checkpoint, Backup and Check tend the database file; Shards, Shard
+//     and PlaceRun tell the files of a sharded engine apart.
 type Engine struct {
 	core  *engine.Engine
 	store store.Store
 	// readOnly names the database of an engine whose backend opened it
 	// only to read (flowsqlite.OpenReadOnly).
 	readOnly string
-	// shards are the engines of a sharded engine's files (NewSharded), to
-	// which it routes every call; core and store are then shard 0's. Nil
-	// for a plain engine.
-	shards []*Engine
-	// place is the place in its set of one shard's engine; nil for a
-	// plain or a sharded engine.
-	place *shardPlace
+	// route picks the inner engines that serve each call: the engine
+	// itself, or the shards of a set (NewSharded), whose shard 0's core
+	// and store are then core and store.
+	route router
 }
 
 // Backend is a database an Engine runs on. A backend package makes one and
@@ -187,7 +211,9 @@ func newEngine(o store.Opened, cfg *Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
-	return &Engine{core: core, store: o.Store, readOnly: o.ReadOnly}, nil
+	e := &Engine{core: core, store: o.Store, readOnly: o.ReadOnly}
+	e.route = alone(e)
+	return e, nil
 }
 
 // engineConfig is cfg in the engine's terms, for a database whose writes
@@ -239,8 +265,8 @@ func RegisterSafely[In, Out any](e *Engine, wf Workflow[In, Out]) error {
 	if wf.Version < 0 {
 		return fmt.Errorf("register workflow %q: negative version %d", wf.Name, wf.Version)
 	}
-	for _, s := range e.all() {
-		if err := s.core.Register(wf.definition(e)); err != nil {
+	for _, inner := range e.route.all() {
+		if err := inner.core.Register(wf.definition(e)); err != nil {
 			return err
 		}
 	}
@@ -256,32 +282,16 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.readOnly != "" {
 		return fmt.Errorf("start engine on %s: %w: it was opened with OpenReadOnly", e.readOnly, ErrReadOnly)
 	}
-	if e.shards == nil {
-		return e.core.Start(ctx)
-	}
-	for i, s := range e.shards {
-		if err := s.core.Start(ctx); err != nil {
-			stopped, cancel := context.WithCancel(context.Background())
-			cancel()
-			for _, t := range e.shards[:i] {
-				_ = t.core.Stop(stopped)
-			}
-			return fmt.Errorf("start shard %d: %w", i, err)
-		}
-	}
-	return nil
+	return e.route.startAll(ctx)
 }
 
 // Stop stops claiming runs and waits for those in flight to settle. If ctx
 // ends first, they are interrupted and released for another worker at once;
 // Stop then returns an error saying so. Nothing recorded is lost either way.
 func (e *Engine) Stop(ctx context.Context) error {
-	if e.shards == nil {
-		return e.core.Stop(ctx)
-	}
-	// The shards drain at once, each within ctx.
-	_, err := eachShard(ctx, e, func(_ context.Context, s *Engine) (struct{}, error) {
-		return struct{}{}, s.core.Stop(ctx)
+	// The inner engines drain at once, each within ctx.
+	_, err := each(ctx, e, func(_ context.Context, inner *Engine) (struct{}, error) {
+		return struct{}{}, inner.core.Stop(ctx)
 	})
 	return err
 }
@@ -294,9 +304,9 @@ func (e *Engine) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var errs []error
-	for _, s := range e.all() {
-		_ = s.core.Stop(ctx)
-		errs = append(errs, s.store.Close())
+	for _, inner := range e.route.all() {
+		_ = inner.core.Stop(ctx)
+		errs = append(errs, inner.store.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -313,31 +323,31 @@ func (e *Engine) Close() error {
 // Cancelling a finished run returns ErrRunFinished; an unknown run,
 // ErrRunNotFound.
 func (e *Engine) Cancel(ctx context.Context, runID string) error {
-	return byIDErr(e, runID, func(s *Engine) error { return s.core.Cancel(ctx, runID) })
+	return e.onRun(runID, func(c *engine.Engine) error { return c.Cancel(ctx, runID) })
 }
 
 // Resume puts a suspended run back to work: failed compensations get a fresh
 // set of attempts; a run suspended before its workflow failed runs again.
 func (e *Engine) Resume(ctx context.Context, runID string) error {
-	return byIDErr(e, runID, func(s *Engine) error { return s.core.Resume(ctx, runID) })
+	return e.onRun(runID, func(c *engine.Engine) error { return c.Resume(ctx, runID) })
 }
 
 // Skip marks the failed compensations of a suspended run as done without
 // running them and continues its unwind.
 func (e *Engine) Skip(ctx context.Context, runID string) error {
-	return byIDErr(e, runID, func(s *Engine) error { return s.core.Skip(ctx, runID) })
+	return e.onRun(runID, func(c *engine.Engine) error { return c.Skip(ctx, runID) })
 }
 
 // Rescue re-queues runs whose lease expired now, instead of at the next
 // rescue tick, and returns how many.
 func (e *Engine) Rescue(ctx context.Context) (int, error) {
-	return sumShards(e, func(s *Engine) (int, error) { return s.core.Rescue(ctx) })
+	return sumAll(e, func(inner *Engine) (int, error) { return inner.core.Rescue(ctx) })
 }
 
 // WakeAll makes the engine look for due runs now and cancels runs in flight
 // whose deadline the clock passed, e.g. after a test clock moved.
 func (e *Engine) WakeAll() {
-	for _, s := range e.all() {
-		s.core.WakeAll()
+	for _, inner := range e.route.all() {
+		inner.core.WakeAll()
 	}
 }

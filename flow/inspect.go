@@ -152,9 +152,9 @@ type WaitingWorkflow struct {
 // pending and due now whose step already failed and waits for its next
 // attempt).
 func (e *Engine) Inspect(ctx context.Context, runID string) (RunInfo, error) {
-	return byID(e, runID, func(s *Engine) (RunInfo, error) {
+	return byRun(e, runID, func(inner *Engine) (RunInfo, error) {
 		var info RunInfo
-		err := s.store.Read(ctx, func(r store.Reader) error {
+		err := inner.store.Read(ctx, func(r store.Reader) error {
 			var err error
 			info, err = readRun(ctx, r, runID)
 			return err
@@ -172,9 +172,9 @@ func (e *Engine) InspectWithHistory(ctx context.Context, runID string) (RunInfo,
 		info   RunInfo
 		events []Event
 	}
-	b, err := byID(e, runID, func(s *Engine) (both, error) {
+	b, err := byRun(e, runID, func(inner *Engine) (both, error) {
 		var b both
-		err := s.store.Read(ctx, func(r store.Reader) error {
+		err := inner.store.Read(ctx, func(r store.Reader) error {
 			var err error
 			if b.info, err = readRun(ctx, r, runID); err != nil {
 				return err
@@ -216,9 +216,9 @@ func stepRecord(s store.Step) StepRecord {
 // History returns the events of a run, oldest first. An unknown run is
 // ErrRunNotFound: the run is read with its events, from one snapshot.
 func (e *Engine) History(ctx context.Context, runID string) ([]Event, error) {
-	return byID(e, runID, func(s *Engine) ([]Event, error) {
+	return byRun(e, runID, func(inner *Engine) ([]Event, error) {
 		var events []Event
-		err := s.store.Read(ctx, func(r store.Reader) error {
+		err := inner.store.Read(ctx, func(r store.Reader) error {
 			if _, err := r.RunGet(ctx, runID); err != nil {
 				return err
 			}
@@ -246,20 +246,14 @@ func readHistory(ctx context.Context, r store.Reader, runID string) ([]Event, er
 
 // ListRuns returns runs, newest first, without their steps.
 func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]RunInfo, error) {
-	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]store.Run, error) {
-		return s.store.Reader().RunList(ctx, store.RunListParams{
+	runs, err := gather(ctx, e, func(ctx context.Context, inner *Engine) ([]store.Run, error) {
+		return inner.store.Reader().RunList(ctx, store.RunListParams{
 			Status: f.Status, Workflow: f.Workflow, Queue: f.Queue, Limit: f.Limit,
 			Since: unixMillis(f.Since), Before: unixMillis(f.Until),
 		})
-	})
+	}, newestRuns(f.Limit))
 	if err != nil {
 		return nil, err
-	}
-	runs := lists[0]
-	if len(lists) > 1 {
-		// Each shard returned up to the limit: the newest of them all are
-		// the newest overall.
-		runs = mergeSorted(lists, listLimit(f.Limit), newestFirst)
 	}
 	out := make([]RunInfo, len(runs))
 	for i, r := range runs {
@@ -270,33 +264,19 @@ func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 
 // CountRuns returns how many runs are in each state.
 func (e *Engine) CountRuns(ctx context.Context) (map[RunStatus]int64, error) {
-	counts, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) (map[RunStatus]int64, error) {
-		return s.store.Reader().RunCountByStatus(ctx)
-	})
-	if err != nil || len(counts) == 1 {
-		return counts[0], err
-	}
-	out := make(map[RunStatus]int64)
-	for _, c := range counts {
-		for st, n := range c {
-			out[st] += n
-		}
-	}
-	return out, nil
+	return gather(ctx, e, func(ctx context.Context, inner *Engine) (map[RunStatus]int64, error) {
+		return inner.store.Reader().RunCountByStatus(ctx)
+	}, mergeCounts)
 }
 
 // Waiting lists ready runs of workflow versions this engine does not
 // register. The engine also logs them once a minute.
 func (e *Engine) Waiting(ctx context.Context) ([]WaitingWorkflow, error) {
-	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]store.UnrunnableCount, error) {
-		return s.core.Unrunnable(ctx)
-	})
+	counts, err := gather(ctx, e, func(ctx context.Context, inner *Engine) ([]store.UnrunnableCount, error) {
+		return inner.core.Unrunnable(ctx)
+	}, mergeUnrunnable)
 	if err != nil {
 		return nil, fmt.Errorf("count waiting runs: %w", err)
-	}
-	counts := lists[0]
-	if len(lists) > 1 {
-		counts = mergeUnrunnable(lists)
 	}
 	out := make([]WaitingWorkflow, len(counts))
 	for i, c := range counts {

@@ -236,15 +236,15 @@ func Enqueue[Args any](ctx context.Context, e *Engine, job Job[Args], args Args,
 	if err != nil {
 		return nil, err
 	}
-	s, err := e.placeStart(ctx, &p)
+	inner, err := e.route.forNewRun(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.core.StartRun(ctx, p)
+	st, err := inner.core.StartRun(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return &Run[struct{}]{e: s, id: st.Run.ID, existing: st.Existing}, nil
+	return &Run[struct{}]{e: inner, id: st.Run.ID, existing: st.Existing}, nil
 }
 
 // EnqueueTx records a run of job inside the caller's transaction on the
@@ -256,17 +256,15 @@ func EnqueueTx[Args any](ctx context.Context, e *Engine, tx *sql.Tx, job Job[Arg
 	if err != nil {
 		return nil, err
 	}
-	if e.shards != nil {
-		return nil, e.errSharded("enqueue job " + job.Name + " in the caller's transaction")
-	}
-	if _, err := e.placeStart(ctx, &p); err != nil {
-		return nil, err
-	}
-	st, err := e.core.StartRunTx(ctx, tx, p)
+	inner, err := e.route.forTx("enqueue job "+job.Name+" in the caller's transaction", &p)
 	if err != nil {
 		return nil, err
 	}
-	return &Run[struct{}]{e: e, id: st.Run.ID, existing: st.Existing}, nil
+	st, err := inner.core.StartRunTx(ctx, tx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[struct{}]{e: inner, id: st.Run.ID, existing: st.Existing}, nil
 }
 
 func enqueueParams[Args any](e *Engine, job Job[Args], args Args, opts *EnqueueOptions) (engine.StartParams, error) {

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
@@ -39,7 +38,7 @@ type FileHealth = flowtype.FileHealth
 // On PostgreSQL, the cleaners of engines sharing the database delete
 // separate batches at once, and each counts only what it deleted.
 func (e *Engine) Clean(ctx context.Context) (deleted int, err error) {
-	return sumShards(e, func(s *Engine) (int, error) { return s.core.Clean(ctx) })
+	return sumAll(e, func(inner *Engine) (int, error) { return inner.core.Clean(ctx) })
 }
 
 // The file operations below are those of a database kept in one file with
@@ -52,10 +51,11 @@ func (e *Engine) Clean(ctx context.Context) (deleted int, err error) {
 // this engine's last checkpoint did.
 // On a sharded engine, ask each shard (Engine.Shard).
 func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) {
-	if e.shards != nil {
-		return FileHealth{}, e.errSharded("file health")
+	inner, err := e.route.one("file health")
+	if err != nil {
+		return FileHealth{}, err
 	}
-	return e.core.FileHealth(ctx)
+	return inner.core.FileHealth(ctx)
 }
 
 // Checkpoint checkpoints the WAL now, in one of SQLite's modes
@@ -65,10 +65,11 @@ func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) {
 // other than passive hold writes back while they wait for readers, at most
 // about a second.
 func (e *Engine) Checkpoint(ctx context.Context, mode flowtype.CheckpointMode) (flowtype.CheckpointResult, error) {
-	if e.shards != nil {
-		return flowtype.CheckpointResult{}, e.errSharded("checkpoint")
+	inner, err := e.route.one("checkpoint")
+	if err != nil {
+		return flowtype.CheckpointResult{}, err
 	}
-	return e.core.Checkpoint(ctx, mode)
+	return inner.core.Checkpoint(ctx, mode)
 }
 
 // Backup writes a consistent copy of the database to dstPath while the
@@ -80,10 +81,11 @@ func (e *Engine) Checkpoint(ctx context.Context, mode flowtype.CheckpointMode) (
 // Copying the database file by hand while an engine has it open is unsafe:
 // the copy misses what the WAL holds.
 func (e *Engine) Backup(ctx context.Context, dstPath string) error {
-	if e.shards != nil {
-		return e.errSharded("back up to " + dstPath)
+	inner, err := e.route.one("back up to " + dstPath)
+	if err != nil {
+		return err
 	}
-	return e.core.Backup(ctx, dstPath)
+	return inner.core.Backup(ctx, dstPath)
 }
 
 // Check runs SQLite's integrity check over the whole database file, then
@@ -97,18 +99,13 @@ func (e *Engine) Backup(ctx context.Context, dstPath string) error {
 // On a sharded engine it checks every shard, and each problem names its
 // shard.
 func (e *Engine) Check(ctx context.Context) ([]string, error) {
-	if e.shards == nil {
-		return e.core.Check(ctx)
-	}
-	var problems []string
-	for i, s := range e.shards {
-		ps, err := s.core.Check(ctx)
+	var lists [][]string
+	for i, inner := range e.route.all() {
+		ps, err := inner.core.Check(ctx)
+		lists = append(lists, ps)
 		if err != nil {
-			return problems, fmt.Errorf("check shard %d: %w", i, err)
-		}
-		for _, p := range ps {
-			problems = append(problems, fmt.Sprintf("shard %d: %s", i, p))
+			return merge(lists, mergeProblems), e.route.shardErr(i, err, "check shard %d: %w")
 		}
 	}
-	return problems, nil
+	return merge(lists, mergeProblems), nil
 }

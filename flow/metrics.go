@@ -23,14 +23,7 @@ type Histogram = flowtype.Histogram
 // Metrics returns a snapshot of the engine's in-process instrumentation.
 // It is cheap (no database access) and safe to call at any time.
 func (e *Engine) Metrics() EngineMetrics {
-	if e.shards == nil {
-		return e.core.Metrics()
-	}
-	m := make([]EngineMetrics, len(e.shards))
-	for i, s := range e.shards {
-		m[i] = s.core.Metrics()
-	}
-	return SumMetrics(m...)
+	return merge(mapAll(e, func(inner *Engine) EngineMetrics { return inner.core.Metrics() }), sumMetrics)
 }
 
 // Report is what one engine wrote to the database about itself: its worker
@@ -47,13 +40,9 @@ type Report = flowtype.Report
 // so a report is at most one interval behind. Add the metrics up
 // with SumMetrics.
 func (e *Engine) Reports(ctx context.Context) ([]Report, error) {
-	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]Report, error) { return s.core.Reports(ctx) })
-	if err != nil || len(lists) == 1 {
-		return lists[0], err
-	}
 	// Each shard's engine reports to its own file, under the worker ID its
-	// process gave every shard: one report per process again.
-	return mergeReports(lists), nil
+	// process gave every shard: merged, one report per process again.
+	return gather(ctx, e, func(ctx context.Context, inner *Engine) ([]Report, error) { return inner.core.Reports(ctx) }, mergeReports)
 }
 
 // SumMetrics adds up engine metrics, e.g. those of Reports, into the

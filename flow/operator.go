@@ -29,7 +29,7 @@ const (
 // may still read its outcome (ErrConflict, as PurgeDead keeps it); an
 // unknown run is ErrRunNotFound.
 func (e *Engine) DeleteRun(ctx context.Context, runID string) error {
-	return byIDErr(e, runID, func(s *Engine) error { return s.core.DeleteRun(ctx, runID) })
+	return e.onRun(runID, func(c *engine.Engine) error { return c.DeleteRun(ctx, runID) })
 }
 
 // RunNow makes a pending run due now and wakes its queue: a run started or
@@ -40,7 +40,7 @@ func (e *Engine) DeleteRun(ctx context.Context, runID string) error {
 // child), compensating or suspended one (ErrConflict, naming its state); an
 // unknown run is ErrRunNotFound.
 func (e *Engine) RunNow(ctx context.Context, runID string) error {
-	return byIDErr(e, runID, func(s *Engine) error { return s.core.RunNow(ctx, runID) })
+	return e.onRun(runID, func(c *engine.Engine) error { return c.RunNow(ctx, runID) })
 }
 
 // RunAt gives the pending run runID a new due time, at, earlier or later
@@ -60,7 +60,7 @@ func (e *Engine) RunNow(ctx context.Context, runID string) error {
 // ErrConflict too, so the due time an engine set (a new backoff) is never
 // overwritten: read the run again and decide.
 func (e *Engine) RunAt(ctx context.Context, runID string, at time.Time) error {
-	return byIDErr(e, runID, func(s *Engine) error { return s.core.RunAt(ctx, runID, at) })
+	return e.onRun(runID, func(c *engine.Engine) error { return c.RunAt(ctx, runID, at) })
 }
 
 // JobSnooze returns the error a job's Handler (or any step's Run) returns to

@@ -16,8 +16,7 @@ import (
 // Runs can still be started in a paused queue. Pausing a paused queue does
 // nothing; a queue need not exist to be paused.
 func (e *Engine) PauseQueue(ctx context.Context, queue string) error {
-	_, err := sumShards(e, func(s *Engine) (int, error) { return 0, s.core.PauseQueue(ctx, queue) })
-	return err
+	return e.onAll(func(inner *Engine) error { return inner.core.PauseQueue(ctx, queue) })
 }
 
 // ResumeQueue lets engines claim runs of queue again; this engine looks at
@@ -25,8 +24,7 @@ func (e *Engine) PauseQueue(ctx context.Context, queue string) error {
 // them). Resuming a queue that is not paused does
 // nothing.
 func (e *Engine) ResumeQueue(ctx context.Context, queue string) error {
-	_, err := sumShards(e, func(s *Engine) (int, error) { return 0, s.core.ResumeQueue(ctx, queue) })
-	return err
+	return e.onAll(func(inner *Engine) error { return inner.core.ResumeQueue(ctx, queue) })
 }
 
 // QueueStats describes a queue at the time QueueStats read it, on the
@@ -67,15 +65,11 @@ type QueueStats struct {
 // database keeps, so its cost grows with them (about 150ms per 100,000
 // runs on a small machine): it is meant for operators, not hot paths.
 func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
-	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]engine.QueueStats, error) {
-		return s.core.QueueStats(ctx)
-	})
+	list, err := gather(ctx, e, func(ctx context.Context, inner *Engine) ([]engine.QueueStats, error) {
+		return inner.core.QueueStats(ctx)
+	}, mergeQueueStats)
 	if err != nil {
 		return nil, err
-	}
-	list := lists[0]
-	if len(lists) > 1 {
-		list = mergeQueueStats(lists)
 	}
 	now := e.core.Config().Clock.Now()
 	out := make([]QueueStats, len(list))

@@ -72,7 +72,7 @@ func (e *Engine) Reset(ctx context.Context, runID, step string) error {
 	if err != nil {
 		return fmt.Errorf("reset run %s: %w", runID, err)
 	}
-	return byIDErr(e, runID, func(s *Engine) error { return s.core.Reset(ctx, runID, name, occurrence) })
+	return e.onRun(runID, func(c *engine.Engine) error { return c.Reset(ctx, runID, name, occurrence) })
 }
 
 // Fork makes a new run that starts from one of the calls of the run
@@ -94,8 +94,8 @@ func (e *Engine) Fork(ctx context.Context, runID, step string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fork run %s: %w", runID, err)
 	}
-	// The fork's ID starts with runID's, so it stays in its shard.
-	return byID(e, runID, func(s *Engine) (string, error) { return s.core.Fork(ctx, runID, name, occurrence) })
+	// The fork's ID starts with runID's, so it is placed with runID.
+	return byRun(e, runID, func(inner *Engine) (string, error) { return inner.core.Fork(ctx, runID, name, occurrence) })
 }
 
 // Revive brings the cancelled run or dead letter runID back under its own
@@ -116,5 +116,5 @@ func (e *Engine) Fork(ctx context.Context, runID, step string) (string, error) {
 // letter, all ErrConflict; an unknown run is ErrRunNotFound. Like Reset it
 // is a compare-and-set on the run's status and claim fence.
 func (e *Engine) Revive(ctx context.Context, runID string) error {
-	return byIDErr(e, runID, func(s *Engine) error { return s.core.Revive(ctx, runID) })
+	return e.onRun(runID, func(c *engine.Engine) error { return c.Revive(ctx, runID) })
 }

@@ -130,15 +130,15 @@ func Start[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], in
 	if err != nil {
 		return nil, err
 	}
-	s, err := e.placeStart(ctx, &p)
+	inner, err := e.route.forNewRun(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.core.StartRun(ctx, p)
+	st, err := inner.core.StartRun(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return &Run[Out]{e: s, id: st.Run.ID, existing: st.Existing}, nil
+	return &Run[Out]{e: inner, id: st.Run.ID, existing: st.Existing}, nil
 }
 
 // StartTx records a run inside the caller's transaction on the engine's
@@ -155,17 +155,15 @@ func StartTx[In, Out any](ctx context.Context, e *Engine, tx *sql.Tx, wf Workflo
 	if err != nil {
 		return nil, err
 	}
-	if e.shards != nil {
-		return nil, e.errSharded("start " + p.Workflow.Name + " in the caller's transaction")
-	}
-	if _, err := e.placeStart(ctx, &p); err != nil {
-		return nil, err
-	}
-	st, err := e.core.StartRunTx(ctx, tx, p)
+	inner, err := e.route.forTx("start "+p.Workflow.Name+" in the caller's transaction", &p)
 	if err != nil {
 		return nil, err
 	}
-	return &Run[Out]{e: e, id: st.Run.ID, existing: st.Existing}, nil
+	st, err := inner.core.StartRunTx(ctx, tx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Run[Out]{e: inner, id: st.Run.ID, existing: st.Existing}, nil
 }
 
 func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *StartOptions) (engine.StartParams, error) {
@@ -212,12 +210,12 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 // another version of it (whose output type may differ).
 func Lookup[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], runID string) (*Run[Out], error) {
 	type found struct {
-		run store.Run
-		s   *Engine
+		run   store.Run
+		inner *Engine
 	}
-	f, err := byID(e, runID, func(s *Engine) (found, error) {
-		run, err := s.store.Reader().RunGet(ctx, runID)
-		return found{run, s}, err
+	f, err := byRun(e, runID, func(inner *Engine) (found, error) {
+		run, err := inner.store.Reader().RunGet(ctx, runID)
+		return found{run, inner}, err
 	})
 	if err != nil {
 		return nil, err
@@ -226,7 +224,7 @@ func Lookup[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], r
 		return nil, fmt.Errorf("run %s is a run of %s version %d, not of %s version %d",
 			runID, run.Workflow, run.Version, wf.Name, wf.version())
 	}
-	return &Run[Out]{e: f.s, id: runID, existing: true}, nil
+	return &Run[Out]{e: f.inner, id: runID, existing: true}, nil
 }
 
 func workflowKey(name string, version int) store.WorkflowKey {

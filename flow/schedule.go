@@ -109,7 +109,7 @@ func Schedule[In, Out any](ctx context.Context, e *Engine, name, spec string, wf
 		return fmt.Errorf("schedule %s: %w", name, err)
 	}
 	// SaveSchedule checks the names, the queue and the input's size.
-	return e.scheduleShard(name).core.SaveSchedule(ctx, engine.ScheduleParams{
+	return e.route.forSchedule(name).core.SaveSchedule(ctx, engine.ScheduleParams{
 		Name: name, Workflow: workflowKey(wf.Name, wf.version()), Queue: opts.Queue, Priority: opts.Priority,
 		Input: input, Spec: spec, CatchUp: opts.CatchUp,
 	})
@@ -125,7 +125,7 @@ func ScheduledRunID(name string, slot time.Time) string {
 // Pausing a paused schedule does nothing; an unknown name is
 // ErrScheduleNotFound.
 func (e *Engine) PauseSchedule(ctx context.Context, name string) error {
-	return e.scheduleShard(name).core.PauseSchedule(ctx, name)
+	return e.route.forSchedule(name).core.PauseSchedule(ctx, name)
 }
 
 // ResumeSchedule lets a paused schedule start runs again. The slots that
@@ -134,18 +134,18 @@ func (e *Engine) PauseSchedule(ctx context.Context, name string) error {
 // schedule that is not paused does nothing; an unknown name is
 // ErrScheduleNotFound.
 func (e *Engine) ResumeSchedule(ctx context.Context, name string) error {
-	return e.scheduleShard(name).core.ResumeSchedule(ctx, name)
+	return e.route.forSchedule(name).core.ResumeSchedule(ctx, name)
 }
 
 // DeleteSchedule deletes a schedule; the runs it started are kept. An
 // unknown name is ErrScheduleNotFound.
 func (e *Engine) DeleteSchedule(ctx context.Context, name string) error {
-	return e.scheduleShard(name).core.DeleteSchedule(ctx, name)
+	return e.route.forSchedule(name).core.DeleteSchedule(ctx, name)
 }
 
 // LookupSchedule returns the schedule name, or ErrScheduleNotFound.
 func (e *Engine) LookupSchedule(ctx context.Context, name string) (ScheduleInfo, error) {
-	s, err := e.scheduleShard(name).core.Schedule(ctx, name)
+	s, err := e.route.forSchedule(name).core.Schedule(ctx, name)
 	if err != nil {
 		return ScheduleInfo{}, err
 	}
@@ -154,8 +154,8 @@ func (e *Engine) LookupSchedule(ctx context.Context, name string) (ScheduleInfo,
 
 // Schedules lists the schedules by name.
 func (e *Engine) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
-	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]store.Schedule, error) {
-		return s.core.Schedules(ctx)
+	lists, err := each(ctx, e, func(ctx context.Context, inner *Engine) ([]store.Schedule, error) {
+		return inner.core.Schedules(ctx)
 	})
 	if err != nil {
 		return nil, err
@@ -166,16 +166,6 @@ func (e *Engine) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 		out[i] = scheduleInfo(s)
 	}
 	return out, nil
-}
-
-// scheduleShard returns the shard that holds the schedule name, by a hash
-// of its name: the schedule's runs start in that shard (the engine of each
-// shard fires the schedules its file holds), whatever their IDs hash to.
-func (e *Engine) scheduleShard(name string) *Engine {
-	if e.shards == nil {
-		return e
-	}
-	return e.shards[placeKey("", "schedule:"+name, len(e.shards))]
 }
 
 func scheduleInfo(s store.Schedule) ScheduleInfo {

@@ -1,19 +1,14 @@
 package flow
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strings"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
@@ -22,10 +17,11 @@ import (
 // Shards: one SQLite file has one writer, so an engine on one file commits
 // with about one core. A sharded engine (NewSharded, flowsqlite.OpenShards)
 // spreads runs over several files, each with its own store, writer,
-// claimers, rescuer and cleaner (one inner engine per file), and routes
-// every call of this API to the file that holds the run, or merges the
-// answers of all files. See docs/shards.md for what a sharded engine
-// does differently.
+// claimers, rescuer and cleaner (one inner engine per file). route.go
+// routes every call of this API to the file that holds the run, or merges
+// the answers of all files; this file builds and checks the set, and says
+// where a run lives. See docs/shards.md for what a sharded engine does
+// differently.
 //
 // Placement: a run lives in the shard PlaceRun names, from a hash of its
 // unique key when it has one (so a unique key holds across shards), else of
@@ -101,19 +97,16 @@ func NewSharded(ctx context.Context, backends []Backend, cfg *Config) (*Engine, 
 		closeAll()
 		return nil, err
 	}
-	e := &Engine{shards: make([]*Engine, len(opened))}
+	shards := make([]*Engine, len(opened))
 	for i, o := range opened {
 		s, err := newEngine(o, cfg)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("shard %d: %w", i, err)
 		}
-		s.place = &shardPlace{index: i, count: len(opened)}
-		e.shards[i] = s
+		shards[i] = s
 	}
-	first := e.shards[0]
-	e.core, e.store, e.readOnly = first.core, first.store, first.readOnly
-	return e, nil
+	return newSet(shards), nil
 }
 
 // checkShardSet checks that the stores form one shard set in this order,
@@ -213,40 +206,6 @@ func checkNotShard(ctx context.Context, o store.Opened) error {
 	return nil
 }
 
-// Shards returns the number of shards: 1 for a plain engine.
-func (e *Engine) Shards() int { return max(1, len(e.shards)) }
-
-// Shard returns the engine of shard i alone, for what belongs to one file:
-// its change feed (Changes), its backup and file health, and starts in a
-// transaction on that file (StartTx, EnqueueTx, StartManyTx,
-// EnqueueManyTx), which refuse a run PlaceRun puts in another shard. On a
-// plain engine, Shard(0) is the engine itself. It panics when i is out of
-// range. Register workflows on the sharded engine, not on a shard.
-func (e *Engine) Shard(i int) *Engine {
-	if e.shards == nil {
-		if i != 0 {
-			panic(fmt.Sprintf("flow: Shard(%d) of an engine with 1 shard", i))
-		}
-		return e
-	}
-	if i < 0 || i >= len(e.shards) {
-		panic(fmt.Sprintf("flow: Shard(%d) of an engine with %d shards", i, len(e.shards)))
-	}
-	return e.shards[i]
-}
-
-// PlaceRun returns the shard a run with this ID and unique key (empty:
-// none) is started in: by the unique key when there is one, else by the ID
-// up to its first '/'. Use it to open a transaction on the right file for
-// StartTx (see Shard). A child run lives in its parent's shard instead.
-func (e *Engine) PlaceRun(runID, uniqueKey string) int {
-	n := e.Shards()
-	if p := e.place; p != nil {
-		n = p.count
-	}
-	return placeKey(runID, uniqueKey, n)
-}
-
 // placeKey hashes the placement key of a run (FNV-1a) onto n shards.
 func placeKey(runID, uniqueKey string, n int) int {
 	if n <= 1 {
@@ -259,300 +218,4 @@ func placeKey(runID, uniqueKey string, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(key))
 	return int(h.Sum32() % uint32(n))
-}
-
-// homeOf is the shard a by-ID call tries first.
-func (e *Engine) homeOf(runID string) int { return placeKey(runID, "", len(e.shards)) }
-
-// all returns the engines of every shard: e itself when it is plain.
-func (e *Engine) all() []*Engine {
-	if e.shards == nil {
-		return []*Engine{e}
-	}
-	return e.shards
-}
-
-// placeStart returns the shard engine that records the start p, drawing
-// its ID first when p has none, so that the ID names where the run is.
-//
-// A start with both an ID and a unique key is placed by the key, so a run
-// of that ID placed by another key may live in another shard: the ID is
-// looked for there first, and a run found is the start's (as on one file,
-// where the ID is an idempotency key). Two such starts at once, with one
-// ID and different keys, can still make two runs.
-func (e *Engine) placeStart(ctx context.Context, p *engine.StartParams) (*Engine, error) {
-	if e.shards != nil {
-		if p.ID == "" {
-			p.ID = engine.NewRunID()
-			return e.shards[placeKey(p.ID, p.UniqueKey, len(e.shards))], nil
-		}
-		target := placeKey(p.ID, p.UniqueKey, len(e.shards))
-		if p.UniqueKey == "" || p.ParentID != "" {
-			return e.shards[target], nil
-		}
-		for i, s := range e.shards {
-			if i == target {
-				continue
-			}
-			_, err := s.store.Reader().RunGet(ctx, p.ID)
-			if err == nil {
-				return s, nil
-			}
-			if !errors.Is(err, ErrRunNotFound) {
-				return nil, fmt.Errorf("start run %s: look for it in shard %d: %w", p.ID, i, err)
-			}
-		}
-		return e.shards[target], nil
-	}
-	if e.place == nil {
-		return e, nil
-	}
-	return e, e.checkPlace(p)
-}
-
-// checkPlace refuses a start on one shard's engine that belongs in another
-// shard; a start without ID or unique key gets an ID of this shard.
-func (e *Engine) checkPlace(p *engine.StartParams) error {
-	sp := e.place
-	if p.ID == "" && p.UniqueKey == "" {
-		for range maxShardIDTries * sp.count {
-			if id := engine.NewRunID(); placeKey(id, "", sp.count) == sp.index {
-				p.ID = id
-				return nil
-			}
-		}
-		return fmt.Errorf("start %s: no run ID of shard %d found", p.Workflow, sp.index)
-	}
-	if i := placeKey(p.ID, p.UniqueKey, sp.count); i != sp.index {
-		what := "run " + p.ID
-		if p.UniqueKey != "" {
-			what = "unique key " + p.UniqueKey
-		}
-		return fmt.Errorf("start %s on shard %d: %w: %s belongs to shard %d (Engine.PlaceRun)", p.Workflow, sp.index, ErrShardSet, what, i)
-	}
-	return nil
-}
-
-// byID calls fn on the shard that holds runID: its home shard first, then
-// the others while fn reports ErrRunNotFound. The error of the home shard
-// is returned when no shard holds the run.
-func byID[T any](e *Engine, runID string, fn func(s *Engine) (T, error)) (T, error) {
-	if e.shards == nil {
-		return fn(e)
-	}
-	home := e.homeOf(runID)
-	v, err := fn(e.shards[home])
-	if !errors.Is(err, ErrRunNotFound) {
-		return v, err
-	}
-	for i, s := range e.shards {
-		if i == home {
-			continue
-		}
-		if v2, err2 := fn(s); !errors.Is(err2, ErrRunNotFound) {
-			return v2, err2
-		}
-	}
-	return v, err
-}
-
-// byIDErr is byID for calls that return only an error.
-func byIDErr(e *Engine, runID string, fn func(s *Engine) error) error {
-	_, err := byID(e, runID, func(s *Engine) (struct{}, error) { return struct{}{}, fn(s) })
-	return err
-}
-
-// locate returns the shard engine holding runID.
-func (e *Engine) locate(ctx context.Context, runID string) (*Engine, error) {
-	return byID(e, runID, func(s *Engine) (*Engine, error) {
-		if _, err := s.store.Reader().RunGet(ctx, runID); err != nil {
-			return nil, err
-		}
-		return s, nil
-	})
-}
-
-// eachShard calls fn on every shard at once and returns their results in
-// shard order, or the first error, naming its shard.
-func eachShard[T any](ctx context.Context, e *Engine, fn func(ctx context.Context, s *Engine) (T, error)) ([]T, error) {
-	shards := e.all()
-	out := make([]T, len(shards))
-	if len(shards) == 1 {
-		v, err := fn(ctx, shards[0])
-		out[0] = v
-		return out, err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for i, s := range shards {
-		g.Go(func() error {
-			v, err := fn(gctx, s)
-			if err != nil {
-				return fmt.Errorf("shard %d: %w", i, err)
-			}
-			out[i] = v
-			return nil
-		})
-	}
-	return out, g.Wait()
-}
-
-// sumShards adds the counts fn returns for every shard, in shard order;
-// on an error, the count so far comes back with it.
-func sumShards(e *Engine, fn func(s *Engine) (int, error)) (int, error) {
-	total := 0
-	for i, s := range e.all() {
-		n, err := fn(s)
-		total += n
-		if err != nil {
-			if e.shards != nil {
-				err = fmt.Errorf("shard %d: %w", i, err)
-			}
-			return total, err
-		}
-	}
-	return total, nil
-}
-
-// errSharded is the error of a call that belongs to one file, on a
-// sharded engine.
-func (e *Engine) errSharded(what string) error {
-	return fmt.Errorf("%s: %w: the engine has %d shards, each a file of its own: call it on Engine.Shard(i)", what, ErrSharded, len(e.shards))
-}
-
-// mergeSorted concatenates lists and sorts them by cmpFn, stably, keeping
-// at most limit (0: all).
-func mergeSorted[T any](lists [][]T, limit int, cmpFn func(a, b T) int) []T {
-	var out []T
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	slices.SortStableFunc(out, cmpFn)
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out
-}
-
-// newestFirst orders runs as RunList does: newest first, then by ID.
-func newestFirst(a, b store.Run) int {
-	return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), strings.Compare(a.ID, b.ID))
-}
-
-// listLimit is the number of runs a list call returns for limit, as the
-// store applies it.
-func listLimit(limit int) int {
-	if limit <= 0 {
-		return 100
-	}
-	return limit
-}
-
-// mergeUnrunnable adds up the shards' counts of runs waiting for a
-// workflow version, ordered by workflow and version as each shard's are.
-func mergeUnrunnable(lists [][]store.UnrunnableCount) []store.UnrunnableCount {
-	sum := map[store.WorkflowKey]int64{}
-	var out []store.UnrunnableCount
-	for _, l := range lists {
-		for _, c := range l {
-			if _, ok := sum[c.Workflow]; !ok {
-				out = append(out, store.UnrunnableCount{Workflow: c.Workflow})
-			}
-			sum[c.Workflow] += c.Runs
-		}
-	}
-	for i := range out {
-		out[i].Runs = sum[out[i].Workflow]
-	}
-	slices.SortFunc(out, func(a, b store.UnrunnableCount) int {
-		return cmp.Or(strings.Compare(a.Workflow.Name, b.Workflow.Name), cmp.Compare(a.Workflow.Version, b.Workflow.Version))
-	})
-	return out
-}
-
-// mergeQueueStats adds up the shards' statistics of each queue, by name.
-// The duration samples are the union of each shard's (up to
-// engine.DurationSample per shard), sorted again.
-func mergeQueueStats(lists [][]engine.QueueStats) []engine.QueueStats {
-	byName := map[string]int{} // index in out
-	var out []engine.QueueStats
-	for _, l := range lists {
-		for _, q := range l {
-			i, ok := byName[q.Queue]
-			if !ok {
-				byName[q.Queue] = len(out)
-				q.Counts = maps.Clone(q.Counts)
-				q.Durations = slices.Clone(q.Durations)
-				out = append(out, q)
-				continue
-			}
-			m := &out[i]
-			m.Paused = m.Paused || q.Paused
-			if m.Counts == nil {
-				m.Counts = map[store.RunStatus]int64{}
-			}
-			for st, n := range q.Counts {
-				m.Counts[st] += n
-			}
-			m.Ready += q.Ready
-			if q.OldestReadyAt != 0 && (m.OldestReadyAt == 0 || q.OldestReadyAt < m.OldestReadyAt) {
-				m.OldestReadyAt = q.OldestReadyAt
-			}
-			m.Dead += q.Dead
-			m.FinishedLastMinute += q.FinishedLastMinute
-			m.FinishedLastHour += q.FinishedLastHour
-			m.Durations = append(m.Durations, q.Durations...)
-		}
-	}
-	for i := range out {
-		slices.Sort(out[i].Durations)
-	}
-	slices.SortFunc(out, func(a, b engine.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
-	return out
-}
-
-// mergeReports merges the reports the shards' engines of one process
-// wrote, one per file under one worker ID, into one report per worker:
-// metrics summed, queues joined, started at the earliest, reported at the
-// latest, and live only while every shard's report is (the earliest
-// LiveUntil, the latest StoppedAt). Ordered as Reports orders them.
-func mergeReports(lists [][]Report) []Report {
-	byOwner := map[string]int{} // index in out
-	var out []Report
-	for _, l := range lists {
-		for _, r := range l {
-			i, ok := byOwner[r.Owner]
-			if !ok {
-				byOwner[r.Owner] = len(out)
-				r.Queues = slices.Clone(r.Queues)
-				out = append(out, r)
-				continue
-			}
-			m := &out[i]
-			m.Metrics = SumMetrics(m.Metrics, r.Metrics)
-			for _, q := range r.Queues {
-				if !slices.Contains(m.Queues, q) {
-					m.Queues = append(m.Queues, q)
-				}
-			}
-			if r.StartedAt.Before(m.StartedAt) {
-				m.StartedAt = r.StartedAt
-			}
-			if r.ReportedAt.After(m.ReportedAt) {
-				m.ReportedAt = r.ReportedAt
-			}
-			if r.LiveUntil.Before(m.LiveUntil) {
-				m.LiveUntil = r.LiveUntil
-			}
-			if r.StoppedAt.After(m.StoppedAt) {
-				m.StoppedAt = r.StoppedAt
-			}
-		}
-	}
-	for i := range out {
-		slices.Sort(out[i].Queues)
-	}
-	slices.SortStableFunc(out, func(a, b Report) int {
-		return cmp.Or(a.StartedAt.Compare(b.StartedAt), strings.Compare(a.Owner, b.Owner))
-	})
-	return out
 }

@@ -90,9 +90,9 @@ func (e *Engine) InspectAfter(ctx context.Context, runID string, eventID int64) 
 // history it folds and the run, steps and signals it takes the rest from
 // are of one instant.
 func (e *Engine) runRecords(ctx context.Context, runID string) (timetravel.Records, error) {
-	return byID(e, runID, func(s *Engine) (timetravel.Records, error) {
+	return byRun(e, runID, func(inner *Engine) (timetravel.Records, error) {
 		var recs timetravel.Records
-		err := s.store.Read(ctx, func(r store.Reader) error {
+		err := inner.store.Read(ctx, func(r store.Reader) error {
 			var err error
 			recs, err = readRecords(ctx, r, runID)
 			return err

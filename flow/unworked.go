@@ -2,8 +2,6 @@ package flow
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/engine"
@@ -29,32 +27,11 @@ type UnworkedQueue struct {
 // Engines that write no reports (Config.ReportInterval negative) are not
 // seen, so their queues are named here by other processes.
 func (e *Engine) UnworkedQueues(ctx context.Context) ([]UnworkedQueue, error) {
-	lists, err := eachShard(ctx, e, func(ctx context.Context, s *Engine) ([]engine.UnworkedQueue, error) {
-		return s.core.UnworkedQueues(ctx)
-	})
+	list, err := gather(ctx, e, func(ctx context.Context, inner *Engine) ([]engine.UnworkedQueue, error) {
+		return inner.core.UnworkedQueues(ctx)
+	}, mergeUnworked)
 	if err != nil {
 		return nil, err
-	}
-	list := lists[0]
-	if len(lists) > 1 {
-		// A queue no engine works in one shard: its pending runs add up.
-		byName := map[string]int{} // index in list
-		list = nil
-		for _, l := range lists {
-			for _, q := range l {
-				i, ok := byName[q.Queue]
-				if !ok {
-					byName[q.Queue] = len(list)
-					list = append(list, q)
-					continue
-				}
-				list[i].Pending += q.Pending
-				if q.OldestCreatedAt.Before(list[i].OldestCreatedAt) {
-					list[i].OldestCreatedAt = q.OldestCreatedAt
-				}
-			}
-		}
-		slices.SortFunc(list, func(a, b engine.UnworkedQueue) int { return strings.Compare(a.Queue, b.Queue) })
 	}
 	now := e.core.Config().Clock.Now()
 	out := make([]UnworkedQueue, len(list))

@@ -127,7 +127,7 @@ func Signal[T any](ctx context.Context, e *Engine, runID, name string, payload T
 	if opts != nil {
 		key = opts.Key
 	}
-	return byID(e, runID, func(s *Engine) (bool, error) { return s.core.Signal(ctx, runID, name, b, key) })
+	return byRun(e, runID, func(inner *Engine) (bool, error) { return inner.core.Signal(ctx, runID, name, b, key) })
 }
 
 // SignalRun sends a signal from inside a workflow to another run. It is a
@@ -137,15 +137,9 @@ func SignalRun[T any](wc Context, runID, name string, payload T) error {
 	if err := engine.CheckName("signal", name); err != nil {
 		return fmt.Errorf("signal run %s: %w", runID, err)
 	}
-	rc := wc.runContext()
-	e := rc.Engine()
-	signal := e.Signal
-	if fe := wc.engine(); fe != nil && fe.shards != nil {
-		// The target may live in another shard than this run.
-		signal = func(ctx context.Context, runID, name string, b []byte, key string) (bool, error) {
-			return byID(fe, runID, func(s *Engine) (bool, error) { return s.core.Signal(ctx, runID, name, b, key) })
-		}
-	}
+	// The engine the workflow is registered with finds the target as
+	// Signal does, wherever it lives.
+	e := wc.engine()
 	step := Step[T, struct{}]{
 		Name: "flow.signal:" + name,
 		Run: func(ctx context.Context, p T) (struct{}, error) {
@@ -153,7 +147,8 @@ func SignalRun[T any](wc Context, runID, name string, payload T) error {
 			if err != nil {
 				return struct{}{}, Permanent(err)
 			}
-			_, err = signal(ctx, runID, name, b, IdempotencyKey(ctx))
+			key := IdempotencyKey(ctx)
+			_, err = byRun(e, runID, func(inner *Engine) (bool, error) { return inner.core.Signal(ctx, runID, name, b, key) })
 			if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, ErrRunNotFound) {
 				return struct{}{}, Permanent(err)
 			}
