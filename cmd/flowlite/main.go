@@ -67,7 +67,6 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowdef"
-	"github.com/flowlite/flowlite/flow/flowpg"
 )
 
 // Exit codes.
@@ -172,7 +171,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbPath, "db", "", "path of the database file, the files of a shard set in order (a.db,b.db), or a postgres:// URL (default $"+envDB+")")
-	pf.StringVar(&a.schema, "schema", flowpg.DefaultSchema, "PostgreSQL schema of flowlite's tables (with a postgres:// --db)")
+	pf.StringVar(&a.schema, "schema", defaultSchema, "PostgreSQL schema of flowlite's tables (with a postgres:// --db)")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	pf.StringVar(&a.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default $"+envLogLevel+", else warn)")
 	pf.DurationVar(&a.busyTimeout, "busy-timeout", 0, "how long a write waits for a lock held by another process (default $"+envBusyTimeout+", else 5s)")

@@ -124,13 +124,7 @@ func latest(p *goose.Provider, current int64) (latest int64, behind int) {
 // which goose would create on its first read, is all pending.
 func read(ctx context.Context, db *sql.DB, d Dialect, table string) (Status, error) {
 	if table == "" {
-		p, err := provider(db, d, d.Table)
-		if err != nil {
-			return Status{}, err
-		}
-		var st Status
-		st.Latest, st.Behind = latest(p, 0)
-		return st, nil
+		return Known(db, d)
 	}
 	p, err := provider(db, d, table)
 	if err != nil {
@@ -150,6 +144,18 @@ func read(ctx context.Context, db *sql.DB, d Dialect, table string) (Status, err
 	if _, err := p.HasPending(ctx); err != nil {
 		return st, fmt.Errorf("%s at version %d lacks a lower migration; restore a backup or re-create it: %w", d.name(), current, err)
 	}
+	return st, nil
+}
+
+// Known returns the status of a database that holds no flowlite schema
+// yet: Latest, and every migration Behind. It sends nothing to db.
+func Known(db *sql.DB, d Dialect) (Status, error) {
+	p, err := provider(db, d, d.Table)
+	if err != nil {
+		return Status{}, err
+	}
+	var st Status
+	st.Latest, st.Behind = latest(p, 0)
 	return st, nil
 }
 
