@@ -150,9 +150,16 @@ func (s *sqliteFiles) open(ctx context.Context, readOnly bool) (*flow.Engine, er
 	return flowsqlite.OpenShards(ctx, s.files, cfg, s.options())
 }
 
-func (s *sqliteFiles) copyTo(ctx context.Context, to, schema string) (storecopy.Counts, string, error) {
+func (s *sqliteFiles) copyTo(ctx context.Context, to, schema string) ([]copiedTable, string, error) {
 	counts, schema, err := storecopy.CopyFiles(ctx, storecopy.Files{Path: s.path, BusyTimeout: s.a.busyTimeout, DSN: to, Schema: schema}, storecopy.Options{})
-	return counts, schema, s.a.dbError(err)
+	if err != nil {
+		return nil, "", s.a.dbError(err)
+	}
+	var tables []copiedTable
+	for _, t := range counts.Tables() {
+		tables = append(tables, copiedTable{Table: t.Table, Rows: t.Rows})
+	}
+	return tables, schema, nil
 }
 
 // pgDatabase is flowlite's schema in a PostgreSQL database. flowpg.Open
@@ -251,8 +258,8 @@ func (p *pgDatabase) migrate(ctx context.Context) (schemaVersion, error) {
 	return schemaVersion{Schema: schema, Current: st.Current, Latest: st.Latest, Behind: int(st.Latest - st.Current)}, err
 }
 
-func (p *pgDatabase) copyTo(context.Context, string, string) (storecopy.Counts, string, error) {
-	return storecopy.Counts{}, "", p.fileOnly("copy", "it copies a SQLite file (--db) into PostgreSQL (--to)")
+func (p *pgDatabase) copyTo(context.Context, string, string) ([]copiedTable, string, error) {
+	return nil, "", p.fileOnly("copy", "it copies a SQLite file (--db) into PostgreSQL (--to)")
 }
 
 // open opens an engine through flowpg.Open: PostgreSQL has no read-only

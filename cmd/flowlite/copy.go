@@ -60,19 +60,19 @@ the target holds everything or nothing.`,
 			if err := db.requireCurrent(ctx); err != nil {
 				return err
 			}
-			counts, schema, err := db.copyTo(ctx, to, schema)
+			tables, schema, err := db.copyTo(ctx, to, schema)
 			if err != nil {
 				return err
 			}
 			if a.json {
 				out := copyJSON{Target: redactURL(to), Schema: schema, Rows: map[string]int64{}}
-				for _, t := range counts.Tables() {
+				for _, t := range tables {
 					out.Rows[t.Table] = t.Rows
 				}
 				return writeJSON(a.stdout, out)
 			}
 			tw := newTable(a.stdout, "TABLE", "ROWS")
-			for _, t := range counts.Tables() {
+			for _, t := range tables {
 				tw.row(t.Table, fmt.Sprint(t.Rows))
 			}
 			if err := tw.flush(); err != nil {

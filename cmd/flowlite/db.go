@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/internal/store/storecopy"
 )
 
 // defaultBusyTimeout is how long a write waits for a lock another process
@@ -49,8 +48,14 @@ type database interface {
 	open(ctx context.Context, readOnly bool) (*flow.Engine, error)
 	// copyTo copies a SQLite file into schema of the PostgreSQL database
 	// to (created and migrated when missing) and returns the rows copied
-	// and the schema; elsewhere it is fileOnly's error.
-	copyTo(ctx context.Context, to, schema string) (storecopy.Counts, string, error)
+	// per table and the schema; elsewhere it is fileOnly's error.
+	copyTo(ctx context.Context, to, schema string) ([]copiedTable, string, error)
+}
+
+// copiedTable is the number of rows copy copied into one table.
+type copiedTable struct {
+	Table string
+	Rows  int64
 }
 
 // schemaVersion is the version of a database's schema.

@@ -40,15 +40,14 @@
 // and leave no -wal or -shm file behind; commands that write refuse such a
 // database with "database is read-only", naming the file or directory.
 //
-// It imports flow (the public API), flow/flowsqlite and flow/flowpg (the
-// backends it opens engines with; flowpg also registers the database/sql
-// driver through which it reads a PostgreSQL schema's version),
-// flow/flowlitestream (restore, which links Litestream), cobra,
-// internal/store/sqlitestore (Inspect and
-// Migrate read and migrate a file's schema, which flow does not expose,
-// with errors in flow's terms, e.g. flow.ErrBusy) and flow/flowui
-// (serve). It imports no database driver and reads no SQLite result code
-// itself (internal/archtest checks the driver).
+// It imports flow (the public API) and flow/flowtype (its vocabulary),
+// flow/flowsqlite and flow/flowpg (the backends, in backend.go alone, which
+// opens what --db names and reads its schema through their Inspect, and
+// migrates a file with flowsqlite.Migrate), internal/store/storecopy (copy, which needs both
+// stores), flow/flowlitestream (restore, which links Litestream), cobra and
+// flow/flowui (serve). It imports no store adapter and no database driver,
+// runs no SQL and reads no SQLite result code itself (internal/archtest
+// checks the imports).
 package main
 
 import (
