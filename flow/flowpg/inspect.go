@@ -22,8 +22,9 @@ func (s SchemaInfo) Pending() bool { return s.Current < s.Latest }
 // database dsn without creating, migrating or locking anything, where Open
 // would create and migrate it: what an operator's tool needs to refuse a
 // schema that is missing, is not flowlite's, or is at another version,
-// before it opens an engine. It connects once, on a connection of its own.
-// Of opts, only Schema applies.
+// before it opens an engine. It connects once, on a connection of its own,
+// and returns the driver's errors as they are. Of opts, only Schema
+// applies.
 func Inspect(ctx context.Context, dsn string, opts *Options) (SchemaInfo, error) {
 	schema := DefaultSchema
 	if opts != nil {

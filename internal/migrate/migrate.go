@@ -52,7 +52,8 @@ type Dialect struct {
 	Name string
 	// Find returns the version table of db's flowlite schema: Table, the
 	// table of an older layout that Adopt moves into the current one, or ""
-	// when db holds no flowlite schema (yet). It must not write.
+	// when db holds no flowlite schema (yet). It must not write. Its errors
+	// are returned as they are: they should say what was read.
 	Find func(ctx context.Context, db *sql.DB) (string, error)
 	// Adopt moves a database in an older layout (Find returned a table
 	// other than Table) into the current one, in one transaction; nil when
@@ -132,7 +133,7 @@ func read(ctx context.Context, db *sql.DB, d Dialect, table string) (Status, err
 	}
 	current, err := p.GetDBVersion(ctx)
 	if err != nil {
-		return Status{}, err
+		return Status{}, fmt.Errorf("read schema version: %w", err)
 	}
 	st := Status{Current: current}
 	st.Latest, st.Behind = latest(p, current)
@@ -142,7 +143,7 @@ func read(ctx context.Context, db *sql.DB, d Dialect, table string) (Status, err
 	// The highest version alone would hide a lower migration the database
 	// lacks; goose compares the whole list and refuses such a gap.
 	if _, err := p.HasPending(ctx); err != nil {
-		return st, fmt.Errorf("%s at version %d lacks a lower migration; restore a backup or re-create it: %w", d.name(), current, err)
+		return st, fmt.Errorf("%s at version %d lacks a lower migration; restore a backup or re-create the %s: %w", d.name(), current, d.name(), err)
 	}
 	return st, nil
 }
@@ -167,15 +168,13 @@ func StatusOf(ctx context.Context, db *sql.DB, d Dialect) (Status, error) {
 	err := d.retry(ctx, func() error {
 		t, err := d.Find(ctx, db)
 		if err != nil {
-			return fmt.Errorf("read schema version: %w", err)
+			return err
 		}
 		if t == "" {
 			return fmt.Errorf("%w: it holds no flowlite schema (no %s table)", store.ErrNotDatabase, d.Table)
 		}
-		if st, err = read(ctx, db, d, t); err != nil {
-			return fmt.Errorf("read schema version: %w", err)
-		}
-		return nil
+		st, err = read(ctx, db, d, t)
+		return err
 	})
 	return st, err
 }
@@ -196,12 +195,10 @@ func Up(ctx context.Context, db *sql.DB, d Dialect) (Status, error) {
 	var st Status
 	if err := d.retry(ctx, func() (err error) {
 		if table, err = d.Find(ctx, db); err != nil {
-			return fmt.Errorf("read schema version: %w", err)
+			return err
 		}
-		if st, err = read(ctx, db, d, table); err != nil {
-			return fmt.Errorf("read schema version: %w", err)
-		}
-		return nil
+		st, err = read(ctx, db, d, table)
+		return err
 	}); err != nil {
 		return st, err
 	}
@@ -236,9 +233,13 @@ func apply(ctx context.Context, db *sql.DB, d Dialect) error {
 	if err != nil {
 		return err
 	}
+	what := "apply migrations"
+	if d.Name != "" {
+		what += " to " + d.Name
+	}
 	st := Status{}
 	if st.Current, err = p.GetDBVersion(ctx); err != nil {
-		return fmt.Errorf("apply migrations to %s: %w", d.name(), err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	st.Latest, st.Behind = latest(p, st.Current)
 	// A newer flowlite may have migrated the schema in the meantime.
@@ -246,7 +247,7 @@ func apply(ctx context.Context, db *sql.DB, d Dialect) error {
 		return err
 	}
 	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("apply migrations to %s: %w", d.name(), err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -42,7 +42,8 @@ const VersionTable = "goose_db_version"
 // one waited 5 seconds for nothing.)
 //
 // Each step is sent again on another connection when the session it ran
-// on was ended under it (retryDeadSession), as a write's BEGIN is: an
+// on was ended under it (retryDeadSession, and the Dialect's Retry for the
+// steps of migrate.Up), as a write's BEGIN is: an
 // operator ending flowlite's sessions (pg_terminate_backend), or a server
 // restart, while a process opens its store no longer ends that process. A
 // migration interrupted so rolls back with its session, which releases the
@@ -83,8 +84,11 @@ func dialect(db *sql.DB, schema string, names *qualifier) (migrate.Dialect, erro
 		// later.
 		Find: func(ctx context.Context, db *sql.DB) (string, error) {
 			exists, err := pgdb.New(db).TableExists(ctx, pgdb.TableExistsParams{SchemaName: schema, TableName: VersionTable})
-			if err != nil || !exists {
-				return "", err
+			if err != nil {
+				return "", fmt.Errorf("read schema version: %w", err)
+			}
+			if !exists {
+				return "", nil
 			}
 			return table, nil
 		},
