@@ -4,10 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/flowlite/flowlite/internal/store/pgstore"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
-	"github.com/flowlite/flowlite/internal/store/storecopy"
 )
 
 // copyJSON is the --json output of copy: the rows copied per table.
@@ -23,7 +19,7 @@ func (a *app) copyCommand() *cobra.Command {
 		Use:   "copy --to postgres://HOST/DB [--schema NAME]",
 		Short: "Copy the database into PostgreSQL",
 		Long: `Copy the SQLite database (--db) into a PostgreSQL schema (--to, --schema,
-default ` + pgstore.DefaultSchema + `), to move an application to PostgreSQL without
+default ` + defaultSchema + `), to move an application to PostgreSQL without
 losing its runs: runs in every state with their steps, history and signals,
 dead letters and their requeue links, schedules, unique holds, queues (and
 whether they are paused), registered workflows and workflow definitions.
@@ -45,55 +41,48 @@ the target holds everything or nothing.`,
 			if !isPostgresURL(to) {
 				return usageErrorf("--to must be a postgres:// URL")
 			}
-			if isPostgresURL(a.dbName()) {
-				// The source is a SQLite file; say so without echoing the
-				// URL's password in a "no such file" error.
-				return a.notOnPostgres("copy", "it copies a SQLite file (--db) into PostgreSQL (--to)")
+			// The source is a SQLite file: refuse a URL first, without
+			// echoing its password in a "no such file" error, then a
+			// list of files.
+			db, dbErr := a.database()
+			if dbErr == nil {
+				if err := db.fileOnly("copy", "it copies a SQLite file (--db) into PostgreSQL (--to)"); err != nil {
+					return err
+				}
 			}
 			if err := a.oneFile("copy", "PostgreSQL needs no shards: copy one SQLite file"); err != nil {
 				return err
 			}
-			path, err := a.dbPathOrUsage()
-			if err != nil {
-				return err
+			if dbErr != nil {
+				return dbErr
 			}
 			ctx := cmd.Context()
-			if err := a.requireCurrentSchema(ctx, path); err != nil {
+			if err := db.requireCurrent(ctx); err != nil {
 				return err
 			}
-			src, err := sqlitestore.OpenReadOnly(ctx, path, sqlitestore.Options{BusyTimeout: a.busyTimeout})
-			if err != nil {
-				return a.dbError(err)
-			}
-			defer func() { _ = src.Close() }()
-			dst, err := pgstore.Open(ctx, to, pgstore.Options{Schema: schema, NoWakes: true})
+			tables, schema, err := db.copyTo(ctx, to, schema)
 			if err != nil {
 				return err
-			}
-			defer func() { _ = dst.Close() }()
-			counts, err := storecopy.Copy(ctx, src, dst, storecopy.Options{})
-			if err != nil {
-				return a.dbError(err)
 			}
 			if a.json {
-				out := copyJSON{Target: redactURL(to), Schema: dst.Schema(), Rows: map[string]int64{}}
-				for _, t := range counts.Tables() {
+				out := copyJSON{Target: redactURL(to), Schema: schema, Rows: map[string]int64{}}
+				for _, t := range tables {
 					out.Rows[t.Table] = t.Rows
 				}
 				return writeJSON(a.stdout, out)
 			}
 			tw := newTable(a.stdout, "TABLE", "ROWS")
-			for _, t := range counts.Tables() {
+			for _, t := range tables {
 				tw.row(t.Table, fmt.Sprint(t.Rows))
 			}
 			if err := tw.flush(); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "copied %s into schema %s of %s; the counts match\n", path, dst.Schema(), redactURL(to))
+			_, err = fmt.Fprintf(a.stdout, "copied %s into schema %s of %s; the counts match\n", db.label(), schema, redactURL(to))
 			return err
 		}),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "PostgreSQL URL of the target database (postgres://…)")
-	cmd.Flags().StringVar(&schema, "schema", pgstore.DefaultSchema, "PostgreSQL schema to copy into")
+	cmd.Flags().StringVar(&schema, "schema", defaultSchema, "PostgreSQL schema to copy into")
 	return cmd
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // defaultBusyTimeout is how long a write waits for a lock another process
@@ -21,28 +20,70 @@ const defaultBusyTimeout = 5 * time.Second
 // create: the CLI never writes its schema into someone else's database.
 var errNotFlowlite = errors.New("not a flowlite database")
 
-// dbPathOrUsage returns the database named by --db or $FLOWLITE_DB, checked
-// to exist: flowlite never creates a database. A comma-separated list
-// names the files of a shard set, in the set's order (see shardFiles);
-// each is checked.
-func (a *app) dbPathOrUsage() (string, error) {
-	path := a.dbName()
-	if path == "" {
-		return "", usageErrorf("no database: pass --db PATH or set %s (a file path, a comma-separated list of a shard set's files, or a postgres:// URL)", envDB)
+// A database is what --db names, opened through its backend package
+// (backend.go). Commands read and act on runs through the *flow.Engine it
+// opens, and look past the engine only through these methods, for what
+// only one kind of database has.
+type database interface {
+	// label names the database in output and errors: the path as given
+	// (a shard set's comma-separated paths), or the URL without its
+	// password.
+	label() string
+	// fileOnly returns nil on SQLite files and, elsewhere, the error of
+	// command, which works on a database file for the reason why.
+	fileOnly(command, why string) error
+	// requireCurrent refuses a database that is missing, is not
+	// flowlite's, or whose schema is not at this binary's version: the
+	// CLI never creates a database, never writes flowlite's schema into
+	// another program's, and leaves upgrades to "migrate up".
+	requireCurrent(ctx context.Context) error
+	// version reads the schema's version without changing anything,
+	// refusing a database that is not flowlite's.
+	version(ctx context.Context) (schemaVersion, error)
+	// migrate applies the pending migrations and returns the version
+	// after.
+	migrate(ctx context.Context) (schemaVersion, error)
+	// open opens an engine on the database, which the CLI never starts;
+	// readOnly asks for one that cannot write, where the backend has it.
+	open(ctx context.Context, readOnly bool) (*flow.Engine, error)
+	// copyTo copies a SQLite file into schema of the PostgreSQL database
+	// to (created and migrated when missing) and returns the rows copied
+	// per table and the schema; elsewhere it is fileOnly's error.
+	copyTo(ctx context.Context, to, schema string) ([]copiedTable, string, error)
+}
+
+// copiedTable is the number of rows copy copied into one table.
+type copiedTable struct {
+	Table string
+	Rows  int64
+}
+
+// schemaVersion is the version of a database's schema.
+type schemaVersion struct {
+	Schema  string // the PostgreSQL schema; "" for a file
+	Current int64  // highest version applied
+	Latest  int64  // highest version this binary knows
+	Behind  int    // migrations above Current
+}
+
+func (v schemaVersion) pending() bool { return v.Current < v.Latest }
+
+// dbName returns --db or $FLOWLITE_DB, unchecked.
+func (a *app) dbName() string {
+	if a.dbPath != "" {
+		return a.dbPath
 	}
-	if isPostgresURL(path) {
-		return path, nil
-	}
-	files, err := shardFiles(path)
+	return a.getenv(envDB)
+}
+
+// fileOnly refuses a database that is not a SQLite file for command, which
+// works on a file for the reason why.
+func (a *app) fileOnly(command, why string) error {
+	db, err := a.database()
 	if err != nil {
-		return "", err
+		return err
 	}
-	for _, f := range files {
-		if err := checkDBFile(f); err != nil {
-			return "", err
-		}
-	}
-	return path, nil
+	return db.fileOnly(command, why)
 }
 
 // shardFiles splits a --db value into the files of a shard set: one file,
@@ -87,87 +128,40 @@ func checkDBFile(path string) error {
 }
 
 // withEngine opens the database named by --db or $FLOWLITE_DB, calls fn
-// with an engine that is never started, and closes it. The database must be
-// a flowlite database at this binary's schema version: flowsqlite.Open would
-// migrate an older one, which only "migrate up" may do, and would write
-// flowlite's schema into any other SQLite database.
-//
-// A postgres:// or postgresql:// URL opens the engine through flowpg
-// instead, on the schema --schema names (see withPostgres).
+// with an engine that is never started, and closes it. The database must
+// be a flowlite database at this binary's schema version (see
+// database.requireCurrent).
 func (a *app) withEngine(ctx context.Context, fn func(*flow.Engine) error) error {
-	return a.withDatabase(ctx, a.openEngine, fn)
+	return a.withDatabase(ctx, false, fn)
 }
 
-// withReader is withEngine for commands that only read: the engine is opened
-// with flowsqlite.OpenReadOnly, so the command works on a read-only file,
-// directory or mount, leaves no -wal or -shm file behind, and cannot change
-// the database even by mistake. On PostgreSQL it is withEngine: the
-// commands that use it only read, over an ordinary connection.
+// withReader is withEngine for commands that only read: on SQLite the
+// engine is opened with flowsqlite.OpenReadOnly, so the command works on a
+// read-only file, directory or mount, leaves no -wal or -shm file behind,
+// and cannot change the database even by mistake. On PostgreSQL it is
+// withEngine: the commands that use it only read, over an ordinary
+// connection.
 func (a *app) withReader(ctx context.Context, fn func(*flow.Engine) error) error {
-	return a.withDatabase(ctx, a.openReader, fn)
+	return a.withDatabase(ctx, true, fn)
 }
 
-// withDatabase resolves --db, checks the database and calls fn with an
-// engine on it: through withPostgres for a PostgreSQL URL, else through
-// open once the SQLite file is at this binary's schema version.
-func (a *app) withDatabase(ctx context.Context, open func(context.Context, string, func(*flow.Engine) error) error, fn func(*flow.Engine) error) error {
-	path, err := a.dbPathOrUsage()
+// withDatabase checks the database, opens an engine on it, calls fn and
+// closes the engine, rewriting a lock timeout with dbError.
+func (a *app) withDatabase(ctx context.Context, readOnly bool, fn func(*flow.Engine) error) (err error) {
+	db, err := a.database()
 	if err != nil {
 		return err
 	}
-	if isPostgresURL(path) {
-		return a.withPostgres(ctx, path, fn)
-	}
-	files, err := shardFiles(path)
-	if err != nil {
+	if err := db.requireCurrent(ctx); err != nil {
 		return err
 	}
-	for _, f := range files {
-		if err := a.requireCurrentSchema(ctx, f); err != nil {
-			return err
-		}
-	}
-	return open(ctx, path, fn)
-}
-
-// openEngine opens an engine on path without starting it, with the busy
-// timeout of --busy-timeout, calls fn and closes the engine.
-func (a *app) openEngine(ctx context.Context, path string, fn func(*flow.Engine) error) error {
-	cfg := &flow.Config{
-		Logger: a.logger, Retention: a.retention,
-		// The CLI's engine is never started, so it holds no lease; a long
-		// --busy-timeout must not trip the lease-versus-busy check.
-		LeaseTimeout: max(30*time.Second, 2*a.busyTimeout),
-	}
-	// A list of files is a shard set; one file, a plain engine.
-	files, err := shardFiles(path)
+	e, err := db.open(ctx, readOnly)
 	if err != nil {
-		return err
-	}
-	e, err := flowsqlite.OpenShards(ctx, files, cfg, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
-	return a.useEngine(path, e, err, fn)
-}
-
-// openReader opens a read-only engine on path, with the busy timeout of
-// --busy-timeout, calls fn and closes the engine.
-func (a *app) openReader(ctx context.Context, path string, fn func(*flow.Engine) error) error {
-	files, err := shardFiles(path)
-	if err != nil {
-		return err
-	}
-	e, err := flowsqlite.OpenShardsReadOnly(ctx, files, &flow.Config{Logger: a.logger}, &flowsqlite.Options{BusyTimeout: a.busyTimeout})
-	return a.useEngine(path, e, err, fn)
-}
-
-// useEngine takes the result of opening an engine on path: it calls fn with
-// e and closes it, rewriting a lock timeout with dbError.
-func (a *app) useEngine(path string, e *flow.Engine, openErr error, fn func(*flow.Engine) error) (err error) {
-	if openErr != nil {
-		return a.dbError(openErr)
+		return a.dbError(err)
 	}
 	defer func() {
 		if cerr := e.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close %s: %w", path, cerr)
+			err = fmt.Errorf("close %s: %w", db.label(), cerr)
 		}
 	}()
 	return a.dbError(fn(e))
@@ -190,3 +184,20 @@ func runError(id string, err error) error {
 	}
 	return err
 }
+
+// notFlowliteError explains why the SQLite file at path, which holds
+// tables, is refused.
+func notFlowliteError(path string, tables []string) error {
+	list := "none"
+	if len(tables) > 0 {
+		list = strings.Join(tables, ", ")
+		if len(tables) > 8 {
+			list = strings.Join(tables[:8], ", ") + ", …"
+		}
+	}
+	return fmt.Errorf("open %s: %w: it is a SQLite database without flowlite's schema (tables: %s); flowlite leaves it alone", path, errNotFlowlite, list)
+}
+
+// isNotSupported reports whether err is a file operation refused by a
+// backend that keeps no database file.
+func isNotSupported(err error) bool { return errors.Is(err, flow.ErrNotSupported) }

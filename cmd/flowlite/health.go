@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/flow/flowsqlite"
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // healthJSON is the --json output of health.
@@ -55,7 +55,7 @@ type replicationJSON struct {
 	ReportedAt          time.Time  `json:"reported_at"`
 }
 
-func newReplicationJSON(r *flowsqlite.ReplicationHealth) *replicationJSON {
+func newReplicationJSON(r *flowtype.ReplicationHealth) *replicationJSON {
 	if r == nil {
 		return nil
 	}
@@ -80,12 +80,12 @@ type unworkedJSON struct {
 }
 
 type checkpointInfo struct {
-	At       time.Time                 `json:"at"`
-	By       string                    `json:"by"`
-	Mode     flowsqlite.CheckpointMode `json:"mode"`
-	WALBytes int64                     `json:"wal_bytes_before"`
-	Busy     bool                      `json:"busy"`
-	Error    string                    `json:"error,omitempty"`
+	At       time.Time               `json:"at"`
+	By       string                  `json:"by"`
+	Mode     flowtype.CheckpointMode `json:"mode"`
+	WALBytes int64                   `json:"wal_bytes_before"`
+	Busy     bool                    `json:"busy"`
+	Error    string                  `json:"error,omitempty"`
 }
 
 type engineJSON struct {
@@ -332,20 +332,20 @@ func roughAge(d time.Duration) string {
 }
 
 // checkpointerText says who checkpoints a file's WAL, for people.
-func checkpointerText(c flowsqlite.Checkpointer) string {
+func checkpointerText(c flowtype.Checkpointer) string {
 	switch c {
-	case flowsqlite.CheckpointerEngine:
+	case flowtype.CheckpointerEngine:
 		return "flowlite (the engines' WAL watch)"
-	case flowsqlite.CheckpointerLitestream:
+	case flowtype.CheckpointerLitestream:
 		return "Litestream (flowlite leaves checkpoints to it)"
-	case flowsqlite.CheckpointerSQLite:
+	case flowtype.CheckpointerSQLite:
 		return "SQLite's automatic checkpoints only"
 	}
 	return string(c)
 }
 
 // replicaLag says how far the replica is behind, and how fresh that is.
-func replicaLag(r *flowsqlite.ReplicationHealth) string {
+func replicaLag(r *flowtype.ReplicationHealth) string {
 	var s string
 	switch {
 	case r.Lag > 0:

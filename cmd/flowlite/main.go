@@ -40,15 +40,14 @@
 // and leave no -wal or -shm file behind; commands that write refuse such a
 // database with "database is read-only", naming the file or directory.
 //
-// It imports flow (the public API), flow/flowsqlite and flow/flowpg (the
-// backends it opens engines with; flowpg also registers the database/sql
-// driver through which it reads a PostgreSQL schema's version),
-// flow/flowlitestream (restore, which links Litestream), cobra,
-// internal/store/sqlitestore (Inspect and
-// Migrate read and migrate a file's schema, which flow does not expose,
-// with errors in flow's terms, e.g. flow.ErrBusy) and flow/flowui
-// (serve). It imports no database driver and reads no SQLite result code
-// itself (internal/archtest checks the driver).
+// It imports flow (the public API) and flow/flowtype (its vocabulary),
+// flow/flowsqlite and flow/flowpg (the backends, in backend.go alone, which
+// opens what --db names and reads its schema through their Inspect, and
+// migrates a file with flowsqlite.Migrate), internal/store/storecopy (copy, which needs both
+// stores), flow/flowlitestream (restore, which links Litestream), cobra and
+// flow/flowui (serve). It imports no store adapter and no database driver,
+// runs no SQL and reads no SQLite result code itself (internal/archtest
+// checks the imports).
 package main
 
 import (
@@ -67,7 +66,6 @@ import (
 
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowdef"
-	"github.com/flowlite/flowlite/flow/flowpg"
 )
 
 // Exit codes.
@@ -172,7 +170,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbPath, "db", "", "path of the database file, the files of a shard set in order (a.db,b.db), or a postgres:// URL (default $"+envDB+")")
-	pf.StringVar(&a.schema, "schema", flowpg.DefaultSchema, "PostgreSQL schema of flowlite's tables (with a postgres:// --db)")
+	pf.StringVar(&a.schema, "schema", defaultSchema, "PostgreSQL schema of flowlite's tables (with a postgres:// --db)")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	pf.StringVar(&a.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default $"+envLogLevel+", else warn)")
 	pf.DurationVar(&a.busyTimeout, "busy-timeout", 0, "how long a write waits for a lock held by another process (default $"+envBusyTimeout+", else 5s)")

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/flow/flowsqlite"
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // backupJSON is the --json output of backup.
@@ -36,8 +36,8 @@ database may miss what its WAL holds.`,
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			dst := args[0]
 			ctx := cmd.Context()
-			if a.postgres() {
-				return a.notOnPostgres("backup", "it copies a SQLite database file; back PostgreSQL up with pg_dump --schema "+a.schema)
+			if err := a.fileOnly("backup", "it copies a SQLite database file; back PostgreSQL up with pg_dump --schema "+a.schema); err != nil {
+				return err
 			}
 			return a.withEngine(ctx, func(e *flow.Engine) error {
 				srcs, err := shardFiles(a.dbName())
@@ -114,8 +114,8 @@ printed) or the check could not run.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if a.postgres() {
-				return a.notOnPostgres("check", "it checks a SQLite database file; PostgreSQL checks its own pages (see amcheck)")
+			if err := a.fileOnly("check", "it checks a SQLite database file; PostgreSQL checks its own pages (see amcheck)"); err != nil {
+				return err
 			}
 			return a.withReader(ctx, func(e *flow.Engine) error {
 				stop := a.progress("checking")
@@ -149,12 +149,12 @@ printed) or the check could not run.`,
 
 // checkpointJSON is the --json output of checkpoint.
 type checkpointJSON struct {
-	Mode           flowsqlite.CheckpointMode `json:"mode"`
-	Busy           bool                      `json:"busy"`
-	WALFrames      int                       `json:"wal_frames"`
-	Checkpointed   int                       `json:"checkpointed_frames"`
-	WALBytesBefore int64                     `json:"wal_bytes_before"`
-	WALBytesAfter  int64                     `json:"wal_bytes_after"`
+	Mode           flowtype.CheckpointMode `json:"mode"`
+	Busy           bool                    `json:"busy"`
+	WALFrames      int                     `json:"wal_frames"`
+	Checkpointed   int                     `json:"checkpointed_frames"`
+	WALBytesBefore int64                   `json:"wal_bytes_before"`
+	WALBytesAfter  int64                   `json:"wal_bytes_after"`
 }
 
 func (a *app) checkpointCommand() *cobra.Command {
@@ -170,13 +170,13 @@ restart, truncate (default). A checkpoint that readers or writers kept from
 finishing exits with code 1.`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
-			m := flowsqlite.CheckpointMode(strings.ToUpper(mode))
+			m := flowtype.CheckpointMode(strings.ToUpper(mode))
 			if !m.Valid() {
 				return usageErrorf("invalid --mode %q: must be passive, full, restart or truncate", mode)
 			}
 			ctx := cmd.Context()
-			if a.postgres() {
-				return a.notOnPostgres("checkpoint", "it checkpoints a SQLite write-ahead log; PostgreSQL runs its own checkpoints")
+			if err := a.fileOnly("checkpoint", "it checkpoints a SQLite write-ahead log; PostgreSQL runs its own checkpoints"); err != nil {
+				return err
 			}
 			return a.withEngine(ctx, func(e *flow.Engine) error {
 				files, err := shardFiles(a.dbName())
@@ -205,7 +205,7 @@ finishing exits with code 1.`,
 
 // checkpoint checkpoints the file of e (one shard's on a set) and prints
 // what it did: one line, after label, or one JSON object, per file.
-func (a *app) checkpoint(ctx context.Context, e *flow.Engine, m flowsqlite.CheckpointMode, label string) error {
+func (a *app) checkpoint(ctx context.Context, e *flow.Engine, m flowtype.CheckpointMode, label string) error {
 	before, err := e.FileHealth(ctx)
 	if err != nil {
 		return err

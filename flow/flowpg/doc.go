@@ -37,6 +37,11 @@
 // interrupted rolls back with its session, which also releases the lock,
 // and is applied again by whichever process takes the lock next.
 //
+// Inspect reads a schema's state (missing, not flowlite's, its version)
+// without creating, migrating or locking anything, for operator tools (the
+// flowlite CLI) that must not do what Open does to a missing or older
+// schema.
+//
 // # What is not here
 //
 // The file operations of flow.Engine, FileHealth, Checkpoint, Backup and

@@ -15,13 +15,12 @@
 // database, though the process registering it may run none; the summed
 // counters lag their engines by up to one report interval.
 //
-// The families come from internal/dashboard, which also writes /metrics,
-// so the two cannot drift apart. The collector is unchecked (Describe
+// The families come from internal/metrics, from which the dashboard's
+// /metrics takes them too, so the two cannot drift apart. The collector is unchecked (Describe
 // sends nothing): which families exist depends on the database (the WAL
 // limit, a recorded checkpoint, the queues).
 //
-// It imports flow, internal/dashboard, internal/metrics and
-// prometheus/client_golang.
+// It imports flow, internal/metrics and prometheus/client_golang.
 package flowprom
 
 import (
@@ -35,7 +34,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/internal/dashboard"
 	"github.com/flowlite/flowlite/internal/metrics"
 )
 
@@ -53,7 +51,8 @@ type Options struct {
 
 // Collector collects flowlite's metrics from a database at each scrape.
 type Collector struct {
-	dash    *dashboard.Dashboard
+	e       *flow.Engine
+	log     *slog.Logger // nil: reads that fail are logged nowhere
 	timeout time.Duration
 }
 
@@ -66,11 +65,7 @@ func NewCollector(e *flow.Engine, opts *Options) (*Collector, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	d, err := dashboard.New(e, &dashboard.Options{Logger: opts.Logger, ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("flowprom: %w", err)
-	}
-	c := &Collector{dash: d, timeout: opts.Timeout}
+	c := &Collector{e: e, log: opts.Logger, timeout: opts.Timeout}
 	if c.timeout <= 0 {
 		c.timeout = defaultTimeout
 	}
@@ -85,10 +80,10 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	c.dash.WriteMetrics(ctx, &sink{ch: ch, descs: make(map[string]*prometheus.Desc)})
+	metrics.Write(ctx, c.e, &sink{ch: ch, descs: make(map[string]*prometheus.Desc)}, c.log)
 }
 
-// sink turns the dashboard's families into constant metrics.
+// sink turns the families of metrics.Write into constant metrics.
 type sink struct {
 	ch    chan<- prometheus.Metric
 	name  string

@@ -15,6 +15,11 @@
 // its single write lock, the quick check on open, and the bounds of the
 // write-ahead log, which the engine keeps checkpointed while it runs.
 //
+// Inspect and Migrate look at and migrate a file's schema without opening
+// an engine, for operator tools (the flowlite CLI) that must neither write
+// flowlite's schema into another program's database nor upgrade a file
+// its engines are not ready for.
+//
 // # What stays on flow.Engine
 //
 // The file operations, Engine.FileHealth, Engine.Backup (SQLite's VACUUM

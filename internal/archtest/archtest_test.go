@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -308,17 +312,69 @@ func TestOnlySQLiteBackendImportsSQLiteDriver(t *testing.T) {
 	}
 }
 
-// The CLI is an operator of flow's API: it reads a file's schema and
-// migrates it through the SQLite adapter (sqlitestore.Inspect, Migrate) and
-// speaks flow's sentinels, never SQLite's result codes, so it imports no
-// driver itself.
+// The CLI is an operator of flow's API: it reads and migrates a database's
+// schema through its backend package (flowsqlite.Inspect, flowpg.Inspect)
+// and speaks flow's sentinels, never SQLite's result codes, so it imports
+// no driver itself.
 func TestCLIImportsNoDriver(t *testing.T) {
 	t.Parallel()
 	pkgs := packages(t)
 	for _, p := range under(t, pkgs, "cmd/flowlite") {
 		for _, imp := range p.Imports {
 			if isDriver(imp) || isDBGen(imp) {
-				t.Errorf("%s imports %s; the CLI reaches the database through flow, flow/flowsqlite and the adapter", rel(p.ImportPath), imp)
+				t.Errorf("%s imports %s; the CLI reaches the database through flow and its backend packages", rel(p.ImportPath), imp)
+			}
+		}
+	}
+}
+
+// The CLI chooses its backend once: it imports no store adapter, only the
+// public backend packages, and those in one file (cmd/flowlite/backend.go),
+// which opens what --db names; every other file speaks to flow.Engine.
+// (internal/store/storecopy, which copies one adapter's store into the
+// other's, is the CLI's one way to both, also from that file alone.)
+func TestCLIChoosesItsBackendOnce(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	for _, p := range under(t, pkgs, "cmd/flowlite") {
+		for _, imp := range p.Imports {
+			if isAdapter(imp) && imp != module+"/internal/store/storecopy" {
+				t.Errorf("%s imports %s; the CLI opens its backend through flow/flowsqlite or flow/flowpg", rel(p.ImportPath), imp)
+			}
+		}
+	}
+	backendOnly := []string{module + "/flow/flowsqlite", module + "/flow/flowpg", module + "/internal/store/storecopy"}
+	files, err := filepath.Glob("../../cmd/flowlite/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files at cmd/flowlite (%v): update the rule to the new layout", err)
+	}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") || filepath.Base(file) == "backend.go" {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range f.Imports {
+			if imp, _ := strconv.Unquote(spec.Path.Value); slices.Contains(backendOnly, imp) {
+				t.Errorf("cmd/flowlite/%s imports %s; only backend.go may, the rest of the CLI speaks to flow.Engine", filepath.Base(file), imp)
+			}
+		}
+	}
+}
+
+// flow/flowprom and the dashboard expose the same metric families, which
+// both take from internal/metrics: the collector must not build on the
+// dashboard (its templates, handlers and pages) to get them.
+func TestFlowpromImportsNoDashboard(t *testing.T) {
+	t.Parallel()
+	pkgs := packages(t)
+	for _, p := range under(t, pkgs, "flow/flowprom") {
+		for _, dep := range p.Deps {
+			if dep == module+"/internal/dashboard" || strings.HasPrefix(dep, module+"/internal/dashboard/") {
+				t.Errorf("%s imports %s (%s); the metric families live in internal/metrics", rel(p.ImportPath), rel(dep), chain(pkgs, p.ImportPath, dep))
 			}
 		}
 	}

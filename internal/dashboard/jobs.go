@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/flowlite/flowlite/flow"
-	"github.com/flowlite/flowlite/internal/metrics"
 )
 
 // The pages and actions of the job queue: queue statistics with pause and
@@ -35,38 +34,6 @@ func (d *Dashboard) queueRows(ctx context.Context) ([]queueRow, error) {
 		rows[i] = queueRow{QueueStats: s, Running: s.Counts[flow.StatusRunning] + s.Counts[flow.StatusCompensating]}
 	}
 	return rows, nil
-}
-
-// queueMetrics writes the statistics of every queue.
-func (d *Dashboard) queueMetrics(ctx context.Context, mw MetricsSink) {
-	stats, err := d.e.QueueStats(ctx)
-	if err != nil {
-		d.log.Warn("metrics: queue stats", "err", err)
-		return
-	}
-	mw.Family("flowlite_queue_runs", metrics.Gauge, "Runs per queue and state that the database keeps (pending and waiting are the queue's depth).")
-	for _, q := range stats {
-		for _, st := range statuses() {
-			mw.Sample("flowlite_queue_runs", metrics.L("queue", q.Queue, "status", string(st)), float64(q.Counts[st]))
-		}
-	}
-	gauge := func(name, help string, v func(flow.QueueStats) float64) {
-		mw.Family(name, metrics.Gauge, help)
-		for _, q := range stats {
-			mw.Sample(name, metrics.L("queue", q.Queue), v(q))
-		}
-	}
-	gauge("flowlite_queue_ready", "Runs an engine could claim now.", func(q flow.QueueStats) float64 { return float64(q.Ready) })
-	gauge("flowlite_queue_lag_seconds", "How long the oldest ready run has been due.", func(q flow.QueueStats) float64 { return q.OldestReadyAge.Seconds() })
-	gauge("flowlite_queue_paused", "Whether the queue is paused (1) or not (0).", func(q flow.QueueStats) float64 {
-		if q.Paused {
-			return 1
-		}
-		return 0
-	})
-	gauge("flowlite_dead_letters", "Failed runs not requeued, per queue.", func(q flow.QueueStats) float64 { return float64(q.DeadLetters) })
-	gauge("flowlite_queue_finished_last_hour", "Runs of the queue that finished in the last hour.", func(q flow.QueueStats) float64 { return float64(q.FinishedLastHour) })
-	gauge("flowlite_queue_run_duration_p95_seconds", "95th percentile duration of the runs completed in the last hour (claim to completion).", func(q flow.QueueStats) float64 { return q.P95Duration.Seconds() })
 }
 
 func (d *Dashboard) jobActions() []action {

@@ -1,6 +1,12 @@
-// Package metrics writes metrics in the Prometheus text exposition format
-// (version 0.0.4), by hand: a handful of gauges, counters and histograms do
-// not need a client library. It imports only the standard library.
+// Package metrics holds flowlite's metric families, read from a database
+// through flow's public API (Write), and writes them in the Prometheus text
+// exposition format (version 0.0.4), by hand: a handful of gauges, counters
+// and histograms do not need a client library. The dashboard's /metrics and
+// flow/flowprom both take their families from Write, so the two expose the
+// same series.
+//
+// It imports flow and flow/flowtype; the text format needs only the
+// standard library.
 package metrics
 
 import (

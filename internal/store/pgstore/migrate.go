@@ -17,7 +17,7 @@ import (
 
 	"github.com/flowlite/flowlite/db/migrations"
 	"github.com/flowlite/flowlite/dbgen/pgdb"
-	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/internal/migrate"
 )
 
 // VersionTable is the table, inside the store's schema, in which goose
@@ -26,22 +26,24 @@ import (
 // schemas share one database.
 const VersionTable = "goose_db_version"
 
-// migrate creates the schema when it is missing, refuses a schema newer
-// than this binary, and applies the pending migrations.
+// migrateSchema creates the schema when it is missing, refuses a schema
+// newer than this binary, and applies the pending migrations, through
+// internal/migrate with the schema's Dialect.
 //
 // Several processes may open one schema at once, and most opens find it
-// current: that case reads the schema's state, without a lock, and is done
-// (readSchema). Only a schema that is missing, or lacks a migration, takes
-// locks: its creation a transaction-level advisory lock (createSchema),
-// its migrations the session-level migration lock (applyMigrations), which
-// a process waits for with pg_advisory_lock, so that it waits only as long
+// current: that case reads the schema's state, without a lock, and is done.
+// Only a schema that is missing, or lacks a migration, takes locks: its
+// creation a transaction-level advisory lock (createSchema), its
+// migrations the session-level migration lock (migrationLocker), which a
+// process waits for with pg_advisory_lock, so that it waits only as long
 // as the migration it queues behind runs. (goose's own session locker
 // polls pg_try_advisory_lock every 5 seconds, and its GetDBVersion takes
 // the lock too: of several processes opening a current schema at once,
 // one waited 5 seconds for nothing.)
 //
 // Each step is sent again on another connection when the session it ran
-// on was ended under it (retryDeadSession), as a write's BEGIN is: an
+// on was ended under it (retryDeadSession, and the Dialect's Retry for the
+// steps of migrate.Up), as a write's BEGIN is: an
 // operator ending flowlite's sessions (pg_terminate_backend), or a server
 // restart, while a process opens its store no longer ends that process. A
 // migration interrupted so rolls back with its session, which releases the
@@ -50,8 +52,8 @@ const VersionTable = "goose_db_version"
 // This is the adapter's only SQL outside db/queries: CREATE SCHEMA names an
 // identifier, which no bind parameter can stand for, so sqlc cannot
 // compile it; goose writes its own statements.
-func migrate(ctx context.Context, db *sql.DB, schema string, names *qualifier) error {
-	fsys, err := migrationsIn(names)
+func migrateSchema(ctx context.Context, db *sql.DB, schema string, names *qualifier) error {
+	d, err := dialect(db, schema, names)
 	if err != nil {
 		return err
 	}
@@ -60,121 +62,49 @@ func migrate(ctx context.Context, db *sql.DB, schema string, names *qualifier) e
 	}); err != nil {
 		return err
 	}
-	var st schemaState
-	if err := retryDeadSession(ctx, db, "read schema version", func() (err error) {
-		st, err = readSchema(ctx, db, schema, fsys)
-		return err
-	}); err != nil {
-		return err
-	}
-	if err := st.tooNew(schema); err != nil {
-		return err
-	}
-	if !st.pending {
-		return nil
-	}
-	return retryDeadSession(ctx, db, "apply migrations to schema "+schema, func() error {
-		return applyMigrations(ctx, db, schema, fsys)
-	})
+	_, err = migrate.Up(ctx, db, d)
+	return err
 }
 
-// schemaState is what readSchema learns of a schema.
-type schemaState struct {
-	current, latest int64 // the highest version applied, and known to this binary
-	pending         bool  // migrations remain to be applied
-}
-
-// tooNew returns store.ErrSchemaTooNew when the schema was migrated by a
-// newer flowlite.
-func (st schemaState) tooNew(schema string) error {
-	if st.current <= st.latest {
-		return nil
-	}
-	return fmt.Errorf("%w: schema %s is at version %d, this binary knows up to %d; upgrade flowlite",
-		store.ErrSchemaTooNew, schema, st.current, st.latest)
-}
-
-// readSchema reads the state of a schema without writing and without a
-// lock. A schema without goose's version table is pending: goose would
-// create the table on its first read, outside the migration lock, where
-// processes creating it at once fail and retry it a second later.
-func readSchema(ctx context.Context, db *sql.DB, schema string, fsys fs.FS) (schemaState, error) {
-	var st schemaState
-	exists, err := pgdb.New(db).TableExists(ctx, pgdb.TableExistsParams{SchemaName: schema, TableName: VersionTable})
+// dialect returns the migrate.Dialect of the schema: the migrations
+// rewritten into it (migrationsIn), its version table VersionTable inside
+// it, its migration lock, and each step sent again on a session the server
+// ended under it, with errors in store's terms.
+func dialect(db *sql.DB, schema string, names *qualifier) (migrate.Dialect, error) {
+	fsys, err := migrationsIn(names)
 	if err != nil {
-		return st, err
+		return migrate.Dialect{}, err
 	}
-	// Without a locker, goose takes no lock; GetVersions and HasPending
-	// would not take one with a locker either.
-	p, err := provider(db, schema, fsys)
-	if err != nil {
-		return st, err
-	}
-	st.latest = latestVersion(p)
-	if !exists {
-		st.pending = true
-		return st, nil
-	}
-	if st.current, _, err = p.GetVersions(ctx); err != nil {
-		return st, err
-	}
-	if st.current > st.latest {
-		return st, nil // too new: migrate refuses it
-	}
-	if st.pending, err = p.HasPending(ctx); err != nil {
-		return st, fmt.Errorf("look for pending migrations: %w", err)
-	}
-	return st, nil
-}
-
-// applyMigrations applies the pending migrations of a schema under its
-// migration lock. The lock is taken twice: first to read the version
-// under it, which creates goose's version table in a fresh schema (goose
-// does so before anything else, and Up's test for pending migrations would
-// otherwise do it outside the lock) and sees the version a process that
-// held the lock before left; then by Up, which lists the applied versions
-// again under it and applies what is still missing, often nothing.
-func applyMigrations(ctx context.Context, db *sql.DB, schema string, fsys fs.FS) error {
-	p, err := provider(db, schema, fsys, goose.WithSessionLocker(migrationLocker{schema: schema}))
-	if err != nil {
-		return err
-	}
-	st := schemaState{latest: latestVersion(p)}
-	if st.current, err = p.GetDBVersion(ctx); err != nil {
-		return err
-	}
-	// A newer flowlite may have migrated the schema in the meantime.
-	if err := st.tooNew(schema); err != nil {
-		return err
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return err
-	}
-	return nil
-}
-
-// provider returns a goose provider of the schema's migrations. Never call
-// its Close: it closes db, which the store keeps. Each attempt of a step
-// makes its own, because a provider ensures the version table once in its
-// life, and an attempt whose session ended may have failed to.
-func provider(db *sql.DB, schema string, fsys fs.FS, opts ...goose.ProviderOption) (*goose.Provider, error) {
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, append([]goose.ProviderOption{
-		goose.WithDisableGlobalRegistry(true),
-		goose.WithTableName(schema + "." + VersionTable),
-	}, opts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("load migrations: %w", err)
-	}
-	return p, nil
-}
-
-// latestVersion returns the highest version of p's migrations.
-func latestVersion(p *goose.Provider) int64 {
-	var latest int64
-	for _, src := range p.ListSources() {
-		latest = max(latest, src.Version)
-	}
-	return latest
+	table := schema + "." + VersionTable
+	return migrate.Dialect{
+		Goose: goose.DialectPostgres, FS: fsys, Table: table, Name: "schema " + schema,
+		// A schema without goose's version table is pending: goose would
+		// create the table on its first read, outside the migration lock,
+		// where processes creating it at once fail and retry it a second
+		// later.
+		Find: func(ctx context.Context, db *sql.DB) (string, error) {
+			exists, err := pgdb.New(db).TableExists(ctx, pgdb.TableExistsParams{SchemaName: schema, TableName: VersionTable})
+			if err != nil {
+				return "", fmt.Errorf("read schema version: %w", err)
+			}
+			if !exists {
+				return "", nil
+			}
+			return table, nil
+		},
+		Locker: migrationLocker{schema: schema},
+		Retry: func(ctx context.Context, step func() error) error {
+			for try := 0; ; try++ {
+				err := step()
+				if err == nil {
+					return nil
+				}
+				if !retryDeadConn(ctx, db, err, try) {
+					return interpretError(ctx, err)
+				}
+			}
+		},
+	}, nil
 }
 
 // migrationLockWait bounds the wait for a schema's migration lock, as

@@ -305,7 +305,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		return nil, err
 	}
 	names := newQualifier(schema)
-	if err := migrate(ctx, db, schema, names); err != nil {
+	if err := migrateSchema(ctx, db, schema, names); err != nil {
 		return nil, err
 	}
 	closedCtx, closing := context.WithCancel(context.Background())
