@@ -3,7 +3,6 @@ package flow_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -244,29 +243,6 @@ func TestMalformedStoredInputSuspendsTheRun(t *testing.T) {
 	}
 	if string(info.Input) != `{"oops` || len(info.Steps) != 0 {
 		t.Fatalf("stored input = %q, steps %d; want untouched", info.Input, len(info.Steps))
-	}
-}
-
-func TestOpenRefusesFilesItCannotUse(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	notDB := dbPath(t)
-	content := []byte("this is a text file, not a database\n" + strings.Repeat("x", 4096))
-	if err := os.WriteFile(notDB, content, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := flowsqlite.Open(ctx, notDB, nil, nil)
-	if !errors.Is(err, flow.ErrNotDatabase) || !strings.Contains(err.Error(), notDB) {
-		t.Fatalf("open text file: err = %v, want ErrNotDatabase naming the path", err)
-	}
-	if got, _ := os.ReadFile(notDB); string(got) != string(content) {
-		t.Fatal("the refused file was modified")
-	}
-	if _, err := flowsqlite.Open(ctx, t.TempDir(), nil, nil); !errors.Is(err, flow.ErrNotDatabase) {
-		t.Fatalf("open a directory: err = %v, want ErrNotDatabase", err)
-	}
-	if _, err := flowsqlite.Open(ctx, dbPath(t), nil, &flowsqlite.Options{Synchronous: "OFF"}); err == nil {
-		t.Fatal("open with synchronous OFF: want an error")
 	}
 }
 

@@ -3,6 +3,8 @@ package flowsqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,4 +75,29 @@ func TestNewBusyTimeoutMustMatchPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
+}
+
+// Open refuses, changing nothing, a file that is not a database, a
+// directory and a durability setting it does not offer.
+func TestOpenRefusesFilesItCannotUse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	notDB := dbPath(t)
+	content := []byte("this is a text file, not a database\n" + strings.Repeat("x", 4096))
+	if err := os.WriteFile(notDB, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := flowsqlite.Open(ctx, notDB, nil, nil)
+	if !errors.Is(err, flow.ErrNotDatabase) || !strings.Contains(err.Error(), notDB) {
+		t.Fatalf("open text file: err = %v, want ErrNotDatabase naming the path", err)
+	}
+	if got, _ := os.ReadFile(notDB); string(got) != string(content) {
+		t.Fatal("the refused file was modified")
+	}
+	if _, err := flowsqlite.Open(ctx, t.TempDir(), nil, nil); !errors.Is(err, flow.ErrNotDatabase) {
+		t.Fatalf("open a directory: err = %v, want ErrNotDatabase", err)
+	}
+	if _, err := flowsqlite.Open(ctx, dbPath(t), nil, &flowsqlite.Options{Synchronous: "OFF"}); err == nil {
+		t.Fatal("open with synchronous OFF: want an error")
+	}
 }
