@@ -2,11 +2,9 @@ package flow_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -2368,7 +2366,7 @@ func BenchmarkSleepingRuns(b *testing.B) {
 		runtime.GC()
 		var mem runtime.MemStats
 		runtime.ReadMemStats(&mem)
-		size := checkpointedSize(b, path)
+		size := checkpointedSize(b, e)
 		loaded := bestThroughput(b, e, otherRuns)
 
 		clk.Advance(25 * time.Hour)
@@ -2474,20 +2472,17 @@ func waitCount(b *testing.B, e *flow.Engine, status flow.RunStatus, want int64) 
 	}
 }
 
-// checkpointedSize moves the WAL into the database file and returns the
-// file's size.
-func checkpointedSize(b *testing.B, path string) int64 {
-	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
+// checkpointedSize moves the WAL of e into its database file and returns
+// the file's size.
+func checkpointedSize(b *testing.B, e *flow.Engine) int64 {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := e.Checkpoint(ctx, flowsqlite.CheckpointTruncate); err != nil {
+		b.Fatal(err)
+	}
+	h, err := e.FileHealth(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
-	if _, err := db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		b.Fatal(err)
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return info.Size()
+	return h.DBBytes
 }

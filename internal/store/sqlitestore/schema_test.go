@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"database/sql"
+	"errors"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -198,5 +199,83 @@ func TestOpensDatabaseOfTheOldLayout(t *testing.T) {
 	}
 	if len(claimed) != 1 || claimed[0].ID != "legacy-1" {
 		t.Errorf("claim after Open took %+v, want the legacy run", claimed)
+	}
+}
+
+// TestSchemaKeepsToItsNamespace opens a store on a file that holds the
+// application's own tables, two of them named like flowlite's old tables
+// (runs, events) and one like goose's default version table. flowlite used
+// to create its tables under those names, and failed ("table runs already
+// exists"); now every schema object it makes carries the prefix, and the
+// application's rows are left as they were.
+func TestSchemaKeepsToItsNamespace(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "flowlite.db")
+	app := openDSN(t, path, "")
+	if _, err := app.ExecContext(ctx, `
+		CREATE TABLE runs (id INTEGER PRIMARY KEY, athlete TEXT NOT NULL, km REAL NOT NULL);
+		CREATE TABLE events (id INTEGER PRIMARY KEY, what TEXT NOT NULL);
+		CREATE TABLE goose_db_version (id INTEGER PRIMARY KEY, version_id INTEGER NOT NULL, is_applied INTEGER NOT NULL);
+		INSERT INTO runs (athlete, km) VALUES ('ada', 10.5);
+		INSERT INTO events (what) VALUES ('marathon');
+		INSERT INTO goose_db_version (version_id, is_applied) VALUES (0, 1), (20240101, 1);`); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openStore(t, path, sqlitestore.Options{})
+	if err := s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, "r1") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reader().RunGet(ctx, "r1"); err != nil {
+		t.Errorf("the store's run: %v", err)
+	}
+
+	// The application's tables keep their rows.
+	var athlete, what string
+	var athletes, versions int
+	err := errors.Join(
+		app.QueryRowContext(ctx, "SELECT count(*), min(athlete) FROM runs").Scan(&athletes, &athlete),
+		app.QueryRowContext(ctx, "SELECT what FROM events").Scan(&what),
+		app.QueryRowContext(ctx, "SELECT count(*) FROM goose_db_version").Scan(&versions),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if athletes != 1 || athlete != "ada" || what != "marathon" {
+		t.Errorf("application rows: %d runs (%q), event %q; want its own, untouched", athletes, athlete, what)
+	}
+	if versions != 2 {
+		t.Errorf("application's goose table has %d rows, want its own 2", versions)
+	}
+
+	// Every table, index, view and trigger flowlite made carries the prefix.
+	for _, name := range tableNames(t, app) {
+		switch {
+		case strings.HasPrefix(name, "flowlite_"):
+		case slices.Contains([]string{"runs", "events", "goose_db_version", "sqlite_sequence"}, name):
+		default:
+			t.Errorf("table %s is neither the application's nor in flowlite's namespace", name)
+		}
+	}
+	rows, err := app.QueryContext(ctx, `SELECT type || ' ' || name FROM sqlite_master
+		WHERE type IN ('index', 'view', 'trigger') AND sql IS NOT NULL AND name NOT LIKE 'flowlite\_%' ESCAPE '\'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var unprefixed []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		unprefixed = append(unprefixed, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(unprefixed) > 0 {
+		t.Errorf("schema objects outside flowlite's namespace: %v", unprefixed)
 	}
 }
