@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
 )
 
 // collectChanges reads the feed of e without following until it holds
@@ -275,5 +276,96 @@ func TestChangesConsumerBehindRetention(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChangeConsumerWaitsOutALockedDatabase is issue 19's third item: a
+// consumer's acknowledgement was a single write, so a read of the change
+// feed ended with "acknowledge change feed position …: database is
+// locked" when other processes kept the lock for its busy timeout. Here a
+// third connection holds the write lock for several busy timeouts, three
+// times: while a new consumer registers and reads, while it reads again
+// after new changes, and while it is deleted. Each write waits the lock
+// out, as the engine's own writes do, and succeeds.
+func TestChangeConsumerWaitsOutALockedDatabase(t *testing.T) {
+	skipOnPostgres(t, "the busy timeout of SQLite's single write lock")
+	t.Parallel()
+	ctx := waitCtx(t)
+	const busy = 50 * time.Millisecond
+	path := dbPath(t)
+	e := openSQLiteEngine(t, path, &flow.Config{PollInterval: 10 * time.Millisecond}, &flowsqlite.Options{BusyTimeout: busy})
+	wf := flow.Workflow[int, int]{Name: "id", Run: func(wc flow.Context, n int) (int, error) { return n, nil }}
+	flow.Register(e, wf)
+	start := func(n int) {
+		t.Helper()
+		if _, err := flow.Start(ctx, e, wf, n, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	locker := rawDB(t, path)
+	// lock takes the write lock on a connection of its own, as another
+	// process would, and gives it back after eight busy timeouts.
+	lock := func() {
+		t.Helper()
+		conn, err := locker.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(8*busy, func() {
+			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+			conn.Close()
+		})
+	}
+	// read reads the feed to its end as consumer "audit" and returns the
+	// last position it saw.
+	read := func(what string) int64 {
+		t.Helper()
+		var last int64
+		for c, err := range e.Changes(ctx, &flow.ChangesOptions{Consumer: "audit"}) {
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			last = c.Position
+		}
+		return last
+	}
+	acked := func() int64 {
+		t.Helper()
+		cs, err := e.ChangeConsumers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 1 {
+			t.Fatalf("consumers %+v, want audit alone", cs)
+		}
+		return cs[0].Position
+	}
+
+	start(1)
+	start(2)
+	lock()
+	first := read("a new consumer's read under a lock")
+	if first == 0 {
+		t.Fatal("the read delivered nothing")
+	}
+	if got := acked(); got != first {
+		t.Errorf("audit acknowledged %d, want %d", got, first)
+	}
+
+	start(3)
+	lock()
+	if second := read("a consumer's read under a lock"); second <= first {
+		t.Errorf("the second read ended at %d, want past %d", second, first)
+	} else if got := acked(); got != second {
+		t.Errorf("audit acknowledged %d, want %d", got, second)
+	}
+
+	lock()
+	if deleted, err := e.DeleteChangeConsumer(ctx, "audit"); err != nil || !deleted {
+		t.Fatalf("delete a consumer under a lock: %v, %v", deleted, err)
 	}
 }

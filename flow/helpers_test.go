@@ -103,16 +103,11 @@ func dbPath(t *testing.T) string { return filepath.Join(t.TempDir(), "flow.db") 
 
 // sqlitePath is dbPath for a test that stays on SQLite when the suite runs
 // on PostgreSQL, because it reads or changes the file behind the API's
-// back (rawDB: raw SQL, damaged values, old layouts, SQLite's own errors).
-// openEngine opens such a path with SQLite. The tests that use it, by
-// file: badinput (TestMalformedStoredInputSuspendsTheRun), corruption
-// (TestOpenRefusesCorruptFile), deadletter (TestRequeueAndPurgeDeadCounts),
-// diskfull, groupcommit, job (TestEnqueueTxUniqueKey), limits
-// (TestInvalidNamesAreRefused, TestPayloadsOverTheLimitAreRefused),
-// maintenance (TestCleanDeletesOnlyFinishedRunsPastRetention), migrate,
-// namespace, operator (TestDeleteRun), signal_reject, waits (the signal
-// and sleep tests that count rows). A test that only needs rows written or
-// counted behind the API's back can use tableDB on either backend instead.
+// back (rawDB: raw SQL, damaged values, SQLite's own errors) or hands the
+// engine a *sql.DB of its own. openEngine opens such a path with SQLite.
+// `grep -n 'sqlitePath(t)' flow/*_test.go` lists the tests that use it.
+// A test that only needs rows written or counted behind the API's back can
+// use tableDB on either backend instead.
 func sqlitePath(t *testing.T) string {
 	path := dbPath(t)
 	sqlitePaths.Store(path, struct{}{})
