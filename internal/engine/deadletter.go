@@ -4,31 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// Job-queue operations: unique runs, queue pauses, dead letters and queue
-// statistics.
-//
-// Unique runs. A run started with a unique key is unique among the runs of
-// its workflow: while a run of the workflow holds the key, starting another
-// returns that run, as starting an existing run ID does. A run holds its
-// key while it is unfinished (pending, running, waiting, compensating or
-// suspended) and, once finished, while its state is one of its unique
-// states (StartParams.UniqueStates), if any. With a unique period, a
-// finished run holds its key only for that long after it was started: in
-// the finished states of its unique states, or in any state when it has
-// none. These rules are enforced by the database (a partial unique index
-// and a table of holds), inside the insert, so that two processes starting
-// the same key at once start one run.
-//
 // Dead letters. A dead letter is a failed run: its workflow failed for good
 // and the completed steps were compensated. Cancelled runs are not dead
 // letters (someone, or a deadline, decided they should stop), nor are
@@ -40,232 +22,9 @@ import (
 // detail names the new run.
 const EventRunRequeued = flowtype.EventRunRequeued
 
-// DurationSample bounds how many of the most recent completed runs of a
-// queue QueueStats measures durations on, and DurationWindow how far back
-// it looks.
-const (
-	DurationSample = 1000
-	DurationWindow = time.Hour
-)
-
 // deadBatch bounds how many dead letters one transaction of a bulk
 // operation handles.
 const deadBatch = 100
-
-// uniqueHolder returns the run that holds a unique key at now: the run
-// holding it for good, else the run whose hold is current.
-func uniqueHolder(ctx context.Context, tx store.Tx, workflow, key string, now int64) (store.Run, error) {
-	run, err := tx.RunGetKeyHolder(ctx, workflow, key)
-	if !errors.Is(err, store.ErrNotFound) {
-		return run, err
-	}
-	id, err := tx.UniqueHoldGet(ctx, workflow, key, now)
-	if err != nil {
-		return store.Run{}, err
-	}
-	return tx.RunGet(ctx, id)
-}
-
-// insertStates returns the states in which a run holds its unique key for
-// good, which the insert records: its unique states, but with a unique
-// period only the unfinished ones (the hold covers the finished ones).
-func insertStates(p *StartParams) []store.RunStatus {
-	if p.UniquePeriod > 0 {
-		return nil
-	}
-	return p.UniqueStates
-}
-
-// holdUniqueKey makes a run just inserted hold its unique key for period,
-// in its unique states (any state when it has none).
-func holdUniqueKey(ctx context.Context, tx store.Tx, p *StartParams, now int64) error {
-	if p.UniquePeriod <= 0 {
-		return nil
-	}
-	held, err := tx.UniqueHoldTake(ctx, store.UniqueHoldParams{
-		Workflow: p.Workflow.Name, Key: p.UniqueKey, RunID: p.ID,
-		HeldUntil: now + p.UniquePeriod.Milliseconds(), States: p.UniqueStates, Now: now,
-	})
-	if err != nil {
-		return err
-	}
-	if !held {
-		// The insert checked the hold in the same transaction, so only a
-		// store that does not serialize writers could get here.
-		return fmt.Errorf("start run %s: %w: unique key %q was taken meanwhile; try again", p.ID, store.ErrConflict, p.UniqueKey)
-	}
-	return nil
-}
-
-func validUnique(p *StartParams) error {
-	switch {
-	case p.UniquePeriod < 0:
-		return fmt.Errorf("start %s: negative unique period %s", p.Workflow, p.UniquePeriod)
-	case p.UniquePeriod > 0 && p.UniqueKey == "":
-		return fmt.Errorf("start %s: a unique period needs a unique key", p.Workflow)
-	case len(p.UniqueStates) > 0 && p.UniqueKey == "":
-		return fmt.Errorf("start %s: unique states need a unique key", p.Workflow)
-	case p.OnDuplicate != flowtype.ReturnExisting && p.OnDuplicate != flowtype.RefuseDuplicate:
-		return fmt.Errorf("start %s: unknown duplicate policy %d", p.Workflow, int(p.OnDuplicate))
-	case p.OnDuplicate == flowtype.RefuseDuplicate && p.UniqueKey == "":
-		return fmt.Errorf("start %s: refusing duplicates needs a unique key (a run ID that exists always returns its run)", p.Workflow)
-	}
-	return ValidUniqueStates(p.UniqueStates)
-}
-
-// ValidUniqueStates checks a set of unique states: nil, or known states
-// that include every unfinished one (a run always holds its key while
-// unfinished, so that it never enters a holding state, which could give the
-// key two holders). The error names the unknown or missing states.
-func ValidUniqueStates(states []store.RunStatus) error {
-	if len(states) == 0 {
-		return nil
-	}
-	var unknown []string
-	for _, s := range states {
-		if !slices.Contains(store.AllStates(), s) {
-			unknown = append(unknown, strconv.Quote(string(s)))
-		}
-	}
-	if len(unknown) > 0 {
-		return fmt.Errorf("unknown run state(s) %s in unique states: want some of %s", strings.Join(unknown, ", "), joinStates(store.AllStates()))
-	}
-	var missing []store.RunStatus
-	for _, s := range store.UnfinishedStates() {
-		if !slices.Contains(states, s) {
-			missing = append(missing, s)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("unique states lack %s: a run always holds its unique key while unfinished (%s)", joinStates(missing), joinStates(store.UnfinishedStates()))
-	}
-	return nil
-}
-
-func joinStates(states []store.RunStatus) string {
-	s := make([]string, len(states))
-	for i, st := range states {
-		s[i] = string(st)
-	}
-	return strings.Join(s, ", ")
-}
-
-// PauseQueue stops every engine on the database from claiming runs of
-// queue, from their next claim on. Runs in flight go on until they finish
-// or release their lease; every other run of the queue stays where it is
-// until ResumeQueue. Pausing a paused queue does nothing.
-func (e *Engine) PauseQueue(ctx context.Context, queue string) error {
-	return e.setQueuePaused(ctx, queue, true)
-}
-
-// ResumeQueue lets engines claim runs of queue again. Resuming a queue that
-// is not paused does nothing.
-func (e *Engine) ResumeQueue(ctx context.Context, queue string) error {
-	if err := e.setQueuePaused(ctx, queue, false); err != nil {
-		return err
-	}
-	e.Wake(queue)
-	return nil
-}
-
-func (e *Engine) setQueuePaused(ctx context.Context, queue string, paused bool) error {
-	verb := map[bool]string{true: "pause", false: "resume"}[paused]
-	if err := CheckName("queue", queue); err != nil {
-		return fmt.Errorf("%s queue: %w", verb, err)
-	}
-	var changed bool
-	err := e.store.Write(ctx, func(tx store.Tx) error {
-		var err error
-		changed, err = tx.QueueSetPaused(ctx, queue, paused, e.nowMs())
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if changed {
-		e.log.Info("queue "+verb+"d", "queue", queue)
-	}
-	return nil
-}
-
-// QueueStats describes one queue.
-type QueueStats struct {
-	Queue  string
-	Paused bool
-	// Counts counts the runs of the queue the database keeps, by state.
-	Counts map[store.RunStatus]int64
-	// Ready counts the runs an engine could claim now; OldestReadyAt is the
-	// earliest due time among them (Unix ms; 0 for none).
-	Ready         int64
-	OldestReadyAt int64
-	// Dead counts the dead letters: failed runs not requeued.
-	Dead int64
-	// FinishedLastMinute and FinishedLastHour count the runs that finished
-	// (completed, failed or cancelled) in the last minute and hour.
-	FinishedLastMinute int64
-	FinishedLastHour   int64
-	// Durations are the durations of the up to DurationSample runs of the
-	// queue that completed most recently within DurationWindow, from their
-	// first claim to their completion, in milliseconds, shortest first.
-	Durations []int64
-}
-
-// QueueStats describes every queue that has runs, was paused or resumed,
-// or is worked by this engine, by name.
-func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
-	r := e.store.Reader()
-	now := e.nowMs()
-	counts, err := r.QueueCounts(ctx, store.QueueCountsParams{
-		Now: now, MinuteAgo: now - time.Minute.Milliseconds(), HourAgo: now - time.Hour.Milliseconds(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	queues, err := r.QueueList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	stats := make(map[string]*QueueStats)
-	get := func(name string) *QueueStats {
-		s := stats[name]
-		if s == nil {
-			s = &QueueStats{Queue: name, Counts: make(map[store.RunStatus]int64)}
-			stats[name] = s
-		}
-		return s
-	}
-	for name := range e.cfg.Queues {
-		get(name)
-	}
-	for _, q := range queues {
-		get(q.Name).Paused = q.Paused
-	}
-	for _, c := range counts {
-		s := get(c.Queue)
-		s.Counts[c.Status] += c.Runs
-		s.Ready += c.Ready
-		if c.OldestReadyAt != 0 && (s.OldestReadyAt == 0 || c.OldestReadyAt < s.OldestReadyAt) {
-			s.OldestReadyAt = c.OldestReadyAt
-		}
-		s.Dead += c.Dead
-		s.FinishedLastMinute += c.FinishedLastMinute
-		s.FinishedLastHour += c.FinishedLastHour
-	}
-	out := make([]QueueStats, 0, len(stats))
-	for _, name := range slices.Sorted(maps.Keys(stats)) {
-		s := stats[name]
-		if s.Counts[store.RunCompleted] > 0 {
-			d, err := r.QueueDurations(ctx, name, now-DurationWindow.Milliseconds(), DurationSample)
-			if err != nil {
-				return nil, err
-			}
-			slices.Sort(d)
-			s.Durations = d
-		}
-		out = append(out, *s)
-	}
-	return out, nil
-}
 
 // DeadLetters lists the dead letters that f matches, the most recently
 // failed first, at most limit (default 100).
@@ -465,21 +224,6 @@ func (e *Engine) purgeDead(ctx context.Context, f store.DeadFilter, batchSize in
 			return total, nil
 		}
 	}
-}
-
-// startedDetail is the detail of the run_started event of a new run.
-func startedDetail(p *StartParams) string {
-	d := fmt.Sprintf("%s on %s", p.Workflow, p.Queue)
-	if p.UniqueKey != "" {
-		d += fmt.Sprintf(", unique key %q", p.UniqueKey)
-		if len(p.UniqueStates) > 0 {
-			d += " while " + joinStates(p.UniqueStates)
-		}
-		if p.UniquePeriod > 0 {
-			d += " for " + p.UniquePeriod.String()
-		}
-	}
-	return d + startOptionsDetail(p)
 }
 
 // PurgeDeadRuns deletes the dead letters ids, with their steps, events and

@@ -195,7 +195,7 @@ type Engine struct {
 	reportedAt     time.Time      // real time of the last report
 	warnedQueues   sync.Map       // queue name → struct{}: unworked start logged (unworked.go)
 	outage         outages        // loops whose polls find the database unavailable (outage.go)
-	outcomes       outcomeBatcher // outcomes of runs written together (outcomes.go)
+	outcomes       outcomeBatcher // outcomes of runs written together (outcome.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc

@@ -3,10 +3,130 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
 )
+
+// The outcome of a run: forward turns what the workflow body returned
+// into the run's end (completed, unwinding, suspended, or given back), and
+// finish records it, batched with the outcomes of other runs ending at the
+// same time (outcomeBatcher). Wait and RolledBack read an outcome for a
+// starter.
+
+// finish records the outcome of the run.
+func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason string) {
+	kind := map[store.RunStatus]string{
+		store.RunCompleted: EventRunCompleted, store.RunFailed: EventRunFailed,
+		store.RunCancelled: EventRunCancelled, store.RunSuspended: EventRunSuspended,
+	}[status]
+	err := x.finishBatched(status, output, errMsg, reason, kind)
+	if errors.Is(err, errNotBatched) {
+		err = x.finishAlone(status, output, errMsg, reason, kind)
+	}
+	if err != nil {
+		if !errors.Is(err, store.ErrLeaseLost) {
+			// Try to hand the run back, so that it resumes from its last
+			// checkpoint once the database takes writes again.
+			x.e.log.Error("record run outcome; giving the run back", "run", x.run.ID, "status", status, "err", err)
+			x.release(x.e.cfg.PollInterval, "its outcome could not be recorded: "+err.Error())
+		}
+		return
+	}
+	x.e.log.Debug("run settled", "run", x.run.ID, "workflow", x.run.Workflow, "status", status)
+	x.e.metrics.runFinished(status)
+	x.e.settled()
+}
+
+// finishAlone records the outcome of the run in a write of its own,
+// retried as writeRetried retries.
+func (x *execution) finishAlone(status store.RunStatus, output []byte, errMsg, reason, kind string) error {
+	return x.writeRetried("outcome", func(ctx context.Context, tx store.Tx, now int64) error {
+		p := store.RunFinishParams{Status: status, Output: output, Error: errMsg, Reason: reason, Now: now}
+		if status != store.RunSuspended {
+			p.FinishedAt = now
+		}
+		if err := tx.RunFinish(ctx, x.lease, p); err != nil {
+			return err
+		}
+		if err := x.undoBegun(ctx, tx, "the run "+string(status)+" first", now); err != nil {
+			return err
+		}
+		if x.run.ParentID != "" && status.Finished() {
+			if _, err := tx.RunWake(ctx, x.run.ParentID, now); err != nil {
+				return err
+			}
+		}
+		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: firstNonEmpty(reason, errMsg)})
+	})
+}
+
+func (x *execution) suspend(reason string) {
+	x.e.log.Warn("run suspended", "run", x.run.ID, "reason", reason)
+	x.finish(store.RunSuspended, nil, x.run.Error, reason)
+}
+
+// forward runs the workflow body and records its outcome, starting the
+// unwind when it fails or the run is cancelled.
+func (x *execution) forward(rc *RunContext) {
+	output, wfErr := rc.callWorkflow()
+	if wfErr == nil {
+		// The workflow failed to produce an output the engine may store: it
+		// fails (and is compensated) with an error saying so.
+		wfErr = x.e.CheckPayload("output of workflow "+x.def.Key.String(), output)
+	}
+	cause := rc.cause()
+	if cause == nil {
+		// The body returned: it must have made every call it recorded.
+		rc.st.mu.Lock()
+		if err := rc.st.history.unvisited(x.run.ID); err != nil {
+			cause = rc.st.abortLocked(err)
+		}
+		rc.st.mu.Unlock()
+	}
+	switch {
+	case cause != nil:
+		x.abort(rc, cause)
+	case wfErr == nil:
+		x.finish(store.RunCompleted, output, "", "")
+	default:
+		x.startUnwind(rc, wfErr.Error())
+	}
+}
+
+// abort handles an execution that ended before the workflow body settled.
+func (x *execution) abort(rc *RunContext, cause error) {
+	var decodeErr *DecodeError
+	var replayErr *ReplayError
+	var defErr *DefinitionError
+	var divergence *NonDeterminismError
+	switch {
+	case errors.Is(cause, store.ErrLeaseLost):
+		// No longer ours to write: a fenced write failed, or the heartbeat
+		// found the lease taken.
+	case errors.Is(cause, errParked):
+		st := rc.st
+		st.mu.Lock()
+		at, waiting := st.parkAt, !st.parkRetry
+		st.mu.Unlock()
+		why := "until " + time.UnixMilli(at).UTC().Format(time.RFC3339Nano)
+		if at >= never {
+			why = "until woken"
+		}
+		x.releaseUntil(at, waiting, why)
+	case errors.Is(cause, ErrCancelled):
+		x.startUnwind(rc, cause.Error())
+	case errors.Is(cause, errStopping):
+		x.release(0, "engine stopping")
+	case errors.As(cause, &decodeErr), errors.As(cause, &replayErr), errors.As(cause, &defErr), errors.As(cause, &divergence):
+		x.suspend(cause.Error())
+	default:
+		x.e.log.Error("run interrupted", "run", x.run.ID, "err", cause)
+		x.release(x.e.cfg.PollInterval, "interrupted: "+cause.Error())
+	}
+}
 
 // maxOutcomeBatch caps the runs one outcome write records.
 const maxOutcomeBatch = 256
@@ -160,5 +280,78 @@ func (e *Engine) writeOutcomes(batch []*outcome) {
 			o.err = store.ErrLeaseLost
 		}
 		close(o.done)
+	}
+}
+
+// RolledBack returns the error of the failed run, naming the step that
+// failed for good if one did.
+func (e *Engine) RolledBack(ctx context.Context, run store.Run) *RolledBackError {
+	rb := &RolledBackError{RunID: run.ID, Cause: run.Error}
+	steps, err := e.store.Reader().StepList(ctx, run.ID)
+	if err != nil {
+		e.log.Warn("read the steps of a rolled back run", "run", run.ID, "err", err)
+		return rb
+	}
+	var last *store.Step
+	for i, st := range steps {
+		if st.Status == store.StepFailed && (last == nil || st.FinishedAt >= last.FinishedAt) {
+			last = &steps[i]
+		}
+	}
+	if last != nil {
+		rb.Step, rb.Attempts = last.Name, last.Attempts
+	}
+	return rb
+}
+
+// Wait blocks until the run is completed, failed, cancelled or suspended,
+// and returns it.
+//
+// A read that finds the database unavailable (store.ErrUnavailable: a
+// server restarting, a broken connection) does not end the wait: the run
+// goes on once the database is back, and so does the wait, polling, until
+// ctx ends; its error then matches both ctx's error and the last
+// store.ErrUnavailable.
+func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
+	var last store.Run
+	var away error // the last read's store.ErrUnavailable, while it lasts
+	for {
+		signal := e.settledSignal()
+		run, err := e.store.Reader().RunGet(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrUnavailable):
+			if ctx.Err() != nil {
+				return last, fmt.Errorf("%w: %w", ctx.Err(), err)
+			}
+			if away == nil {
+				e.log.Warn("database unavailable while waiting for a run; still waiting", "run", id, "err", err)
+			}
+			away = err
+		case err != nil:
+			return store.Run{}, err
+		default:
+			if away != nil {
+				e.log.Info("database available again; waiting for the run goes on", "run", id)
+			}
+			last, away = run, nil
+			if run.Status.Finished() || run.Status == store.RunSuspended {
+				return run, nil
+			}
+			if err := e.unwrittenError(run); err != nil {
+				return run, err
+			}
+		}
+		timer := time.NewTimer(e.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			if away != nil {
+				return last, fmt.Errorf("%w: %w", ctx.Err(), away)
+			}
+			return last, ctx.Err()
+		case <-signal:
+		case <-timer.C:
+		}
+		timer.Stop()
 	}
 }

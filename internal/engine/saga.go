@@ -146,3 +146,37 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 	x.e.wakeAfter(x.run.Queue, delay)
 	return false
 }
+
+// startUnwind moves the run to compensating and unwinds it.
+func (x *execution) startUnwind(rc *RunContext, errMsg string) {
+	var children []string
+	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		if err := tx.RunStartCompensating(ctx, x.lease, errMsg, now); err != nil {
+			return err
+		}
+		if err := tx.StepCompensationArm(ctx, x.run.ID); err != nil {
+			return err
+		}
+		// Unfinished children are cancelled, which unwinds them in turn.
+		var err error
+		children, err = tx.RunCancelChildren(ctx, x.run.ID, now)
+		if err != nil {
+			return err
+		}
+		for _, id := range children {
+			ev := store.Event{RunID: id, At: now, Kind: EventCancelRequested, Detail: "parent " + x.run.ID + " is unwinding"}
+			if err := tx.EventAppend(ctx, ev); err != nil {
+				return err
+			}
+		}
+		return x.event(ctx, tx, now, store.Event{Kind: EventWorkflowFailed, Detail: errMsg})
+	})
+	if err != nil {
+		x.interrupted("start compensating", err)
+		return
+	}
+	x.run.Status, x.run.Error = store.RunCompensating, errMsg
+	x.e.cancelActive(children) // children executing here see it now, not at their next heartbeat
+	x.e.WakeAll()              // cancelled children, if any, unwind now
+	x.unwind(rc, true)
+}
