@@ -5,14 +5,7 @@ package clock
 import (
 	"sync"
 	"time"
-
-	"github.com/flowlite/flowlite/flow/flowtype"
 )
-
-// Clock tells the current time. The engine reads it for every timestamp it
-// stores and every due time it compares; waiting itself uses real timers.
-// It is defined in flow/flowtype, where go doc shows it.
-type Clock = flowtype.Clock
 
 // System is the wall clock.
 type System struct{}

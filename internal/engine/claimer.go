@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -90,7 +91,7 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 // once the statement returns: a claim that commits on its own has no
 // moment before its commit to hold them in, and a lease just taken cannot
 // expire before this goroutine holds it.
-func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, known []store.WorkflowKey, max int) ([]store.Run, error) {
+func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, known []flowtype.WorkflowKey, max int) ([]store.Run, error) {
 	now := e.nowMs()
 	claimed, err := c.ClaimAndBegin(ctx, store.ClaimAndBeginParams{
 		RunClaimParams: store.RunClaimParams{
@@ -129,7 +130,7 @@ func (e *Engine) firstSteps() []store.FirstStep {
 
 // claimIn leases up to max ready runs of queue, of the workflow versions
 // known, in tx, and records a run_claimed event for each.
-func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known []store.WorkflowKey, max int) ([]store.Run, error) {
+func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known []flowtype.WorkflowKey, max int) ([]store.Run, error) {
 	now := e.nowMs()
 	runs, err := tx.RunClaim(ctx, store.RunClaimParams{
 		Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
@@ -141,7 +142,7 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 	e.hold(runs)
 	for _, r := range runs {
 		err := tx.EventAppend(ctx, store.Event{
-			RunID: r.ID, At: now, Kind: EventRunClaimed,
+			RunID: r.ID, At: now, Kind: flowtype.EventRunClaimed,
 			Detail: fmt.Sprintf("fence %d, %s", r.Fence, r.LeaseOwner),
 		})
 		if err != nil {
@@ -166,10 +167,10 @@ func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.
 	var ps []store.StepBeginParams
 	var leases []store.Lease
 	for _, r := range runs {
-		if r.Fence != 1 || r.Status != store.RunRunning || r.CancelRequested || (r.Deadline > 0 && r.Deadline <= now) {
+		if r.Fence != 1 || r.Status != flowtype.StatusRunning || r.CancelRequested || (r.Deadline > 0 && r.Deadline <= now) {
 			continue
 		}
-		def, ok := e.Lookup(store.WorkflowKey{Name: r.Workflow, Version: r.Version})
+		def, ok := e.Lookup(flowtype.WorkflowKey{Name: r.Workflow, Version: r.Version})
 		if !ok || def.FirstStep.Name == "" {
 			continue
 		}
@@ -187,7 +188,7 @@ func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.
 		return err
 	}
 	for i, p := range ps {
-		err := tx.EventAppend(ctx, store.Event{RunID: p.Key.RunID, At: now, Kind: EventStepStarted, Step: p.Key.Name, Occurrence: p.Key.Occurrence, Attempt: attempts[i]})
+		err := tx.EventAppend(ctx, store.Event{RunID: p.Key.RunID, At: now, Kind: flowtype.EventStepStarted, Step: p.Key.Name, Occurrence: p.Key.Occurrence, Attempt: attempts[i]})
 		if err != nil {
 			return err
 		}
@@ -319,7 +320,7 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 				return err
 			}
 		}
-		return tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: EventRunReleased, Detail: "engine stopping"})
+		return tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: flowtype.EventRunReleased, Detail: "engine stopping"})
 	})
 	if err != nil {
 		e.log.Warn("give back a run claimed while the engine stopped; it is rescued when its lease expires", "run", run.ID, "err", err)

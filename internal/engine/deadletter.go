@@ -18,10 +18,6 @@ import (
 // them). Requeue starts a dead letter again from scratch as a new run,
 // which keeps the failed run and its history as they were (see requeue).
 
-// EventRunRequeued is recorded on a dead letter when it is requeued; its
-// detail names the new run.
-const EventRunRequeued = flowtype.EventRunRequeued
-
 // deadBatch bounds how many dead letters one transaction of a bulk
 // operation handles.
 const deadBatch = 100
@@ -34,12 +30,12 @@ func (e *Engine) DeadLetters(ctx context.Context, f store.DeadFilter, limit int)
 
 // Requeue starts the dead letter id again from scratch, as a new run, and
 // returns the new run's ID (see requeue). A run that is not a dead letter
-// is an error wrapping store.ErrConflict, and nothing changes.
+// is an error wrapping flowtype.ErrConflict, and nothing changes.
 //
-// The new run counts in MetricsSnapshot.RunsStarted, as a run started with
-// StartRun does: it is a run this engine recorded, which will be claimed
-// and finish like any other, so leaving it out would make RunsStarted fall
-// behind RunsFinished.
+// The new run counts in flowtype.EngineMetrics.RunsStarted, as a run started
+// with StartRun does: it is a run this engine recorded, which will be
+// claimed and finish like any other, so leaving it out would make
+// RunsStarted fall behind RunsFinished.
 func (e *Engine) Requeue(ctx context.Context, id string) (string, error) {
 	var newID, queue string
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -68,18 +64,18 @@ func (e *Engine) Requeue(ctx context.Context, id string) (string, error) {
 // the failed attempt's, whose effects were compensated.
 //
 // The dead letter's unique key and its holds pass to the new run. Another
-// run holding the unique key makes the requeue fail with store.ErrConflict
-// (it would be a duplicate).
+// run holding the unique key makes the requeue fail with
+// flowtype.ErrConflict (it would be a duplicate).
 func (e *Engine) requeue(ctx context.Context, tx store.Tx, id string, now int64) (newID, queue string, err error) {
 	run, err := tx.RunGet(ctx, id)
 	if err != nil {
 		return "", "", err
 	}
 	switch {
-	case run.Status != store.RunFailed:
-		return "", "", fmt.Errorf("%w: run is %s, not failed", store.ErrConflict, run.Status)
+	case run.Status != flowtype.StatusFailed:
+		return "", "", fmt.Errorf("%w: run is %s, not failed", flowtype.ErrConflict, run.Status)
 	case run.RequeuedAs != "":
-		return "", "", fmt.Errorf("%w: run was already requeued as %s", store.ErrConflict, run.RequeuedAs)
+		return "", "", fmt.Errorf("%w: run was already requeued as %s", flowtype.ErrConflict, run.RequeuedAs)
 	}
 	newID = requeueID(run)
 	ok, err := tx.RunRequeue(ctx, store.RunRequeueParams{FromID: id, ID: newID, Now: now})
@@ -88,7 +84,7 @@ func (e *Engine) requeue(ctx context.Context, tx store.Tx, id string, now int64)
 	}
 	if !ok {
 		if _, err := tx.RunGet(ctx, newID); err == nil {
-			return "", "", fmt.Errorf("%w: the new run's ID %s is taken", ErrRunExists, newID)
+			return "", "", fmt.Errorf("%w: the new run's ID %s is taken", flowtype.ErrRunExists, newID)
 		}
 		if run.UniqueKey != "" {
 			if holder, err := tx.RunGetKeyHolder(ctx, run.Workflow, run.UniqueKey); err == nil {
@@ -96,17 +92,17 @@ func (e *Engine) requeue(ctx context.Context, tx store.Tx, id string, now int64)
 				if holder.Status.Finished() {
 					who = string(holder.Status)
 				}
-				return "", "", fmt.Errorf("%w: %s run %s holds its unique key %q", store.ErrConflict, who, holder.ID, run.UniqueKey)
+				return "", "", fmt.Errorf("%w: %s run %s holds its unique key %q", flowtype.ErrConflict, who, holder.ID, run.UniqueKey)
 			}
 		}
-		return "", "", fmt.Errorf("%w: run changed meanwhile", store.ErrConflict)
+		return "", "", fmt.Errorf("%w: run changed meanwhile", flowtype.ErrConflict)
 	}
-	key := store.WorkflowKey{Name: run.Workflow, Version: run.Version}
-	if err := tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunRequeued, Detail: "as " + newID}); err != nil {
+	key := flowtype.WorkflowKey{Name: run.Workflow, Version: run.Version}
+	if err := tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventRunRequeued, Detail: "as " + newID}); err != nil {
 		return "", "", err
 	}
 	err = tx.EventAppend(ctx, store.Event{
-		RunID: newID, At: now, Kind: EventRunStarted,
+		RunID: newID, At: now, Kind: flowtype.EventRunStarted,
 		Detail: fmt.Sprintf("%s on %s, requeue of %s", key, run.Queue, id),
 	})
 	return newID, run.Queue, err
@@ -130,10 +126,10 @@ func requeueID(run store.Run) string {
 
 // RequeueDead requeues, in transactions of up to 100, every dead letter f
 // matches that exists when it starts, and returns how many it requeued. A
-// dead letter whose unique key an unfinished run holds is left as it is
-// (it would be a duplicate), logged and not counted. Runs that fail while
-// it works, including the ones it requeued, are not requeued again. Each
-// run it requeued counts in MetricsSnapshot.RunsStarted, as with Requeue.
+// dead letter whose unique key an unfinished run holds is left as it is (it
+// would be a duplicate), logged and not counted. Runs that fail while it
+// works, including the ones it requeued, are not requeued again. Each run it
+// requeued counts in flowtype.EngineMetrics.RunsStarted, as with Requeue.
 func (e *Engine) RequeueDead(ctx context.Context, f store.DeadFilter) (int, error) {
 	return e.requeueDead(ctx, f, deadBatch)
 }
@@ -162,7 +158,7 @@ func (e *Engine) requeueDead(ctx context.Context, f store.DeadFilter, batchSize 
 			now := e.nowMs()
 			for _, d := range batch {
 				newID, queue, err := e.requeue(ctx, tx, d.ID, now)
-				if errors.Is(err, store.ErrConflict) || errors.Is(err, ErrRunExists) {
+				if errors.Is(err, flowtype.ErrConflict) || errors.Is(err, flowtype.ErrRunExists) {
 					// requeue wrote nothing before it failed.
 					e.log.Warn("dead letter left as it is", "run", d.ID, "err", err)
 					continue
@@ -227,10 +223,10 @@ func (e *Engine) purgeDead(ctx context.Context, f store.DeadFilter, batchSize in
 }
 
 // PurgeDeadRuns deletes the dead letters ids, with their steps, events and
-// signals, in one transaction: all of them or, when one is not a dead
-// letter that can go, none. The error then names the first such run and
-// why: unknown (store.ErrNotFound), or not failed, already requeued, or the
-// failed child of an unfinished parent (store.ErrConflict).
+// signals, in one transaction: all of them or, when one is not a dead letter
+// that can go, none. The error then names the first such run and why:
+// unknown (flowtype.ErrNotFound), or not failed, already requeued, or the
+// failed child of an unfinished parent (flowtype.ErrConflict).
 func (e *Engine) PurgeDeadRuns(ctx context.Context, ids []string) error {
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		for _, id := range ids {
@@ -253,19 +249,19 @@ func (e *Engine) PurgeDeadRuns(ctx context.Context, ids []string) error {
 // notPurgeable explains why RunDeadDeleteByID left run id alone.
 func notPurgeable(ctx context.Context, tx store.Tx, id string) error {
 	run, err := tx.RunGet(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	if errors.Is(err, flowtype.ErrNotFound) {
+		return fmt.Errorf("run %s: %w", id, flowtype.ErrNotFound)
 	}
 	if err != nil {
 		return err
 	}
 	switch {
-	case run.Status != store.RunFailed:
-		return fmt.Errorf("run %s: %w: it is %s, not failed", id, store.ErrConflict, run.Status)
+	case run.Status != flowtype.StatusFailed:
+		return fmt.Errorf("run %s: %w: it is %s, not failed", id, flowtype.ErrConflict, run.Status)
 	case run.RequeuedAs != "":
-		return fmt.Errorf("run %s: %w: it was requeued as %s, so it is no dead letter", id, store.ErrConflict, run.RequeuedAs)
+		return fmt.Errorf("run %s: %w: it was requeued as %s, so it is no dead letter", id, flowtype.ErrConflict, run.RequeuedAs)
 	case run.ParentID != "":
-		return fmt.Errorf("run %s: %w: its parent %s has not finished and may still read its outcome", id, store.ErrConflict, run.ParentID)
+		return fmt.Errorf("run %s: %w: its parent %s has not finished and may still read its outcome", id, flowtype.ErrConflict, run.ParentID)
 	}
-	return fmt.Errorf("run %s: %w: changed meanwhile", id, store.ErrConflict)
+	return fmt.Errorf("run %s: %w: changed meanwhile", id, flowtype.ErrConflict)
 }

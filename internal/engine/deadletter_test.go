@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/clock"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-var jobKey = store.WorkflowKey{Name: "job", Version: 1}
+var jobKey = flowtype.WorkflowKey{Name: "job", Version: 1}
 
 // newQueueEngine returns an engine that is not started, on a fresh store,
 // with a manual clock.
@@ -40,11 +41,11 @@ func deadLetter(t *testing.T, e *Engine, s store.Store, id, queue, key string) {
 	}
 	err = s.Write(ctx, func(tx store.Tx) error {
 		now := e.nowMs()
-		runs, err := tx.RunClaim(ctx, store.RunClaimParams{Queue: queue, Known: []store.WorkflowKey{jobKey}, Owner: "w", Max: 1, Now: now, LeaseExpiresAt: now + 1000})
+		runs, err := tx.RunClaim(ctx, store.RunClaimParams{Queue: queue, Known: []flowtype.WorkflowKey{jobKey}, Owner: "w", Max: 1, Now: now, LeaseExpiresAt: now + 1000})
 		if err != nil || len(runs) != 1 || runs[0].ID != id {
 			return fmt.Errorf("claim %s: %v, %v", id, runs, err)
 		}
-		return tx.RunFinish(ctx, runs[0].Lease(), store.RunFinishParams{Status: store.RunFailed, Error: "boom", FinishedAt: now, Now: now})
+		return tx.RunFinish(ctx, runs[0].Lease(), store.RunFinishParams{Status: flowtype.StatusFailed, Error: "boom", FinishedAt: now, Now: now})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +123,11 @@ func TestBulkDeadLetterBatches(t *testing.T) {
 		}
 		err := s.Write(ctx, func(tx store.Tx) error {
 			now := e.nowMs()
-			runs, err := tx.RunClaim(ctx, store.RunClaimParams{Queue: "a", Known: []store.WorkflowKey{jobKey}, Owner: "w", Max: 1, Now: now, LeaseExpiresAt: now + 1000})
+			runs, err := tx.RunClaim(ctx, store.RunClaimParams{Queue: "a", Known: []flowtype.WorkflowKey{jobKey}, Owner: "w", Max: 1, Now: now, LeaseExpiresAt: now + 1000})
 			if err != nil || len(runs) != 1 {
 				return fmt.Errorf("claim: %v, %v", runs, err)
 			}
-			return tx.RunFinish(ctx, runs[0].Lease(), store.RunFinishParams{Status: store.RunFailed, FinishedAt: now, Now: now})
+			return tx.RunFinish(ctx, runs[0].Lease(), store.RunFinishParams{Status: flowtype.StatusFailed, FinishedAt: now, Now: now})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +146,7 @@ func TestBulkDeadLetterBatches(t *testing.T) {
 	if n, err := e.purgeDead(ctx, store.DeadFilter{}, 2); err != nil || n != 1 {
 		t.Errorf("purge of the rest: %d, %v; want 1 (a4)", n, err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "a4"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "a4"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("purged a4: %v", err)
 	}
 }

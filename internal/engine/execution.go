@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -58,7 +59,7 @@ type execution struct {
 // execute drives one claimed run until it settles, waits for its next
 // attempt, or loses its lease.
 func (e *Engine) execute(run store.Run) {
-	def, ok := e.Lookup(store.WorkflowKey{Name: run.Workflow, Version: run.Version})
+	def, ok := e.Lookup(flowtype.WorkflowKey{Name: run.Workflow, Version: run.Version})
 	leaseCtx, cancelLease := context.WithCancelCause(withRunValues(e.baseCtx, run))
 	runCtx, cancelRun := context.WithCancelCause(leaseCtx)
 	x := &execution{
@@ -93,13 +94,13 @@ func (e *Engine) execute(run store.Run) {
 	defer stopHeartbeat()
 
 	if run.CancelRequested || cancelled {
-		cancelRun(ErrCancelled)
+		cancelRun(flowtype.ErrCancelled)
 	}
 	if run.Deadline > 0 {
 		if left := time.Duration(run.Deadline-e.nowMs()) * time.Millisecond; left <= 0 {
-			cancelRun(ErrDeadlineExceeded)
+			cancelRun(flowtype.ErrDeadlineExceeded)
 		} else {
-			timer := time.AfterFunc(left, func() { cancelRun(ErrDeadlineExceeded) })
+			timer := time.AfterFunc(left, func() { cancelRun(flowtype.ErrDeadlineExceeded) })
 			defer timer.Stop()
 		}
 	}
@@ -116,9 +117,9 @@ func (e *Engine) execute(run store.Run) {
 	}
 	rc := newRunContext(x, steps)
 	switch run.Status {
-	case store.RunRunning:
+	case flowtype.StatusRunning:
 		x.forward(rc)
-	case store.RunCompensating:
+	case flowtype.StatusCompensating:
 		x.unwind(rc, false)
 	default:
 		e.log.Error("claimed run in unexpected status", "run", run.ID, "status", run.Status)
@@ -214,7 +215,7 @@ func (x *execution) writeCheckpoint(ctx context.Context, tx store.Tx, c checkpoi
 
 // event is the history event of c, without its run and time.
 func (c checkpoint) event() store.Event {
-	return store.Event{Kind: EventStepCompleted, Step: c.step.Key.Name, Occurrence: c.step.Key.Occurrence, Attempt: c.attempt}
+	return store.Event{Kind: flowtype.EventStepCompleted, Step: c.step.Key.Name, Occurrence: c.step.Key.Occurrence, Attempt: c.attempt}
 }
 
 // later queues c to commit with the execution's next write transaction.
@@ -321,7 +322,7 @@ func (x *execution) writeTx(proof leaseProof, once bool, fn func(ctx context.Con
 			return err
 		}
 		if cancelRequested {
-			x.cancelRun(ErrCancelled)
+			x.cancelRun(flowtype.ErrCancelled)
 		}
 		for _, c := range deferred {
 			if err := x.writeCheckpoint(ctx, tx, c); err != nil {
@@ -347,13 +348,13 @@ func (x *execution) writeTx(proof leaseProof, once bool, fn func(ctx context.Con
 }
 
 // writeRetryingBusy is store.Write for the writes of an execution, which
-// retries a write that waited out the busy timeout (store.ErrBusy: another
-// process held the lock that long) for as long as the execution holds its
-// lease. Failing would abort the run and, once its lease expired, run its
-// current step again; retrying is safe because every write is fenced: if
-// the lease lapsed meanwhile and another worker took the run, the write
-// fails with store.ErrLeaseLost instead. Stopping the engine or losing the
-// lease ends the retries.
+// retries a write that waited out the busy timeout (flowtype.ErrBusy:
+// another process held the lock that long) for as long as the execution
+// holds its lease. Failing would abort the run and, once its lease expired,
+// run its current step again; retrying is safe because every write is
+// fenced: if the lease lapsed meanwhile and another worker took the run, the
+// write fails with store.ErrLeaseLost instead. Stopping the engine or losing
+// the lease ends the retries.
 func (x *execution) writeRetryingBusy(ctx context.Context, fn func(store.Tx) error) error {
 	warned := false
 	return store.RetryBusy(x.leaseCtx, func() error { return x.e.store.Write(ctx, fn) }, func(err error) {
@@ -399,9 +400,9 @@ func (x *execution) releaseUntil(runAt int64, waiting bool, why string) {
 	if x.run.Deadline > 0 && runAt > x.run.Deadline {
 		runAt = x.run.Deadline
 	}
-	kind := EventRunReleased
+	kind := flowtype.EventRunReleased
 	if waiting {
-		kind = EventRunWaiting
+		kind = flowtype.EventRunWaiting
 	}
 	var now int64
 	err := x.writeRetried("release", func(ctx context.Context, tx store.Tx, at int64) error {
@@ -475,7 +476,7 @@ func (e *Engine) cancelActive(ids []string) {
 	}
 	e.mu.Unlock()
 	for _, x := range xs {
-		x.cancelRun(ErrCancelled)
+		x.cancelRun(flowtype.ErrCancelled)
 	}
 }
 
@@ -493,7 +494,7 @@ func (e *Engine) expireDeadlines() {
 	}
 	e.mu.Unlock()
 	for _, x := range xs {
-		x.cancelRun(ErrDeadlineExceeded)
+		x.cancelRun(flowtype.ErrDeadlineExceeded)
 	}
 }
 

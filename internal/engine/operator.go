@@ -15,16 +15,12 @@ import (
 // state and changes nothing then. Going back in a run's history (Reset,
 // Fork, Revive) is in reset.go, dead letters in deadletter.go.
 
-// EventRunMadeDue is recorded when an operator made a pending run due now;
-// its detail says when it was due.
-const EventRunMadeDue = flowtype.EventRunMadeDue
-
 // DeleteRun deletes the finished (completed, failed or cancelled) run id
 // with its steps, events and signals, and its unique key and holds with it,
 // so that the key is free again. An unfinished run, or the child of an
 // unfinished parent (which may still read its outcome), is refused with
-// store.ErrConflict naming why; an unknown one is store.ErrNotFound. Nothing
-// changes on refusal.
+// flowtype.ErrConflict naming why; an unknown one is flowtype.ErrNotFound.
+// Nothing changes on refusal.
 func (e *Engine) DeleteRun(ctx context.Context, id string) error {
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		ok, err := tx.RunDeleteOne(ctx, id)
@@ -37,11 +33,11 @@ func (e *Engine) DeleteRun(ctx context.Context, id string) error {
 		}
 		switch {
 		case !run.Status.Finished():
-			return fmt.Errorf("%w: run is %s, not finished (completed, failed or cancelled): cancel it first", store.ErrConflict, run.Status)
+			return fmt.Errorf("%w: run is %s, not finished (completed, failed or cancelled): cancel it first", flowtype.ErrConflict, run.Status)
 		case run.ParentID != "":
-			return fmt.Errorf("%w: its parent %s has not finished and may still read its outcome", store.ErrConflict, run.ParentID)
+			return fmt.Errorf("%w: its parent %s has not finished and may still read its outcome", flowtype.ErrConflict, run.ParentID)
 		}
-		return fmt.Errorf("%w: run changed meanwhile", store.ErrConflict)
+		return fmt.Errorf("%w: run changed meanwhile", flowtype.ErrConflict)
 	})
 	if err != nil {
 		return fmt.Errorf("delete run %s: %w", id, err)
@@ -52,11 +48,11 @@ func (e *Engine) DeleteRun(ctx context.Context, id string) error {
 
 // RunNow makes the pending run id due now, and wakes its queue: a run
 // started with a delay, or one waiting out the backoff before the next
-// attempt of a step (whose attempt count does not change). A run due
-// already is left as it is. A finished run is ErrRunFinished; a running,
+// attempt of a step (whose attempt count does not change). A run due already
+// is left as it is. A finished run is flowtype.ErrRunFinished; a running,
 // waiting (for a timer, a signal or a child), compensating or suspended one
-// store.ErrConflict; an unknown one store.ErrNotFound. Nothing changes on
-// refusal.
+// flowtype.ErrConflict; an unknown one flowtype.ErrNotFound. Nothing changes
+// on refusal.
 func (e *Engine) RunNow(ctx context.Context, id string) error {
 	var queue string
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -66,9 +62,9 @@ func (e *Engine) RunNow(ctx context.Context, id string) error {
 		}
 		switch {
 		case run.Status.Finished():
-			return fmt.Errorf("%w: run is %s", ErrRunFinished, run.Status)
-		case run.Status != store.RunPending:
-			return fmt.Errorf("%w: run is %s, not pending: only a delayed run or one waiting out a retry backoff can run now", store.ErrConflict, run.Status)
+			return fmt.Errorf("%w: run is %s", flowtype.ErrRunFinished, run.Status)
+		case run.Status != flowtype.StatusPending:
+			return fmt.Errorf("%w: run is %s, not pending: only a delayed run or one waiting out a retry backoff can run now", flowtype.ErrConflict, run.Status)
 		}
 		queue = run.Queue
 		now := e.nowMs()
@@ -80,10 +76,10 @@ func (e *Engine) RunNow(ctx context.Context, id string) error {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: run changed meanwhile", store.ErrConflict)
+			return fmt.Errorf("%w: run changed meanwhile", flowtype.ErrConflict)
 		}
 		detail := "was due at " + time.UnixMilli(run.RunAt).UTC().Format(time.RFC3339Nano)
-		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunMadeDue, Detail: detail})
+		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventRunMadeDue, Detail: detail})
 	})
 	if err != nil {
 		return fmt.Errorf("run %s now: %w", id, err)
@@ -95,7 +91,7 @@ func (e *Engine) RunNow(ctx context.Context, id string) error {
 // Cancel requests cancellation of a run. Running code sees it through its
 // context; completed steps are compensated and the run ends cancelled. A
 // suspended run is cancelled at once, leaving its unwind where it stopped.
-// Cancelling a finished run is ErrRunFinished.
+// Cancelling a finished run is flowtype.ErrRunFinished.
 func (e *Engine) Cancel(ctx context.Context, id string) error {
 	var queues []string
 	var children []string
@@ -115,20 +111,20 @@ func (e *Engine) Cancel(ctx context.Context, id string) error {
 			return err
 		}
 		queues = append(queues, run.Queue)
-		if run.Status == store.RunSuspended {
+		if run.Status == flowtype.StatusSuspended {
 			err := tx.RunSetStatus(ctx, store.RunSetStatusParams{
-				ID: id, Expected: store.RunSuspended, Status: store.RunCancelled,
+				ID: id, Expected: flowtype.StatusSuspended, Status: flowtype.StatusCancelled,
 				Reason: run.Reason, RunAt: run.RunAt, FinishedAt: now, Now: now,
 			})
 			if err != nil {
 				return err
 			}
-			return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunCancelled, Detail: "cancelled while suspended"})
+			return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventRunCancelled, Detail: "cancelled while suspended"})
 		}
 		if run.Status.Finished() {
-			return fmt.Errorf("%w: run %s is %s", ErrRunFinished, id, run.Status)
+			return fmt.Errorf("%w: run %s is %s", flowtype.ErrRunFinished, id, run.Status)
 		}
-		if run.LeaseOwner == "" && (run.Status == store.RunPending || run.Status == store.RunWaiting) {
+		if run.LeaseOwner == "" && (run.Status == flowtype.StatusPending || run.Status == flowtype.StatusWaiting) {
 			// No worker executes it: nobody would see a request, so the run
 			// is cancelled (or set to unwind) here.
 			var err error
@@ -140,16 +136,16 @@ func (e *Engine) Cancel(ctx context.Context, id string) error {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: run %s is %s", ErrRunFinished, id, run.Status)
+			return fmt.Errorf("%w: run %s is %s", flowtype.ErrRunFinished, id, run.Status)
 		}
-		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventCancelRequested})
+		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventCancelRequested})
 	})
 	if err != nil {
 		return fmt.Errorf("cancel run %s: %w", id, err)
 	}
 	e.cancelActive(append(children, id))
 	for range finished {
-		e.metrics.runFinished(store.RunCancelled)
+		e.metrics.runFinished(flowtype.StatusCancelled)
 	}
 	e.settled()
 	for _, q := range queues {
@@ -170,7 +166,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) error {
 // request. It returns the IDs of the children that were asked to cancel,
 // and how many runs it cancelled at once.
 func (e *Engine) cancelIdle(ctx context.Context, tx store.Tx, run store.Run, now int64, why string) (children []string, cancelled int, err error) {
-	msg := ErrCancelled.Error()
+	msg := flowtype.ErrCancelled.Error()
 	detail := "cancelled while " + string(run.Status)
 	if why != "" {
 		detail = why
@@ -181,7 +177,7 @@ func (e *Engine) cancelIdle(ctx context.Context, tx store.Tx, run store.Run, now
 	}
 	if done {
 		cancelled++
-		if err := tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: EventRunCancelled, Detail: detail}); err != nil {
+		if err := tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: flowtype.EventRunCancelled, Detail: detail}); err != nil {
 			return nil, 0, err
 		}
 		if run.ParentID != "" {
@@ -195,12 +191,12 @@ func (e *Engine) cancelIdle(ctx context.Context, tx store.Tx, run store.Run, now
 			return nil, 0, err
 		}
 		if !ok {
-			return nil, 0, fmt.Errorf("%w: run %s changed while being cancelled", store.ErrConflict, run.ID)
+			return nil, 0, fmt.Errorf("%w: run %s changed while being cancelled", flowtype.ErrConflict, run.ID)
 		}
 		if err := tx.StepCompensationArm(ctx, run.ID); err != nil {
 			return nil, 0, err
 		}
-		ev := store.Event{RunID: run.ID, At: now, Kind: EventCancelRequested, Detail: detail + "; compensations run when an engine claims it"}
+		ev := store.Event{RunID: run.ID, At: now, Kind: flowtype.EventCancelRequested, Detail: detail + "; compensations run when an engine claims it"}
 		if err := tx.EventAppend(ctx, ev); err != nil {
 			return nil, 0, err
 		}
@@ -215,8 +211,8 @@ func (e *Engine) cancelIdle(ctx context.Context, tx store.Tx, run store.Run, now
 		if err != nil {
 			return nil, 0, err
 		}
-		if child.LeaseOwner != "" || (child.Status != store.RunPending && child.Status != store.RunWaiting) {
-			ev := store.Event{RunID: id, At: now, Kind: EventCancelRequested, Detail: "parent " + run.ID + " was cancelled"}
+		if child.LeaseOwner != "" || (child.Status != flowtype.StatusPending && child.Status != flowtype.StatusWaiting) {
+			ev := store.Event{RunID: id, At: now, Kind: flowtype.EventCancelRequested, Detail: "parent " + run.ID + " was cancelled"}
 			if err := tx.EventAppend(ctx, ev); err != nil {
 				return nil, 0, err
 			}
@@ -237,18 +233,18 @@ func (e *Engine) cancelIdle(ctx context.Context, tx store.Tx, run store.Run, now
 // value it could not decode) runs its body again.
 func (e *Engine) Resume(ctx context.Context, id string) error {
 	return e.operate(ctx, id, "resume", func(tx store.Tx, run store.Run, now int64) error {
-		target := store.RunPending
+		target := flowtype.StatusPending
 		if run.Error != "" {
-			target = store.RunCompensating
+			target = flowtype.StatusCompensating
 			if _, err := tx.StepCompensationRetryFailed(ctx, id); err != nil {
 				return err
 			}
 		}
-		err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: id, Expected: store.RunSuspended, Status: target, RunAt: now, Now: now})
+		err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: id, Expected: flowtype.StatusSuspended, Status: target, RunAt: now, Now: now})
 		if err != nil {
 			return err
 		}
-		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunResumed, Detail: "was: " + run.Reason})
+		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventRunResumed, Detail: "was: " + run.Reason})
 	})
 }
 
@@ -261,13 +257,13 @@ func (e *Engine) Skip(ctx context.Context, id string) error {
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("%w: no failed compensation to skip (suspended because: %s)", store.ErrConflict, run.Reason)
+			return fmt.Errorf("%w: no failed compensation to skip (suspended because: %s)", flowtype.ErrConflict, run.Reason)
 		}
-		err = tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: id, Expected: store.RunSuspended, Status: store.RunCompensating, RunAt: now, Now: now})
+		err = tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: id, Expected: flowtype.StatusSuspended, Status: flowtype.StatusCompensating, RunAt: now, Now: now})
 		if err != nil {
 			return err
 		}
-		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventCompensationSkipped, Detail: run.Reason})
+		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventCompensationSkipped, Detail: run.Reason})
 	})
 }
 
@@ -279,8 +275,8 @@ func (e *Engine) operate(ctx context.Context, id, verb string, fn func(store.Tx,
 		if err != nil {
 			return err
 		}
-		if run.Status != store.RunSuspended {
-			return fmt.Errorf("%w: run is %s, not suspended", store.ErrConflict, run.Status)
+		if run.Status != flowtype.StatusSuspended {
+			return fmt.Errorf("%w: run is %s, not suspended", flowtype.ErrConflict, run.Status)
 		}
 		queue = run.Queue
 		return fn(tx, run, e.nowMs())
@@ -292,23 +288,19 @@ func (e *Engine) operate(ctx context.Context, id, verb string, fn func(store.Tx,
 	return nil
 }
 
-// EventRunRescheduled is recorded when an operator gave a pending run a new
-// due time; its detail says when it is due and when it was.
-const EventRunRescheduled = flowtype.EventRunRescheduled
-
 // RunAt makes the pending run id due at at, and wakes its queue: a run
 // started with a delay, one waiting out the backoff before the next attempt
 // of a step (whose attempt count does not change), or one due already that
 // no engine claimed yet, which is put off. A time at or before now is
 // RunNow: the run is due now, recorded as run_made_due, and a run due
-// already is left as it is. A finished run is ErrRunFinished; a running,
-// waiting (for a timer, a signal or a child: their own records say when
-// they wake), compensating or suspended one store.ErrConflict; an unknown
-// one store.ErrNotFound. Nothing changes on refusal.
+// already is left as it is. A finished run is flowtype.ErrRunFinished; a
+// running, waiting (for a timer, a signal or a child: their own records say
+// when they wake), compensating or suspended one flowtype.ErrConflict; an
+// unknown one flowtype.ErrNotFound. Nothing changes on refusal.
 //
 // The write is guarded by the run's status, lease and claim fence as read
 // in the same transaction: an engine that claimed the run meanwhile (and
-// perhaps gave it back with a new backoff) makes it a store.ErrConflict
+// perhaps gave it back with a new backoff) makes it a flowtype.ErrConflict
 // naming the claim, never a due time set over the engine's.
 func (e *Engine) RunAt(ctx context.Context, id string, at time.Time) error {
 	if at.IsZero() {
@@ -327,11 +319,11 @@ func (e *Engine) RunAt(ctx context.Context, id string, at time.Time) error {
 		}
 		switch {
 		case run.Status.Finished():
-			return fmt.Errorf("%w: run is %s", ErrRunFinished, run.Status)
-		case run.Status != store.RunPending:
-			return fmt.Errorf("%w: run is %s, not pending: only a run waiting to be claimed (delayed, backing off or due) gets a new due time", store.ErrConflict, run.Status)
+			return fmt.Errorf("%w: run is %s", flowtype.ErrRunFinished, run.Status)
+		case run.Status != flowtype.StatusPending:
+			return fmt.Errorf("%w: run is %s, not pending: only a run waiting to be claimed (delayed, backing off or due) gets a new due time", flowtype.ErrConflict, run.Status)
 		case run.LeaseOwner != "":
-			return fmt.Errorf("%w: run is leased by %s", store.ErrConflict, run.LeaseOwner)
+			return fmt.Errorf("%w: run is leased by %s", flowtype.ErrConflict, run.LeaseOwner)
 		}
 		queue = run.Queue
 		if run.RunAt == due {
@@ -343,10 +335,10 @@ func (e *Engine) RunAt(ctx context.Context, id string, at time.Time) error {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: run changed meanwhile (an engine claimed it): read it again", store.ErrConflict)
+			return fmt.Errorf("%w: run changed meanwhile (an engine claimed it): read it again", flowtype.ErrConflict)
 		}
 		detail := "due at " + formatMs(due) + ", was due at " + formatMs(run.RunAt)
-		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunRescheduled, Detail: detail})
+		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventRunRescheduled, Detail: detail})
 	})
 	if err != nil {
 		return fmt.Errorf("run %s at %s: %w", id, at.UTC().Format(time.RFC3339Nano), err)

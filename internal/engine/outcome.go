@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -17,10 +18,10 @@ import (
 // starter.
 
 // finish records the outcome of the run.
-func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason string) {
-	kind := map[store.RunStatus]string{
-		store.RunCompleted: EventRunCompleted, store.RunFailed: EventRunFailed,
-		store.RunCancelled: EventRunCancelled, store.RunSuspended: EventRunSuspended,
+func (x *execution) finish(status flowtype.RunStatus, output []byte, errMsg, reason string) {
+	kind := map[flowtype.RunStatus]string{
+		flowtype.StatusCompleted: flowtype.EventRunCompleted, flowtype.StatusFailed: flowtype.EventRunFailed,
+		flowtype.StatusCancelled: flowtype.EventRunCancelled, flowtype.StatusSuspended: flowtype.EventRunSuspended,
 	}[status]
 	err := x.finishBatched(status, output, errMsg, reason, kind)
 	if errors.Is(err, errNotBatched) {
@@ -42,10 +43,10 @@ func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason
 
 // finishAlone records the outcome of the run in a write of its own,
 // retried as writeRetried retries.
-func (x *execution) finishAlone(status store.RunStatus, output []byte, errMsg, reason, kind string) error {
+func (x *execution) finishAlone(status flowtype.RunStatus, output []byte, errMsg, reason, kind string) error {
 	return x.writeRetried("outcome", func(ctx context.Context, tx store.Tx, now int64) error {
 		p := store.RunFinishParams{Status: status, Output: output, Error: errMsg, Reason: reason, Now: now}
-		if status != store.RunSuspended {
+		if status != flowtype.StatusSuspended {
 			p.FinishedAt = now
 		}
 		if err := tx.RunFinish(ctx, x.lease, p); err != nil {
@@ -65,7 +66,7 @@ func (x *execution) finishAlone(status store.RunStatus, output []byte, errMsg, r
 
 func (x *execution) suspend(reason string) {
 	x.e.log.Warn("run suspended", "run", x.run.ID, "reason", reason)
-	x.finish(store.RunSuspended, nil, x.run.Error, reason)
+	x.finish(flowtype.StatusSuspended, nil, x.run.Error, reason)
 }
 
 // forward runs the workflow body and records its outcome, starting the
@@ -90,7 +91,7 @@ func (x *execution) forward(rc *RunContext) {
 	case cause != nil:
 		x.abort(rc, cause)
 	case wfErr == nil:
-		x.finish(store.RunCompleted, output, "", "")
+		x.finish(flowtype.StatusCompleted, output, "", "")
 	default:
 		x.startUnwind(rc, wfErr.Error())
 	}
@@ -98,10 +99,10 @@ func (x *execution) forward(rc *RunContext) {
 
 // abort handles an execution that ended before the workflow body settled.
 func (x *execution) abort(rc *RunContext, cause error) {
-	var decodeErr *DecodeError
+	var decodeErr *flowtype.DecodeError
 	var replayErr *ReplayError
 	var defErr *DefinitionError
-	var divergence *NonDeterminismError
+	var divergence *flowtype.NonDeterminismError
 	switch {
 	case errors.Is(cause, store.ErrLeaseLost):
 		// No longer ours to write: a fenced write failed, or the heartbeat
@@ -116,7 +117,7 @@ func (x *execution) abort(rc *RunContext, cause error) {
 			why = "until woken"
 		}
 		x.releaseUntil(at, waiting, why)
-	case errors.Is(cause, ErrCancelled):
+	case errors.Is(cause, flowtype.ErrCancelled):
 		x.startUnwind(rc, cause.Error())
 	case errors.Is(cause, errStopping):
 		x.release(0, "engine stopping")
@@ -151,7 +152,7 @@ type outcomeBatcher struct {
 // outcome is one run's ending, queued for a batch.
 type outcome struct {
 	x          *execution
-	status     store.RunStatus
+	status     flowtype.RunStatus
 	output     []byte
 	errMsg     string
 	reason     string
@@ -171,7 +172,7 @@ var errNotBatched = errors.New("outcome not batched")
 // than a batch does (a first attempt to give back, more than one
 // checkpoint) or the batch's write failed; then the caller writes it
 // alone. A lost lease is returned as such: nothing of x was written.
-func (x *execution) finishBatched(status store.RunStatus, output []byte, errMsg, reason, kind string) error {
+func (x *execution) finishBatched(status flowtype.RunStatus, output []byte, errMsg, reason, kind string) error {
 	x.begunMu.Lock()
 	begun := x.hasBegun
 	x.begunMu.Unlock()
@@ -236,7 +237,7 @@ func (e *Engine) writeOutcomes(batch []*outcome) {
 		items := make([]store.RunFinishItem, len(batch))
 		for i, o := range batch {
 			p := store.RunFinishParams{Status: o.status, Output: o.output, Error: o.errMsg, Reason: o.reason, Now: now}
-			if o.status != store.RunSuspended {
+			if o.status != flowtype.StatusSuspended {
 				p.FinishedAt = now
 			}
 			items[i] = store.RunFinishItem{Lease: o.x.lease, Finish: p}
@@ -285,8 +286,8 @@ func (e *Engine) writeOutcomes(batch []*outcome) {
 
 // RolledBack returns the error of the failed run, naming the step that
 // failed for good if one did.
-func (e *Engine) RolledBack(ctx context.Context, run store.Run) *RolledBackError {
-	rb := &RolledBackError{RunID: run.ID, Cause: run.Error}
+func (e *Engine) RolledBack(ctx context.Context, run store.Run) *flowtype.RolledBackError {
+	rb := &flowtype.RolledBackError{RunID: run.ID, Cause: run.Error}
 	steps, err := e.store.Reader().StepList(ctx, run.ID)
 	if err != nil {
 		e.log.Warn("read the steps of a rolled back run", "run", run.ID, "err", err)
@@ -307,19 +308,19 @@ func (e *Engine) RolledBack(ctx context.Context, run store.Run) *RolledBackError
 // Wait blocks until the run is completed, failed, cancelled or suspended,
 // and returns it.
 //
-// A read that finds the database unavailable (store.ErrUnavailable: a
+// A read that finds the database unavailable (flowtype.ErrUnavailable: a
 // server restarting, a broken connection) does not end the wait: the run
 // goes on once the database is back, and so does the wait, polling, until
 // ctx ends; its error then matches both ctx's error and the last
-// store.ErrUnavailable.
+// flowtype.ErrUnavailable.
 func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
 	var last store.Run
-	var away error // the last read's store.ErrUnavailable, while it lasts
+	var away error // the last read's flowtype.ErrUnavailable, while it lasts
 	for {
 		signal := e.settledSignal()
 		run, err := e.store.Reader().RunGet(ctx, id)
 		switch {
-		case errors.Is(err, store.ErrUnavailable):
+		case errors.Is(err, flowtype.ErrUnavailable):
 			if ctx.Err() != nil {
 				return last, fmt.Errorf("%w: %w", ctx.Err(), err)
 			}
@@ -334,7 +335,7 @@ func (e *Engine) Wait(ctx context.Context, id string) (store.Run, error) {
 				e.log.Info("database available again; waiting for the run goes on", "run", id)
 			}
 			last, away = run, nil
-			if run.Status.Finished() || run.Status == store.RunSuspended {
+			if run.Status.Finished() || run.Status == flowtype.StatusSuspended {
 				return run, nil
 			}
 			if err := e.unwrittenError(run); err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -64,7 +65,7 @@ type QueueStats struct {
 	Queue  string
 	Paused bool
 	// Counts counts the runs of the queue the database keeps, by state.
-	Counts map[store.RunStatus]int64
+	Counts map[flowtype.RunStatus]int64
 	// Ready counts the runs an engine could claim now; OldestReadyAt is the
 	// earliest due time among them (Unix ms; 0 for none).
 	Ready         int64
@@ -100,7 +101,7 @@ func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
 	get := func(name string) *QueueStats {
 		s := stats[name]
 		if s == nil {
-			s = &QueueStats{Queue: name, Counts: make(map[store.RunStatus]int64)}
+			s = &QueueStats{Queue: name, Counts: make(map[flowtype.RunStatus]int64)}
 			stats[name] = s
 		}
 		return s
@@ -125,7 +126,7 @@ func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
 	out := make([]QueueStats, 0, len(stats))
 	for _, name := range slices.Sorted(maps.Keys(stats)) {
 		s := stats[name]
-		if s.Counts[store.RunCompleted] > 0 {
+		if s.Counts[flowtype.StatusCompleted] > 0 {
 			d, err := r.QueueDurations(ctx, name, now-DurationWindow.Milliseconds(), DurationSample)
 			if err != nil {
 				return nil, err

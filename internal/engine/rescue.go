@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -65,7 +66,7 @@ func (e *Engine) Rescue(ctx context.Context) (int, error) {
 			}
 			for _, r := range rescued {
 				err := tx.EventAppend(ctx, store.Event{
-					RunID: r.ID, At: now, Kind: EventRunRescued,
+					RunID: r.ID, At: now, Kind: flowtype.EventRunRescued,
 					Detail: fmt.Sprintf("lease of fence %d expired %dms ago", r.Fence, now-r.LeaseExpiresAt),
 				})
 				if err != nil {

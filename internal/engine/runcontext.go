@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -62,13 +63,13 @@ func newRunContext(x *execution, steps []store.Step) *RunContext {
 func (rc *RunContext) RunID() string { return rc.st.x.run.ID }
 
 // Workflow returns the workflow version of the run.
-func (rc *RunContext) Workflow() store.WorkflowKey { return rc.st.x.def.Key }
+func (rc *RunContext) Workflow() flowtype.WorkflowKey { return rc.st.x.def.Key }
 
 // Now returns the engine clock's time.
 func (rc *RunContext) Now() time.Time { return rc.st.x.e.now() }
 
 // DefaultRetry returns the engine's default retry policy.
-func (rc *RunContext) DefaultRetry() RetryPolicy { return rc.st.x.e.cfg.DefaultRetry }
+func (rc *RunContext) DefaultRetry() flowtype.RetryPolicy { return rc.st.x.e.cfg.DefaultRetry }
 
 // Branch returns the context of branch i of the n-th parallel call of this
 // context: its step keys get their own scope, so branches replay
@@ -92,7 +93,7 @@ func (rc *RunContext) NextOccurrence(name string) int {
 
 // Abort ends the execution of the run with cause: the body's further step
 // calls return it, and the engine acts on it once the body returns (a
-// DecodeError suspends the run).
+// flowtype.DecodeError suspends the run).
 func (rc *RunContext) Abort(cause error) error {
 	rc.st.mu.Lock()
 	defer rc.st.mu.Unlock()

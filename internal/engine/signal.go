@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -11,7 +12,7 @@ import (
 // for that name, or at once if it already waits. A non-empty key makes the
 // send idempotent: a second signal with the same key to the same run is
 // ignored, and Signal reports false. Signalling an unknown run is
-// store.ErrNotFound; a finished one, ErrRunFinished.
+// flowtype.ErrNotFound; a finished one, flowtype.ErrRunFinished.
 func (e *Engine) Signal(ctx context.Context, runID, name string, payload []byte, key string) (bool, error) {
 	if err := CheckName("signal", name); err != nil {
 		return false, fmt.Errorf("signal to run %s: %w", runID, err)
@@ -27,7 +28,7 @@ func (e *Engine) Signal(ctx context.Context, runID, name string, payload []byte,
 			return err
 		}
 		if run.Status.Finished() {
-			return fmt.Errorf("%w: run %s is %s", ErrRunFinished, runID, run.Status)
+			return fmt.Errorf("%w: run %s is %s", flowtype.ErrRunFinished, runID, run.Status)
 		}
 		queue = run.Queue
 		now := e.nowMs()
@@ -41,7 +42,7 @@ func (e *Engine) Signal(ctx context.Context, runID, name string, payload []byte,
 		if key != "" {
 			detail += ", key " + key
 		}
-		return tx.EventAppend(ctx, store.Event{RunID: runID, At: now, Kind: EventSignalSent, Detail: detail})
+		return tx.EventAppend(ctx, store.Event{RunID: runID, At: now, Kind: flowtype.EventSignalSent, Detail: detail})
 	})
 	if err != nil {
 		return false, fmt.Errorf("signal %s to run %s: %w", name, runID, err)

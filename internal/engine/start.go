@@ -19,7 +19,7 @@ import (
 // StartParams describes a run to start.
 type StartParams struct {
 	ID       string // empty: a random ID
-	Workflow store.WorkflowKey
+	Workflow flowtype.WorkflowKey
 	Queue    string // empty: "default"
 	Priority int
 	Input    []byte
@@ -32,7 +32,7 @@ type StartParams struct {
 	// its workflow and the finished ones in one of UniqueStates, and
 	// UniquePeriod bounds how long a finished run holds it (see unique.go).
 	UniqueKey    string
-	UniqueStates []store.RunStatus
+	UniqueStates []flowtype.RunStatus
 	UniquePeriod time.Duration
 	// OnDuplicate says what a start whose unique key another run holds
 	// does: return the holder (the zero value) or fail with a
@@ -62,7 +62,7 @@ type Started struct {
 
 // StartRun records a pending run and wakes its queue. Starting an ID that
 // exists returns the existing run (the ID is an idempotency key) unless it
-// belongs to another workflow, which is ErrRunExists.
+// belongs to another workflow, which is flowtype.ErrRunExists.
 //
 // When this engine works the run's queue and has a slot free, the same
 // transaction also claims the queue's next ready run, as the claim loop
@@ -171,7 +171,7 @@ func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event
 		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey,
 		UniqueStates: insertStates(p), StartOptions: p.startOptions(), Now: now,
 	}
-	started := store.Event{RunID: p.ID, At: now, Kind: EventRunStarted, Detail: startedDetail(p)}
+	started := store.Event{RunID: p.ID, At: now, Kind: flowtype.EventRunStarted, Detail: startedDetail(p)}
 	return row, started, nil
 }
 
@@ -180,7 +180,7 @@ func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event
 // (prepareBatch).
 func (e *Engine) prepareStart(p *StartParams) error {
 	if _, ok := e.Lookup(p.Workflow); !ok {
-		return fmt.Errorf("start %s: %w: register it with this engine first", p.Workflow, ErrUnknownWorkflow)
+		return fmt.Errorf("start %s: %w: register it with this engine first", p.Workflow, flowtype.ErrUnknownWorkflow)
 	}
 	if p.ID == "" {
 		p.ID = NewRunID()
@@ -237,7 +237,7 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 func insertedRun(r store.RunInsertParams) store.Run {
 	return store.Run{
 		ID: r.ID, Workflow: r.Workflow.Name, Version: r.Workflow.Version, Queue: r.Queue, Priority: r.Priority,
-		Status: store.RunPending, Input: r.Input, RunAt: r.RunAt, Deadline: r.Deadline, ParentID: r.ParentID,
+		Status: flowtype.StatusPending, Input: r.Input, RunAt: r.RunAt, Deadline: r.Deadline, ParentID: r.ParentID,
 		UniqueKey: r.UniqueKey, CreatedAt: r.Now, UpdatedAt: r.Now, StartOptions: r.StartOptions,
 	}
 }
@@ -344,7 +344,7 @@ func reuseID(ctx context.Context, tx store.Tx, p *StartParams, holder store.Run,
 	if !inserted {
 		// Only a unique key another run holds can refuse the insert now;
 		// the caller's error rolls the deletion back.
-		return false, fmt.Errorf("start run %s: %w: its ID is free to reuse, but unique key %q is held by another run", p.ID, store.ErrConflict, p.UniqueKey)
+		return false, fmt.Errorf("start run %s: %w: its ID is free to reuse, but unique key %q is held by another run", p.ID, flowtype.ErrConflict, p.UniqueKey)
 	}
 	started.Detail += fmt.Sprintf(", reusing the ID of a %s run of %s version %d (deleted)", holder.Status, holder.Workflow, holder.Version)
 	return true, nil

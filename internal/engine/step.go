@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -62,7 +63,7 @@ func (rc *RunContext) Step(def Step) ([]byte, error) {
 	}
 	if rec != nil {
 		if rec.Status == store.StepFailed {
-			return nil, &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence,
+			return nil, &flowtype.StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence,
 				Attempts: rec.Attempts, Err: recordedError(rec.Error, rec.Failure)}
 		}
 		return rec.Output, nil
@@ -93,7 +94,7 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 		// body is not called beyond the policy's attempts.
 		interrupted := fmt.Errorf("attempt %d of %d was interrupted (its worker stopped or lost the run's lease) and no attempt is left",
 			prior.Attempts, def.Retry.MaxAttempts)
-		return nil, x.stepFailed(rc, key, def, prior.Attempts, &PermanentError{Err: interrupted})
+		return nil, x.stepFailed(rc, key, def, prior.Attempts, &flowtype.PermanentError{Err: interrupted})
 	}
 	attempt, begun := x.takeBegun(key)
 	if !begun {
@@ -105,7 +106,7 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 			if attempt, err = tx.StepBegin(ctx, p); err != nil {
 				return err
 			}
-			return x.event(ctx, tx, now, store.Event{Kind: EventStepStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
+			return x.event(ctx, tx, now, store.Event{Kind: flowtype.EventStepStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
 		})
 		if err != nil {
 			return nil, rc.Abort(err)
@@ -156,7 +157,7 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 		return ErrLostRace
 	}
 	cause := rc.cause()
-	if cause != nil && !errors.Is(cause, ErrCancelled) {
+	if cause != nil && !errors.Is(cause, flowtype.ErrCancelled) {
 		// Stopping or lease lost: the attempt is interrupted, not failed.
 		return rc.Abort(cause)
 	}
@@ -179,11 +180,11 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 		if err := tx.StepFail(ctx, store.StepFailParams{Key: key, Error: msg, Failure: failure, Final: final, Now: now}); err != nil {
 			return err
 		}
-		ev := store.Event{Kind: EventStepFailed, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Detail: msg}
+		ev := store.Event{Kind: flowtype.EventStepFailed, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Detail: msg}
 		if final {
 			return x.event(ctx, tx, now, ev)
 		}
-		ev.Kind, ev.Detail = EventStepRetried, fmt.Sprintf("%s; next attempt in %s", msg, delay.Round(time.Millisecond))
+		ev.Kind, ev.Detail = flowtype.EventStepRetried, fmt.Sprintf("%s; next attempt in %s", msg, delay.Round(time.Millisecond))
 		return x.event(ctx, tx, now, ev)
 	})
 	if err != nil {
@@ -196,14 +197,14 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 		return rc.park(x.e.nowMs()+delay.Milliseconds(), true)
 	}
 	// The body gets the error as the history has it, as a replay will.
-	return &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence, Attempts: attempt, Err: recordedError(msg, failure)}
+	return &flowtype.StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence, Attempts: attempt, Err: recordedError(msg, failure)}
 }
 
 // callStep runs one attempt of a step body under its timeout and the
 // engine's interceptor.
 func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attempt int, tx *sql.Tx) ([]byte, error) {
 	var output []byte
-	info := StepInfo{RunID: key.RunID, Workflow: x.def.Key, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt}
+	info := flowtype.AttemptInfo{RunID: key.RunID, Workflow: x.def.Key, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt}
 	err := x.callAttempt(rc.Context, info, def.Timeout, func(ctx context.Context) error {
 		var err error
 		output, err = def.Run(ctx, tx)
@@ -218,12 +219,12 @@ func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attemp
 		return err
 	})
 	if err == nil {
-		// An output over the limit would fail the same way on every
-		// attempt: the step fails for good, with a code the workflow can
-		// match (ErrPayloadTooLarge), and a transactional step's writes
+		// An output over the limit would fail the same way on every attempt:
+		// the step fails for good, with a code the workflow can match
+		// (flowtype.ErrPayloadTooLarge), and a transactional step's writes
 		// roll back with it.
 		if tooLarge := x.e.CheckPayload("output of step "+key.Name, output); tooLarge != nil {
-			return nil, &PermanentError{Err: &Error{Code: CodePayloadTooLarge, Message: tooLarge.Error()}}
+			return nil, &flowtype.PermanentError{Err: &flowtype.Error{Code: flowtype.CodePayloadTooLarge, Message: tooLarge.Error()}}
 		}
 	}
 	return output, err
@@ -231,7 +232,7 @@ func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attemp
 
 // callAttempt runs body with a per-attempt timeout, through the interceptor,
 // with panics turned into errors.
-func (x *execution) callAttempt(parent context.Context, info StepInfo, timeout time.Duration, body func(context.Context) error) error {
+func (x *execution) callAttempt(parent context.Context, info flowtype.AttemptInfo, timeout time.Duration, body func(context.Context) error) error {
 	defer x.e.metrics.observeAttempt(info, time.Now())
 	ctx := context.WithValue(parent, stepInfoKey{}, info)
 	if timeout > 0 {
@@ -259,7 +260,7 @@ func (x *execution) callAttempt(parent context.Context, info StepInfo, timeout t
 type stepInfoKey struct{}
 
 // StepInfoFrom returns the attempt a step or compensation body runs as.
-func StepInfoFrom(ctx context.Context) (StepInfo, bool) {
-	info, ok := ctx.Value(stepInfoKey{}).(StepInfo)
+func StepInfoFrom(ctx context.Context) (flowtype.AttemptInfo, bool) {
+	info, ok := ctx.Value(stepInfoKey{}).(flowtype.AttemptInfo)
 	return info, ok
 }

@@ -28,7 +28,7 @@ import (
 // holding it for good, else the run whose hold is current.
 func uniqueHolder(ctx context.Context, tx store.Tx, workflow, key string, now int64) (store.Run, error) {
 	run, err := tx.RunGetKeyHolder(ctx, workflow, key)
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, flowtype.ErrNotFound) {
 		return run, err
 	}
 	id, err := tx.UniqueHoldGet(ctx, workflow, key, now)
@@ -41,7 +41,7 @@ func uniqueHolder(ctx context.Context, tx store.Tx, workflow, key string, now in
 // insertStates returns the states in which a run holds its unique key for
 // good, which the insert records: its unique states, but with a unique
 // period only the unfinished ones (the hold covers the finished ones).
-func insertStates(p *StartParams) []store.RunStatus {
+func insertStates(p *StartParams) []flowtype.RunStatus {
 	if p.UniquePeriod > 0 {
 		return nil
 	}
@@ -64,7 +64,7 @@ func holdUniqueKey(ctx context.Context, tx store.Tx, p *StartParams, now int64) 
 	if !held {
 		// The insert checked the hold in the same transaction, so only a
 		// store that does not serialize writers could get here.
-		return fmt.Errorf("start run %s: %w: unique key %q was taken meanwhile; try again", p.ID, store.ErrConflict, p.UniqueKey)
+		return fmt.Errorf("start run %s: %w: unique key %q was taken meanwhile; try again", p.ID, flowtype.ErrConflict, p.UniqueKey)
 	}
 	return nil
 }
@@ -89,7 +89,7 @@ func validUnique(p *StartParams) error {
 // that include every unfinished one (a run always holds its key while
 // unfinished, so that it never enters a holding state, which could give the
 // key two holders). The error names the unknown or missing states.
-func ValidUniqueStates(states []store.RunStatus) error {
+func ValidUniqueStates(states []flowtype.RunStatus) error {
 	if len(states) == 0 {
 		return nil
 	}
@@ -102,7 +102,7 @@ func ValidUniqueStates(states []store.RunStatus) error {
 	if len(unknown) > 0 {
 		return fmt.Errorf("unknown run state(s) %s in unique states: want some of %s", strings.Join(unknown, ", "), joinStates(store.AllStates()))
 	}
-	var missing []store.RunStatus
+	var missing []flowtype.RunStatus
 	for _, s := range store.UnfinishedStates() {
 		if !slices.Contains(states, s) {
 			missing = append(missing, s)
@@ -114,7 +114,7 @@ func ValidUniqueStates(states []store.RunStatus) error {
 	return nil
 }
 
-func joinStates(states []store.RunStatus) string {
+func joinStates(states []flowtype.RunStatus) string {
 	s := make([]string, len(states))
 	for i, st := range states {
 		s[i] = string(st)
