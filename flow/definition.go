@@ -17,9 +17,8 @@ import (
 var ErrDefinitionFrozen = flowtype.ErrDefinitionFrozen
 
 // ErrDefinitionNotFound is returned by GetDefinition for a name or version
-// the database does not hold. It is ErrRunNotFound's sentinel (the store's
-// one "not found").
-var ErrDefinitionNotFound = flowtype.ErrNotFound
+// the database does not hold.
+var ErrDefinitionNotFound = flowtype.ErrDefinitionNotFound
 
 // StoredDefinition is a workflow definition as the database keeps it (see
 // flow/flowdef, which parses and compiles Body): unique by (Name,

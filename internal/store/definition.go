@@ -22,10 +22,10 @@ type Definition struct {
 
 // DefinitionReader reads stored definitions.
 type DefinitionReader interface {
-	// DefinitionGet returns one version, or flowtype.ErrNotFound.
+	// DefinitionGet returns one version, or flowtype.ErrDefinitionNotFound.
 	DefinitionGet(ctx context.Context, name string, version int) (Definition, error)
 	// DefinitionLatest returns the highest version of name, or
-	// flowtype.ErrNotFound.
+	// flowtype.ErrDefinitionNotFound.
 	DefinitionLatest(ctx context.Context, name string) (Definition, error)
 	// DefinitionList returns every version without its Body, by name and
 	// version, with InUse.

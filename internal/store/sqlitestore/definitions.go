@@ -21,7 +21,7 @@ func definitionFrom(row sqlitedb.Definition) store.Definition {
 func (r reader) DefinitionGet(ctx context.Context, name string, version int) (store.Definition, error) {
 	row, err := r.q.DefinitionGet(ctx, sqlitedb.DefinitionGetParams{Name: name, Version: int64(version)})
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Definition{}, fmt.Errorf("definition %s version %d: %w", name, version, flowtype.ErrNotFound)
+		return store.Definition{}, fmt.Errorf("definition %s version %d: %w", name, version, flowtype.ErrDefinitionNotFound)
 	}
 	if err != nil {
 		return store.Definition{}, fmt.Errorf("get definition %s version %d: %w", name, version, interpretError(err))
@@ -32,7 +32,7 @@ func (r reader) DefinitionGet(ctx context.Context, name string, version int) (st
 func (r reader) DefinitionLatest(ctx context.Context, name string) (store.Definition, error) {
 	row, err := r.q.DefinitionLatest(ctx, name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.Definition{}, fmt.Errorf("definition %s: %w", name, flowtype.ErrNotFound)
+		return store.Definition{}, fmt.Errorf("definition %s: %w", name, flowtype.ErrDefinitionNotFound)
 	}
 	if err != nil {
 		return store.Definition{}, fmt.Errorf("get latest definition %s: %w", name, interpretError(err))

@@ -42,11 +42,17 @@ func definition(name string, version int, body string) store.Definition {
 func testDefinitionPutAndRead(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := s.Reader()
-	if _, err := r.DefinitionLatest(ctx, "etl"); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Fatalf("latest of nothing: %v, want ErrNotFound", err)
+	// A missing definition is told apart from a missing run.
+	for what, err := range map[string]error{
+		"latest of nothing": second(r.DefinitionLatest(ctx, "etl")),
+		"get of nothing":    second(r.DefinitionGet(ctx, "etl", 1)),
+	} {
+		if !errors.Is(err, flowtype.ErrDefinitionNotFound) || errors.Is(err, flowtype.ErrNotFound) {
+			t.Fatalf("%s: %v, want ErrDefinitionNotFound, not ErrNotFound", what, err)
+		}
 	}
-	if _, err := r.DefinitionGet(ctx, "etl", 1); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Fatalf("get of nothing: %v, want ErrNotFound", err)
+	if _, err := r.RunGet(ctx, "etl"); !errors.Is(err, flowtype.ErrNotFound) || errors.Is(err, flowtype.ErrDefinitionNotFound) {
+		t.Fatalf("get of an unknown run: %v, want ErrNotFound, not ErrDefinitionNotFound", err)
 	}
 	for _, tc := range []struct {
 		d    store.Definition
@@ -144,3 +150,6 @@ func testDefinitionFrozenOnceUsed(t *testing.T, s store.Store) {
 		t.Errorf("new version: %v, %v", res, err)
 	}
 }
+
+// second returns the error of a call that returns a value and an error.
+func second[T any](_ T, err error) error { return err }
