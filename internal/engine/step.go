@@ -234,7 +234,7 @@ func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attemp
 // with panics turned into errors.
 func (x *execution) callAttempt(parent context.Context, info flowtype.AttemptInfo, timeout time.Duration, body func(context.Context) error) error {
 	defer x.e.metrics.observeAttempt(info, time.Now())
-	ctx := context.WithValue(parent, stepInfoKey{}, info)
+	ctx := context.WithValue(parent, attemptKey{}, info)
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -257,10 +257,10 @@ func (x *execution) callAttempt(parent context.Context, info flowtype.AttemptInf
 	return err
 }
 
-type stepInfoKey struct{}
+type attemptKey struct{}
 
-// StepInfoFrom returns the attempt a step or compensation body runs as.
-func StepInfoFrom(ctx context.Context) (flowtype.AttemptInfo, bool) {
-	info, ok := ctx.Value(stepInfoKey{}).(flowtype.AttemptInfo)
+// AttemptFrom returns the attempt a step or compensation body runs as.
+func AttemptFrom(ctx context.Context) (flowtype.AttemptInfo, bool) {
+	info, ok := ctx.Value(attemptKey{}).(flowtype.AttemptInfo)
 	return info, ok
 }
