@@ -1,5 +1,6 @@
-// Package clock gives the engine its notion of time, so tests can move it.
-// It imports the standard library and flow/flowtype (a leaf) only.
+// Package clock gives the engine its notion of time, so tests can move it:
+// System and Manual are the flowtype.Clock implementations. It imports the
+// standard library only.
 package clock
 
 import (
