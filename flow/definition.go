@@ -14,12 +14,11 @@ import (
 // differs from the stored one of its (name, version) while that version is
 // in use (a run of it exists, or an engine registered it): publish the
 // change as a new version, so that runs stay on the one they started with.
-var ErrDefinitionFrozen = store.ErrDefinitionFrozen
+var ErrDefinitionFrozen = flowtype.ErrDefinitionFrozen
 
 // ErrDefinitionNotFound is returned by GetDefinition for a name or version
-// the database does not hold. It is ErrRunNotFound's sentinel (the store's
-// one "not found").
-var ErrDefinitionNotFound = store.ErrNotFound
+// the database does not hold.
+var ErrDefinitionNotFound = flowtype.ErrDefinitionNotFound
 
 // StoredDefinition is a workflow definition as the database keeps it (see
 // flow/flowdef, which parses and compiles Body): unique by (Name,

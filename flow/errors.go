@@ -11,16 +11,16 @@ import (
 // Sentinel errors.
 var (
 	// ErrRunNotFound is returned when no run has the given ID.
-	ErrRunNotFound = store.ErrNotFound
+	ErrRunNotFound = flowtype.ErrNotFound
 	// ErrRunExists is returned by Start when the run ID belongs to a run of
 	// another workflow. (Starting an ID of the same workflow returns the
 	// existing run.)
-	ErrRunExists = engine.ErrRunExists
+	ErrRunExists = flowtype.ErrRunExists
 	// ErrUnknownWorkflow is returned by Start for a workflow version that is
 	// not registered with the engine.
-	ErrUnknownWorkflow = engine.ErrUnknownWorkflow
+	ErrUnknownWorkflow = flowtype.ErrUnknownWorkflow
 	// ErrRunFinished is returned by Cancel for a run that already finished.
-	ErrRunFinished = engine.ErrRunFinished
+	ErrRunFinished = flowtype.ErrRunFinished
 	// ErrRolledBack matches the error of a run whose completed steps were
 	// compensated after its workflow failed (see RolledBackError).
 	ErrRolledBack = flowtype.ErrRolledBack
@@ -32,7 +32,7 @@ var (
 	ErrCancelled = flowtype.ErrCancelled
 	// ErrConflict is returned by operator actions on a run in the wrong
 	// state, e.g. Resume of a run that is not suspended.
-	ErrConflict = store.ErrConflict
+	ErrConflict = flowtype.ErrConflict
 	// ErrSchemaTooNew is returned by a backend's Open (flowsqlite.Open,
 	// flowsqlite.New) for a database migrated by a newer flowlite.
 	ErrSchemaTooNew = store.ErrSchemaTooNew
@@ -49,7 +49,7 @@ var (
 	// write (the file, or its directory, where SQLite keeps the -wal and
 	// -shm files), and by every write of an engine opened with
 	// flowsqlite.OpenReadOnly.
-	ErrReadOnly = store.ErrReadOnly
+	ErrReadOnly = flowtype.ErrReadOnly
 	// ErrShardSet is returned by NewSharded (flowsqlite.OpenShards) for
 	// files that do not form the shard set they record (one missing or
 	// added, out of order, from another set), by New for one file of a
@@ -63,10 +63,10 @@ var (
 	// ErrDiskFull matches a write the database refused because it, or the
 	// disk under it, is full. The engine retries such writes, then gives up
 	// with a *WriteError that matches it; nothing recorded is lost.
-	ErrDiskFull = store.ErrFull
+	ErrDiskFull = flowtype.ErrFull
 	// ErrClosed is returned by the calls of an engine whose database Close
 	// closed, e.g. Run.Result waiting while the engine closes.
-	ErrClosed = store.ErrClosed
+	ErrClosed = flowtype.ErrClosed
 	// ErrPayloadTooLarge is returned by Start, StartTx, Enqueue, EnqueueTx,
 	// Signal and Schedule for a value whose JSON encoding is over
 	// Config.MaxPayloadBytes, with nothing recorded; a step whose output
@@ -82,7 +82,7 @@ var (
 	// or a tool, held the database's write lock for longer than the
 	// backend's busy timeout (flowsqlite's Options.BusyTimeout). The message names the file and the wait; nothing
 	// of the call was written, so it can be retried.
-	ErrBusy = store.ErrBusy
+	ErrBusy = flowtype.ErrBusy
 	// ErrUnavailable matches the error of a call that could not reach the
 	// database server, or whose connection broke or was ended by the
 	// server (flowpg: a restart, pg_terminate_backend). The engine rides
@@ -91,7 +91,7 @@ var (
 	// error then matches both the context's error and ErrUnavailable). A
 	// Start that failed so may have been recorded: start again with the
 	// same run ID, which finds it.
-	ErrUnavailable = store.ErrUnavailable
+	ErrUnavailable = flowtype.ErrUnavailable
 )
 
 // MaxNameBytes is the longest name of a workflow, job, step, queue, signal

@@ -4,13 +4,12 @@ import (
 	"context"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
-	"github.com/flowlite/flowlite/internal/store"
 )
 
 // ErrNotSupported is returned by the file operations (FileHealth,
 // Checkpoint, Backup, Check) of an engine whose backend keeps no database
 // file (they are the SQLite backend's, flow/flowsqlite).
-var ErrNotSupported = store.ErrNotSupported
+var ErrNotSupported = flowtype.ErrNotSupported
 
 // Retention says how long finished runs are kept, counted from when they
 // finished, per final state: Completed (default 24h), Failed (default 7

@@ -94,7 +94,7 @@ func (e *ReplayOutcomeError) Error() string {
 // run's workflow version must be registered with e.
 func (e *Engine) Replay(ctx context.Context, h *flowhistory.History) (ReplayReport, error) {
 	rep := ReplayReport{RunID: h.Run.ID, Workflow: h.Run.Workflow, Version: h.Run.Version}
-	key := store.WorkflowKey{Name: h.Run.Workflow, Version: h.Run.Version}
+	key := flowtype.WorkflowKey{Name: h.Run.Workflow, Version: h.Run.Version}
 	def, ok := e.core.Lookup(key)
 	if !ok {
 		return rep, fmt.Errorf("replay run %s: %w: workflow %s version %d is not registered with this engine",
@@ -102,7 +102,7 @@ func (e *Engine) Replay(ctx context.Context, h *flowhistory.History) (ReplayRepo
 	}
 	run := store.Run{
 		ID: h.Run.ID, Workflow: h.Run.Workflow, Version: h.Run.Version, Queue: h.Run.Queue, Priority: h.Run.Priority,
-		Status: store.RunStatus(h.Run.Status), Input: h.Run.Input, Output: h.Run.Output, Error: h.Run.Error,
+		Status: flowtype.RunStatus(h.Run.Status), Input: h.Run.Input, Output: h.Run.Output, Error: h.Run.Error,
 		Reason: h.Run.Reason, ParentID: h.Run.ParentID,
 	}
 	if len(h.Run.Values) > 0 {

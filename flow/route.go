@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 )
@@ -493,7 +494,7 @@ func sumMetrics(ms []EngineMetrics) EngineMetrics { return SumMetrics(ms...) }
 // mergeUnrunnable adds up the shards' counts of runs waiting for a
 // workflow version, ordered by workflow and version as each shard's are.
 func mergeUnrunnable(lists [][]store.UnrunnableCount) []store.UnrunnableCount {
-	sum := map[store.WorkflowKey]int64{}
+	sum := map[flowtype.WorkflowKey]int64{}
 	var out []store.UnrunnableCount
 	for _, l := range lists {
 		for _, c := range l {
@@ -554,7 +555,7 @@ func mergeQueueStats(lists [][]engine.QueueStats) []engine.QueueStats {
 			m := &out[i]
 			m.Paused = m.Paused || q.Paused
 			if m.Counts == nil {
-				m.Counts = map[store.RunStatus]int64{}
+				m.Counts = map[flowtype.RunStatus]int64{}
 			}
 			for st, n := range q.Counts {
 				m.Counts[st] += n

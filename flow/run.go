@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/codec"
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
@@ -104,15 +105,15 @@ func (r *Run[Out]) Result(ctx context.Context) (Out, error) {
 		return zero, fmt.Errorf("wait for run %s: %w", r.id, err)
 	}
 	switch run.Status {
-	case store.RunCompleted:
+	case flowtype.StatusCompleted:
 		out, err := codec.Decode[Out](run.Output)
 		if err != nil {
 			return zero, &DecodeError{RunID: r.id, What: "output", Type: codec.TypeName[Out](), Err: err}
 		}
 		return out, nil
-	case store.RunFailed:
+	case flowtype.StatusFailed:
 		return zero, r.e.core.RolledBack(ctx, run)
-	case store.RunCancelled:
+	case flowtype.StatusCancelled:
 		return zero, &CancelledError{RunID: r.id, Reason: engine.CancelReason(run)}
 	default:
 		return zero, &SuspendedError{RunID: r.id, Reason: run.Reason}
@@ -227,6 +228,6 @@ func Lookup[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], r
 	return &Run[Out]{e: f.inner, id: runID, existing: true}, nil
 }
 
-func workflowKey(name string, version int) store.WorkflowKey {
-	return store.WorkflowKey{Name: name, Version: version}
+func workflowKey(name string, version int) flowtype.WorkflowKey {
+	return flowtype.WorkflowKey{Name: name, Version: version}
 }

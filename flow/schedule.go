@@ -17,10 +17,10 @@ import (
 var (
 	// ErrScheduleNotFound is returned by PauseSchedule, ResumeSchedule,
 	// DeleteSchedule and LookupSchedule for a name no schedule has.
-	ErrScheduleNotFound = engine.ErrScheduleNotFound
+	ErrScheduleNotFound = flowtype.ErrScheduleNotFound
 	// ErrBadSpec is returned by Schedule for a cron spec that does not parse
 	// or has no time in the next five years; the message names the spec.
-	ErrBadSpec = engine.ErrBadSpec
+	ErrBadSpec = flowtype.ErrBadSpec
 )
 
 // CatchUp says what a schedule does about slots it missed (slots more than

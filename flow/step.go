@@ -126,7 +126,7 @@ func (s Step[In, Out]) definition(runID string, in In, def RetryPolicy) (engine.
 // occurrence, attempt number, and whether it is the compensation. ok is
 // false outside a step body.
 func Attempt(ctx context.Context) (info AttemptInfo, ok bool) {
-	return engine.StepInfoFrom(ctx)
+	return engine.AttemptFrom(ctx)
 }
 
 // IdempotencyKey returns a key that identifies the current step call across
@@ -135,7 +135,7 @@ func Attempt(ctx context.Context) (info AttemptInfo, ok bool) {
 // requests, so that a step re-run after a crash does not repeat its effect.
 // It is empty outside a step body.
 func IdempotencyKey(ctx context.Context) string {
-	info, ok := engine.StepInfoFrom(ctx)
+	info, ok := engine.AttemptFrom(ctx)
 	if !ok {
 		return ""
 	}

@@ -19,7 +19,7 @@ var ErrTimedOut = flowtype.ErrTimedOut
 // ErrDeadlineExceeded is the cause of a run's context once the run passed
 // its deadline (StartOptions.Deadline). It matches ErrCancelled: the run is
 // cancelled and compensated.
-var ErrDeadlineExceeded = engine.ErrDeadlineExceeded
+var ErrDeadlineExceeded = flowtype.ErrDeadlineExceeded
 
 // Sleep pauses the run for d on the engine clock. The run holds no worker
 // slot and no goroutine while it sleeps, survives restarts, and resumes
@@ -149,7 +149,7 @@ func SignalRun[T any](wc Context, runID, name string, payload T) error {
 			}
 			key := IdempotencyKey(ctx)
 			_, err = byRun(e, runID, func(inner *Engine) (bool, error) { return inner.core.Signal(ctx, runID, name, b, key) })
-			if errors.Is(err, engine.ErrRunFinished) || errors.Is(err, ErrRunNotFound) {
+			if errors.Is(err, flowtype.ErrRunFinished) || errors.Is(err, ErrRunNotFound) {
 				return struct{}{}, Permanent(err)
 			}
 			return struct{}{}, err

@@ -40,14 +40,19 @@ var (
 	ErrInvalidName = errors.New("invalid name")
 
 	// The sentinels below are the engine's and its stores'; package flow
-	// re-exports them (ErrNotFound as ErrRunNotFound and
-	// ErrDefinitionNotFound, ErrFull as ErrDiskFull). They are defined
-	// here so that the Error a step failed with keeps matching them when
-	// it is rebuilt from the run's history (see Error.Is).
+	// re-exports them (ErrNotFound as ErrRunNotFound, ErrFull as
+	// ErrDiskFull). They are defined here so that the Error a step failed
+	// with keeps matching them when it is rebuilt from the run's history
+	// (see Error.Is).
 
-	// ErrNotFound is returned for a run (or a definition) that does not
-	// exist.
+	// ErrNotFound is returned for a run, or another record kept with runs,
+	// that does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrDefinitionNotFound is returned for a workflow definition (a name,
+	// or a version of it) that the database does not hold. It is not
+	// ErrNotFound: a caller that looks a definition up, then starts or
+	// inspects a run, can tell which of the two is missing.
+	ErrDefinitionNotFound = errors.New("definition not found")
 	// ErrRunFinished is returned when an operation needs an unfinished run.
 	ErrRunFinished = errors.New("run already finished")
 	// ErrUnknownWorkflow is returned when a workflow version is not

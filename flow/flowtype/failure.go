@@ -104,6 +104,8 @@ const (
 	CodeBadSpec = "flowlite.bad_spec"
 	// CodeDefinitionFrozen matches ErrDefinitionFrozen.
 	CodeDefinitionFrozen = "flowlite.definition_frozen"
+	// CodeDefinitionNotFound matches ErrDefinitionNotFound.
+	CodeDefinitionNotFound = "flowlite.definition_not_found"
 	// CodeNotSupported matches ErrNotSupported.
 	CodeNotSupported = "flowlite.not_supported"
 	// CodeShardSet matches ErrShardSet.
@@ -156,6 +158,7 @@ var engineCodes = [...]struct {
 	{CodeScheduleNotFound, ErrScheduleNotFound},
 	{CodeBadSpec, ErrBadSpec},
 	{CodeDefinitionFrozen, ErrDefinitionFrozen},
+	{CodeDefinitionNotFound, ErrDefinitionNotFound},
 	{CodeNotSupported, ErrNotSupported},
 	{CodeShardSet, ErrShardSet},
 	{CodeSharded, ErrSharded},

@@ -1,18 +1,12 @@
-// Package clock gives the engine its notion of time, so tests can move it.
-// It imports the standard library and flow/flowtype (a leaf) only.
+// Package clock gives the engine its notion of time, so tests can move it:
+// System and Manual are the flowtype.Clock implementations. It imports the
+// standard library only.
 package clock
 
 import (
 	"sync"
 	"time"
-
-	"github.com/flowlite/flowlite/flow/flowtype"
 )
-
-// Clock tells the current time. The engine reads it for every timestamp it
-// stores and every due time it compares; waiting itself uses real timers.
-// It is defined in flow/flowtype, where go doc shows it.
-type Clock = flowtype.Clock
 
 // System is the wall clock.
 type System struct{}

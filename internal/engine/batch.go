@@ -11,9 +11,6 @@ import (
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// ItemError names the item of a batch that made it fail.
-type ItemError = flowtype.ItemError
-
 // StartRuns records the pending runs of ps in one write transaction, with
 // a few multi-row statements instead of several statements per run, and
 // wakes their queues once it committed. Each item is started as StartRun
@@ -81,10 +78,10 @@ func (e *Engine) prepareBatch(ps []StartParams) error {
 	for i := range ps {
 		p := &ps[i]
 		if err := e.prepareStart(p); err != nil {
-			return &ItemError{Index: i, RunID: p.ID, Err: err}
+			return &flowtype.ItemError{Index: i, RunID: p.ID, Err: err}
 		}
 		if j, dup := ids[p.ID]; dup {
-			return &ItemError{Index: i, RunID: p.ID, Err: fmt.Errorf("run ID %s is item %d's too", p.ID, j)}
+			return &flowtype.ItemError{Index: i, RunID: p.ID, Err: fmt.Errorf("run ID %s is item %d's too", p.ID, j)}
 		}
 		ids[p.ID] = i
 	}
@@ -123,15 +120,15 @@ func (e *Engine) insertRuns(ctx context.Context, tx store.Tx, ps []StartParams) 
 	events := make([]store.Event, 0, len(ps))
 	for i := range ps {
 		p := &ps[i]
-		started := store.Event{RunID: p.ID, At: now, Kind: EventRunStarted, Detail: startedDetail(p)}
+		started := store.Event{RunID: p.ID, At: now, Kind: flowtype.EventRunStarted, Detail: startedDetail(p)}
 		if !inserted[i] {
 			run, err := existingRun(ctx, tx, p, now)
 			if err != nil {
-				return nil, &ItemError{Index: i, RunID: p.ID, Err: err}
+				return nil, &flowtype.ItemError{Index: i, RunID: p.ID, Err: err}
 			}
 			reused, err := reuseID(ctx, tx, p, run, rows[i], &started)
 			if err != nil {
-				return nil, &ItemError{Index: i, RunID: p.ID, Err: err}
+				return nil, &flowtype.ItemError{Index: i, RunID: p.ID, Err: err}
 			}
 			if !reused {
 				out[i] = Started{Run: run, Existing: true}
@@ -139,7 +136,7 @@ func (e *Engine) insertRuns(ctx context.Context, tx store.Tx, ps []StartParams) 
 			}
 		}
 		if err := holdUniqueKey(ctx, tx, p, now); err != nil {
-			return nil, &ItemError{Index: i, RunID: p.ID, Err: err}
+			return nil, &flowtype.ItemError{Index: i, RunID: p.ID, Err: err}
 		}
 		events = append(events, started)
 		out[i] = Started{Run: insertedRun(rows[i])}
@@ -153,11 +150,11 @@ func (e *Engine) insertRuns(ctx context.Context, tx store.Tx, ps []StartParams) 
 // existingRun returns the run that kept p from being inserted: the run
 // with its ID, else the holder of its unique key, which is a
 // *flowtype.DuplicateError under RefuseDuplicate. A run of another
-// workflow under its ID is ErrRunExists, as for StartRun.
+// workflow under its ID is flowtype.ErrRunExists, as for StartRun.
 func existingRun(ctx context.Context, tx store.Tx, p *StartParams, now int64) (store.Run, error) {
 	run, err := tx.RunGet(ctx, p.ID)
 	byKey := false
-	if errors.Is(err, store.ErrNotFound) && p.UniqueKey != "" {
+	if errors.Is(err, flowtype.ErrNotFound) && p.UniqueKey != "" {
 		run, err = uniqueHolder(ctx, tx, p.Workflow.Name, p.UniqueKey, now)
 		byKey = true
 	}
@@ -172,7 +169,7 @@ func existingRun(ctx context.Context, tx store.Tx, p *StartParams, now int64) (s
 		}
 	}
 	if run.Workflow != p.Workflow.Name {
-		return store.Run{}, fmt.Errorf("start run %s of workflow %s: %w (%s)", p.ID, p.Workflow.Name, ErrRunExists, run.Workflow)
+		return store.Run{}, fmt.Errorf("start run %s of workflow %s: %w (%s)", p.ID, p.Workflow.Name, flowtype.ErrRunExists, run.Workflow)
 	}
 	return run, nil
 }

@@ -3,13 +3,13 @@ package engine
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -91,7 +91,7 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 // once the statement returns: a claim that commits on its own has no
 // moment before its commit to hold them in, and a lease just taken cannot
 // expire before this goroutine holds it.
-func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, known []store.WorkflowKey, max int) ([]store.Run, error) {
+func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, known []flowtype.WorkflowKey, max int) ([]store.Run, error) {
 	now := e.nowMs()
 	claimed, err := c.ClaimAndBegin(ctx, store.ClaimAndBeginParams{
 		RunClaimParams: store.RunClaimParams{
@@ -130,7 +130,7 @@ func (e *Engine) firstSteps() []store.FirstStep {
 
 // claimIn leases up to max ready runs of queue, of the workflow versions
 // known, in tx, and records a run_claimed event for each.
-func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known []store.WorkflowKey, max int) ([]store.Run, error) {
+func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known []flowtype.WorkflowKey, max int) ([]store.Run, error) {
 	now := e.nowMs()
 	runs, err := tx.RunClaim(ctx, store.RunClaimParams{
 		Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
@@ -142,7 +142,7 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 	e.hold(runs)
 	for _, r := range runs {
 		err := tx.EventAppend(ctx, store.Event{
-			RunID: r.ID, At: now, Kind: EventRunClaimed,
+			RunID: r.ID, At: now, Kind: flowtype.EventRunClaimed,
 			Detail: fmt.Sprintf("fence %d, %s", r.Fence, r.LeaseOwner),
 		})
 		if err != nil {
@@ -167,10 +167,10 @@ func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.
 	var ps []store.StepBeginParams
 	var leases []store.Lease
 	for _, r := range runs {
-		if r.Fence != 1 || r.Status != store.RunRunning || r.CancelRequested || (r.Deadline > 0 && r.Deadline <= now) {
+		if r.Fence != 1 || r.Status != flowtype.StatusRunning || r.CancelRequested || (r.Deadline > 0 && r.Deadline <= now) {
 			continue
 		}
-		def, ok := e.Lookup(store.WorkflowKey{Name: r.Workflow, Version: r.Version})
+		def, ok := e.Lookup(flowtype.WorkflowKey{Name: r.Workflow, Version: r.Version})
 		if !ok || def.FirstStep.Name == "" {
 			continue
 		}
@@ -188,7 +188,7 @@ func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.
 		return err
 	}
 	for i, p := range ps {
-		err := tx.EventAppend(ctx, store.Event{RunID: p.Key.RunID, At: now, Kind: EventStepStarted, Step: p.Key.Name, Occurrence: p.Key.Occurrence, Attempt: attempts[i]})
+		err := tx.EventAppend(ctx, store.Event{RunID: p.Key.RunID, At: now, Kind: flowtype.EventStepStarted, Step: p.Key.Name, Occurrence: p.Key.Occurrence, Attempt: attempts[i]})
 		if err != nil {
 			return err
 		}
@@ -320,102 +320,9 @@ func (e *Engine) launch(run store.Run, slots *semaphore.Weighted) {
 				return err
 			}
 		}
-		return tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: EventRunReleased, Detail: "engine stopping"})
+		return tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: flowtype.EventRunReleased, Detail: "engine stopping"})
 	})
 	if err != nil {
 		e.log.Warn("give back a run claimed while the engine stopped; it is rescued when its lease expires", "run", run.ID, "err", err)
 	}
-}
-
-// runRescuer periodically re-queues runs whose lease expired: their worker
-// crashed, hung or lost its connection.
-func (e *Engine) runRescuer(ctx context.Context) {
-	rescue := func() {
-		n, err := e.Rescue(ctx)
-		if err == nil {
-			e.loopOK("rescue expired leases")
-		}
-		if err != nil && ctx.Err() == nil {
-			e.loopFailed("rescue expired leases", "rescue expired leases", err)
-		} else if n > 0 {
-			e.log.Info("rescued runs with expired leases", "runs", n)
-			e.WakeAll()
-		}
-	}
-	rescue()
-	every(ctx, e.cfg.RescueInterval, rescue)
-}
-
-// Rescue re-queues every run whose lease has expired and returns how many it
-// re-queued. The update re-checks status and expiry, so a run completed by
-// its worker in the meantime is never touched.
-//
-// The runs this engine claimed and still executes (or is about to) are
-// alive whatever their lease says: a lease can lapse here only because
-// writes or goroutines stalled (the heartbeat waited like everything else).
-// The same transaction renews their leases first, so an engine never takes
-// its own live runs away and runs their bodies twice.
-func (e *Engine) Rescue(ctx context.Context) (int, error) {
-	const batch = 100
-	total := 0
-	for {
-		var rescued []store.RescuedRun
-		var cancelled []string
-		err := e.store.Write(ctx, func(tx store.Tx) error {
-			now := e.nowMs()
-			cancelled = cancelled[:0]
-			for _, l := range e.heldLeases() {
-				cancel, err := tx.RunHeartbeat(ctx, l, now+e.cfg.LeaseTimeout.Milliseconds(), now)
-				switch {
-				case errors.Is(err, store.ErrLeaseLost):
-					// Another worker took it over; its writes here will fail.
-				case err != nil:
-					return err
-				case cancel:
-					cancelled = append(cancelled, l.RunID)
-				}
-			}
-			var err error
-			if rescued, err = tx.RunRescue(ctx, now, batch); err != nil {
-				return err
-			}
-			for _, r := range rescued {
-				err := tx.EventAppend(ctx, store.Event{
-					RunID: r.ID, At: now, Kind: EventRunRescued,
-					Detail: fmt.Sprintf("lease of fence %d expired %dms ago", r.Fence, now-r.LeaseExpiresAt),
-				})
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		e.cancelActive(cancelled)
-		total += len(rescued)
-		if err != nil || len(rescued) < batch {
-			return total, err
-		}
-	}
-}
-
-// runUnrunnableReporter logs, once a minute, the ready runs this process
-// leaves alone because it lacks their workflow version.
-func (e *Engine) runUnrunnableReporter(ctx context.Context) {
-	report := func() {
-		counts, err := e.Unrunnable(ctx)
-		if err != nil && ctx.Err() == nil {
-			e.log.Error("count unrunnable runs", "err", err)
-		}
-		for _, c := range counts {
-			e.log.Warn("runs wait for a workflow version this process does not register; they are left alone",
-				"workflow", c.Workflow.Name, "version", c.Workflow.Version, "runs", c.Runs)
-		}
-	}
-	report()
-	every(ctx, time.Minute, report)
-}
-
-// Unrunnable counts ready runs whose workflow version is not registered here.
-func (e *Engine) Unrunnable(ctx context.Context) ([]store.UnrunnableCount, error) {
-	return e.store.Reader().RunCountUnrunnable(ctx, e.Known())
 }

@@ -9,16 +9,6 @@ import (
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// Retention is defined in flow/flowtype, where go doc shows its fields.
-type Retention = flowtype.Retention
-
-// Retention defaults.
-const (
-	DefaultRetainCompleted = flowtype.DefaultRetainCompleted
-	DefaultRetainFailed    = flowtype.DefaultRetainFailed
-	DefaultRetainCancelled = flowtype.DefaultRetainCancelled
-)
-
 // Maintenance defaults.
 const (
 	DefaultCleanInterval   = time.Minute
@@ -28,15 +18,15 @@ const (
 )
 
 // retentionWithDefaults returns r with its zero fields set to the defaults.
-func retentionWithDefaults(r Retention) Retention {
+func retentionWithDefaults(r flowtype.Retention) flowtype.Retention {
 	if r.Completed == 0 {
-		r.Completed = DefaultRetainCompleted
+		r.Completed = flowtype.DefaultRetainCompleted
 	}
 	if r.Failed == 0 {
-		r.Failed = DefaultRetainFailed
+		r.Failed = flowtype.DefaultRetainFailed
 	}
 	if r.Cancelled == 0 {
-		r.Cancelled = DefaultRetainCancelled
+		r.Cancelled = flowtype.DefaultRetainCancelled
 	}
 	return r
 }
@@ -103,12 +93,12 @@ func (e *Engine) Clean(ctx context.Context) (int, error) {
 	r := e.cfg.Retention
 	total := 0
 	for _, c := range []struct {
-		status store.RunStatus
+		status flowtype.RunStatus
 		keep   time.Duration
 	}{
-		{store.RunCompleted, r.Completed},
-		{store.RunFailed, r.Failed},
-		{store.RunCancelled, r.Cancelled},
+		{flowtype.StatusCompleted, r.Completed},
+		{flowtype.StatusFailed, r.Failed},
+		{flowtype.StatusCancelled, r.Cancelled},
 	} {
 		if c.keep < 0 {
 			continue

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
-	"github.com/flowlite/flowlite/internal/store"
 )
 
 // WorkflowFunc runs a workflow body: it decodes the input, calls steps
@@ -15,7 +14,7 @@ type WorkflowFunc func(rc *RunContext, input []byte) ([]byte, error)
 
 // Workflow is the untyped definition of one workflow version.
 type Workflow struct {
-	Key store.WorkflowKey
+	Key flowtype.WorkflowKey
 	Run WorkflowFunc
 	// FirstStep, when its Name is set, is the step every run of the
 	// workflow calls first, at the top level, with the recorded input
@@ -48,15 +47,7 @@ type Step struct {
 	Run             StepFunc
 	Transactional   bool // Run receives the write transaction of its checkpoint
 	Compensate      CompensateFunc
-	Retry           RetryPolicy
-	CompensateRetry RetryPolicy
+	Retry           flowtype.RetryPolicy
+	CompensateRetry flowtype.RetryPolicy
 	Timeout         time.Duration // per attempt; zero means none
 }
-
-// StepInfo describes a step attempt to an Interceptor. It is defined in
-// flow/flowtype (as AttemptInfo), where go doc shows its fields.
-type StepInfo = flowtype.AttemptInfo
-
-// Interceptor wraps every step and compensation attempt; it must call call
-// to run the body (or return an error instead, e.g. to inject a failure).
-type Interceptor = flowtype.Interceptor

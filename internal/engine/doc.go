@@ -9,7 +9,7 @@
 // internal/store, internal/clock and golang.org/x/sync, never flow or an
 // adapter; the one exception is flow/flowtype, the leaf package that defines
 // the types flow shows its users (errors, RetryPolicy, metrics…), which the
-// engine aliases under its own names.
+// engine uses under their flowtype names, so that each has one name.
 //
 // It speaks no database dialect: a store's own upkeep (the SQLite adapter's
 // WAL watch) is a store.Maintainer that the engine merely starts, handing

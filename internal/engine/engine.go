@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/clock"
 	"github.com/flowlite/flowlite/internal/store"
 )
@@ -57,18 +58,18 @@ type Config struct {
 	// ClaimBatch caps how many runs one claim transaction takes. Default 32.
 	ClaimBatch int
 	// DefaultRetry fills the zero fields of every step's retry policy.
-	DefaultRetry RetryPolicy
+	DefaultRetry flowtype.RetryPolicy
 	// Logger receives operational logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Clock tells time. Default: the system clock.
-	Clock clock.Clock
+	Clock flowtype.Clock
 	// WorkerID names this engine in leases. Default: host-pid-random.
 	WorkerID string
 	// Intercept, when set, wraps every step and compensation attempt.
-	Intercept Interceptor
+	Intercept flowtype.Interceptor
 
 	// Retention is how long finished runs are kept, per state (cleaner.go).
-	Retention Retention
+	Retention flowtype.Retention
 	// RetentionWaitsForConsumers keeps finished runs with changes a
 	// registered change-feed consumer has not acknowledged (cleaner.go).
 	RetentionWaitsForConsumers bool
@@ -174,9 +175,9 @@ type Engine struct {
 	log   *slog.Logger
 
 	mu        sync.Mutex
-	workflows map[store.WorkflowKey]Workflow
-	known     []store.WorkflowKey // sorted keys of workflows; replaced, never mutated
-	first     []store.FirstStep   // of the workflows that declare one, for claims; replaced, never mutated
+	workflows map[flowtype.WorkflowKey]Workflow
+	known     []flowtype.WorkflowKey // sorted keys of workflows; replaced, never mutated
+	first     []store.FirstStep      // of the workflows that declare one, for claims; replaced, never mutated
 	wake      map[string]chan struct{}
 	slots     map[string]*semaphore.Weighted // per queue: free execution slots
 	active    map[string]*execution
@@ -195,7 +196,7 @@ type Engine struct {
 	reportedAt     time.Time      // real time of the last report
 	warnedQueues   sync.Map       // queue name → struct{}: unworked start logged (unworked.go)
 	outage         outages        // loops whose polls find the database unavailable (outage.go)
-	outcomes       outcomeBatcher // outcomes of runs written together (outcomes.go)
+	outcomes       outcomeBatcher // outcomes of runs written together (outcome.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc
@@ -214,7 +215,7 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 		store:     s,
 		cfg:       cfg,
 		log:       cfg.Logger,
-		workflows: make(map[store.WorkflowKey]Workflow),
+		workflows: make(map[flowtype.WorkflowKey]Workflow),
 		wake:      make(map[string]chan struct{}),
 		active:    make(map[string]*execution),
 		held:      make(map[string]store.Lease),
@@ -252,7 +253,7 @@ func (e *Engine) Register(w Workflow) error {
 	}
 	e.workflows[w.Key] = w
 	known := append(slices.Clone(e.known), w.Key)
-	slices.SortFunc(known, func(a, b store.WorkflowKey) int {
+	slices.SortFunc(known, func(a, b flowtype.WorkflowKey) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
 	})
 	e.known = known
@@ -273,7 +274,7 @@ func (e *Engine) Register(w Workflow) error {
 }
 
 // Lookup returns the registered workflow version.
-func (e *Engine) Lookup(k store.WorkflowKey) (Workflow, bool) {
+func (e *Engine) Lookup(k flowtype.WorkflowKey) (Workflow, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	w, ok := e.workflows[k]
@@ -281,7 +282,7 @@ func (e *Engine) Lookup(k store.WorkflowKey) (Workflow, bool) {
 }
 
 // Known lists the registered workflow versions, sorted.
-func (e *Engine) Known() []store.WorkflowKey {
+func (e *Engine) Known() []flowtype.WorkflowKey {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.known // the claim reads it on every poll: kept sorted by Register
@@ -436,8 +437,8 @@ type clockKey struct{}
 
 // ClockFrom returns the engine clock carried by the context of a step, or
 // the system clock outside an engine.
-func ClockFrom(ctx context.Context) clock.Clock {
-	if c, ok := ctx.Value(clockKey{}).(clock.Clock); ok {
+func ClockFrom(ctx context.Context) flowtype.Clock {
+	if c, ok := ctx.Value(clockKey{}).(flowtype.Clock); ok {
 		return c
 	}
 	return clock.System{}

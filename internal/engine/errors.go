@@ -3,32 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
-
-	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
-// Sentinel errors. The flow package re-exports them.
+// The engine's own errors. The sentinels and error types users match are
+// declared in flow/flowtype, which package flow re-exports.
 var (
-	// ErrCancelled is the cause of a run's context when the run was cancelled,
-	// and wraps the error Result returns for a cancelled run.
-	ErrCancelled = flowtype.ErrCancelled
-	// ErrDeadlineExceeded is the cause of a run's context when the run passed
-	// its deadline; it matches ErrCancelled, as the run is cancelled.
-	ErrDeadlineExceeded = flowtype.ErrDeadlineExceeded
-	// ErrRolledBack wraps the error Result returns for a run whose workflow
-	// failed and whose completed steps were all compensated.
-	ErrRolledBack = flowtype.ErrRolledBack
-	// ErrSuspended wraps the error Result returns for a run parked for an
-	// operator, e.g. after a compensation exhausted its retries.
-	ErrSuspended = flowtype.ErrSuspended
-	// ErrRunFinished is returned when an operation needs an unfinished run.
-	ErrRunFinished = flowtype.ErrRunFinished
-	// ErrRunExists is returned when a run ID is taken by a run of another
-	// workflow.
-	ErrRunExists = flowtype.ErrRunExists
-	// ErrUnknownWorkflow is returned when a workflow version is not
-	// registered with the engine.
-	ErrUnknownWorkflow = flowtype.ErrUnknownWorkflow
 	// ErrLostRace is the cause of a race branch's context once another
 	// branch won; the branch's further step calls return it.
 	ErrLostRace = errors.New("another branch finished first")
@@ -40,20 +19,6 @@ var (
 	// of a step, a timer, a signal or a child. The executor releases the run
 	// until the earliest time any branch asked for.
 	errParked = errors.New("run parked")
-)
-
-// The error types flow returns are defined in flow/flowtype, where go doc
-// shows their fields; these aliases keep the engine's names.
-type (
-	PermanentError      = flowtype.PermanentError
-	StepError           = flowtype.StepError
-	Error               = flowtype.Error
-	NonDeterminismError = flowtype.NonDeterminismError
-	DecodeError         = flowtype.DecodeError
-	RolledBackError     = flowtype.RolledBackError
-	SuspendedError      = flowtype.SuspendedError
-	CancelledError      = flowtype.CancelledError
-	WriteError          = flowtype.WriteError
 )
 
 // ReplayError reports a workflow whose replay asked for a step the run has

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -58,7 +59,7 @@ type execution struct {
 // execute drives one claimed run until it settles, waits for its next
 // attempt, or loses its lease.
 func (e *Engine) execute(run store.Run) {
-	def, ok := e.Lookup(store.WorkflowKey{Name: run.Workflow, Version: run.Version})
+	def, ok := e.Lookup(flowtype.WorkflowKey{Name: run.Workflow, Version: run.Version})
 	leaseCtx, cancelLease := context.WithCancelCause(withRunValues(e.baseCtx, run))
 	runCtx, cancelRun := context.WithCancelCause(leaseCtx)
 	x := &execution{
@@ -93,13 +94,13 @@ func (e *Engine) execute(run store.Run) {
 	defer stopHeartbeat()
 
 	if run.CancelRequested || cancelled {
-		cancelRun(ErrCancelled)
+		cancelRun(flowtype.ErrCancelled)
 	}
 	if run.Deadline > 0 {
 		if left := time.Duration(run.Deadline-e.nowMs()) * time.Millisecond; left <= 0 {
-			cancelRun(ErrDeadlineExceeded)
+			cancelRun(flowtype.ErrDeadlineExceeded)
 		} else {
-			timer := time.AfterFunc(left, func() { cancelRun(ErrDeadlineExceeded) })
+			timer := time.AfterFunc(left, func() { cancelRun(flowtype.ErrDeadlineExceeded) })
 			defer timer.Stop()
 		}
 	}
@@ -116,9 +117,9 @@ func (e *Engine) execute(run store.Run) {
 	}
 	rc := newRunContext(x, steps)
 	switch run.Status {
-	case store.RunRunning:
+	case flowtype.StatusRunning:
 		x.forward(rc)
-	case store.RunCompensating:
+	case flowtype.StatusCompensating:
 		x.unwind(rc, false)
 	default:
 		e.log.Error("claimed run in unexpected status", "run", run.ID, "status", run.Status)
@@ -214,7 +215,7 @@ func (x *execution) writeCheckpoint(ctx context.Context, tx store.Tx, c checkpoi
 
 // event is the history event of c, without its run and time.
 func (c checkpoint) event() store.Event {
-	return store.Event{Kind: EventStepCompleted, Step: c.step.Key.Name, Occurrence: c.step.Key.Occurrence, Attempt: c.attempt}
+	return store.Event{Kind: flowtype.EventStepCompleted, Step: c.step.Key.Name, Occurrence: c.step.Key.Occurrence, Attempt: c.attempt}
 }
 
 // later queues c to commit with the execution's next write transaction.
@@ -321,7 +322,7 @@ func (x *execution) writeTx(proof leaseProof, once bool, fn func(ctx context.Con
 			return err
 		}
 		if cancelRequested {
-			x.cancelRun(ErrCancelled)
+			x.cancelRun(flowtype.ErrCancelled)
 		}
 		for _, c := range deferred {
 			if err := x.writeCheckpoint(ctx, tx, c); err != nil {
@@ -347,13 +348,13 @@ func (x *execution) writeTx(proof leaseProof, once bool, fn func(ctx context.Con
 }
 
 // writeRetryingBusy is store.Write for the writes of an execution, which
-// retries a write that waited out the busy timeout (store.ErrBusy: another
-// process held the lock that long) for as long as the execution holds its
-// lease. Failing would abort the run and, once its lease expired, run its
-// current step again; retrying is safe because every write is fenced: if
-// the lease lapsed meanwhile and another worker took the run, the write
-// fails with store.ErrLeaseLost instead. Stopping the engine or losing the
-// lease ends the retries.
+// retries a write that waited out the busy timeout (flowtype.ErrBusy:
+// another process held the lock that long) for as long as the execution
+// holds its lease. Failing would abort the run and, once its lease expired,
+// run its current step again; retrying is safe because every write is
+// fenced: if the lease lapsed meanwhile and another worker took the run, the
+// write fails with store.ErrLeaseLost instead. Stopping the engine or losing
+// the lease ends the retries.
 func (x *execution) writeRetryingBusy(ctx context.Context, fn func(store.Tx) error) error {
 	warned := false
 	return store.RetryBusy(x.leaseCtx, func() error { return x.e.store.Write(ctx, fn) }, func(err error) {
@@ -399,9 +400,9 @@ func (x *execution) releaseUntil(runAt int64, waiting bool, why string) {
 	if x.run.Deadline > 0 && runAt > x.run.Deadline {
 		runAt = x.run.Deadline
 	}
-	kind := EventRunReleased
+	kind := flowtype.EventRunReleased
 	if waiting {
-		kind = EventRunWaiting
+		kind = flowtype.EventRunWaiting
 	}
 	var now int64
 	err := x.writeRetried("release", func(ctx context.Context, tx store.Tx, at int64) error {
@@ -426,152 +427,6 @@ func (x *execution) releaseUntil(runAt int64, waiting bool, why string) {
 	if delay := time.Duration(runAt-now) * time.Millisecond; delay <= x.e.cfg.PollInterval {
 		x.e.wakeAfter(x.run.Queue, delay)
 	}
-}
-
-// finish records the outcome of the run.
-func (x *execution) finish(status store.RunStatus, output []byte, errMsg, reason string) {
-	kind := map[store.RunStatus]string{
-		store.RunCompleted: EventRunCompleted, store.RunFailed: EventRunFailed,
-		store.RunCancelled: EventRunCancelled, store.RunSuspended: EventRunSuspended,
-	}[status]
-	err := x.finishBatched(status, output, errMsg, reason, kind)
-	if errors.Is(err, errNotBatched) {
-		err = x.finishAlone(status, output, errMsg, reason, kind)
-	}
-	if err != nil {
-		if !errors.Is(err, store.ErrLeaseLost) {
-			// Try to hand the run back, so that it resumes from its last
-			// checkpoint once the database takes writes again.
-			x.e.log.Error("record run outcome; giving the run back", "run", x.run.ID, "status", status, "err", err)
-			x.release(x.e.cfg.PollInterval, "its outcome could not be recorded: "+err.Error())
-		}
-		return
-	}
-	x.e.log.Debug("run settled", "run", x.run.ID, "workflow", x.run.Workflow, "status", status)
-	x.e.metrics.runFinished(status)
-	x.e.settled()
-}
-
-// finishAlone records the outcome of the run in a write of its own,
-// retried as writeRetried retries.
-func (x *execution) finishAlone(status store.RunStatus, output []byte, errMsg, reason, kind string) error {
-	return x.writeRetried("outcome", func(ctx context.Context, tx store.Tx, now int64) error {
-		p := store.RunFinishParams{Status: status, Output: output, Error: errMsg, Reason: reason, Now: now}
-		if status != store.RunSuspended {
-			p.FinishedAt = now
-		}
-		if err := tx.RunFinish(ctx, x.lease, p); err != nil {
-			return err
-		}
-		if err := x.undoBegun(ctx, tx, "the run "+string(status)+" first", now); err != nil {
-			return err
-		}
-		if x.run.ParentID != "" && status.Finished() {
-			if _, err := tx.RunWake(ctx, x.run.ParentID, now); err != nil {
-				return err
-			}
-		}
-		return x.event(ctx, tx, now, store.Event{Kind: kind, Detail: firstNonEmpty(reason, errMsg)})
-	})
-}
-
-func (x *execution) suspend(reason string) {
-	x.e.log.Warn("run suspended", "run", x.run.ID, "reason", reason)
-	x.finish(store.RunSuspended, nil, x.run.Error, reason)
-}
-
-// forward runs the workflow body and records its outcome, starting the
-// unwind when it fails or the run is cancelled.
-func (x *execution) forward(rc *RunContext) {
-	output, wfErr := rc.callWorkflow()
-	if wfErr == nil {
-		// The workflow failed to produce an output the engine may store: it
-		// fails (and is compensated) with an error saying so.
-		wfErr = x.e.CheckPayload("output of workflow "+x.def.Key.String(), output)
-	}
-	cause := rc.cause()
-	if cause == nil {
-		// The body returned: it must have made every call it recorded.
-		rc.st.mu.Lock()
-		if err := rc.st.history.unvisited(x.run.ID); err != nil {
-			cause = rc.st.abortLocked(err)
-		}
-		rc.st.mu.Unlock()
-	}
-	switch {
-	case cause != nil:
-		x.abort(rc, cause)
-	case wfErr == nil:
-		x.finish(store.RunCompleted, output, "", "")
-	default:
-		x.startUnwind(rc, wfErr.Error())
-	}
-}
-
-// abort handles an execution that ended before the workflow body settled.
-func (x *execution) abort(rc *RunContext, cause error) {
-	var decodeErr *DecodeError
-	var replayErr *ReplayError
-	var defErr *DefinitionError
-	var divergence *NonDeterminismError
-	switch {
-	case errors.Is(cause, store.ErrLeaseLost):
-		// No longer ours to write: a fenced write failed, or the heartbeat
-		// found the lease taken.
-	case errors.Is(cause, errParked):
-		st := rc.st
-		st.mu.Lock()
-		at, waiting := st.parkAt, !st.parkRetry
-		st.mu.Unlock()
-		why := "until " + time.UnixMilli(at).UTC().Format(time.RFC3339Nano)
-		if at >= never {
-			why = "until woken"
-		}
-		x.releaseUntil(at, waiting, why)
-	case errors.Is(cause, ErrCancelled):
-		x.startUnwind(rc, cause.Error())
-	case errors.Is(cause, errStopping):
-		x.release(0, "engine stopping")
-	case errors.As(cause, &decodeErr), errors.As(cause, &replayErr), errors.As(cause, &defErr), errors.As(cause, &divergence):
-		x.suspend(cause.Error())
-	default:
-		x.e.log.Error("run interrupted", "run", x.run.ID, "err", cause)
-		x.release(x.e.cfg.PollInterval, "interrupted: "+cause.Error())
-	}
-}
-
-// startUnwind moves the run to compensating and unwinds it.
-func (x *execution) startUnwind(rc *RunContext, errMsg string) {
-	var children []string
-	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
-		if err := tx.RunStartCompensating(ctx, x.lease, errMsg, now); err != nil {
-			return err
-		}
-		if err := tx.StepCompensationArm(ctx, x.run.ID); err != nil {
-			return err
-		}
-		// Unfinished children are cancelled, which unwinds them in turn.
-		var err error
-		children, err = tx.RunCancelChildren(ctx, x.run.ID, now)
-		if err != nil {
-			return err
-		}
-		for _, id := range children {
-			ev := store.Event{RunID: id, At: now, Kind: EventCancelRequested, Detail: "parent " + x.run.ID + " is unwinding"}
-			if err := tx.EventAppend(ctx, ev); err != nil {
-				return err
-			}
-		}
-		return x.event(ctx, tx, now, store.Event{Kind: EventWorkflowFailed, Detail: errMsg})
-	})
-	if err != nil {
-		x.interrupted("start compensating", err)
-		return
-	}
-	x.run.Status, x.run.Error = store.RunCompensating, errMsg
-	x.e.cancelActive(children) // children executing here see it now, not at their next heartbeat
-	x.e.WakeAll()              // cancelled children, if any, unwind now
-	x.unwind(rc, true)
 }
 
 // interrupted ends an execution whose write failed, as abort does for the
@@ -621,7 +476,7 @@ func (e *Engine) cancelActive(ids []string) {
 	}
 	e.mu.Unlock()
 	for _, x := range xs {
-		x.cancelRun(ErrCancelled)
+		x.cancelRun(flowtype.ErrCancelled)
 	}
 }
 
@@ -639,7 +494,7 @@ func (e *Engine) expireDeadlines() {
 	}
 	e.mu.Unlock()
 	for _, x := range xs {
-		x.cancelRun(ErrDeadlineExceeded)
+		x.cancelRun(flowtype.ErrDeadlineExceeded)
 	}
 }
 

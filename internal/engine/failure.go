@@ -8,37 +8,31 @@ import (
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// Codes of the errors the engine records; see flowtype.
-const (
-	CodeRunExists       = flowtype.CodeRunExists
-	CodePayloadTooLarge = flowtype.CodePayloadTooLarge
-)
-
 // failureOf returns the recorded shape of err: the Code and Details of the
-// first *Error in its chain, or else the engine code of the flowlite
-// sentinel it matches (flowtype.EngineCode), so that the error rebuilt
-// from the record (recordedError) matches what err matched.
+// first *flowtype.Error in its chain, or else the engine code of the
+// flowlite sentinel it matches (flowtype.EngineCode), so that the error
+// rebuilt from the record (recordedError) matches what err matched.
 func failureOf(err error) store.Failure {
 	var f store.Failure
-	var coded *Error
+	var coded *flowtype.Error
 	if errors.As(err, &coded) {
 		f.Code, f.Details = coded.Code, coded.Details
 	} else {
 		f.Code = flowtype.EngineCode(err)
 	}
-	var perm *PermanentError
+	var perm *flowtype.PermanentError
 	f.Permanent = errors.As(err, &perm)
 	return f
 }
 
-// recordedError rebuilds the error a step failed with from its record: an
-// *Error, wrapped in a *PermanentError when it was permanent. Replays and
-// the first execution both hand the workflow this value, so a body that
-// branches on it takes the same path every time.
+// recordedError rebuilds the error a step failed with from its record: a
+// *flowtype.Error, wrapped in a *flowtype.PermanentError when it was
+// permanent. Replays and the first execution both hand the workflow this
+// value, so a body that branches on it takes the same path every time.
 func recordedError(message string, f store.Failure) error {
-	err := error(&Error{Code: f.Code, Message: message, Details: f.Details})
+	err := error(&flowtype.Error{Code: f.Code, Message: message, Details: f.Details})
 	if f.Permanent {
-		err = &PermanentError{Err: err}
+		err = &flowtype.PermanentError{Err: err}
 	}
 	return err
 }

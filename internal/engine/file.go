@@ -13,11 +13,6 @@ import (
 // adapter, which knows its database; the engine only starts the upkeep and
 // hands both what they need to know about it (maintainHooks).
 
-// FileHealth describes the database file, the checkpoints this engine ran
-// on it, and the last checkpoint any engine ran on it. It is defined in
-// flow/flowtype, where go doc shows its fields.
-type FileHealth = flowtype.FileHealth
-
 // maintainHooks tells the store's upkeep about this engine.
 func (e *Engine) maintainHooks() store.MaintainHooks {
 	return store.MaintainHooks{Owner: e.cfg.WorkerID, Now: e.now, Idle: e.idle, Log: e.log}
@@ -38,21 +33,21 @@ func (e *Engine) idle() bool {
 }
 
 // fileMaintainer returns the store's file operations, or an error wrapping
-// store.ErrNotSupported.
+// flowtype.ErrNotSupported.
 func (e *Engine) fileMaintainer(op string) (store.FileMaintainer, error) {
 	fm, ok := e.store.(store.FileMaintainer)
 	if !ok {
-		return nil, fmt.Errorf("%s: %w", op, store.ErrNotSupported)
+		return nil, fmt.Errorf("%s: %w", op, flowtype.ErrNotSupported)
 	}
 	return fm, nil
 }
 
 // Checkpoint runs a checkpoint of the WAL now, recorded under this
 // engine's worker ID.
-func (e *Engine) Checkpoint(ctx context.Context, mode store.CheckpointMode) (store.CheckpointResult, error) {
+func (e *Engine) Checkpoint(ctx context.Context, mode flowtype.CheckpointMode) (flowtype.CheckpointResult, error) {
 	fm, err := e.fileMaintainer("checkpoint")
 	if err != nil {
-		return store.CheckpointResult{}, err
+		return flowtype.CheckpointResult{}, err
 	}
 	return fm.CheckpointRecorded(ctx, mode, e.maintainHooks())
 }
@@ -60,10 +55,10 @@ func (e *Engine) Checkpoint(ctx context.Context, mode store.CheckpointMode) (sto
 // FileHealth returns the sizes of the database file and its WAL, the
 // checkpoints this engine ran, and the last checkpoint recorded in the
 // database, which another process may have run.
-func (e *Engine) FileHealth(ctx context.Context) (FileHealth, error) {
+func (e *Engine) FileHealth(ctx context.Context) (flowtype.FileHealth, error) {
 	fm, err := e.fileMaintainer("file health")
 	if err != nil {
-		return FileHealth{}, err
+		return flowtype.FileHealth{}, err
 	}
 	return fm.FileHealth(ctx)
 }

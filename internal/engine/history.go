@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -62,7 +63,7 @@ func scopeOf(name string) string { return branchScope.FindString(name) }
 func (h *history) check(scope string, position int, key store.StepKey) error {
 	h.calls[key] = position
 	diverged := func(recorded string) error {
-		return &NonDeterminismError{
+		return &flowtype.NonDeterminismError{
 			RunID: key.RunID, Branch: strings.TrimSuffix(scope, "/"), Position: position,
 			Recorded: recorded, Replayed: describeCall(strings.TrimPrefix(key.Name, scope)),
 		}
@@ -104,7 +105,7 @@ func (h *history) unvisited(runID string) error {
 		return cmp.Or(cmp.Compare(scopeOf(a.Name), scopeOf(b.Name)), cmp.Compare(a.Position, b.Position))
 	})
 	scope := scopeOf(first.Name)
-	return &NonDeterminismError{
+	return &flowtype.NonDeterminismError{
 		RunID: runID, Branch: strings.TrimSuffix(scope, "/"), Position: first.Position,
 		Recorded: describeCall(strings.TrimPrefix(first.Name, scope)), Replayed: "",
 	}

@@ -15,10 +15,6 @@ import (
 // to be called again later without using an attempt, or a *CancelRunError
 // to end its run cancelled. stepFailed hands such errors to jobControl.
 
-// EventStepSnoozed is recorded when a step body snoozed its step; its
-// detail says for how long ("snoozed for 5s").
-const EventStepSnoozed = flowtype.EventStepSnoozed
-
 // SnoozeError, returned by a step body, releases the run and calls the body
 // again after Delay (0: at once), without using an attempt: the attempt
 // count, and so the retry policy, are as if this attempt had not happened.
@@ -63,7 +59,7 @@ func (x *execution) snoozeStep(rc *RunContext, key store.StepKey, attempt int, d
 		if err := tx.StepSnooze(ctx, store.StepSnoozeParams{Key: key, Detail: detail, Now: now}); err != nil {
 			return err
 		}
-		return x.event(ctx, tx, now, store.Event{Kind: EventStepSnoozed, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Detail: detail})
+		return x.event(ctx, tx, now, store.Event{Kind: flowtype.EventStepSnoozed, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Detail: detail})
 	})
 	if err != nil {
 		return rc.Abort(err)
@@ -80,19 +76,19 @@ func (x *execution) cancelOwnRun(rc *RunContext, key store.StepKey, attempt int,
 		if err := tx.StepFail(ctx, store.StepFailParams{Key: key, Error: msg, Final: true, Now: now}); err != nil {
 			return err
 		}
-		ev := store.Event{Kind: EventStepFailed, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Detail: msg}
+		ev := store.Event{Kind: flowtype.EventStepFailed, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Detail: msg}
 		if err := x.event(ctx, tx, now, ev); err != nil {
 			return err
 		}
 		if _, err := tx.RunRequestCancel(ctx, key.RunID, now); err != nil {
 			return err
 		}
-		return x.event(ctx, tx, now, store.Event{Kind: EventCancelRequested, Detail: reason})
+		return x.event(ctx, tx, now, store.Event{Kind: flowtype.EventCancelRequested, Detail: reason})
 	})
 	if err != nil {
 		return rc.Abort(err)
 	}
-	cause := fmt.Errorf("%w: %s", ErrCancelled, reason)
+	cause := fmt.Errorf("%w: %s", flowtype.ErrCancelled, reason)
 	x.cancelRun(cause)
 	return rc.Abort(cause)
 }
@@ -101,10 +97,10 @@ func (x *execution) cancelOwnRun(rc *RunContext, key store.StepKey, attempt int,
 // its error ("run cancelled: <reason>"), or "" when no reason was given
 // (an operator's Cancel) or the run is not cancelled.
 func CancelReason(run store.Run) string {
-	if run.Status != store.RunCancelled {
+	if run.Status != flowtype.StatusCancelled {
 		return ""
 	}
-	reason, ok := strings.CutPrefix(run.Error, ErrCancelled.Error()+": ")
+	reason, ok := strings.CutPrefix(run.Error, flowtype.ErrCancelled.Error()+": ")
 	if !ok {
 		return ""
 	}

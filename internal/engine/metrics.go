@@ -39,15 +39,12 @@ func ClaimSecondsBounds() []float64 {
 	return []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 }
 
-// Histogram is defined in flow/flowtype, where go doc shows its fields.
-type Histogram = flowtype.Histogram
-
-func newHistogram(bounds []float64) *Histogram {
-	return &Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
+func newHistogram(bounds []float64) *flowtype.Histogram {
+	return &flowtype.Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
 }
 
 // observe counts v in h.
-func observe(h *Histogram, v float64) {
+func observe(h *flowtype.Histogram, v float64) {
 	i := 0
 	for i < len(h.Bounds) && v > h.Bounds[i] {
 		i++
@@ -58,26 +55,21 @@ func observe(h *Histogram, v float64) {
 }
 
 // cloneHistogram returns a copy of h that shares no memory with it.
-func cloneHistogram(h *Histogram) Histogram {
+func cloneHistogram(h *flowtype.Histogram) flowtype.Histogram {
 	c := *h
 	c.Bounds = append([]float64(nil), h.Bounds...)
 	c.Counts = append([]uint64(nil), h.Counts...)
 	return c
 }
 
-// MetricsSnapshot is what this engine did since it was created. Its JSON
-// form is what the reporter stores (report.go). It is defined in
-// flow/flowtype (as EngineMetrics), where go doc shows its fields.
-type MetricsSnapshot = flowtype.EngineMetrics
-
 // metrics is the engine's instrumentation. Its zero value is ready.
 type metrics struct {
 	mu       sync.Mutex
 	events   uint64 // counts every change, so the reporter can tell nothing happened
 	started  int64
-	finished map[store.RunStatus]int64
-	attempts map[string]*Histogram
-	claims   map[string]*Histogram
+	finished map[flowtype.RunStatus]int64
+	attempts map[string]*flowtype.Histogram
+	claims   map[string]*flowtype.Histogram
 
 	writeFailures  int64
 	lastWriteError string
@@ -100,10 +92,10 @@ func (m *metrics) runStarted() {
 	m.mu.Unlock()
 }
 
-func (m *metrics) runFinished(status store.RunStatus) {
+func (m *metrics) runFinished(status flowtype.RunStatus) {
 	m.mu.Lock()
 	if m.finished == nil {
-		m.finished = make(map[store.RunStatus]int64)
+		m.finished = make(map[flowtype.RunStatus]int64)
 	}
 	m.finished[status]++
 	m.events++
@@ -112,7 +104,7 @@ func (m *metrics) runFinished(status store.RunStatus) {
 
 // observeAttempt records the duration of an attempt that began at start
 // (wall clock: the engine clock may be a test's manual one).
-func (m *metrics) observeAttempt(info StepInfo, start time.Time) {
+func (m *metrics) observeAttempt(info flowtype.AttemptInfo, start time.Time) {
 	d := time.Since(start).Seconds()
 	kind := "step"
 	if info.Compensation {
@@ -120,7 +112,7 @@ func (m *metrics) observeAttempt(info StepInfo, start time.Time) {
 	}
 	m.mu.Lock()
 	if m.attempts == nil {
-		m.attempts = make(map[string]*Histogram)
+		m.attempts = make(map[string]*flowtype.Histogram)
 	}
 	h := m.attempts[kind]
 	if h == nil {
@@ -139,7 +131,7 @@ func (m *metrics) observeClaims(queue string, runs []store.Run, nowMs int64) {
 	}
 	m.mu.Lock()
 	if m.claims == nil {
-		m.claims = make(map[string]*Histogram)
+		m.claims = make(map[string]*flowtype.Histogram)
 	}
 	h := m.claims[queue]
 	if h == nil {
@@ -154,27 +146,27 @@ func (m *metrics) observeClaims(queue string, runs []store.Run, nowMs int64) {
 }
 
 // Metrics returns a snapshot of the engine's instrumentation.
-func (e *Engine) Metrics() MetricsSnapshot {
+func (e *Engine) Metrics() flowtype.EngineMetrics {
 	s, _ := e.metrics.snapshot()
 	return s
 }
 
 // snapshot returns a copy of the instrumentation and the number of changes
 // it counts.
-func (m *metrics) snapshot() (MetricsSnapshot, uint64) {
+func (m *metrics) snapshot() (flowtype.EngineMetrics, uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := MetricsSnapshot{
+	s := flowtype.EngineMetrics{
 		RunsStarted:    m.started,
 		RunsFinished:   maps.Clone(m.finished),
 		WriteFailures:  m.writeFailures,
 		LastWriteError: m.lastWriteError,
 		LastWriteAt:    m.lastWriteAt,
-		AttemptSeconds: make(map[string]Histogram, len(m.attempts)),
-		ClaimSeconds:   make(map[string]Histogram, len(m.claims)),
+		AttemptSeconds: make(map[string]flowtype.Histogram, len(m.attempts)),
+		ClaimSeconds:   make(map[string]flowtype.Histogram, len(m.claims)),
 	}
 	if s.RunsFinished == nil {
-		s.RunsFinished = map[store.RunStatus]int64{}
+		s.RunsFinished = map[flowtype.RunStatus]int64{}
 	}
 	for k, h := range m.attempts {
 		s.AttemptSeconds[k] = cloneHistogram(h)
@@ -191,14 +183,14 @@ func (m *metrics) snapshot() (MetricsSnapshot, uint64) {
 // counted in the first bucket of the sum whose bound is at least its own.
 // The sum always has the "step" and "compensation" attempt histograms,
 // empty if no snapshot has them, so that exporters need not make them up.
-func SumMetrics(snapshots ...MetricsSnapshot) MetricsSnapshot {
-	sum := MetricsSnapshot{
-		RunsFinished: map[store.RunStatus]int64{},
-		AttemptSeconds: map[string]Histogram{
+func SumMetrics(snapshots ...flowtype.EngineMetrics) flowtype.EngineMetrics {
+	sum := flowtype.EngineMetrics{
+		RunsFinished: map[flowtype.RunStatus]int64{},
+		AttemptSeconds: map[string]flowtype.Histogram{
 			"step":         cloneHistogram(newHistogram(StepSecondsBounds())),
 			"compensation": cloneHistogram(newHistogram(StepSecondsBounds())),
 		},
-		ClaimSeconds: map[string]Histogram{},
+		ClaimSeconds: map[string]flowtype.Histogram{},
 	}
 	for _, s := range snapshots {
 		sum.RunsStarted += s.RunsStarted
@@ -215,7 +207,7 @@ func SumMetrics(snapshots ...MetricsSnapshot) MetricsSnapshot {
 	return sum
 }
 
-func addHistograms(into, from map[string]Histogram, bounds func() []float64) {
+func addHistograms(into, from map[string]flowtype.Histogram, bounds func() []float64) {
 	for k, h := range from {
 		acc, ok := into[k]
 		if !ok {
@@ -227,7 +219,7 @@ func addHistograms(into, from map[string]Histogram, bounds func() []float64) {
 }
 
 // addHistogram adds the observations of o to h.
-func addHistogram(h *Histogram, o Histogram) {
+func addHistogram(h *flowtype.Histogram, o flowtype.Histogram) {
 	h.Sum += o.Sum
 	h.Count += o.Count
 	if slices.Equal(h.Bounds, o.Bounds) && len(o.Counts) == len(h.Counts) {

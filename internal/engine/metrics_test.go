@@ -4,29 +4,29 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 func TestSumMetrics(t *testing.T) {
 	step := newHistogram(StepSecondsBounds())
 	observe(step, 0.002) // (0.001, 0.005]
 	observe(step, 400)   // above every bound
-	a := MetricsSnapshot{
+	a := flowtype.EngineMetrics{
 		RunsStarted:    3,
-		RunsFinished:   map[store.RunStatus]int64{store.RunCompleted: 2, store.RunFailed: 1},
-		AttemptSeconds: map[string]Histogram{"step": cloneHistogram(step)},
+		RunsFinished:   map[flowtype.RunStatus]int64{flowtype.StatusCompleted: 2, flowtype.StatusFailed: 1},
+		AttemptSeconds: map[string]flowtype.Histogram{"step": cloneHistogram(step)},
 	}
 	// A report of another version, with coarser bounds: its buckets land in
 	// the first bucket of the sum whose bound is at least theirs.
-	other := Histogram{Bounds: []float64{0.01, 1}, Counts: []uint64{4, 5, 6}, Sum: 100, Count: 15}
-	b := MetricsSnapshot{
+	other := flowtype.Histogram{Bounds: []float64{0.01, 1}, Counts: []uint64{4, 5, 6}, Sum: 100, Count: 15}
+	b := flowtype.EngineMetrics{
 		RunsStarted:    2,
-		RunsFinished:   map[store.RunStatus]int64{store.RunCompleted: 1},
-		AttemptSeconds: map[string]Histogram{"step": other},
-		ClaimSeconds:   map[string]Histogram{"q": {Bounds: ClaimSecondsBounds(), Counts: make([]uint64, len(ClaimSecondsBounds())+1), Count: 0}},
+		RunsFinished:   map[flowtype.RunStatus]int64{flowtype.StatusCompleted: 1},
+		AttemptSeconds: map[string]flowtype.Histogram{"step": other},
+		ClaimSeconds:   map[string]flowtype.Histogram{"q": {Bounds: ClaimSecondsBounds(), Counts: make([]uint64, len(ClaimSecondsBounds())+1), Count: 0}},
 	}
 	sum := SumMetrics(a, b)
-	if sum.RunsStarted != 5 || sum.RunsFinished[store.RunCompleted] != 3 || sum.RunsFinished[store.RunFailed] != 1 {
+	if sum.RunsStarted != 5 || sum.RunsFinished[flowtype.StatusCompleted] != 3 || sum.RunsFinished[flowtype.StatusFailed] != 1 {
 		t.Errorf("counters: %+v", sum)
 	}
 	h := sum.AttemptSeconds["step"]

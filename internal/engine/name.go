@@ -9,21 +9,11 @@ import (
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
-// MaxNameBytes is the longest name of a workflow, job, step, queue, signal
-// or schedule, in bytes; see flowtype.MaxNameBytes.
-const MaxNameBytes = flowtype.MaxNameBytes
-
-// NameError reports a name that breaks the naming rules.
-type NameError = flowtype.NameError
-
-// ErrInvalidName matches every NameError.
-var ErrInvalidName = flowtype.ErrInvalidName
-
 // CheckName returns a *NameError when name, naming a kind of thing
-// ("workflow", "queue"…), breaks a naming rule: it must be valid UTF-8, 1
-// to MaxNameBytes bytes long, not only white space, and free of control
-// characters. Names are persisted in every row that refers to them and
-// printed one per line by the CLI, so a newline, a NUL or a name of
+// ("workflow", "queue"…), breaks a naming rule: it must be valid UTF-8, 1 to
+// flowtype.MaxNameBytes bytes long, not only white space, and free of
+// control characters. Names are persisted in every row that refers to them
+// and printed one per line by the CLI, so a newline, a NUL or a name of
 // spaces would make them ambiguous or invisible there, and a name of
 // kilobytes would bloat every row and index that holds it.
 func CheckName(kind, name string) error {
@@ -31,7 +21,7 @@ func CheckName(kind, name string) error {
 	if rule == "" {
 		return nil
 	}
-	return &NameError{Kind: kind, Name: name, Rule: rule}
+	return &flowtype.NameError{Kind: kind, Name: name, Rule: rule}
 }
 
 // nameRule returns the first rule name breaks, or "".
@@ -39,8 +29,8 @@ func nameRule(name string) string {
 	switch {
 	case name == "":
 		return "is empty"
-	case len(name) > MaxNameBytes:
-		return fmt.Sprintf("is %d bytes long, over the limit of %d", len(name), MaxNameBytes)
+	case len(name) > flowtype.MaxNameBytes:
+		return fmt.Sprintf("is %d bytes long, over the limit of %d", len(name), flowtype.MaxNameBytes)
 	case !utf8.ValidString(name):
 		return "is not valid UTF-8"
 	case strings.TrimFunc(name, unicode.IsSpace) == "":
@@ -58,18 +48,15 @@ func nameRule(name string) string {
 // size (Config.MaxPayloadBytes).
 const DefaultMaxPayloadBytes = 4 << 20
 
-// ErrPayloadTooLarge matches the error of a value over the payload limit.
-var ErrPayloadTooLarge = flowtype.ErrPayloadTooLarge
-
-// CheckPayload returns an error matching ErrPayloadTooLarge when the
-// encoded value b, described by what (e.g. "input of run r1"), is over the
-// engine's limit. The check runs before anything is written: one write of
-// a hundred megabytes holds SQLite's single writer for seconds, and every
+// CheckPayload returns an error matching flowtype.ErrPayloadTooLarge when
+// the encoded value b, described by what (e.g. "input of run r1"), is over
+// the engine's limit. The check runs before anything is written: one write
+// of a hundred megabytes holds SQLite's single writer for seconds, and every
 // replay reads the value again.
 func (e *Engine) CheckPayload(what string, b []byte) error {
 	limit := e.cfg.MaxPayloadBytes
 	if limit < 0 || int64(len(b)) <= limit {
 		return nil
 	}
-	return fmt.Errorf("%s is %d bytes, over the limit of %d bytes (Config.MaxPayloadBytes): %w", what, len(b), limit, ErrPayloadTooLarge)
+	return fmt.Errorf("%s is %d bytes, over the limit of %d bytes (Config.MaxPayloadBytes): %w", what, len(b), limit, flowtype.ErrPayloadTooLarge)
 }

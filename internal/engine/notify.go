@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -24,7 +25,7 @@ func (e *Engine) runListener(ctx context.Context) {
 	err := n.Listen(ctx, e.onWake)
 	switch {
 	case err == nil || ctx.Err() != nil:
-	case errors.Is(err, store.ErrNotSupported): // turned off, or not possible over this pool
+	case errors.Is(err, flowtype.ErrNotSupported): // turned off, or not possible over this pool
 		e.log.Debug("flowlite: not listening for wakes from other processes", "err", err)
 	default:
 		e.log.Warn("flowlite: not listening for wakes from other processes; work they start is found by polling",

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -183,7 +184,7 @@ func TestCancelWakeCancelsRunHere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != store.RunCancelled {
+	if run.Status != flowtype.StatusCancelled {
 		t.Fatalf("run is %s, want cancelled", run.Status)
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // The background loops (claimers, scheduler, rescuer) poll the database
 // every few hundred milliseconds. While it is unavailable (a server
-// restarting, a failover: store.ErrUnavailable) each poll fails the same
+// restarting, a failover: flowtype.ErrUnavailable) each poll fails the same
 // way, and logging every failure at error level would bury the log in a
 // routine outage. Instead each loop logs a warning when its polls start
 // failing so, the later failures at debug level, and once at info level
@@ -27,7 +27,7 @@ type outages struct {
 // loopFailed logs the failure of a poll of loop: msg, with args.
 func (e *Engine) loopFailed(loop, msg string, err error, args ...any) {
 	args = append(args, "err", err)
-	if !errors.Is(err, store.ErrUnavailable) {
+	if !errors.Is(err, flowtype.ErrUnavailable) {
 		e.log.Error(msg, args...)
 		return
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 type syncLog struct {
@@ -59,7 +59,7 @@ func TestClaimerLogsAnOutageOnce(t *testing.T) {
 	if _, err := e.StartRun(ctx, StartParams{ID: "after", Workflow: jobKey, Input: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if run, err := e.Wait(ctx, "after"); err != nil || run.Status != store.RunCompleted {
+	if run, err := e.Wait(ctx, "after"); err != nil || run.Status != flowtype.StatusCompleted {
 		t.Fatalf("run after the outage: %s, %v", run.Status, err)
 	}
 	back := `level=INFO msg="claim runs of queue default: database available again"`
@@ -116,7 +116,7 @@ func TestOutcomeWrittenAfterLongOutage(t *testing.T) {
 	<-outage
 	time.AfterFunc(3*lease, func() { as.awayWrites.Store(false) })
 	run, err := e.Wait(ctx, "r")
-	if err != nil || run.Status != store.RunCompleted || string(run.Output) != `"done"` {
+	if err != nil || run.Status != flowtype.StatusCompleted || string(run.Output) != `"done"` {
 		t.Fatalf("Wait after a %s outage = %s %s, %v; want completed \"done\"", 3*lease, run.Status, run.Output, err)
 	}
 	hist, err := s.Reader().EventList(ctx, "r")
@@ -125,10 +125,10 @@ func TestOutcomeWrittenAfterLongOutage(t *testing.T) {
 	}
 	claims := 0
 	for _, ev := range hist {
-		if ev.Kind == EventRunClaimed {
+		if ev.Kind == flowtype.EventRunClaimed {
 			claims++
 		}
-		if ev.Kind == EventRunRescued || claims > 1 {
+		if ev.Kind == flowtype.EventRunRescued || claims > 1 {
 			t.Fatalf("history has %s (%s): the outcome was not written by the execution that had it", ev.Kind, ev.Detail)
 		}
 	}

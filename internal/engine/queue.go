@@ -2,43 +2,17 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-// Job-queue operations: unique runs, queue pauses, dead letters and queue
-// statistics.
-//
-// Unique runs. A run started with a unique key is unique among the runs of
-// its workflow: while a run of the workflow holds the key, starting another
-// returns that run, as starting an existing run ID does. A run holds its
-// key while it is unfinished (pending, running, waiting, compensating or
-// suspended) and, once finished, while its state is one of its unique
-// states (StartParams.UniqueStates), if any. With a unique period, a
-// finished run holds its key only for that long after it was started: in
-// the finished states of its unique states, or in any state when it has
-// none. These rules are enforced by the database (a partial unique index
-// and a table of holds), inside the insert, so that two processes starting
-// the same key at once start one run.
-//
-// Dead letters. A dead letter is a failed run: its workflow failed for good
-// and the completed steps were compensated. Cancelled runs are not dead
-// letters (someone, or a deadline, decided they should stop), nor are
-// suspended runs (they wait for an operator to resume, skip or cancel
-// them). Requeue starts a dead letter again from scratch as a new run,
-// which keeps the failed run and its history as they were (see requeue).
-
-// EventRunRequeued is recorded on a dead letter when it is requeued; its
-// detail names the new run.
-const EventRunRequeued = flowtype.EventRunRequeued
+// Queues: pausing and resuming a queue for every engine on the database,
+// and the statistics of its runs.
 
 // DurationSample bounds how many of the most recent completed runs of a
 // queue QueueStats measures durations on, and DurationWindow how far back
@@ -47,108 +21,6 @@ const (
 	DurationSample = 1000
 	DurationWindow = time.Hour
 )
-
-// deadBatch bounds how many dead letters one transaction of a bulk
-// operation handles.
-const deadBatch = 100
-
-// uniqueHolder returns the run that holds a unique key at now: the run
-// holding it for good, else the run whose hold is current.
-func uniqueHolder(ctx context.Context, tx store.Tx, workflow, key string, now int64) (store.Run, error) {
-	run, err := tx.RunGetKeyHolder(ctx, workflow, key)
-	if !errors.Is(err, store.ErrNotFound) {
-		return run, err
-	}
-	id, err := tx.UniqueHoldGet(ctx, workflow, key, now)
-	if err != nil {
-		return store.Run{}, err
-	}
-	return tx.RunGet(ctx, id)
-}
-
-// insertStates returns the states in which a run holds its unique key for
-// good, which the insert records: its unique states, but with a unique
-// period only the unfinished ones (the hold covers the finished ones).
-func insertStates(p *StartParams) []store.RunStatus {
-	if p.UniquePeriod > 0 {
-		return nil
-	}
-	return p.UniqueStates
-}
-
-// holdUniqueKey makes a run just inserted hold its unique key for period,
-// in its unique states (any state when it has none).
-func holdUniqueKey(ctx context.Context, tx store.Tx, p *StartParams, now int64) error {
-	if p.UniquePeriod <= 0 {
-		return nil
-	}
-	held, err := tx.UniqueHoldTake(ctx, store.UniqueHoldParams{
-		Workflow: p.Workflow.Name, Key: p.UniqueKey, RunID: p.ID,
-		HeldUntil: now + p.UniquePeriod.Milliseconds(), States: p.UniqueStates, Now: now,
-	})
-	if err != nil {
-		return err
-	}
-	if !held {
-		// The insert checked the hold in the same transaction, so only a
-		// store that does not serialize writers could get here.
-		return fmt.Errorf("start run %s: %w: unique key %q was taken meanwhile; try again", p.ID, store.ErrConflict, p.UniqueKey)
-	}
-	return nil
-}
-
-func validUnique(p *StartParams) error {
-	switch {
-	case p.UniquePeriod < 0:
-		return fmt.Errorf("start %s: negative unique period %s", p.Workflow, p.UniquePeriod)
-	case p.UniquePeriod > 0 && p.UniqueKey == "":
-		return fmt.Errorf("start %s: a unique period needs a unique key", p.Workflow)
-	case len(p.UniqueStates) > 0 && p.UniqueKey == "":
-		return fmt.Errorf("start %s: unique states need a unique key", p.Workflow)
-	case p.OnDuplicate != flowtype.ReturnExisting && p.OnDuplicate != flowtype.RefuseDuplicate:
-		return fmt.Errorf("start %s: unknown duplicate policy %d", p.Workflow, int(p.OnDuplicate))
-	case p.OnDuplicate == flowtype.RefuseDuplicate && p.UniqueKey == "":
-		return fmt.Errorf("start %s: refusing duplicates needs a unique key (a run ID that exists always returns its run)", p.Workflow)
-	}
-	return ValidUniqueStates(p.UniqueStates)
-}
-
-// ValidUniqueStates checks a set of unique states: nil, or known states
-// that include every unfinished one (a run always holds its key while
-// unfinished, so that it never enters a holding state, which could give the
-// key two holders). The error names the unknown or missing states.
-func ValidUniqueStates(states []store.RunStatus) error {
-	if len(states) == 0 {
-		return nil
-	}
-	var unknown []string
-	for _, s := range states {
-		if !slices.Contains(store.AllStates(), s) {
-			unknown = append(unknown, strconv.Quote(string(s)))
-		}
-	}
-	if len(unknown) > 0 {
-		return fmt.Errorf("unknown run state(s) %s in unique states: want some of %s", strings.Join(unknown, ", "), joinStates(store.AllStates()))
-	}
-	var missing []store.RunStatus
-	for _, s := range store.UnfinishedStates() {
-		if !slices.Contains(states, s) {
-			missing = append(missing, s)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("unique states lack %s: a run always holds its unique key while unfinished (%s)", joinStates(missing), joinStates(store.UnfinishedStates()))
-	}
-	return nil
-}
-
-func joinStates(states []store.RunStatus) string {
-	s := make([]string, len(states))
-	for i, st := range states {
-		s[i] = string(st)
-	}
-	return strings.Join(s, ", ")
-}
 
 // PauseQueue stops every engine on the database from claiming runs of
 // queue, from their next claim on. Runs in flight go on until they finish
@@ -193,7 +65,7 @@ type QueueStats struct {
 	Queue  string
 	Paused bool
 	// Counts counts the runs of the queue the database keeps, by state.
-	Counts map[store.RunStatus]int64
+	Counts map[flowtype.RunStatus]int64
 	// Ready counts the runs an engine could claim now; OldestReadyAt is the
 	// earliest due time among them (Unix ms; 0 for none).
 	Ready         int64
@@ -229,7 +101,7 @@ func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
 	get := func(name string) *QueueStats {
 		s := stats[name]
 		if s == nil {
-			s = &QueueStats{Queue: name, Counts: make(map[store.RunStatus]int64)}
+			s = &QueueStats{Queue: name, Counts: make(map[flowtype.RunStatus]int64)}
 			stats[name] = s
 		}
 		return s
@@ -254,7 +126,7 @@ func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
 	out := make([]QueueStats, 0, len(stats))
 	for _, name := range slices.Sorted(maps.Keys(stats)) {
 		s := stats[name]
-		if s.Counts[store.RunCompleted] > 0 {
+		if s.Counts[flowtype.StatusCompleted] > 0 {
 			d, err := r.QueueDurations(ctx, name, now-DurationWindow.Milliseconds(), DurationSample)
 			if err != nil {
 				return nil, err
@@ -265,263 +137,4 @@ func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
 		out = append(out, *s)
 	}
 	return out, nil
-}
-
-// DeadLetters lists the dead letters that f matches, the most recently
-// failed first, at most limit (default 100).
-func (e *Engine) DeadLetters(ctx context.Context, f store.DeadFilter, limit int) ([]store.Run, error) {
-	return e.store.Reader().RunDeadList(ctx, store.DeadListParams{DeadFilter: f, Limit: limit})
-}
-
-// Requeue starts the dead letter id again from scratch, as a new run, and
-// returns the new run's ID (see requeue). A run that is not a dead letter
-// is an error wrapping store.ErrConflict, and nothing changes.
-//
-// The new run counts in MetricsSnapshot.RunsStarted, as a run started with
-// StartRun does: it is a run this engine recorded, which will be claimed
-// and finish like any other, so leaving it out would make RunsStarted fall
-// behind RunsFinished.
-func (e *Engine) Requeue(ctx context.Context, id string) (string, error) {
-	var newID, queue string
-	err := e.store.Write(ctx, func(tx store.Tx) error {
-		var err error
-		newID, queue, err = e.requeue(ctx, tx, id, e.nowMs())
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("requeue run %s: %w", id, err)
-	}
-	e.metrics.runStarted() // only now: the new run exists once the write committed
-	e.Wake(queue)
-	return newID, nil
-}
-
-// requeue inserts a fresh run of the dead letter id: same workflow version,
-// queue, priority, input and unique key; no parent; the deadline, if any,
-// as far from now as it was from the dead letter's creation. The new run's
-// ID is the dead letter's plus "/requeue-1" ("/requeue-2" when the dead
-// letter was itself the first requeue, and so on). The dead letter is kept
-// as it failed, steps and history included, and linked to the new run
-// (RequeuedAs, and a run_requeued event); the new run links back
-// (RequeuedFrom, and its run_started event). So nothing of the failed
-// attempt is lost, and the new run is a run like any other: its children
-// and its steps' idempotency keys, derived from its ID, do not collide with
-// the failed attempt's, whose effects were compensated.
-//
-// The dead letter's unique key and its holds pass to the new run. Another
-// run holding the unique key makes the requeue fail with store.ErrConflict
-// (it would be a duplicate).
-func (e *Engine) requeue(ctx context.Context, tx store.Tx, id string, now int64) (newID, queue string, err error) {
-	run, err := tx.RunGet(ctx, id)
-	if err != nil {
-		return "", "", err
-	}
-	switch {
-	case run.Status != store.RunFailed:
-		return "", "", fmt.Errorf("%w: run is %s, not failed", store.ErrConflict, run.Status)
-	case run.RequeuedAs != "":
-		return "", "", fmt.Errorf("%w: run was already requeued as %s", store.ErrConflict, run.RequeuedAs)
-	}
-	newID = requeueID(run)
-	ok, err := tx.RunRequeue(ctx, store.RunRequeueParams{FromID: id, ID: newID, Now: now})
-	if err != nil {
-		return "", "", err
-	}
-	if !ok {
-		if _, err := tx.RunGet(ctx, newID); err == nil {
-			return "", "", fmt.Errorf("%w: the new run's ID %s is taken", ErrRunExists, newID)
-		}
-		if run.UniqueKey != "" {
-			if holder, err := tx.RunGetKeyHolder(ctx, run.Workflow, run.UniqueKey); err == nil {
-				who := "unfinished"
-				if holder.Status.Finished() {
-					who = string(holder.Status)
-				}
-				return "", "", fmt.Errorf("%w: %s run %s holds its unique key %q", store.ErrConflict, who, holder.ID, run.UniqueKey)
-			}
-		}
-		return "", "", fmt.Errorf("%w: run changed meanwhile", store.ErrConflict)
-	}
-	key := store.WorkflowKey{Name: run.Workflow, Version: run.Version}
-	if err := tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunRequeued, Detail: "as " + newID}); err != nil {
-		return "", "", err
-	}
-	err = tx.EventAppend(ctx, store.Event{
-		RunID: newID, At: now, Kind: EventRunStarted,
-		Detail: fmt.Sprintf("%s on %s, requeue of %s", key, run.Queue, id),
-	})
-	return newID, run.Queue, err
-}
-
-const requeueSuffix = "/requeue-"
-
-// requeueID returns the ID of the run that requeues run: the ID of the run
-// it descends from, plus /requeue-N for its N-th requeue.
-func requeueID(run store.Run) string {
-	root, n := run.ID, 0
-	if run.RequeuedFrom != "" {
-		if i := strings.LastIndex(run.ID, requeueSuffix); i >= 0 {
-			if k, err := strconv.Atoi(run.ID[i+len(requeueSuffix):]); err == nil && k > 0 {
-				root, n = run.ID[:i], k
-			}
-		}
-	}
-	return root + requeueSuffix + strconv.Itoa(n+1)
-}
-
-// RequeueDead requeues, in transactions of up to 100, every dead letter f
-// matches that exists when it starts, and returns how many it requeued. A
-// dead letter whose unique key an unfinished run holds is left as it is
-// (it would be a duplicate), logged and not counted. Runs that fail while
-// it works, including the ones it requeued, are not requeued again. Each
-// run it requeued counts in MetricsSnapshot.RunsStarted, as with Requeue.
-func (e *Engine) RequeueDead(ctx context.Context, f store.DeadFilter) (int, error) {
-	return e.requeueDead(ctx, f, deadBatch)
-}
-
-func (e *Engine) requeueDead(ctx context.Context, f store.DeadFilter, batchSize int) (int, error) {
-	until, err := e.store.Reader().RunSeqMax(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("requeue dead letters: %w", err)
-	}
-	var after store.DeadRun // the cursor: the last dead letter handled
-	total := 0
-	for {
-		var batch []store.DeadRun
-		var requeued int
-		queues := make(map[string]bool)
-		err := e.store.Write(ctx, func(tx store.Tx) error {
-			requeued = 0
-			clear(queues)
-			var err error
-			batch, err = tx.RunDeadBatch(ctx, store.DeadBatchParams{
-				DeadFilter: f, AfterFinishedAt: after.FinishedAt, AfterSeq: after.Seq, UntilSeq: until, Max: batchSize,
-			})
-			if err != nil {
-				return err
-			}
-			now := e.nowMs()
-			for _, d := range batch {
-				newID, queue, err := e.requeue(ctx, tx, d.ID, now)
-				if errors.Is(err, store.ErrConflict) || errors.Is(err, ErrRunExists) {
-					// requeue wrote nothing before it failed.
-					e.log.Warn("dead letter left as it is", "run", d.ID, "err", err)
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				e.log.Debug("dead letter requeued", "run", d.ID, "as", newID)
-				requeued++
-				queues[queue] = true
-			}
-			return nil
-		})
-		if err != nil {
-			return total, fmt.Errorf("requeue dead letters: %w", err)
-		}
-		total += requeued
-		// Counted only now: the new runs exist once Write returned nil,
-		// and a batch that failed requeued none.
-		for range requeued {
-			e.metrics.runStarted()
-		}
-		for q := range queues {
-			e.Wake(q)
-		}
-		if len(batch) < batchSize {
-			return total, nil
-		}
-		after = batch[len(batch)-1]
-	}
-}
-
-// PurgeDead deletes, in transactions of up to 100, every dead letter f
-// matches that exists when it starts, with its steps, events and signals,
-// and returns how many it deleted. Like the cleaner, it keeps a failed
-// child of an unfinished parent, which may still read the child's outcome.
-func (e *Engine) PurgeDead(ctx context.Context, f store.DeadFilter) (int, error) {
-	return e.purgeDead(ctx, f, deadBatch)
-}
-
-func (e *Engine) purgeDead(ctx context.Context, f store.DeadFilter, batchSize int) (int, error) {
-	until, err := e.store.Reader().RunSeqMax(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("purge dead letters: %w", err)
-	}
-	total := 0
-	for {
-		var n int
-		err := e.store.Write(ctx, func(tx store.Tx) error {
-			var err error
-			n, err = tx.RunDeadDelete(ctx, store.DeadDeleteParams{DeadFilter: f, UntilSeq: until, Max: batchSize})
-			return err
-		})
-		if err != nil {
-			return total, fmt.Errorf("purge dead letters: %w", err)
-		}
-		total += n
-		if n < batchSize {
-			return total, nil
-		}
-	}
-}
-
-// startedDetail is the detail of the run_started event of a new run.
-func startedDetail(p *StartParams) string {
-	d := fmt.Sprintf("%s on %s", p.Workflow, p.Queue)
-	if p.UniqueKey != "" {
-		d += fmt.Sprintf(", unique key %q", p.UniqueKey)
-		if len(p.UniqueStates) > 0 {
-			d += " while " + joinStates(p.UniqueStates)
-		}
-		if p.UniquePeriod > 0 {
-			d += " for " + p.UniquePeriod.String()
-		}
-	}
-	return d + startOptionsDetail(p)
-}
-
-// PurgeDeadRuns deletes the dead letters ids, with their steps, events and
-// signals, in one transaction: all of them or, when one is not a dead
-// letter that can go, none. The error then names the first such run and
-// why: unknown (store.ErrNotFound), or not failed, already requeued, or the
-// failed child of an unfinished parent (store.ErrConflict).
-func (e *Engine) PurgeDeadRuns(ctx context.Context, ids []string) error {
-	err := e.store.Write(ctx, func(tx store.Tx) error {
-		for _, id := range ids {
-			ok, err := tx.RunDeadDeleteByID(ctx, id)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return notPurgeable(ctx, tx, id)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("purge dead letters: %w", err)
-	}
-	return nil
-}
-
-// notPurgeable explains why RunDeadDeleteByID left run id alone.
-func notPurgeable(ctx context.Context, tx store.Tx, id string) error {
-	run, err := tx.RunGet(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return err
-	}
-	switch {
-	case run.Status != store.RunFailed:
-		return fmt.Errorf("run %s: %w: it is %s, not failed", id, store.ErrConflict, run.Status)
-	case run.RequeuedAs != "":
-		return fmt.Errorf("run %s: %w: it was requeued as %s, so it is no dead letter", id, store.ErrConflict, run.RequeuedAs)
-	case run.ParentID != "":
-		return fmt.Errorf("run %s: %w: its parent %s has not finished and may still read its outcome", id, store.ErrConflict, run.ParentID)
-	}
-	return fmt.Errorf("run %s: %w: changed meanwhile", id, store.ErrConflict)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -42,7 +43,7 @@ func (rc *RunContext) NewRace(n int) (*Race, error) {
 	if rec != nil {
 		var w raceWin
 		if err := json.Unmarshal(rec.Output, &w); err != nil {
-			return nil, rc.Abort(&DecodeError{RunID: key.RunID, Step: key.Name, What: "output", Type: "race winner", Err: err})
+			return nil, rc.Abort(&flowtype.DecodeError{RunID: key.RunID, Step: key.Name, What: "output", Type: "race winner", Err: err})
 		}
 		r.winner, r.output = w.Branch, w.Output
 	}
@@ -88,7 +89,7 @@ func (r *Race) Claim(i int, output []byte) (bool, error) {
 		if err := tx.StepComplete(ctx, store.StepCompleteParams{Key: r.key, Output: data, Now: now}); err != nil {
 			return err
 		}
-		return x.event(ctx, tx, now, store.Event{Kind: EventRaceWon, Step: r.key.Name, Occurrence: r.key.Occurrence, Detail: fmt.Sprintf("branch %d", i)})
+		return x.event(ctx, tx, now, store.Event{Kind: flowtype.EventRaceWon, Step: r.key.Name, Occurrence: r.key.Occurrence, Detail: fmt.Sprintf("branch %d", i)})
 	})
 	if err != nil {
 		return false, r.rc.Abort(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -49,7 +50,7 @@ func (e *Engine) Replay(ctx context.Context, def Workflow, run store.Run, steps 
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := Replayed{Calls: len(st.history.visited)}
-	var divergence *NonDeterminismError
+	var divergence *flowtype.NonDeterminismError
 	var frontier *ReplayError
 	switch cause := st.aborted; {
 	case cause == nil:
@@ -67,7 +68,7 @@ func (e *Engine) Replay(ctx context.Context, def Workflow, run store.Run, steps 
 		}
 		scope := scopeOf(key.Name)
 		if finished {
-			return out, &NonDeterminismError{
+			return out, &flowtype.NonDeterminismError{
 				RunID: run.ID, Branch: strings.TrimSuffix(scope, "/"), Position: position,
 				Recorded: "no call (the recorded body returned)", Replayed: describeCall(strings.TrimPrefix(key.Name, scope)),
 			}

@@ -39,11 +39,6 @@ const reportRefresh = time.Minute
 // writer, a slow disk) before readers count it as gone.
 const liveMisses = 3
 
-// Report is what one engine wrote about itself. Times are on the clock of
-// that engine. It is defined in flow/flowtype, where go doc shows its
-// fields.
-type Report = flowtype.Report
-
 // runReporter writes the engine's report every ReportInterval while its
 // metrics change.
 func (e *Engine) runReporter(ctx context.Context) {
@@ -111,14 +106,14 @@ func (e *Engine) lastReport() {
 
 // Reports returns what every engine working on the database reported, the
 // engine started first first.
-func (e *Engine) Reports(ctx context.Context) ([]Report, error) {
+func (e *Engine) Reports(ctx context.Context) ([]flowtype.Report, error) {
 	rows, err := e.store.Reader().EngineReportList(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Report, len(rows))
+	out := make([]flowtype.Report, len(rows))
 	for i, row := range rows {
-		r := Report{
+		r := flowtype.Report{
 			Owner: row.Owner, Host: row.Host, PID: row.PID,
 			StartedAt: time.UnixMilli(row.StartedAt), ReportedAt: time.UnixMilli(row.ReportedAt),
 			Queues: row.Queues, LiveUntil: optionalTime(row.LiveUntil), StoppedAt: optionalTime(row.StoppedAt),

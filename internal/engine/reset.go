@@ -38,12 +38,6 @@ import (
 // its output would lie to the body. Going back past such a call is
 // refused, naming it; go back to it or before.
 
-// Event kinds of going back in a run's history; flowtype documents each.
-const (
-	EventRunReset  = flowtype.EventRunReset
-	EventRunForked = flowtype.EventRunForked
-)
-
 // ErrStepNotFound is returned when a reset or fork names a call the run
 // never made.
 var ErrStepNotFound = errors.New("step not found")
@@ -171,7 +165,7 @@ func undone(s store.Step) string {
 func checkPositions(runID string, steps []store.Step) error {
 	for _, s := range steps {
 		if s.Position < 0 {
-			return fmt.Errorf("%w: run %s was recorded before call positions existed (step %s has none), so where its history could be cut is unknown", store.ErrConflict, runID, s.Key().Call())
+			return fmt.Errorf("%w: run %s was recorded before call positions existed (step %s has none), so where its history could be cut is unknown", flowtype.ErrConflict, runID, s.Key().Call())
 		}
 	}
 	return nil
@@ -197,12 +191,12 @@ func planFrom(runID string, steps []store.Step, name string, occurrence int) (hi
 	}
 	from := steps[i]
 	if scopeOf(from.Name) != "" {
-		return historyCut{}, fmt.Errorf("%w: step %s is in a branch of a parallel call (All or First): go back to a call of the workflow body itself, the parallel call runs again whole from the call after the ones before it", store.ErrConflict, from.Key().Call())
+		return historyCut{}, fmt.Errorf("%w: step %s is in a branch of a parallel call (All or First): go back to a call of the workflow body itself, the parallel call runs again whole from the call after the ones before it", flowtype.ErrConflict, from.Key().Call())
 	}
 	keep, discard := cutAt(steps, from.Position, i)
 	for _, s := range keep {
 		if why := undone(s); why != "" {
-			return historyCut{}, fmt.Errorf("%w: step %s before %s %s: go back to it or before", store.ErrConflict, s.Key().Call(), from.Key().Call(), why)
+			return historyCut{}, fmt.Errorf("%w: step %s before %s %s: go back to it or before", flowtype.ErrConflict, s.Key().Call(), from.Key().Call(), why)
 		}
 	}
 	// The cut may have moved to an earlier race (cutAt): name the call
@@ -265,9 +259,9 @@ func describeFrom(c historyCut) string {
 // resetIn). Finished (completed, failed and not requeued, cancelled),
 // suspended, and pending or waiting runs no engine holds can be reset; a
 // run an engine executes (running, or leased) or unwinds (compensating) is
-// store.ErrConflict, and so is a requeued dead letter (its requeue is its
+// flowtype.ErrConflict, and so is a requeued dead letter (its requeue is its
 // successor: fork it instead). A call the run never made is
-// ErrStepNotFound; an unknown run store.ErrNotFound. Nothing changes on
+// ErrStepNotFound; an unknown run flowtype.ErrNotFound. Nothing changes on
 // refusal.
 func (e *Engine) Reset(ctx context.Context, id, name string, occurrence int) error {
 	var queue string
@@ -298,10 +292,10 @@ func (e *Engine) Reset(ctx context.Context, id, name string, occurrence int) err
 	return nil
 }
 
-// wokeAgain wakes the queue of a run a reset put back to work, and counts
-// a run that had finished as started again: it will finish once more, and
-// MetricsSnapshot.RunsStarted should not fall behind RunsFinished (as with
-// Requeue).
+// wokeAgain wakes the queue of a run a reset put back to work, and counts a
+// run that had finished as started again: it will finish once more, and
+// flowtype.EngineMetrics.RunsStarted should not fall behind RunsFinished (as
+// with Requeue).
 func (e *Engine) wokeAgain(queue string, finished bool) {
 	if finished {
 		e.metrics.runStarted()
@@ -312,9 +306,9 @@ func (e *Engine) wokeAgain(queue string, finished bool) {
 // Revive brings the cancelled or failed (not requeued) run id back under
 // its own ID: it goes back to the first call whose record does not stand
 // (planRevive) and runs again from there, as Reset does. A suspended run
-// is store.ErrConflict (Resume it), and so is a completed one (Reset it
+// is flowtype.ErrConflict (Resume it), and so is a completed one (Reset it
 // from a call), a requeued dead letter, and an unfinished run; an unknown
-// run store.ErrNotFound. Nothing changes on refusal.
+// run flowtype.ErrNotFound. Nothing changes on refusal.
 func (e *Engine) Revive(ctx context.Context, id string) error {
 	var queue string
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -323,12 +317,12 @@ func (e *Engine) Revive(ctx context.Context, id string) error {
 			return err
 		}
 		switch {
-		case run.Status == store.RunSuspended:
-			return fmt.Errorf("%w: run is suspended: resume it instead", store.ErrConflict)
-		case run.Status == store.RunCompleted:
-			return fmt.Errorf("%w: run is completed: reset it from one of its calls to run it again", store.ErrConflict)
-		case run.Status != store.RunCancelled && run.Status != store.RunFailed:
-			return fmt.Errorf("%w: run is %s, not cancelled or failed", store.ErrConflict, run.Status)
+		case run.Status == flowtype.StatusSuspended:
+			return fmt.Errorf("%w: run is suspended: resume it instead", flowtype.ErrConflict)
+		case run.Status == flowtype.StatusCompleted:
+			return fmt.Errorf("%w: run is completed: reset it from one of its calls to run it again", flowtype.ErrConflict)
+		case run.Status != flowtype.StatusCancelled && run.Status != flowtype.StatusFailed:
+			return fmt.Errorf("%w: run is %s, not cancelled or failed", flowtype.ErrConflict, run.Status)
 		}
 		if err := resettable(run); err != nil {
 			return err
@@ -356,24 +350,25 @@ func (e *Engine) Revive(ctx context.Context, id string) error {
 func resettable(run store.Run) error {
 	switch {
 	case run.LeaseOwner != "":
-		return fmt.Errorf("%w: run is %s and leased by %s: it is executing; cancel it, or wait until it settles", store.ErrConflict, run.Status, run.LeaseOwner)
-	case run.Status == store.RunRunning:
-		return fmt.Errorf("%w: run is running", store.ErrConflict)
-	case run.Status == store.RunCompensating:
-		return fmt.Errorf("%w: run is compensating: its completed steps are being undone; wait until it ends", store.ErrConflict)
+		return fmt.Errorf("%w: run is %s and leased by %s: it is executing; cancel it, or wait until it settles", flowtype.ErrConflict, run.Status, run.LeaseOwner)
+	case run.Status == flowtype.StatusRunning:
+		return fmt.Errorf("%w: run is running", flowtype.ErrConflict)
+	case run.Status == flowtype.StatusCompensating:
+		return fmt.Errorf("%w: run is compensating: its completed steps are being undone; wait until it ends", flowtype.ErrConflict)
 	case run.RequeuedAs != "":
-		return fmt.Errorf("%w: run was requeued as %s, which carries it on: fork it instead", store.ErrConflict, run.RequeuedAs)
+		return fmt.Errorf("%w: run was requeued as %s, which carries it on: fork it instead", flowtype.ErrConflict, run.RequeuedAs)
 	}
 	return nil
 }
 
-// resetIn takes run back to cut in tx: its discarded records go, the
-// signals their receives took are pending again (the run receives them
-// again when it waits anew), the kept records have no compensation, and the
-// run is pending, due now, with no outcome, its deadline moved as Requeue
-// moves it (a run with a timeout gets the whole timeout again). A run_reset event records what was discarded. The run's write
-// is a compare-and-set on the status and fence read, so a claim in between
-// makes it store.ErrConflict.
+// resetIn takes run back to cut in tx: its discarded records go, the signals
+// their receives took are pending again (the run receives them again when it
+// waits anew), the kept records have no compensation, and the run is
+// pending, due now, with no outcome, its deadline moved as Requeue moves it
+// (a run with a timeout gets the whole timeout again). A run_reset event
+// records what was discarded. The run's write is a compare-and-set on the
+// status and fence read, so a claim in between makes it
+// flowtype.ErrConflict.
 func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut historyCut, prefix string) error {
 	if err := childrenGone(ctx, tx, cut.discard); err != nil {
 		return err
@@ -382,8 +377,8 @@ func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut hi
 	if run.UniqueKey != "" && run.Status.Finished() {
 		// The run takes its unique key again: refuse a second holder.
 		if holder, err := uniqueHolder(ctx, tx, run.Workflow, run.UniqueKey, now); err == nil && holder.ID != run.ID {
-			return fmt.Errorf("%w: run %s holds its unique key %q now", store.ErrConflict, holder.ID, run.UniqueKey)
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: run %s holds its unique key %q now", flowtype.ErrConflict, holder.ID, run.UniqueKey)
+		} else if err != nil && !errors.Is(err, flowtype.ErrNotFound) {
 			return err
 		}
 	}
@@ -401,7 +396,7 @@ func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut hi
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: run changed meanwhile (an engine claimed it): read it again", store.ErrConflict)
+		return fmt.Errorf("%w: run changed meanwhile (an engine claimed it): read it again", flowtype.ErrConflict)
 	}
 	if _, err := tx.StepDiscard(ctx, run.ID, calls(cut.discard)); err != nil {
 		return err
@@ -419,15 +414,15 @@ func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut hi
 		return err
 	}
 	detail := fmt.Sprintf("%s%s; kept %d calls%s%s", prefix, describeFrom(cut), len(cut.keep), DiscardedMarker, listJSON(cut.discard))
-	return tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: EventRunReset, Detail: detail})
+	return tx.EventAppend(ctx, store.Event{RunID: run.ID, At: now, Kind: flowtype.EventRunReset, Detail: detail})
 }
 
 // childrenGone refuses to discard the start of a child whose run still
 // exists: the re-run would start it again under the same ID (derived from
-// the parent's, or the one ChildOptions gave), which is taken, and fail
-// with ErrRunExists. The operator decides what becomes of the child:
-// delete it (a finished child of a finished parent), go back to a call
-// after its start, or fork the parent, whose children are its own.
+// the parent's, or the one ChildOptions gave), which is taken, and fail with
+// flowtype.ErrRunExists. The operator decides what becomes of the child:
+// delete it (a finished child of a finished parent), go back to a call after
+// its start, or fork the parent, whose children are its own.
 func childrenGone(ctx context.Context, tx store.Tx, discard []store.Step) error {
 	for _, s := range discard {
 		if !strings.HasPrefix(strings.TrimPrefix(s.Name, scopeOf(s.Name)), "flow.child:") || s.Status != store.StepCompleted {
@@ -438,13 +433,13 @@ func childrenGone(ctx context.Context, tx store.Tx, discard []store.Step) error 
 			continue
 		}
 		child, err := tx.RunGet(ctx, childID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, flowtype.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		return fmt.Errorf("%w: step %s started child run %s, which is %s: its re-run would find the ID taken; go back to a call after it, fork the run (a fork starts children of its own), or delete the child first", store.ErrConflict, s.Key().Call(), childID, child.Status)
+		return fmt.Errorf("%w: step %s started child run %s, which is %s: its re-run would find the ID taken; go back to a call after it, fork the run (a fork starts children of its own), or delete the child first", flowtype.ErrConflict, s.Key().Call(), childID, child.Status)
 	}
 	return nil
 }
@@ -465,7 +460,7 @@ const maxForks = 10_000
 // as Requeue moves it; its children and its steps' idempotency keys derive
 // from its own ID. The run forked from is left as it is, whatever its
 // state, but for a run_forked event naming the fork. A call the run never
-// made is ErrStepNotFound; an unknown run store.ErrNotFound.
+// made is ErrStepNotFound; an unknown run flowtype.ErrNotFound.
 func (e *Engine) Fork(ctx context.Context, id, name string, occurrence int) (string, error) {
 	var newID, queue string
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -493,19 +488,19 @@ func (e *Engine) Fork(ctx context.Context, id, name string, occurrence int) (str
 			}
 		}
 		if newID == "" {
-			return fmt.Errorf("%w: run has %d forks, the most there can be", store.ErrConflict, maxForks)
+			return fmt.Errorf("%w: run has %d forks, the most there can be", flowtype.ErrConflict, maxForks)
 		}
 		if _, err := tx.StepCopy(ctx, id, newID, calls(cut.keep)); err != nil {
 			return err
 		}
-		key := store.WorkflowKey{Name: run.Workflow, Version: run.Version}
-		err = tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: EventRunForked, Detail: "as " + newID + " " + describeFrom(cut)})
+		key := flowtype.WorkflowKey{Name: run.Workflow, Version: run.Version}
+		err = tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventRunForked, Detail: "as " + newID + " " + describeFrom(cut)})
 		if err != nil {
 			return err
 		}
 		queue = run.Queue
 		detail := fmt.Sprintf("%s on %s, fork of %s %s%s%s", key, run.Queue, id, describeFrom(cut), CopiedMarker, listJSON(cut.keep))
-		return tx.EventAppend(ctx, store.Event{RunID: newID, At: now, Kind: EventRunStarted, Detail: detail})
+		return tx.EventAppend(ctx, store.Event{RunID: newID, At: now, Kind: flowtype.EventRunStarted, Detail: detail})
 	})
 	if err != nil {
 		return "", fmt.Errorf("fork run %s from %s#%d: %w", id, name, occurrence, err)

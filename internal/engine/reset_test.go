@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -50,7 +51,7 @@ func TestPlanFrom(t *testing.T) {
 			t.Errorf("from %s#%d: %d kept and %d discarded of %d", tc.name, tc.occurrence, len(cut.keep), len(cut.discard), len(steps))
 		}
 	}
-	if _, err := planFrom("r", steps, "all0.1/z", 0); !errors.Is(err, store.ErrConflict) {
+	if _, err := planFrom("r", steps, "all0.1/z", 0); !errors.Is(err, flowtype.ErrConflict) {
 		t.Errorf("from a branch call: %v, want ErrConflict", err)
 	}
 	if _, err := planFrom("r", steps, "d", 0); !errors.Is(err, ErrStepNotFound) {
@@ -111,14 +112,14 @@ func TestPlanFromRefusesPastAnUndoneCall(t *testing.T) {
 	reserve := rec("reserve", 0, 0, 10)
 	reserve.Compensation = store.CompensationCompleted
 	steps := []store.Step{reserve, rec("charge", 0, 1, 20)}
-	if _, err := planFrom("r", steps, "charge", 0); !errors.Is(err, store.ErrConflict) {
+	if _, err := planFrom("r", steps, "charge", 0); !errors.Is(err, flowtype.ErrConflict) {
 		t.Errorf("past a compensated call: %v, want ErrConflict", err)
 	}
 	if _, err := planFrom("r", steps, "reserve", 0); err != nil {
 		t.Errorf("to the compensated call: %v", err)
 	}
 	legacy := rec("old", 0, -1, 5)
-	if _, err := planFrom("r", []store.Step{legacy}, "old", 0); !errors.Is(err, store.ErrConflict) {
+	if _, err := planFrom("r", []store.Step{legacy}, "old", 0); !errors.Is(err, flowtype.ErrConflict) {
 		t.Errorf("a history without positions: %v, want ErrConflict", err)
 	}
 }

@@ -7,11 +7,8 @@ import (
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
-// RetryPolicy is defined in flow/flowtype, where go doc shows its fields.
-type RetryPolicy = flowtype.RetryPolicy
-
 // DefaultRetryPolicy is the policy of steps that set none.
-var DefaultRetryPolicy = RetryPolicy{
+var DefaultRetryPolicy = flowtype.RetryPolicy{
 	MaxAttempts:     5,
 	InitialInterval: time.Second,
 	Coefficient:     2,
@@ -20,7 +17,7 @@ var DefaultRetryPolicy = RetryPolicy{
 }
 
 // finalAttempt reports whether a failed attempt is the last one p allows.
-func finalAttempt(p RetryPolicy, attempt int, err error) bool {
-	var perm *PermanentError
+func finalAttempt(p flowtype.RetryPolicy, attempt int, err error) bool {
+	var perm *flowtype.PermanentError
 	return attempt >= p.MaxAttempts || errors.As(err, &perm)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -24,7 +25,7 @@ func (x *execution) unwind(rc *RunContext, replayed bool) {
 		st.replayOnly = true
 		st.mu.Unlock()
 		_, _ = rc.callWorkflow() // only the step definitions it registers matter
-		var divergence *NonDeterminismError
+		var divergence *flowtype.NonDeterminismError
 		if errors.As(rc.cause(), &divergence) {
 			// The code that would name the compensations is not the code
 			// that made the history: leave the run to an operator.
@@ -58,9 +59,9 @@ func (x *execution) unwind(rc *RunContext, replayed bool) {
 			return
 		}
 	}
-	final := store.RunFailed
-	if x.run.CancelRequested || errors.Is(context.Cause(x.runCtx), ErrCancelled) {
-		final = store.RunCancelled
+	final := flowtype.StatusFailed
+	if x.run.CancelRequested || errors.Is(context.Cause(x.runCtx), flowtype.ErrCancelled) {
+		final = flowtype.StatusCancelled
 	}
 	x.finish(final, nil, x.run.Error, "")
 }
@@ -75,14 +76,14 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 		if attempt, err = tx.StepCompensationBegin(ctx, key); err != nil {
 			return err
 		}
-		return x.event(ctx, tx, now, store.Event{Kind: EventCompensationStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
+		return x.event(ctx, tx, now, store.Event{Kind: flowtype.EventCompensationStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
 	})
 	if err != nil {
 		x.interrupted("begin compensation of step "+key.String(), err)
 		return false
 	}
 
-	info := StepInfo{RunID: key.RunID, Workflow: x.def.Key, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Compensation: true}
+	info := flowtype.AttemptInfo{RunID: key.RunID, Workflow: x.def.Key, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt, Compensation: true}
 	compErr := x.callAttempt(x.leaseCtx, info, def.Timeout, func(ctx context.Context) error {
 		return def.Compensate(ctx, s.Input, s.Output)
 	})
@@ -94,7 +95,7 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 		return false
 	}
 
-	ev := store.Event{Kind: EventCompensationCompleted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt}
+	ev := store.Event{Kind: flowtype.EventCompensationCompleted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt}
 	if compErr == nil {
 		err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
 			if err := tx.StepCompensationEnd(ctx, key, store.CompensationCompleted, ""); err != nil {
@@ -117,7 +118,7 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 			if err := tx.StepCompensationEnd(ctx, key, store.CompensationFailed, msg); err != nil {
 				return err
 			}
-			ev.Kind, ev.Detail = EventCompensationFailed, msg
+			ev.Kind, ev.Detail = flowtype.EventCompensationFailed, msg
 			return x.event(ctx, tx, now, ev)
 		})
 		if err != nil {
@@ -132,7 +133,7 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 		if err := tx.StepCompensationEnd(ctx, key, store.CompensationRetrying, msg); err != nil {
 			return err
 		}
-		ev.Kind, ev.Detail = EventCompensationRetried, fmt.Sprintf("%s; next attempt in %s", msg, delay.Round(time.Millisecond))
+		ev.Kind, ev.Detail = flowtype.EventCompensationRetried, fmt.Sprintf("%s; next attempt in %s", msg, delay.Round(time.Millisecond))
 		if err := x.event(ctx, tx, now, ev); err != nil {
 			return err
 		}
@@ -145,4 +146,38 @@ func (x *execution) compensate(s store.Step, def Step) bool {
 	x.ending.Store(true) // released until the next attempt
 	x.e.wakeAfter(x.run.Queue, delay)
 	return false
+}
+
+// startUnwind moves the run to compensating and unwinds it.
+func (x *execution) startUnwind(rc *RunContext, errMsg string) {
+	var children []string
+	err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		if err := tx.RunStartCompensating(ctx, x.lease, errMsg, now); err != nil {
+			return err
+		}
+		if err := tx.StepCompensationArm(ctx, x.run.ID); err != nil {
+			return err
+		}
+		// Unfinished children are cancelled, which unwinds them in turn.
+		var err error
+		children, err = tx.RunCancelChildren(ctx, x.run.ID, now)
+		if err != nil {
+			return err
+		}
+		for _, id := range children {
+			ev := store.Event{RunID: id, At: now, Kind: flowtype.EventCancelRequested, Detail: "parent " + x.run.ID + " is unwinding"}
+			if err := tx.EventAppend(ctx, ev); err != nil {
+				return err
+			}
+		}
+		return x.event(ctx, tx, now, store.Event{Kind: flowtype.EventWorkflowFailed, Detail: errMsg})
+	})
+	if err != nil {
+		x.interrupted("start compensating", err)
+		return
+	}
+	x.run.Status, x.run.Error = flowtype.StatusCompensating, errMsg
+	x.e.cancelActive(children) // children executing here see it now, not at their next heartbeat
+	x.e.WakeAll()              // cancelled children, if any, unwind now
+	x.unwind(rc, true)
 }

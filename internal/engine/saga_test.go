@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -87,7 +88,7 @@ func TestUnwindWriteFailureGivesTheRunBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			var comps atomic.Int32
-			once := RetryPolicy{MaxAttempts: 1}
+			once := flowtype.RetryPolicy{MaxAttempts: 1}
 			err = e.Register(Workflow{Key: jobKey, Run: func(rc *RunContext, _ []byte) ([]byte, error) {
 				_, err := rc.Step(Step{Name: "reserve", Input: []byte(`{}`), Retry: once, CompensateRetry: once,
 					Run: func(context.Context, *sql.Tx) ([]byte, error) { return []byte(`1`), nil },
@@ -101,7 +102,7 @@ func TestUnwindWriteFailureGivesTheRunBack(t *testing.T) {
 				}
 				_, err = rc.Step(Step{Name: "charge", Input: []byte(`{}`), Retry: once, Run: func(context.Context, *sql.Tx) ([]byte, error) {
 					f.armed.Store(true)
-					return nil, &PermanentError{Err: errors.New("card declined")}
+					return nil, &flowtype.PermanentError{Err: errors.New("card declined")}
 				}})
 				return nil, err
 			}})
@@ -121,7 +122,7 @@ func TestUnwindWriteFailureGivesTheRunBack(t *testing.T) {
 			if !f.fired.Load() {
 				t.Fatalf("%s was never called", c.method)
 			}
-			if run.Status != store.RunFailed {
+			if run.Status != flowtype.StatusFailed {
 				t.Fatalf("run %s (%s), want failed (rolled back)", run.Status, run.Reason)
 			}
 			if n := comps.Load(); n != c.comps {

@@ -31,11 +31,11 @@ import (
 // oldest due slot is more than ScheduleGrace late (no engine ran, or the
 // database was unreachable), or when a paused schedule resumes with due
 // slots, the schedule is behind and its catch-up policy decides:
-// store.CatchUpOne starts one run for the most recent due slot,
-// store.CatchUpAll starts one for every due slot (at most
+// flowtype.CatchUpOne starts one run for the most recent due slot,
+// flowtype.CatchUpAll starts one for every due slot (at most
 // MaxScheduleSlotsPerTick per transaction, the rest in the next ones), and
-// store.CatchUpNone starts none. Either way the schedule then waits for its
-// first slot after now.
+// flowtype.CatchUpNone starts none. Either way the schedule then waits for
+// its first slot after now.
 
 // ScheduleGrace is how late a slot may be handled and still count as on
 // time rather than missed.
@@ -51,26 +51,18 @@ const scheduleBatch = 100
 // NeverMs is the next slot of a schedule whose spec has no further time.
 const NeverMs = int64(math.MaxInt64)
 
-// Schedule errors. The flow package re-exports them.
-var (
-	// ErrScheduleNotFound is returned for a schedule name that does not exist.
-	ErrScheduleNotFound = flowtype.ErrScheduleNotFound
-	// ErrBadSpec wraps the error for a cron spec that does not parse or
-	// never fires.
-	ErrBadSpec = flowtype.ErrBadSpec
-)
-
 // cronParser accepts 5-field specs (minute first), 6-field specs (second
 // first), descriptors such as @hourly and @every 90s, and a CRON_TZ= prefix.
 var cronParser = cron.NewParser(
 	cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor,
 )
 
-// ParseSpec parses a cron spec, or returns an error wrapping ErrBadSpec.
+// ParseSpec parses a cron spec, or returns an error wrapping
+// flowtype.ErrBadSpec.
 func ParseSpec(spec string) (cron.Schedule, error) {
 	s, err := cronParser.Parse(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %v", ErrBadSpec, spec, err)
+		return nil, fmt.Errorf("%w %q: %v", flowtype.ErrBadSpec, spec, err)
 	}
 	return s, nil
 }
@@ -84,12 +76,12 @@ func ScheduleRunID(name string, slotMs int64) string {
 // ScheduleParams describes a schedule to create or update.
 type ScheduleParams struct {
 	Name     string
-	Workflow store.WorkflowKey
+	Workflow flowtype.WorkflowKey
 	Queue    string // empty: "default"
 	Priority int
 	Input    []byte
 	Spec     string
-	CatchUp  store.CatchUp // empty: store.CatchUpOne
+	CatchUp  flowtype.CatchUp // empty: flowtype.CatchUpOne
 }
 
 // SaveSchedule creates a schedule, whose first slot is the first after now,
@@ -102,7 +94,7 @@ func (e *Engine) SaveSchedule(ctx context.Context, p ScheduleParams) error {
 		p.Queue = DefaultQueue
 	}
 	if p.CatchUp == "" {
-		p.CatchUp = store.CatchUpOne
+		p.CatchUp = flowtype.CatchUpOne
 	}
 	if err := CheckName("schedule", p.Name); err != nil {
 		return fmt.Errorf("schedule: %w", err)
@@ -127,7 +119,7 @@ func (e *Engine) SaveSchedule(ctx context.Context, p ScheduleParams) error {
 	now := e.nowMs()
 	first := nextSlot(sched, now)
 	if first == NeverMs {
-		return fmt.Errorf("schedule %s: %w %q: it has no time in the next five years", p.Name, ErrBadSpec, p.Spec)
+		return fmt.Errorf("schedule %s: %w %q: it has no time in the next five years", p.Name, flowtype.ErrBadSpec, p.Spec)
 	}
 	err = e.store.Write(ctx, func(tx store.Tx) error {
 		return tx.ScheduleUpsert(ctx, store.ScheduleUpsertParams{
@@ -186,7 +178,7 @@ func (e *Engine) DeleteSchedule(ctx context.Context, name string) error {
 	return scheduleErr("delete", name, err)
 }
 
-// Schedule returns one schedule, or ErrScheduleNotFound.
+// Schedule returns one schedule, or flowtype.ErrScheduleNotFound.
 func (e *Engine) Schedule(ctx context.Context, name string) (store.Schedule, error) {
 	s, err := e.store.Reader().ScheduleGet(ctx, name)
 	return s, scheduleErr("get", name, err)
@@ -202,13 +194,13 @@ func (e *Engine) Schedules(ctx context.Context) ([]store.Schedule, error) {
 }
 
 // scheduleErr names the schedule in err and turns the store's not-found
-// into ErrScheduleNotFound.
+// into flowtype.ErrScheduleNotFound.
 func scheduleErr(verb, name string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("%s schedule %s: %w", verb, name, ErrScheduleNotFound)
+	case errors.Is(err, flowtype.ErrNotFound):
+		return fmt.Errorf("%s schedule %s: %w", verb, name, flowtype.ErrScheduleNotFound)
 	default:
 		return fmt.Errorf("%s schedule %s: %w", verb, name, err)
 	}
@@ -297,7 +289,7 @@ func (e *Engine) fireSchedule(ctx context.Context, tx store.Tx, s store.Schedule
 	err = tx.ScheduleAdvance(ctx, store.ScheduleAdvanceParams{
 		Name: s.Name, ExpectedNextAt: s.NextAt, NextAt: next, LastSlot: last, Now: now,
 	})
-	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, flowtype.ErrConflict) || errors.Is(err, flowtype.ErrNotFound) {
 		return 0, false, nil // another engine handled these slots, or the schedule went
 	}
 	if err != nil {
@@ -335,7 +327,7 @@ func (e *Engine) startScheduled(ctx context.Context, tx store.Tx, s store.Schedu
 		return false, nil
 	}
 	err = tx.EventAppend(ctx, store.Event{
-		RunID: id, At: now, Kind: EventRunStarted,
+		RunID: id, At: now, Kind: flowtype.EventRunStarted,
 		Detail: fmt.Sprintf("workflow %s, queue %s, priority %d, schedule %s, slot %s, worker %s",
 			s.Workflow, s.Queue, s.Priority, s.Name, time.UnixMilli(slot).UTC().Format(time.RFC3339), e.cfg.WorkerID),
 	})
@@ -343,7 +335,7 @@ func (e *Engine) startScheduled(ctx context.Context, tx store.Tx, s store.Schedu
 		return false, err
 	}
 	err = tx.EventAppend(ctx, store.Event{
-		RunID: id, At: now, Kind: EventScheduleFired,
+		RunID: id, At: now, Kind: flowtype.EventScheduleFired,
 		Detail: fmt.Sprintf("schedule %s, slot %s", s.Name, time.UnixMilli(slot).UTC().Format(time.RFC3339)),
 	})
 	return err == nil, err
@@ -382,22 +374,22 @@ func (e *Engine) runScheduler(ctx context.Context) {
 // planSlots returns the slots to start among those due from nextAt (a slot)
 // until now, and the next slot after them; see the comment at the top of
 // this file for the policy.
-func planSlots(sched cron.Schedule, nextAt, now int64, policy store.CatchUp, resumed bool, max int) (slots []int64, next int64) {
+func planSlots(sched cron.Schedule, nextAt, now int64, policy flowtype.CatchUp, resumed bool, max int) (slots []int64, next int64) {
 	if nextAt > now || max <= 0 {
 		return nil, nextAt
 	}
 	behind := resumed || now-nextAt > ScheduleGrace.Milliseconds()
 	switch {
-	case !behind || policy == store.CatchUpAll:
+	case !behind || policy == flowtype.CatchUpAll:
 		t := nextAt
 		for t <= now && len(slots) < max {
 			slots = append(slots, t)
 			t = nextSlot(sched, t)
 		}
 		return slots, t
-	case policy == store.CatchUpNone:
+	case policy == flowtype.CatchUpNone:
 		return nil, nextSlot(sched, latestSlot(sched, nextAt, now))
-	default: // store.CatchUpOne
+	default: // flowtype.CatchUpOne
 		last := latestSlot(sched, nextAt, now)
 		return []int64{last}, nextSlot(sched, last)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 var schedEpoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
@@ -56,22 +56,22 @@ func TestPlanSlots(t *testing.T) {
 		name    string
 		nextAt  int64
 		now     int64
-		policy  store.CatchUp
+		policy  flowtype.CatchUp
 		resumed bool
 		max     int
 		slots   []int64
 		next    int64
 	}{
-		{"not due", sec(5), sec(4), store.CatchUpOne, false, 10, nil, sec(5)},
-		{"one due", sec(5), sec(5) + 300, store.CatchUpNone, false, 10, []int64{sec(5)}, sec(6)},
-		{"late within grace", sec(5), sec(8), store.CatchUpNone, false, 10, []int64{sec(5), sec(6), sec(7), sec(8)}, sec(9)},
-		{"within grace, capped", sec(5), sec(8), store.CatchUpOne, false, 2, []int64{sec(5), sec(6)}, sec(7)},
-		{"behind, one", sec(5), sec(500), store.CatchUpOne, false, 10, []int64{sec(500)}, sec(501)},
-		{"behind, none", sec(5), sec(500) + 999, store.CatchUpNone, false, 10, nil, sec(501)},
-		{"behind, all, capped", sec(5), sec(500), store.CatchUpAll, false, 3, []int64{sec(5), sec(6), sec(7)}, sec(8)},
-		{"resumed, one", sec(5), sec(8), store.CatchUpOne, true, 10, []int64{sec(8)}, sec(9)},
-		{"resumed, none", sec(5), sec(8), store.CatchUpNone, true, 10, nil, sec(9)},
-		{"resumed, all", sec(5), sec(7), store.CatchUpAll, true, 10, []int64{sec(5), sec(6), sec(7)}, sec(8)},
+		{"not due", sec(5), sec(4), flowtype.CatchUpOne, false, 10, nil, sec(5)},
+		{"one due", sec(5), sec(5) + 300, flowtype.CatchUpNone, false, 10, []int64{sec(5)}, sec(6)},
+		{"late within grace", sec(5), sec(8), flowtype.CatchUpNone, false, 10, []int64{sec(5), sec(6), sec(7), sec(8)}, sec(9)},
+		{"within grace, capped", sec(5), sec(8), flowtype.CatchUpOne, false, 2, []int64{sec(5), sec(6)}, sec(7)},
+		{"behind, one", sec(5), sec(500), flowtype.CatchUpOne, false, 10, []int64{sec(500)}, sec(501)},
+		{"behind, none", sec(5), sec(500) + 999, flowtype.CatchUpNone, false, 10, nil, sec(501)},
+		{"behind, all, capped", sec(5), sec(500), flowtype.CatchUpAll, false, 3, []int64{sec(5), sec(6), sec(7)}, sec(8)},
+		{"resumed, one", sec(5), sec(8), flowtype.CatchUpOne, true, 10, []int64{sec(8)}, sec(9)},
+		{"resumed, none", sec(5), sec(8), flowtype.CatchUpNone, true, 10, nil, sec(9)},
+		{"resumed, all", sec(5), sec(7), flowtype.CatchUpAll, true, 10, []int64{sec(5), sec(6), sec(7)}, sec(8)},
 	}
 	for _, tt := range tests {
 		slots, next := planSlots(perSecond, tt.nextAt, tt.now, tt.policy, tt.resumed, tt.max)
@@ -90,7 +90,7 @@ func TestNextSlotNever(t *testing.T) {
 	if got := nextSlot(feb30, schedEpoch); got != NeverMs {
 		t.Fatalf("next slot of Feb 30 = %d, want NeverMs", got)
 	}
-	if slots, next := planSlots(feb30, NeverMs, schedEpoch, store.CatchUpAll, false, 10); slots != nil || next != NeverMs {
+	if slots, next := planSlots(feb30, NeverMs, schedEpoch, flowtype.CatchUpAll, false, 10); slots != nil || next != NeverMs {
 		t.Fatalf("plan of a schedule that never fires: %v, %d", slots, next)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -118,16 +119,16 @@ type timerInput struct {
 // again after a resume keeps the time recorded the first time.
 func (rc *RunContext) SleepUntil(until time.Time) error {
 	in, _ := json.Marshal(timerInput{Until: until.UnixMilli()}) // a struct of ints always marshals
-	started := store.Event{Kind: EventTimerStarted, Detail: "until " + until.UTC().Format(time.RFC3339Nano)}
+	started := store.Event{Kind: flowtype.EventTimerStarted, Detail: "until " + until.UTC().Format(time.RFC3339Nano)}
 	_, err := rc.wait("flow.sleep", in, started, func(_ context.Context, _ store.Tx, now int64, _ store.StepKey, input []byte) ([]byte, bool, int64, store.Event, error) {
 		var t timerInput
 		if err := json.Unmarshal(input, &t); err != nil {
-			return nil, false, 0, store.Event{}, &DecodeError{RunID: rc.RunID(), Step: "flow.sleep", What: "input", Type: "timer", Err: err}
+			return nil, false, 0, store.Event{}, &flowtype.DecodeError{RunID: rc.RunID(), Step: "flow.sleep", What: "input", Type: "timer", Err: err}
 		}
 		if now < t.Until {
 			return nil, false, t.Until, store.Event{}, nil
 		}
-		return []byte("null"), true, 0, store.Event{Kind: EventTimerFired}, nil
+		return []byte("null"), true, 0, store.Event{Kind: flowtype.EventTimerFired}, nil
 	}, nil)
 	return err
 }
@@ -173,11 +174,11 @@ func (rc *RunContext) Receive(name string, timeout time.Duration, accept func(pa
 		detail += ", timeout " + timeout.String()
 	}
 	inJSON, _ := json.Marshal(in) // strings and ints always marshal
-	started := store.Event{Kind: EventSignalWaiting, Detail: detail}
+	started := store.Event{Kind: flowtype.EventSignalWaiting, Detail: detail}
 	resolve := func(ctx context.Context, tx store.Tx, now int64, key store.StepKey, input []byte) ([]byte, bool, int64, store.Event, error) {
 		var w receiveInput
 		if err := json.Unmarshal(input, &w); err != nil {
-			return nil, false, 0, store.Event{}, &DecodeError{RunID: rc.RunID(), Step: key.Name, What: "input", Type: "signal wait", Err: err}
+			return nil, false, 0, store.Event{}, &flowtype.DecodeError{RunID: rc.RunID(), Step: key.Name, What: "input", Type: "signal wait", Err: err}
 		}
 		for {
 			sig, err := tx.SignalNext(ctx, rc.RunID(), w.Signal)
@@ -200,12 +201,12 @@ func (rc *RunContext) Receive(name string, timeout time.Duration, accept func(pa
 					return nil, false, 0, store.Event{}, err
 				}
 				out, err := json.Marshal(Received{Payload: sig.Payload})
-				return out, err == nil, 0, store.Event{Kind: EventSignalReceived, Detail: fmt.Sprintf("signal %s #%d", sig.Name, sig.ID)}, err
-			case !errors.Is(err, store.ErrNotFound):
+				return out, err == nil, 0, store.Event{Kind: flowtype.EventSignalReceived, Detail: fmt.Sprintf("signal %s #%d", sig.Name, sig.ID)}, err
+			case !errors.Is(err, flowtype.ErrNotFound):
 				return nil, false, 0, store.Event{}, err
 			case w.Deadline > 0 && now >= w.Deadline:
 				out, _ := json.Marshal(Received{TimedOut: true})
-				return out, true, 0, store.Event{Kind: EventSignalTimedOut, Detail: "signal " + w.Signal}, nil
+				return out, true, 0, store.Event{Kind: flowtype.EventSignalTimedOut, Detail: "signal " + w.Signal}, nil
 			case w.Deadline > 0:
 				return nil, false, w.Deadline, store.Event{}, nil
 			default:
@@ -245,7 +246,7 @@ func (rc *RunContext) Receive(name string, timeout time.Duration, accept func(pa
 	}
 	var r Received
 	if err := json.Unmarshal(out, &r); err != nil {
-		return Received{}, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "flow.receive:" + name, What: "output", Type: "signal", Err: err})
+		return Received{}, rc.Abort(&flowtype.DecodeError{RunID: rc.RunID(), Step: "flow.receive:" + name, What: "output", Type: "signal", Err: err})
 	}
 	return r, nil
 }
@@ -256,14 +257,14 @@ const RejectedPrefix = "rejected by "
 
 // rejectedEvent records that a signal's payload was set aside.
 func rejectedEvent(name string, id int64, why error) store.Event {
-	return store.Event{Kind: EventSignalRejected, Detail: fmt.Sprintf("signal %s #%d: payload rejected: %v", name, id, why)}
+	return store.Event{Kind: flowtype.EventSignalRejected, Detail: fmt.Sprintf("signal %s #%d: payload rejected: %v", name, id, why)}
 }
 
 // ChildOutcome is the recorded outcome of a child run.
 type ChildOutcome struct {
-	Status store.RunStatus `json:"status"`
-	Output json.RawMessage `json:"output,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	Status flowtype.RunStatus `json:"status"`
+	Output json.RawMessage    `json:"output,omitempty"`
+	Error  string             `json:"error,omitempty"`
 }
 
 // StartChild starts a child run and records its ID, so a resumed parent
@@ -276,13 +277,13 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 		return "", err
 	}
 	if rec != nil && rec.Status == store.StepFailed {
-		return "", &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence,
+		return "", &flowtype.StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence,
 			Attempts: rec.Attempts, Err: recordedError(rec.Error, rec.Failure)}
 	}
 	if rec != nil {
 		var id string
 		if err := json.Unmarshal(rec.Output, &id); err != nil {
-			return "", rc.Abort(&DecodeError{RunID: key.RunID, Step: key.Name, What: "output", Type: "child run ID", Err: err})
+			return "", rc.Abort(&flowtype.DecodeError{RunID: key.RunID, Step: key.Name, What: "output", Type: "child run ID", Err: err})
 		}
 		return id, nil
 	}
@@ -304,17 +305,17 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 	}
 	p.ParentID = key.RunID
 	var queue string
-	var taken *StepError
+	var taken *flowtype.StepError
 	err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
 		taken = nil
 		if _, err := tx.StepBegin(ctx, store.StepBeginParams{Key: key, Input: p.Input, Position: rc.st.position(key), Now: now}); err != nil {
 			return err
 		}
 		st, err := x.e.insertRun(ctx, tx, &p)
-		if errors.Is(err, ErrUnknownWorkflow) {
+		if errors.Is(err, flowtype.ErrUnknownWorkflow) {
 			return &DefinitionError{RunID: key.RunID, Problem: err.Error()}
 		}
-		if errors.Is(err, ErrRunExists) {
+		if errors.Is(err, flowtype.ErrRunExists) {
 			// Taken by a run of another workflow: the same answer as below.
 			st, err = Started{Existing: true}, nil
 			if st.Run, err = tx.RunGet(ctx, p.ID); err != nil {
@@ -329,20 +330,20 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 			// child this call started: another call, or another run, took
 			// it. The call fails, recorded, so that replays fail it alike.
 			msg := fmt.Sprintf("start child %s: run ID %s is taken by a %s run of %s: %v",
-				p.Workflow, p.ID, st.Run.Status, st.Run.Workflow, ErrRunExists)
-			f := store.Failure{Code: CodeRunExists, Permanent: true}
+				p.Workflow, p.ID, st.Run.Status, st.Run.Workflow, flowtype.ErrRunExists)
+			f := store.Failure{Code: flowtype.CodeRunExists, Permanent: true}
 			if err := tx.StepFail(ctx, store.StepFailParams{Key: key, Error: msg, Failure: f, Final: true, Now: now}); err != nil {
 				return err
 			}
-			taken = &StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence, Attempts: 1, Err: recordedError(msg, f)}
-			return x.event(ctx, tx, now, store.Event{Kind: EventStepFailed, Step: key.Name, Occurrence: key.Occurrence, Attempt: 1, Detail: msg})
+			taken = &flowtype.StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence, Attempts: 1, Err: recordedError(msg, f)}
+			return x.event(ctx, tx, now, store.Event{Kind: flowtype.EventStepFailed, Step: key.Name, Occurrence: key.Occurrence, Attempt: 1, Detail: msg})
 		}
 		queue = st.Run.Queue
 		out, _ := json.Marshal(p.ID) // a string always marshals
 		if err := tx.StepComplete(ctx, store.StepCompleteParams{Key: key, Output: out, Now: now}); err != nil {
 			return err
 		}
-		return x.event(ctx, tx, now, store.Event{Kind: EventChildStarted, Step: key.Name, Occurrence: key.Occurrence, Detail: p.ID})
+		return x.event(ctx, tx, now, store.Event{Kind: flowtype.EventChildStarted, Step: key.Name, Occurrence: key.Occurrence, Detail: p.ID})
 	})
 	if err != nil {
 		return "", rc.Abort(err)
@@ -360,7 +361,7 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 // waiting until an operator settles it.
 func (rc *RunContext) AwaitChild(childID string) (ChildOutcome, error) {
 	in, _ := json.Marshal(map[string]string{"child": childID})
-	started := store.Event{Kind: EventChildWaiting, Detail: "child " + childID}
+	started := store.Event{Kind: flowtype.EventChildWaiting, Detail: "child " + childID}
 	out, err := rc.wait("flow.await:"+childID, in, started, func(ctx context.Context, tx store.Tx, _ int64, _ store.StepKey, _ []byte) ([]byte, bool, int64, store.Event, error) {
 		child, err := tx.RunGet(ctx, childID)
 		if err != nil {
@@ -370,14 +371,14 @@ func (rc *RunContext) AwaitChild(childID string) (ChildOutcome, error) {
 			return nil, false, never, store.Event{}, nil
 		}
 		out, err := json.Marshal(ChildOutcome{Status: child.Status, Output: child.Output, Error: child.Error})
-		return out, err == nil, 0, store.Event{Kind: EventChildFinished, Detail: fmt.Sprintf("child %s %s", childID, child.Status)}, err
+		return out, err == nil, 0, store.Event{Kind: flowtype.EventChildFinished, Detail: fmt.Sprintf("child %s %s", childID, child.Status)}, err
 	}, nil)
 	if err != nil {
 		return ChildOutcome{}, err
 	}
 	var o ChildOutcome
 	if err := json.Unmarshal(out, &o); err != nil {
-		return ChildOutcome{}, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "flow.await:" + childID, What: "output", Type: "child outcome", Err: err})
+		return ChildOutcome{}, rc.Abort(&flowtype.DecodeError{RunID: rc.RunID(), Step: "flow.await:" + childID, What: "output", Type: "child outcome", Err: err})
 	}
 	return o, nil
 }

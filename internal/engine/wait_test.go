@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -25,7 +26,7 @@ type awayStore struct {
 
 func (s *awayStore) Write(ctx context.Context, fn func(store.Tx) error) error {
 	if s.awayWrites.Load() {
-		return fmt.Errorf("begin write: %w (dial tcp: connection refused)", store.ErrUnavailable)
+		return fmt.Errorf("begin write: %w (dial tcp: connection refused)", flowtype.ErrUnavailable)
 	}
 	return s.Store.Write(ctx, fn)
 }
@@ -40,7 +41,7 @@ type awayReader struct {
 func (r awayReader) RunGet(ctx context.Context, id string) (store.Run, error) {
 	if r.s.away.Load() {
 		r.s.reads.Add(1)
-		return store.Run{}, fmt.Errorf("read run %s: %w (dial tcp: connection refused)", id, store.ErrUnavailable)
+		return store.Run{}, fmt.Errorf("read run %s: %w (dial tcp: connection refused)", id, flowtype.ErrUnavailable)
 	}
 	return r.Reader.RunGet(ctx, id)
 }
@@ -78,7 +79,7 @@ func TestWaitThroughUnavailableDatabase(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	_, err = e.Wait(short, "r")
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, store.ErrUnavailable) {
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, flowtype.ErrUnavailable) {
 		t.Fatalf("Wait while the database is away until ctx ends = %v, want the deadline and ErrUnavailable", err)
 	}
 
@@ -86,7 +87,7 @@ func TestWaitThroughUnavailableDatabase(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		run, err := e.Wait(ctx, "r")
-		if err == nil && run.Status != store.RunCompleted {
+		if err == nil && run.Status != flowtype.StatusCompleted {
 			err = fmt.Errorf("run %s, want completed", run.Status)
 		}
 		done <- err

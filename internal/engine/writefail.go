@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -14,7 +15,7 @@ import (
 // would leave the run leased to this engine, its caller waiting, until the
 // lease expired. When the retries run out, the run is left where its last
 // checkpoint put it, the failure is counted and logged, and Result on this
-// engine returns it (see WriteError) instead of waiting in silence.
+// engine returns it (see flowtype.WriteError) instead of waiting in silence.
 
 const (
 	// writeRetryFirst is the first wait before a failed write is retried;
@@ -30,7 +31,7 @@ const (
 // writeRetried is writeFenced, retried while the error may pass and the
 // budget lasts. what names the write in logs.
 //
-// A database that is unavailable (store.ErrUnavailable: a PostgreSQL
+// A database that is unavailable (flowtype.ErrUnavailable: a PostgreSQL
 // server restarting, a failover) has no budget: it takes minutes at worst,
 // and a write given up leaves the run leased here until its lease expires,
 // then to be rescued and resumed by someone, while a write retried lands
@@ -50,7 +51,7 @@ func (x *execution) writeRetried(what string, fn func(ctx context.Context, tx st
 		if err == nil || !retryableWrite(err) {
 			return err
 		}
-		if time.Now().Add(wait).After(deadline) && (!errors.Is(err, store.ErrUnavailable) || x.e.stopping()) {
+		if time.Now().Add(wait).After(deadline) && (!errors.Is(err, flowtype.ErrUnavailable) || x.e.stopping()) {
 			return err
 		}
 		x.e.metrics.writeFailed(err, x.e.now())
@@ -74,7 +75,7 @@ func (e *Engine) stopping() bool {
 // retryableWrite reports whether a failed write may succeed later. A lost
 // lease, a state conflict and a closed store will not.
 func retryableWrite(err error) bool {
-	return !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrClosed)
+	return !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, flowtype.ErrConflict) && !errors.Is(err, flowtype.ErrClosed)
 }
 
 // gaveUp records that the execution could not write what, so that Result on
@@ -84,7 +85,7 @@ func (x *execution) gaveUp(what string, err error) {
 	x.e.log.Error("write failed for good; the run stays at its last checkpoint and resumes once its lease expires and the database takes writes",
 		"run", x.run.ID, "write", what, "err", err)
 	x.e.mu.Lock()
-	x.e.unwritten[x.run.ID] = unwritten{fence: x.lease.Fence, err: &WriteError{RunID: x.run.ID, What: what, Err: err}}
+	x.e.unwritten[x.run.ID] = unwritten{fence: x.lease.Fence, err: &flowtype.WriteError{RunID: x.run.ID, What: what, Err: err}}
 	x.e.mu.Unlock()
 	x.e.settled()
 }

@@ -14,6 +14,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -203,7 +204,7 @@ func (r *reader) start(ctx context.Context) error {
 	case err == nil:
 		r.after, r.acked = c.Position, c.Position
 		return r.checkRetention(ctx)
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, flowtype.ErrNotFound):
 		return fmt.Errorf("start change feed: %w", err)
 	}
 	r.after = r.o.After

@@ -6,11 +6,6 @@ import (
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
-// ErrDefinitionFrozen is returned by DefinitionPut for a document that
-// differs from the stored one of its (name, version) once that version is
-// in use: a run of it exists or an engine registered it.
-var ErrDefinitionFrozen = flowtype.ErrDefinitionFrozen
-
 // Definition is a stored workflow definition (flow/flowdef). Body is the
 // document as applied; Hash its SHA-256 in hex, which tells two documents
 // of one (name, version) apart. InUse is filled by DefinitionList only.
@@ -25,22 +20,12 @@ type Definition struct {
 	InUse     bool
 }
 
-// PutResult says what DefinitionPut did. It is defined in flow/flowtype,
-// where go doc shows its values.
-type PutResult = flowtype.PutResult
-
-// DefinitionPut outcomes.
-const (
-	PutCreated   = flowtype.PutCreated
-	PutUnchanged = flowtype.PutUnchanged
-	PutReplaced  = flowtype.PutReplaced
-)
-
 // DefinitionReader reads stored definitions.
 type DefinitionReader interface {
-	// DefinitionGet returns one version, or ErrNotFound.
+	// DefinitionGet returns one version, or flowtype.ErrDefinitionNotFound.
 	DefinitionGet(ctx context.Context, name string, version int) (Definition, error)
-	// DefinitionLatest returns the highest version of name, or ErrNotFound.
+	// DefinitionLatest returns the highest version of name, or
+	// flowtype.ErrDefinitionNotFound.
 	DefinitionLatest(ctx context.Context, name string) (Definition, error)
 	// DefinitionList returns every version without its Body, by name and
 	// version, with InUse.
@@ -49,12 +34,12 @@ type DefinitionReader interface {
 
 // DefinitionTx stores definitions inside a write transaction.
 type DefinitionTx interface {
-	// DefinitionPut stores d (Name, Version, Hash, Body, File). A new
-	// (name, version) is created; the same Hash again changes nothing; a
-	// different Hash replaces the row while the version is not in use and
-	// returns ErrDefinitionFrozen, changing nothing, once it is. Two
+	// DefinitionPut stores d (Name, Version, Hash, Body, File). A new (name,
+	// version) is created; the same Hash again changes nothing; a different
+	// Hash replaces the row while the version is not in use and returns
+	// flowtype.ErrDefinitionFrozen, changing nothing, once it is. Two
 	// concurrent puts of one version are decided one after the other (the
 	// primary key, and a row lock where the database has no global write
 	// lock).
-	DefinitionPut(ctx context.Context, d Definition, now int64) (PutResult, error)
+	DefinitionPut(ctx context.Context, d Definition, now int64) (flowtype.PutResult, error)
 }

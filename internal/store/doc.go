@@ -5,8 +5,9 @@
 // group-commit writer can be put behind Write, without the engine changing.
 //
 // It imports the standard library and flow/flowtype only: the record types
-// flow shows its users (RunStatus, CatchUp, checkpoint modes…) are defined
-// there, in a leaf package go doc can show, and aliased here.
+// flow shows its users (RunStatus, CatchUp, checkpoint modes…) and the
+// sentinel errors are defined there, in a leaf package go doc can show, and
+// used here under their flowtype names.
 //
 // # Layout
 //
@@ -54,15 +55,15 @@
 // several of them (flow's Inspect, History, InspectAt) reads through Read.
 //
 // Fencing. A claim (RunTx.RunClaim) gives a run a lease: an owner and a
-// fence token that grows with every claim. Every write that takes a Lease
-// is conditioned on the run's row still holding that (owner, fence) and
-// returns ErrLeaseLost, changing nothing, when it does not; the engine then
-// rolls the whole unit of work back. RunFinishMany fences each of its runs
-// on its own row instead and reports the lost ones by index, so that one
-// lost lease does not roll back the other runs of a batch; the engine
-// rolls back only when it fails otherwise. Guarded state changes that take no
-// lease (RunSetStatus, ScheduleAdvance, StepComplete…) are compare-and-sets
-// in one statement and return ErrConflict, or report false, when the row
+// fence token that grows with every claim. Every write that takes a Lease is
+// conditioned on the run's row still holding that (owner, fence) and returns
+// ErrLeaseLost, changing nothing, when it does not; the engine then rolls
+// the whole unit of work back. RunFinishMany fences each of its runs on its
+// own row instead and reports the lost ones by index, so that one lost lease
+// does not roll back the other runs of a batch; the engine rolls back only
+// when it fails otherwise. Guarded state changes that take no lease
+// (RunSetStatus, ScheduleAdvance, StepComplete…) are compare-and-sets in one
+// statement and return flowtype.ErrConflict, or report false, when the row
 // is not in the expected state.
 //
 // Reads that must lock. Some reads inside a Tx decide a write that commits
@@ -169,9 +170,9 @@
 //     acknowledgement changes nothing.
 //
 // Errors. Adapters map their driver's errors onto the sentinels below
-// (ErrNotFound for no row, ErrFull, ErrReadOnly, ErrNotDatabase…), wrapped
-// with what they were doing, so callers test them with errors.Is whatever
-// the database.
+// (flowtype.ErrNotFound for no row, flowtype.ErrFull, flowtype.ErrReadOnly,
+// ErrNotDatabase…), wrapped with what they were doing, so callers test them
+// with errors.Is whatever the database.
 //
 // # Adding an adapter
 //
@@ -198,18 +199,18 @@
 //     empty store; the adapter is done when it passes.
 //
 // Optional interfaces extend a Store for what only some databases have;
-// callers type-assert to them and fall back to ErrNotSupported.
+// callers type-assert to them and fall back to flowtype.ErrNotSupported.
 // FileMaintainer is one: stores kept in one database file report its size,
 // checkpoint its write-ahead log, back it up and check its integrity.
 // Maintainer is another: a store with upkeep of its own (the SQLite WAL
 // watch) runs it while the engine works, with MaintainHooks for what it
 // needs from the engine. Claimer and Starter are two more: a store where a
-// statement costs a round trip makes a whole claim, and a whole start of
-// a run without a unique key, one statement each, and the engine goes
-// through them instead of RunClaim, and RunInsert and EventAppend, in
-// Write (a fallback, not ErrNotSupported). An adapter implements the ones its database has
-// and no others; the dialect's policies live in the adapter, never in the
-// engine.
+// statement costs a round trip makes a whole claim, and a whole start of a
+// run without a unique key, one statement each, and the engine goes through
+// them instead of RunClaim, and RunInsert and EventAppend, in Write (a
+// fallback, not flowtype.ErrNotSupported). An adapter implements the ones
+// its database has and no others; the dialect's policies live in the
+// adapter, never in the engine.
 //
 // # Wakes
 //

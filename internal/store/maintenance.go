@@ -8,10 +8,6 @@ import (
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
-// ErrNotSupported is returned for an operation the store cannot perform,
-// e.g. a file operation on a store that is not a database file.
-var ErrNotSupported = flowtype.ErrNotSupported
-
 // MaintenanceTx holds the writes that keep a database small: deleting the
 // runs retention no longer keeps.
 type MaintenanceTx interface {
@@ -30,9 +26,9 @@ type MaintenanceTx interface {
 
 // RunDeleteFinishedParams selects finished runs to delete.
 type RunDeleteFinishedParams struct {
-	Status         RunStatus // RunCompleted, RunFailed or RunCancelled
-	FinishedBefore int64     // Unix milliseconds, exclusive
-	Max            int       // positive
+	Status         flowtype.RunStatus // completed, failed or cancelled
+	FinishedBefore int64              // Unix milliseconds, exclusive
+	Max            int                // positive
 	// WaitForFeed keeps runs with an event after the feed position
 	// KeepAfter (the feed's consumers have not read it); false deletes
 	// regardless of the feed.
@@ -74,7 +70,7 @@ type FileMaintainer interface {
 	// Checkpoint copies the WAL into the database file. It runs between
 	// write transactions, never inside one (the SQLite adapter runs it on
 	// its writer connection).
-	Checkpoint(ctx context.Context, mode CheckpointMode) (CheckpointResult, error)
+	Checkpoint(ctx context.Context, mode flowtype.CheckpointMode) (flowtype.CheckpointResult, error)
 	// Backup writes a consistent copy of the database to dst, a path that
 	// must not exist yet (errors.Is(err, fs.ErrExist) otherwise). The copy
 	// is synced before Backup returns.
@@ -85,31 +81,12 @@ type FileMaintainer interface {
 	// CheckpointRecorded is Checkpoint on an operator's request: it is
 	// recorded in the database under h.Owner, and counted in FileHealth,
 	// like the checkpoints of the store's own upkeep.
-	CheckpointRecorded(ctx context.Context, mode CheckpointMode, h MaintainHooks) (CheckpointResult, error)
+	CheckpointRecorded(ctx context.Context, mode flowtype.CheckpointMode, h MaintainHooks) (flowtype.CheckpointResult, error)
 	// FileHealth describes the file, its WAL, the checkpoints this store
 	// ran and the last checkpoint recorded in the database, which another
 	// process may have run.
-	FileHealth(ctx context.Context) (FileHealth, error)
+	FileHealth(ctx context.Context) (flowtype.FileHealth, error)
 }
-
-// FileHealth describes a database file and the checkpoints run on it. It is
-// defined in flow/flowtype, where go doc shows its fields.
-type FileHealth = flowtype.FileHealth
-
-// ReplicationHealth is the state of a file's Litestream replica, defined in
-// flow/flowtype.
-type ReplicationHealth = flowtype.ReplicationHealth
-
-// Checkpointer names who checkpoints a SQLite file's WAL, defined in
-// flow/flowtype.
-type Checkpointer = flowtype.Checkpointer
-
-// Checkpointers.
-const (
-	CheckpointerEngine     = flowtype.CheckpointerEngine
-	CheckpointerLitestream = flowtype.CheckpointerLitestream
-	CheckpointerSQLite     = flowtype.CheckpointerSQLite
-)
 
 // FileStats describes a database file.
 type FileStats struct {
@@ -117,19 +94,3 @@ type FileStats struct {
 	DBBytes  int64  // size of the database file
 	WALBytes int64  // size of its -wal file; 0 when there is none
 }
-
-// CheckpointMode is how hard a checkpoint tries (SQLite's wal_checkpoint
-// modes). It is defined in flow/flowtype, where go doc shows its modes.
-type CheckpointMode = flowtype.CheckpointMode
-
-// Checkpoint modes.
-const (
-	CheckpointPassive  = flowtype.CheckpointPassive
-	CheckpointFull     = flowtype.CheckpointFull
-	CheckpointRestart  = flowtype.CheckpointRestart
-	CheckpointTruncate = flowtype.CheckpointTruncate
-)
-
-// CheckpointResult is the outcome of a checkpoint. It is defined in
-// flow/flowtype, where go doc shows its fields.
-type CheckpointResult = flowtype.CheckpointResult

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"strconv"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // The operator and handler side of the store: deleting one finished run,
@@ -31,7 +33,7 @@ type OperatorTx interface {
 	// StepSnooze records that the running attempt of a step snoozed it: the
 	// step is retrying again and its attempt count goes back to what it was
 	// before StepBegin, so the next attempt gets the same number. It
-	// returns ErrConflict when the step is not running.
+	// returns flowtype.ErrConflict when the step is not running.
 	StepSnooze(ctx context.Context, p StepSnoozeParams) error
 }
 
@@ -54,7 +56,7 @@ type RunRescheduleParams struct {
 // claim Fence, back to pending and due at Now, with no outcome.
 type RunResetParams struct {
 	ID       string
-	Expected RunStatus
+	Expected flowtype.RunStatus
 	Fence    int64
 	Deadline int64 // zero: none
 	Now      int64

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
+)
 
 // The job-queue side of the store: queue pauses, unique keys, dead letters
 // and per-queue statistics.
@@ -38,7 +42,7 @@ type QueueCountsParams struct {
 // QueueCounts counts the runs of one queue in one state.
 type QueueCounts struct {
 	Queue  string
-	Status RunStatus
+	Status flowtype.RunStatus
 	Runs   int64
 	// Ready counts the runs that can be claimed now (unleased, due, and
 	// pending, waiting or compensating), and OldestReadyAt is the earliest
@@ -101,7 +105,7 @@ type UniqueHoldParams struct {
 	Key       string
 	RunID     string
 	HeldUntil int64
-	States    []RunStatus
+	States    []flowtype.RunStatus
 	Now       int64
 }
 
@@ -135,11 +139,11 @@ type QueueReader interface {
 	// RunGetKeyHolder returns the run of workflow holding the unique key
 	// for good: the unfinished run with the key, or a finished one in a
 	// state its UniqueStates listed (a requeued dead letter holds nothing);
-	// or ErrNotFound.
+	// or flowtype.ErrNotFound.
 	RunGetKeyHolder(ctx context.Context, workflow, key string) (Run, error)
-	// UniqueHoldGet returns the ID of the run whose hold of the unique key is
-	// current at now, its holder being in a state the hold counts, or
-	// ErrNotFound.
+	// UniqueHoldGet returns the ID of the run whose hold of the unique key
+	// is current at now, its holder being in a state the hold counts, or
+	// flowtype.ErrNotFound.
 	UniqueHoldGet(ctx context.Context, workflow, key string, now int64) (string, error)
 	// RunDeadList lists dead letters, the most recently failed first.
 	RunDeadList(ctx context.Context, p DeadListParams) ([]Run, error)

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
+)
 
 // The report side of the store: what engines tell other processes about
 // themselves. SQLite keeps no record of checkpoints, and an engine's
@@ -30,7 +34,7 @@ type EngineReport struct {
 type CheckpointRecord struct {
 	At       int64 // Unix ms
 	Owner    string
-	Mode     CheckpointMode
+	Mode     flowtype.CheckpointMode
 	WALBytes int64  // size of the WAL file just before the checkpoint
 	Busy     bool   // readers or writers kept it from finishing
 	Error    string // why it failed; empty when it ran
@@ -41,7 +45,8 @@ type ReportReader interface {
 	// EngineReportList returns every engine's report, the engine started
 	// first first.
 	EngineReportList(ctx context.Context) ([]EngineReport, error)
-	// CheckpointLast returns the last recorded checkpoint, or ErrNotFound.
+	// CheckpointLast returns the last recorded checkpoint, or
+	// flowtype.ErrNotFound.
 	CheckpointLast(ctx context.Context) (CheckpointRecord, error)
 }
 

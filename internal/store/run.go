@@ -6,25 +6,6 @@ import (
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
-// RunStatus is the lifecycle state of a run. It is defined in
-// flow/flowtype, where go doc shows its states.
-type RunStatus = flowtype.RunStatus
-
-// Run states. pending → running ⇄ waiting → completed | compensating →
-// failed | suspended; cancelled. A run waiting for the next attempt of a
-// step is pending with a future RunAt; a run waiting for a timer, a signal
-// or a child is waiting. Neither holds a lease.
-const (
-	RunPending      = flowtype.StatusPending
-	RunRunning      = flowtype.StatusRunning
-	RunWaiting      = flowtype.StatusWaiting
-	RunCompensating = flowtype.StatusCompensating
-	RunCompleted    = flowtype.StatusCompleted
-	RunFailed       = flowtype.StatusFailed
-	RunSuspended    = flowtype.StatusSuspended
-	RunCancelled    = flowtype.StatusCancelled
-)
-
 // Run is a stored run. Times are Unix milliseconds.
 type Run struct {
 	ID              string
@@ -32,7 +13,7 @@ type Run struct {
 	Version         int
 	Queue           string
 	Priority        int
-	Status          RunStatus
+	Status          flowtype.RunStatus
 	Input           []byte
 	Output          []byte
 	Error           string
@@ -68,7 +49,7 @@ type Lease struct {
 
 // UnrunnableCount counts ready runs of a workflow version a process lacks.
 type UnrunnableCount struct {
-	Workflow WorkflowKey
+	Workflow flowtype.WorkflowKey
 	Runs     int64
 }
 
@@ -82,7 +63,7 @@ type RescuedRun struct {
 // RunInsertParams describes a new run.
 type RunInsertParams struct {
 	ID       string
-	Workflow WorkflowKey
+	Workflow flowtype.WorkflowKey
 	Queue    string
 	Priority int
 	Input    []byte
@@ -96,7 +77,7 @@ type RunInsertParams struct {
 	// UniqueStates are the states in which the run holds UniqueKey for
 	// good; nil means the unfinished ones (pending, running, waiting,
 	// compensating, suspended), which it must include.
-	UniqueStates []RunStatus
+	UniqueStates []flowtype.RunStatus
 	// StartOptions, when any is set, are recorded with the run.
 	StartOptions
 	Now int64
@@ -113,7 +94,7 @@ type RunReleaseParams struct {
 // RunClaimParams selects runs to lease.
 type RunClaimParams struct {
 	Queue          string
-	Known          []WorkflowKey
+	Known          []flowtype.WorkflowKey
 	Owner          string
 	Max            int
 	Now            int64
@@ -159,7 +140,7 @@ type ClaimAndBeginParams struct {
 // cancellation requested and is not past its deadline: the runs whose
 // execution would begin that step as its first write.
 type FirstStep struct {
-	Workflow WorkflowKey
+	Workflow flowtype.WorkflowKey
 	Name     string
 	Input    []byte
 }
@@ -174,7 +155,7 @@ type ClaimedRun struct {
 // RunFinishParams records the outcome of a run. FinishedAt is zero for a
 // suspended run, which is not finished.
 type RunFinishParams struct {
-	Status     RunStatus
+	Status     flowtype.RunStatus
 	Output     []byte
 	Error      string
 	Reason     string
@@ -195,8 +176,8 @@ type RunFinishItem struct {
 // RunSetStatusParams is a guarded state change of an unleased run.
 type RunSetStatusParams struct {
 	ID         string
-	Expected   RunStatus
-	Status     RunStatus
+	Expected   flowtype.RunStatus
+	Status     flowtype.RunStatus
 	Reason     string
 	RunAt      int64
 	FinishedAt int64
@@ -205,7 +186,7 @@ type RunSetStatusParams struct {
 
 // RunListParams filters runs; empty fields match everything.
 type RunListParams struct {
-	Status   RunStatus
+	Status   flowtype.RunStatus
 	Workflow string
 	Queue    string
 	Since    int64 // created at or after, Unix ms; zero: no bound
@@ -215,21 +196,21 @@ type RunListParams struct {
 
 // UnfinishedStates returns the states of an unfinished run, in which a run
 // with a unique key always holds it.
-func UnfinishedStates() []RunStatus {
-	return []RunStatus{RunPending, RunRunning, RunWaiting, RunCompensating, RunSuspended}
+func UnfinishedStates() []flowtype.RunStatus {
+	return []flowtype.RunStatus{flowtype.StatusPending, flowtype.StatusRunning, flowtype.StatusWaiting, flowtype.StatusCompensating, flowtype.StatusSuspended}
 }
 
 // AllStates returns the states of a run, in lifecycle order.
-func AllStates() []RunStatus {
-	return []RunStatus{RunPending, RunRunning, RunWaiting, RunCompensating, RunSuspended, RunCompleted, RunFailed, RunCancelled}
+func AllStates() []flowtype.RunStatus {
+	return []flowtype.RunStatus{flowtype.StatusPending, flowtype.StatusRunning, flowtype.StatusWaiting, flowtype.StatusCompensating, flowtype.StatusSuspended, flowtype.StatusCompleted, flowtype.StatusFailed, flowtype.StatusCancelled}
 }
 
 // RunReader reads runs.
 type RunReader interface {
 	RunGet(ctx context.Context, id string) (Run, error)
 	RunList(ctx context.Context, p RunListParams) ([]Run, error)
-	RunCountByStatus(ctx context.Context) (map[RunStatus]int64, error)
-	RunCountUnrunnable(ctx context.Context, known []WorkflowKey) ([]UnrunnableCount, error)
+	RunCountByStatus(ctx context.Context) (map[flowtype.RunStatus]int64, error)
+	RunCountUnrunnable(ctx context.Context, known []flowtype.WorkflowKey) ([]UnrunnableCount, error)
 }
 
 // RunTx writes runs inside a write transaction: their insertion, the
@@ -267,14 +248,13 @@ type RunTx interface {
 	// a run and returns their IDs.
 	RunCancelChildren(ctx context.Context, parentID string, now int64) ([]string, error)
 	RunFinish(ctx context.Context, l Lease, p RunFinishParams) error
-	// RunFinishMany records the outcomes of many runs at once, in
-	// set-based statements where the adapter has them: each item as
-	// RunFinish and then StepComplete of its Step would record it, the
-	// lease checked on each run's own row. A run whose lease is lost is
-	// left untouched, its step with it, and its index is returned in lost;
-	// the others are recorded. Any other failure (a Step that is not
-	// running: ErrConflict) fails the call, and the caller rolls the
-	// transaction back.
+	// RunFinishMany records the outcomes of many runs at once, in set-based
+	// statements where the adapter has them: each item as RunFinish and then
+	// StepComplete of its Step would record it, the lease checked on each
+	// run's own row. A run whose lease is lost is left untouched, its step
+	// with it, and its index is returned in lost; the others are recorded.
+	// Any other failure (a Step that is not running: flowtype.ErrConflict)
+	// fails the call, and the caller rolls the transaction back.
 	RunFinishMany(ctx context.Context, items []RunFinishItem) (lost []int, err error)
 	RunRescue(ctx context.Context, now int64, limit int) ([]RescuedRun, error)
 	// RunCancelIdle cancels, at once and with error errMsg, a run that no
@@ -294,12 +274,12 @@ type RunTx interface {
 	// changed. SQLite's write lock holds every row already; on PostgreSQL
 	// the row lock keeps claims (FOR UPDATE SKIP LOCKED) off the run until
 	// the commit, and a claim that locked it first is waited for, and the
-	// claimed row returned. ErrNotFound for an unknown run.
+	// claimed row returned. flowtype.ErrNotFound for an unknown run.
 	RunGetForUpdate(ctx context.Context, id string) (Run, error)
 	// RunRequestCancel marks an unfinished run for cancellation and reports
 	// false when the run is not pending, running or compensating.
 	RunRequestCancel(ctx context.Context, id string, now int64) (bool, error)
 	// RunSetStatus moves an unleased run from expected to status, or returns
-	// ErrConflict.
+	// flowtype.ErrConflict.
 	RunSetStatus(ctx context.Context, p RunSetStatusParams) error
 }

@@ -6,30 +6,15 @@ import (
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
-// CatchUp is the policy of a schedule for slots it missed: slots that came
-// due while no engine ran, or while it was paused. It is defined in
-// flow/flowtype, where go doc shows its policies.
-type CatchUp = flowtype.CatchUp
-
-// Catch-up policies.
-const (
-	// CatchUpOne starts one run, for the most recent missed slot.
-	CatchUpOne = flowtype.CatchUpOne
-	// CatchUpAll starts a run for every missed slot.
-	CatchUpAll = flowtype.CatchUpAll
-	// CatchUpNone starts no run for missed slots.
-	CatchUpNone = flowtype.CatchUpNone
-)
-
 // Schedule is a stored cron schedule. Times are Unix milliseconds.
 type Schedule struct {
 	Name     string
-	Workflow WorkflowKey
+	Workflow flowtype.WorkflowKey
 	Queue    string
 	Priority int
 	Input    []byte
 	Spec     string
-	CatchUp  CatchUp
+	CatchUp  flowtype.CatchUp
 	Paused   bool
 	// NextAt is the earliest slot not yet handled.
 	NextAt int64
@@ -43,12 +28,12 @@ type Schedule struct {
 // pause state and LastSlot, and keeps the stored NextAt unless Spec changed.
 type ScheduleUpsertParams struct {
 	Name     string
-	Workflow WorkflowKey
+	Workflow flowtype.WorkflowKey
 	Queue    string
 	Priority int
 	Input    []byte
 	Spec     string
-	CatchUp  CatchUp
+	CatchUp  flowtype.CatchUp
 	NextAt   int64 // the first slot, used when the schedule is new or its spec changed
 	Now      int64
 }
@@ -65,7 +50,7 @@ type ScheduleAdvanceParams struct {
 
 // ScheduleReader reads schedules.
 type ScheduleReader interface {
-	// ScheduleGet returns a schedule or ErrNotFound.
+	// ScheduleGet returns a schedule or flowtype.ErrNotFound.
 	ScheduleGet(ctx context.Context, name string) (Schedule, error)
 	// ScheduleList returns every schedule, by name.
 	ScheduleList(ctx context.Context) ([]Schedule, error)
@@ -80,13 +65,15 @@ type ScheduleTx interface {
 	// ScheduleListDue returns up to limit unpaused schedules whose NextAt is
 	// at or before now, the most overdue first.
 	ScheduleListDue(ctx context.Context, now int64, limit int) ([]Schedule, error)
-	// ScheduleAdvance is a compare-and-set of NextAt: it returns ErrConflict
-	// when NextAt is no longer p.ExpectedNextAt or the schedule is paused,
-	// and ErrNotFound when the schedule does not exist.
+	// ScheduleAdvance is a compare-and-set of NextAt: it returns
+	// flowtype.ErrConflict when NextAt is no longer p.ExpectedNextAt or the
+	// schedule is paused, and flowtype.ErrNotFound when the schedule does
+	// not exist.
 	ScheduleAdvance(ctx context.Context, p ScheduleAdvanceParams) error
-	// ScheduleSetPaused pauses or resumes a schedule, or returns ErrNotFound.
+	// ScheduleSetPaused pauses or resumes a schedule, or returns
+	// flowtype.ErrNotFound.
 	ScheduleSetPaused(ctx context.Context, name string, paused bool, now int64) error
 	// ScheduleDelete deletes a schedule (not its runs), or returns
-	// ErrNotFound.
+	// flowtype.ErrNotFound.
 	ScheduleDelete(ctx context.Context, name string) error
 }

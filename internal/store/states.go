@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/hex"
 	"fmt"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // The run states as bits, the encoding both adapters store in a run's
@@ -19,23 +21,23 @@ const (
 )
 
 // StateBit returns the bit of a run state (0 for an unknown state).
-func StateBit(s RunStatus) int64 {
+func StateBit(s flowtype.RunStatus) int64 {
 	switch s {
-	case RunPending:
+	case flowtype.StatusPending:
 		return 1
-	case RunRunning:
+	case flowtype.StatusRunning:
 		return 2
-	case RunWaiting:
+	case flowtype.StatusWaiting:
 		return 4
-	case RunCompensating:
+	case flowtype.StatusCompensating:
 		return 8
-	case RunSuspended:
+	case flowtype.StatusSuspended:
 		return 16
-	case RunCompleted:
+	case flowtype.StatusCompleted:
 		return 32
-	case RunFailed:
+	case flowtype.StatusFailed:
 		return 64
-	case RunCancelled:
+	case flowtype.StatusCancelled:
 		return 128
 	}
 	return 0
@@ -43,7 +45,7 @@ func StateBit(s RunStatus) int64 {
 
 // StatesMask returns the mask of states, or def for none. An unknown state
 // is an error.
-func StatesMask(states []RunStatus, def int64) (int64, error) {
+func StatesMask(states []flowtype.RunStatus, def int64) (int64, error) {
 	if len(states) == 0 {
 		return def, nil
 	}

@@ -143,7 +143,7 @@ type StepTx interface {
 	StepCompensationRetryFailed(ctx context.Context, runID string) (int64, error)
 	StepCompensationSkipFailed(ctx context.Context, runID string) (int64, error)
 	// StepReopen turns a completed wait back into an open one (status
-	// waiting, no output), keeping its input and position; ErrConflict
-	// when the step is not a completed record.
+	// waiting, no output), keeping its input and position;
+	// flowtype.ErrConflict when the step is not a completed record.
 	StepReopen(ctx context.Context, key StepKey) error
 }

@@ -4,22 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-
-	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // Sentinel errors returned by adapters.
 var (
-	// ErrNotFound is returned when a run does not exist. It and the
-	// other sentinels a step's error can carry are defined in flowtype,
-	// so that a recorded step error keeps matching them.
-	ErrNotFound = flowtype.ErrNotFound
 	// ErrLeaseLost is returned by fenced writes when the caller no longer
 	// holds the lease of the run it writes to.
 	ErrLeaseLost = errors.New("lease lost")
-	// ErrConflict is returned when a guarded state change does not apply
-	// because the row is not in the expected state.
-	ErrConflict = flowtype.ErrConflict
 	// ErrSchemaTooNew is returned when the database was migrated by a newer
 	// binary than this one.
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
@@ -32,24 +23,6 @@ var (
 	// ErrCorrupt is returned, together with ErrNotDatabase, when a
 	// database file's pages are damaged.
 	ErrCorrupt = errors.New("database file is corrupt")
-	// ErrReadOnly is returned when the database cannot be written.
-	ErrReadOnly = flowtype.ErrReadOnly
-	// ErrClosed is returned by every operation on a store after Close.
-	ErrClosed = flowtype.ErrClosed
-	// ErrFull is returned for a write the database refused because it, or
-	// the disk under it, is full.
-	ErrFull = flowtype.ErrFull
-	// ErrBusy is returned when another connection (usually another
-	// process) held the database's write lock for longer than the store's
-	// busy timeout. Nothing of the failed call was written.
-	ErrBusy = flowtype.ErrBusy
-	// ErrUnavailable is returned when the database server could not be
-	// reached, or the connection to it broke, or the server ended the
-	// session (a restart, an operator's pg_terminate_backend): nothing is
-	// wrong with the call, which may succeed once the server is back. A
-	// write that failed so may or may not have committed when the break
-	// came during its commit.
-	ErrUnavailable = flowtype.ErrUnavailable
 )
 
 // Store is a database holding runs, their steps and their history.

@@ -50,7 +50,7 @@ type Records struct {
 type State struct {
 	Events          int   // how many events were folded
 	LastEventID     int64 // ID of the last event folded; 0 when none
-	Status          store.RunStatus
+	Status          flowtype.RunStatus
 	Output          []byte
 	Error           string
 	Reason          string
@@ -81,7 +81,7 @@ const cancelToUnwind = "; compensations run when an engine claims it"
 func Fold(recs Records, n int) State {
 	n = min(max(n, 0), len(recs.Events))
 	f := folder{recs: recs, steps: map[store.StepKey]*store.Step{}, replaced: replacedCalls(recs)}
-	f.st.Status = store.RunPending
+	f.st.Status = flowtype.StatusPending
 	for i, ev := range recs.Events[:n] {
 		f.at = i
 		f.apply(ev)
@@ -224,7 +224,7 @@ func (f *folder) apply(ev store.Event) {
 	st := &f.st
 	switch ev.Kind {
 	case flowtype.EventRunStarted:
-		st.Status = store.RunPending
+		st.Status = flowtype.StatusPending
 		// A fork starts with the records it was given, as they are.
 		if copied, ok := markedCalls(ev.Detail, engine.CopiedMarker); ok {
 			for _, c := range copied {
@@ -258,37 +258,37 @@ func (f *folder) apply(ev store.Event) {
 			}
 		}
 		st.Received = received
-		st.Status, st.Output, st.Error, st.Reason = store.RunPending, nil, "", ""
+		st.Status, st.Output, st.Error, st.Reason = flowtype.StatusPending, nil, "", ""
 		st.CancelRequested, st.FinishedAt = false, 0
 	case flowtype.EventRunClaimed:
 		if st.StartedAt == 0 {
 			st.StartedAt = ev.At
 		}
-		if st.Status != store.RunCompensating {
-			st.Status = store.RunRunning
+		if st.Status != flowtype.StatusCompensating {
+			st.Status = flowtype.StatusRunning
 		}
 	case flowtype.EventRunReleased, flowtype.EventRunRescued:
-		if st.Status == store.RunRunning {
-			st.Status = store.RunPending
+		if st.Status == flowtype.StatusRunning {
+			st.Status = flowtype.StatusPending
 		}
 	case flowtype.EventRunWaiting:
-		if st.Status == store.RunRunning {
-			st.Status = store.RunWaiting
+		if st.Status == flowtype.StatusRunning {
+			st.Status = flowtype.StatusWaiting
 		}
 	case flowtype.EventWorkflowFailed:
-		st.Status, st.Error = store.RunCompensating, ev.Detail
+		st.Status, st.Error = flowtype.StatusCompensating, ev.Detail
 		f.arm()
 	case flowtype.EventCancelRequested:
 		st.CancelRequested = true
 		if strings.HasSuffix(ev.Detail, cancelToUnwind) {
-			st.Status, st.Error = store.RunCompensating, flowtype.ErrCancelled.Error()
+			st.Status, st.Error = flowtype.StatusCompensating, flowtype.ErrCancelled.Error()
 			f.arm()
 		}
 	case flowtype.EventRunResumed:
 		st.Reason = ""
-		st.Status = store.RunPending
+		st.Status = flowtype.StatusPending
 		if st.Error != "" {
-			st.Status = store.RunCompensating
+			st.Status = flowtype.StatusCompensating
 			for _, s := range f.steps {
 				if s.Compensation == store.CompensationFailed {
 					s.Compensation, s.CompensationAttempts, s.CompensationError = store.CompensationPending, 0, ""
@@ -296,26 +296,26 @@ func (f *folder) apply(ev store.Event) {
 			}
 		}
 	case flowtype.EventCompensationSkipped:
-		st.Reason, st.Status = "", store.RunCompensating
+		st.Reason, st.Status = "", flowtype.StatusCompensating
 		for _, s := range f.steps {
 			if s.Compensation == store.CompensationFailed {
 				s.Compensation = store.CompensationSkipped
 			}
 		}
 	case flowtype.EventRunCompleted:
-		st.Status, st.Output, st.FinishedAt = store.RunCompleted, f.recs.Run.Output, ev.At
+		st.Status, st.Output, st.FinishedAt = flowtype.StatusCompleted, f.recs.Run.Output, ev.At
 	case flowtype.EventRunFailed:
-		st.Status, st.FinishedAt = store.RunFailed, ev.At
+		st.Status, st.FinishedAt = flowtype.StatusFailed, ev.At
 		if ev.Detail != "" {
 			st.Error = ev.Detail
 		}
 	case flowtype.EventRunSuspended:
-		st.Status, st.Reason = store.RunSuspended, ev.Detail
+		st.Status, st.Reason = flowtype.StatusSuspended, ev.Detail
 	case flowtype.EventRunCancelled:
-		if st.Status != store.RunCompensating && st.Status != store.RunSuspended && st.Error == "" {
+		if st.Status != flowtype.StatusCompensating && st.Status != flowtype.StatusSuspended && st.Error == "" {
 			st.Error = flowtype.ErrCancelled.Error() // cancelled while idle
 		}
-		st.Status, st.FinishedAt, st.CancelRequested = store.RunCancelled, ev.At, true
+		st.Status, st.FinishedAt, st.CancelRequested = flowtype.StatusCancelled, ev.At, true
 	case flowtype.EventRunMadeDue, flowtype.EventRunRescheduled:
 		// They move the due time only, which a State leaves out.
 	case flowtype.EventRunRequeued:

@@ -15,7 +15,7 @@ func TestFoldReopenedReceive(t *testing.T) {
 	t.Parallel()
 	const wait = "flow.receive:approve"
 	recs := Records{
-		Run:   store.Run{ID: "r", Status: store.RunCompleted, Output: []byte(`1`)},
+		Run:   store.Run{ID: "r", Status: flowtype.StatusCompleted, Output: []byte(`1`)},
 		Steps: []store.Step{{RunID: "r", Name: wait, Status: store.StepCompleted, Input: []byte(`{}`), Output: []byte(`{"payload":2}`)}},
 		Signals: []store.Signal{
 			{ID: 1, RunID: "r", Name: "approve", Payload: []byte(`"yes"`), ConsumedBy: "rejected"},
@@ -54,7 +54,7 @@ func TestFoldReopenedReceive(t *testing.T) {
 			t.Errorf("after %d events: received %v, want %v", tt.n, ids, tt.received)
 		}
 	}
-	if st := Fold(recs, 99); st.Status != store.RunCompleted || string(st.Output) != `1` || st.Events != 7 || st.LastEventID != 16 {
+	if st := Fold(recs, 99); st.Status != flowtype.StatusCompleted || string(st.Output) != `1` || st.Events != 7 || st.LastEventID != 16 {
 		t.Errorf("full fold: %+v", st)
 	}
 }

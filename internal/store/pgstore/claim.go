@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -31,7 +32,7 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 		return nil, err
 	}
 	if s.closed.Load() {
-		return nil, ErrClosed
+		return nil, flowtype.ErrClosed
 	}
 	firstSteps, err := firstStepsJSON(p.FirstSteps)
 	if err != nil {

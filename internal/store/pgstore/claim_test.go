@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -20,10 +21,10 @@ import (
 func claimParams(owner string, max int) store.ClaimAndBeginParams {
 	return store.ClaimAndBeginParams{
 		RunClaimParams: store.RunClaimParams{
-			Queue: "q", Known: []store.WorkflowKey{{Name: "job", Version: 1}, {Name: "plain", Version: 1}},
+			Queue: "q", Known: []flowtype.WorkflowKey{{Name: "job", Version: 1}, {Name: "plain", Version: 1}},
 			Owner: owner, Max: max, Now: base + 10, LeaseExpiresAt: base + 30_000,
 		},
-		FirstSteps: []store.FirstStep{{Workflow: store.WorkflowKey{Name: "job", Version: 1}, Name: "work", Input: []byte(`"in"`)}},
+		FirstSteps: []store.FirstStep{{Workflow: flowtype.WorkflowKey{Name: "job", Version: 1}, Name: "work", Input: []byte(`"in"`)}},
 	}
 }
 
@@ -75,7 +76,7 @@ func TestClaimAndBegin(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, pgstore.Options{NoWakes: true})
 	ctx := t.Context()
-	job := store.WorkflowKey{Name: "job", Version: 1}
+	job := flowtype.WorkflowKey{Name: "job", Version: 1}
 
 	// "again" is claimed and given back first: its next claim is not its
 	// first, and its execution reads its steps instead.
@@ -93,9 +94,9 @@ func TestClaimAndBegin(t *testing.T) {
 		store.RunInsertParams{ID: "low", Workflow: job, Priority: 0, RunAt: base},
 		store.RunInsertParams{ID: "high-old", Workflow: job, Priority: 5, RunAt: base},
 		store.RunInsertParams{ID: "high-new", Workflow: job, Priority: 5, RunAt: base + 1},
-		store.RunInsertParams{ID: "plain", Workflow: store.WorkflowKey{Name: "plain", Version: 1}, Priority: 5, RunAt: base + 2},
+		store.RunInsertParams{ID: "plain", Workflow: flowtype.WorkflowKey{Name: "plain", Version: 1}, Priority: 5, RunAt: base + 2},
 		store.RunInsertParams{ID: "late", Workflow: job, Priority: 9, RunAt: base + 60_000},
-		store.RunInsertParams{ID: "other-version", Workflow: store.WorkflowKey{Name: "job", Version: 2}, Priority: 9, RunAt: base},
+		store.RunInsertParams{ID: "other-version", Workflow: flowtype.WorkflowKey{Name: "job", Version: 2}, Priority: 9, RunAt: base},
 		store.RunInsertParams{ID: "past-deadline", Workflow: job, Priority: 1, RunAt: base, Deadline: base},
 		store.RunInsertParams{ID: "last", Workflow: job, Priority: 0, RunAt: base + 4},
 	)
@@ -113,7 +114,7 @@ func TestClaimAndBegin(t *testing.T) {
 			if c.ID == "again" {
 				wantFence = 2
 			}
-			if c.Status != store.RunRunning || c.LeaseOwner != "w1" || c.Fence != wantFence || c.LeaseExpiresAt != base+30_000 {
+			if c.Status != flowtype.StatusRunning || c.LeaseOwner != "w1" || c.Fence != wantFence || c.LeaseExpiresAt != base+30_000 {
 				t.Errorf("run %s claimed as %s by %q, fence %d, lease until %d", c.ID, c.Status, c.LeaseOwner, c.Fence, c.LeaseExpiresAt)
 			}
 		}
@@ -169,7 +170,7 @@ func TestClaimAndBeginPausedQueue(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, pgstore.Options{NoWakes: true})
 	ctx := t.Context()
-	insertQueued(t, s, store.RunInsertParams{ID: "r", Workflow: store.WorkflowKey{Name: "job", Version: 1}, RunAt: base})
+	insertQueued(t, s, store.RunInsertParams{ID: "r", Workflow: flowtype.WorkflowKey{Name: "job", Version: 1}, RunAt: base})
 	pause := func(paused bool) {
 		t.Helper()
 		if err := s.Write(ctx, func(tx store.Tx) error {
@@ -202,7 +203,7 @@ func TestClaimAndBeginConcurrently(t *testing.T) {
 	const n = 300
 	ps := make([]store.RunInsertParams, n)
 	for i := range ps {
-		ps[i] = store.RunInsertParams{ID: fmt.Sprintf("r%03d", i), Workflow: store.WorkflowKey{Name: "job", Version: 1}, Priority: i % 3, RunAt: base}
+		ps[i] = store.RunInsertParams{ID: fmt.Sprintf("r%03d", i), Workflow: flowtype.WorkflowKey{Name: "job", Version: 1}, Priority: i % 3, RunAt: base}
 	}
 	insertQueued(t, s, ps...)
 	owner := drainWithClaimers(t, s, 4, 7)
@@ -266,7 +267,7 @@ func TestClaimAndBeginClosed(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, pgstore.Options{NoWakes: true})
 	s.Close()
-	if _, err := s.ClaimAndBegin(t.Context(), claimParams("w", 1)); !errors.Is(err, store.ErrClosed) {
+	if _, err := s.ClaimAndBegin(t.Context(), claimParams("w", 1)); !errors.Is(err, flowtype.ErrClosed) {
 		t.Fatalf("claim on a closed store: %v, want ErrClosed", err)
 	}
 }
@@ -284,7 +285,7 @@ func TestClaimAndBeginReadsOnlyWhatItClaims(t *testing.T) {
 	const ready, claim = 3000, 4
 	ps := make([]store.RunInsertParams, ready)
 	for i := range ps {
-		ps[i] = store.RunInsertParams{ID: fmt.Sprintf("run%05d", i), Workflow: store.WorkflowKey{Name: "job", Version: 1}, RunAt: base}
+		ps[i] = store.RunInsertParams{ID: fmt.Sprintf("run%05d", i), Workflow: flowtype.WorkflowKey{Name: "job", Version: 1}, RunAt: base}
 	}
 	insertQueued(t, s, ps...)
 	claimed, err := s.ClaimAndBegin(ctx, claimParams("w", claim))
@@ -343,7 +344,7 @@ func TestClaimAndBeginOutlivesItsCaller(t *testing.T) {
 			schema := freshSchema()
 			s := openStore(t, pgstore.Options{Schema: schema, NoWakes: true})
 			pgstore.SetClaimGrace(s, tc.grace)
-			insertQueued(t, s, store.RunInsertParams{ID: "r", Workflow: store.WorkflowKey{Name: "job", Version: 1}, RunAt: base})
+			insertQueued(t, s, store.RunInsertParams{ID: "r", Workflow: flowtype.WorkflowKey{Name: "job", Version: 1}, RunAt: base})
 			lock, err := pgstore.DB(s).BeginTx(t.Context(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -379,7 +380,7 @@ func TestClaimAndBeginOutlivesItsCaller(t *testing.T) {
 				t.Fatal(err)
 			}
 			leased := run.LeaseOwner == "w" && run.Fence == 1 && len(events) == 2
-			free := run.LeaseOwner == "" && run.Fence == 0 && run.Status == store.RunPending && len(events) == 0
+			free := run.LeaseOwner == "" && run.Fence == 0 && run.Status == flowtype.StatusPending && len(events) == 0
 			if tc.claims && !leased || !tc.claims && !free {
 				t.Errorf("run %s, lease %q, fence %d, %d events", run.Status, run.LeaseOwner, run.Fence, len(events))
 			}

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -19,7 +20,7 @@ import (
 // transactions that really run side by side on separate connections, which
 // the conformance suite cannot force on a single-writer store.
 
-var order1 = store.WorkflowKey{Name: "order", Version: 1}
+var order1 = flowtype.WorkflowKey{Name: "order", Version: 1}
 
 func write(t *testing.T, s store.Store, fn func(ctx context.Context, tx store.Tx) error) {
 	t.Helper()
@@ -67,7 +68,7 @@ func TestClaimersNeverShareARun(t *testing.T) {
 				err := s.Write(ctx, func(tx store.Tx) error {
 					var err error
 					got, err = tx.RunClaim(ctx, store.RunClaimParams{
-						Queue: "q", Known: []store.WorkflowKey{order1}, Owner: owner, Max: 3,
+						Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: owner, Max: 3,
 						Now: base, LeaseExpiresAt: base + 60_000,
 					})
 					if err != nil {
@@ -98,7 +99,7 @@ func TestClaimersNeverShareARun(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if counts[store.RunPending] == 0 {
+				if counts[flowtype.StatusPending] == 0 {
 					return nil
 				}
 			}
@@ -120,7 +121,7 @@ func TestClaimersNeverShareARun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := owners[id]; len(want) != 1 || r.LeaseOwner != want[0] || r.Fence != 1 || r.Status != store.RunRunning {
+		if want := owners[id]; len(want) != 1 || r.LeaseOwner != want[0] || r.Fence != 1 || r.Status != flowtype.StatusRunning {
 			t.Errorf("run %s: owner %s, fence %d, status %s; claimed by %v", id, r.LeaseOwner, r.Fence, r.Status, want)
 		}
 	}
@@ -135,7 +136,7 @@ func claimOne(t *testing.T, s store.Store, id string) store.Lease {
 	write(t, s, func(ctx context.Context, tx store.Tx) error {
 		var err error
 		got, err = tx.RunClaim(ctx, store.RunClaimParams{
-			Queue: "queue-" + id, Known: []store.WorkflowKey{order1}, Owner: "worker", Max: 1,
+			Queue: "queue-" + id, Known: []flowtype.WorkflowKey{order1}, Owner: "worker", Max: 1,
 			Now: base, LeaseExpiresAt: base + 30_000,
 		})
 		return err
@@ -304,7 +305,7 @@ func TestLeaseCheckRescueRace(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if counts[store.RunRunning] == 0 {
+				if counts[flowtype.StatusRunning] == 0 {
 					return nil
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -105,7 +106,7 @@ func TestDeadPooledConnectionsAreSkipped(t *testing.T) {
 }
 
 // TestEndedSessionIsUnavailable: a statement whose session the server
-// ended fails with store.ErrUnavailable, which tells the engine (and
+// ended fails with flowtype.ErrUnavailable, which tells the engine (and
 // Run.Result) that the database is away for a moment, not that the call
 // was wrong.
 func TestEndedSessionIsUnavailable(t *testing.T) {
@@ -127,7 +128,7 @@ func TestEndedSessionIsUnavailable(t *testing.T) {
 		_, err := tx.RunGet(ctx, "r1")
 		return err
 	})
-	if !errors.Is(err, store.ErrUnavailable) {
+	if !errors.Is(err, flowtype.ErrUnavailable) {
 		t.Fatalf("statement on an ended session = %v, want store.ErrUnavailable", err)
 	}
 	if _, err := s.Reader().RunGet(ctx, "r1"); err != nil {
@@ -137,7 +138,7 @@ func TestEndedSessionIsUnavailable(t *testing.T) {
 
 // TestUnavailableErrors: the errors of a session the server ended, of a
 // broken connection and of a server that cannot be reached map onto
-// store.ErrUnavailable; the server's other refusals do not.
+// flowtype.ErrUnavailable; the server's other refusals do not.
 func TestUnavailableErrors(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -160,7 +161,7 @@ func TestUnavailableErrors(t *testing.T) {
 		{"no rows", sql.ErrNoRows, false},
 		{"other", errors.New("something else"), false},
 	} {
-		if got := errors.Is(pgstore.InterpretError(ctx, c.err), store.ErrUnavailable); got != c.want {
+		if got := errors.Is(pgstore.InterpretError(ctx, c.err), flowtype.ErrUnavailable); got != c.want {
 			t.Errorf("%s: ErrUnavailable %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -93,7 +94,7 @@ func feedWithOneEvent(t *testing.T) (*sql.DB, *pgstore.Store, int64) {
 	t.Cleanup(func() { s.Close() })
 	err = s.Write(ctx, func(tx store.Tx) error {
 		_, err := tx.RunInsert(ctx, store.RunInsertParams{
-			ID: "r", Workflow: store.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
+			ID: "r", Workflow: flowtype.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
 		})
 		if err != nil {
 			return err
@@ -150,7 +151,7 @@ func TestFeedCommittedHearsOtherStores(t *testing.T) {
 		t.Helper()
 		err := s.Write(ctx, func(tx store.Tx) error {
 			if _, err := tx.RunInsert(ctx, store.RunInsertParams{
-				ID: run, Workflow: store.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
+				ID: run, Workflow: flowtype.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
 			}); err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/pgtest"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
@@ -93,7 +94,7 @@ func TestStrongerDefaultIsolation(t *testing.T) {
 			const n = 300
 			ps := make([]store.RunInsertParams, n)
 			for i := range ps {
-				ps[i] = store.RunInsertParams{ID: fmt.Sprintf("r%03d", i), Workflow: store.WorkflowKey{Name: "job", Version: 1}, RunAt: base}
+				ps[i] = store.RunInsertParams{ID: fmt.Sprintf("r%03d", i), Workflow: flowtype.WorkflowKey{Name: "job", Version: 1}, RunAt: base}
 			}
 			insertQueued(t, s, ps...)
 			owner := drainWithClaimers(t, s, 8, 3)
@@ -107,7 +108,7 @@ func TestStrongerDefaultIsolation(t *testing.T) {
 				wg.Go(func() {
 					for i := range 20 {
 						id := fmt.Sprintf("s%d-%02d", w, i)
-						p := store.RunInsertParams{ID: id, Workflow: store.WorkflowKey{Name: "job", Version: 1}, Queue: "q", Input: []byte("{}"), RunAt: base, Now: base}
+						p := store.RunInsertParams{ID: id, Workflow: flowtype.WorkflowKey{Name: "job", Version: 1}, Queue: "q", Input: []byte("{}"), RunAt: base, Now: base}
 						if ok, err := s.StartAlone(ctx, p, store.Event{RunID: id, At: base, Kind: "run_started"}); err != nil || !ok {
 							t.Errorf("StartAlone %s: %v, %v", id, ok, err)
 							return

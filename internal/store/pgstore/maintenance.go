@@ -28,7 +28,7 @@ func (t *tx) RunDeleteFinished(ctx context.Context, p store.RunDeleteFinishedPar
 // pgstore implements no store.FileMaintainer: a PostgreSQL database is no
 // file of the application's, and the server checkpoints its WAL, and is
 // backed up and checked, by its own tools. Callers that type-assert a store
-// to it fall back to store.ErrNotSupported.
+// to it fall back to flowtype.ErrNotSupported.
 
 // keepAfter is the position after which the delete keeps runs' events.
 func keepAfter(p store.RunDeleteFinishedParams) int64 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -31,14 +32,14 @@ func TestCleanersDoNotWaitForEachOther(t *testing.T) {
 			"UPDATE %s.runs SET status = 'completed', finished_at = $1 + seq", schema), base)
 		return err
 	})
-	batch := store.RunDeleteFinishedParams{Status: store.RunCompleted, FinishedBefore: base + 1_000_000, Max: 4}
+	batch := store.RunDeleteFinishedParams{Status: flowtype.StatusCompleted, FinishedBefore: base + 1_000_000, Max: 4}
 	left := func() []string {
 		t.Helper()
 		var left []string
 		for _, id := range ids {
 			if _, err := s.Reader().RunGet(t.Context(), id); err == nil {
 				left = append(left, id)
-			} else if !errors.Is(err, store.ErrNotFound) {
+			} else if !errors.Is(err, flowtype.ErrNotFound) {
 				t.Fatal(err)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -120,7 +121,7 @@ func (s *Store) sendWakes() {
 // (WakeSend) in a transaction of its own.
 func (s *Store) sendWakeBatch(ctx context.Context, reqs []wakeReq) error {
 	if s.closed.Load() {
-		return ErrClosed
+		return flowtype.ErrClosed
 	}
 	type runWake struct {
 		Kind store.WakeKind `json:"k"`
@@ -258,7 +259,7 @@ const (
 // take a slot writers need. The connection is opened with the settings of
 // the pool's connections (Open's DSN, or those of a connection of
 // OpenDB's pool, which must then be pgx's stdlib driver: other drivers get
-// store.ErrNotSupported).
+// flowtype.ErrNotSupported).
 //
 // Once listening, at first and after every reconnection, it calls fn with
 // a store.WakeAll: wakes committed while it was not listening are lost,
@@ -306,10 +307,10 @@ func (s *Store) Listen(ctx context.Context, fn func(store.Wake)) error {
 // listenConfig returns the settings of the listener's connection.
 func (s *Store) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 	if s.closed.Load() {
-		return nil, ErrClosed
+		return nil, flowtype.ErrClosed
 	}
 	if s.noWakes {
-		return nil, fmt.Errorf("%w: the store was opened with Options.NoWakes", store.ErrNotSupported)
+		return nil, fmt.Errorf("%w: the store was opened with Options.NoWakes", flowtype.ErrNotSupported)
 	}
 	if s.connConfig != nil {
 		return s.connConfig.Copy(), nil
@@ -323,7 +324,7 @@ func (s *Store) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 	err = c.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
-			return fmt.Errorf("%w: the pool's driver is %T, not pgx's stdlib driver", store.ErrNotSupported, dc)
+			return fmt.Errorf("%w: the pool's driver is %T, not pgx's stdlib driver", flowtype.ErrNotSupported, dc)
 		}
 		cfg = sc.Conn().Config()
 		return nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
@@ -24,7 +25,7 @@ import (
 
 const slowPoll = 10 * time.Second
 
-var hello = store.WorkflowKey{Name: "hello", Version: 1}
+var hello = flowtype.WorkflowKey{Name: "hello", Version: 1}
 
 // notifierless hides a store's Notifier: the engine over it polls only.
 type notifierless struct{ store.Store }
@@ -152,7 +153,7 @@ func TestEngineCancelReachesOtherEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != store.RunCancelled {
+	if run.Status != flowtype.StatusCancelled {
 		t.Fatalf("run is %s, want cancelled", run.Status)
 	}
 }

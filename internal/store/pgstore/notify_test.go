@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -59,7 +60,7 @@ func (l *listener) next(t *testing.T, d time.Duration) store.Wake {
 
 func insertRun(ctx context.Context, tx store.Tx, id, queue string, runAt int64) error {
 	_, err := tx.RunInsert(ctx, store.RunInsertParams{
-		ID: id, Workflow: store.WorkflowKey{Name: "order", Version: 1}, Queue: queue,
+		ID: id, Workflow: flowtype.WorkflowKey{Name: "order", Version: 1}, Queue: queue,
 		Input: []byte(`{}`), RunAt: runAt, Now: base,
 	})
 	return err
@@ -236,7 +237,7 @@ func TestNoWakes(t *testing.T) {
 	t.Parallel()
 	quiet := openStore(t, pgstore.Options{MaxConns: 2, NoWakes: true})
 	err := quiet.Listen(t.Context(), func(store.Wake) {})
-	if !errors.Is(err, store.ErrNotSupported) {
+	if !errors.Is(err, flowtype.ErrNotSupported) {
 		t.Fatalf("Listen with NoWakes = %v, want store.ErrNotSupported", err)
 	}
 	// A second store on the same schema listens: it hears nothing from
@@ -347,7 +348,7 @@ func TestListenEndsWithClose(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Listen still runs 5s after Close")
 	}
-	if err := s.Listen(t.Context(), func(store.Wake) {}); !errors.Is(err, store.ErrClosed) {
+	if err := s.Listen(t.Context(), func(store.Wake) {}); !errors.Is(err, flowtype.ErrClosed) {
 		t.Fatalf("Listen on a closed store = %v, want store.ErrClosed", err)
 	}
 }

@@ -38,7 +38,7 @@
 // The optional interfaces of SQLite files (store.FileMaintainer: WAL
 // checkpoints, VACUUM INTO backups, integrity checks) are not implemented:
 // PostgreSQL checkpoints and backs up outside the application, and the
-// engine falls back to store.ErrNotSupported.
+// engine falls back to flowtype.ErrNotSupported.
 //
 // It imports internal/store, db/migrations, dbgen/pgdb, goose and pgx;
 // no other package of the project may import pgx (internal/archtest).
@@ -50,7 +50,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/flowlite/flowlite/internal/broadcast"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,6 +57,9 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
+	"github.com/flowlite/flowlite/internal/broadcast"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -71,9 +73,6 @@ import (
 // DefaultSchema is the schema flowlite's tables live in unless
 // Options.Schema names another.
 const DefaultSchema = migrations.PostgresSchema
-
-// ErrClosed is returned by Write, and by reads, after Close.
-var ErrClosed = store.ErrClosed
 
 // Options tune how a store is opened. The zero value is the default.
 type Options struct {
@@ -321,8 +320,9 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 // Schema returns the schema the store's tables live in.
 func (s *Store) Schema() string { return s.schema }
 
-// Close fails later writes and reads with ErrClosed, ends Listen, and
-// closes the pool if Open created it. database/sql lets the statements in flight finish.
+// Close fails later writes and reads with flowtype.ErrClosed, ends Listen,
+// and closes the pool if Open created it. database/sql lets the statements
+// in flight finish.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -394,8 +394,8 @@ func (q *qualifier) rewrite(query string) string {
 	return r
 }
 
-// conn binds the generated queries to a pool or transaction, rewriting
-// their schema and failing them with ErrClosed once the store is closed.
+// conn binds the generated queries to a pool or transaction, rewriting their
+// schema and failing them with flowtype.ErrClosed once the store is closed.
 // In a transaction of the store (tx set), it first inserts the events the
 // transaction appended when the statement could see them (events.go).
 type conn struct {
@@ -406,10 +406,10 @@ type conn struct {
 
 func (s *Store) conn(db pgdb.DBTX) conn { return conn{db: db, s: s} }
 
-// closedDB is a pool that was never connected and is closed: a statement
-// on it fails with database/sql's "database is closed", which
-// interpretError maps onto ErrClosed. A closed store sends its statements
-// there, also when the caller's pool it was opened on is still open.
+// closedDB is a pool that was never connected and is closed: a statement on
+// it fails with database/sql's "database is closed", which interpretError
+// maps onto flowtype.ErrClosed. A closed store sends its statements there,
+// also when the caller's pool it was opened on is still open.
 var closedDB = func() *sql.DB {
 	db := sql.OpenDB(stdlib.GetConnector(pgx.ConnConfig{}))
 	db.Close()
@@ -496,32 +496,32 @@ func interpretError(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
+		return flowtype.ErrNotFound
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "25006": // read_only_sql_transaction: a standby, or default_transaction_read_only
-			return fmt.Errorf("%w (%v)", store.ErrReadOnly, err)
+			return fmt.Errorf("%w (%v)", flowtype.ErrReadOnly, err)
 		case "53100": // disk_full
-			return fmt.Errorf("%w (%v)", store.ErrFull, err)
+			return fmt.Errorf("%w (%v)", flowtype.ErrFull, err)
 		case "XX001", "XX002": // data_corrupted, index_corrupted
 			return fmt.Errorf("%w: %w (%v)", store.ErrNotDatabase, store.ErrCorrupt, err)
 		case "3D000": // invalid_catalog_name: the database does not exist
 			return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
 		}
 		if connLost(pgErr) { // the server ended the session, or is starting or stopping
-			return fmt.Errorf("%w (%v)", store.ErrUnavailable, err)
+			return fmt.Errorf("%w (%v)", flowtype.ErrUnavailable, err)
 		}
 		return err
 	}
 	if unreachable(err) {
-		return fmt.Errorf("%w (%v)", store.ErrUnavailable, err)
+		return fmt.Errorf("%w (%v)", flowtype.ErrUnavailable, err)
 	}
 	// database/sql's words for a pool used after Close, which it has no
 	// sentinel for.
 	if strings.HasSuffix(err.Error(), "sql: database is closed") {
-		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
+		return fmt.Errorf("%w (%v)", flowtype.ErrClosed, err)
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -28,7 +29,7 @@ func TestOpenTwiceAndDefaultSchema(t *testing.T) {
 	}
 	insertRuns(t, a, "q", "r1")
 	b := openStore(t, pgstore.Options{}) // a fresh schema: sees nothing
-	if _, err := b.Reader().RunGet(t.Context(), "r1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Reader().RunGet(t.Context(), "r1"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("run of another schema: %v, want ErrNotFound", err)
 	}
 	c := openStore(t, pgstore.Options{Schema: pgstore.DefaultSchema})
@@ -127,14 +128,14 @@ func TestWriteInCallersTx(t *testing.T) {
 		if commit && (getErr != nil || n != 1) {
 			t.Errorf("committed: run %v, application rows %d; want both", getErr, n)
 		}
-		if !commit && (!errors.Is(getErr, store.ErrNotFound) || n != 0) {
+		if !commit && (!errors.Is(getErr, flowtype.ErrNotFound) || n != 0) {
 			t.Errorf("rolled back: run %v, application rows %d; want neither", getErr, n)
 		}
 	}
 }
 
-// TestClosed: after Close, writes and reads fail with ErrClosed, also on a
-// store over the caller's pool, which stays open.
+// TestClosed: after Close, writes and reads fail with flowtype.ErrClosed,
+// also on a store over the caller's pool, which stays open.
 func TestClosed(t *testing.T) {
 	t.Parallel()
 	db := sql.OpenDB(stdlib.GetConnector(mustParse(t, needPG(t))))
@@ -154,13 +155,13 @@ func TestClosed(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatalf("%s: close: %v", name, err)
 		}
-		if err := s.Write(t.Context(), func(store.Tx) error { return nil }); !errors.Is(err, store.ErrClosed) {
+		if err := s.Write(t.Context(), func(store.Tx) error { return nil }); !errors.Is(err, flowtype.ErrClosed) {
 			t.Errorf("%s: write after close: %v, want ErrClosed", name, err)
 		}
-		if _, err := s.Reader().RunGet(t.Context(), "x"); !errors.Is(err, store.ErrClosed) {
+		if _, err := s.Reader().RunGet(t.Context(), "x"); !errors.Is(err, flowtype.ErrClosed) {
 			t.Errorf("%s: RunGet after close: %v, want ErrClosed", name, err)
 		}
-		if _, err := s.Reader().RunList(t.Context(), store.RunListParams{}); !errors.Is(err, store.ErrClosed) {
+		if _, err := s.Reader().RunList(t.Context(), store.RunListParams{}); !errors.Is(err, flowtype.ErrClosed) {
 			t.Errorf("%s: RunList after close: %v, want ErrClosed", name, err)
 		}
 	}

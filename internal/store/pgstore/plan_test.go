@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -142,7 +143,7 @@ func TestClaimReadsOnlyWhatItClaims(t *testing.T) {
 	ctx := t.Context()
 
 	const ready, claim = 3000, 4
-	wf := store.WorkflowKey{Name: "job", Version: 1}
+	wf := flowtype.WorkflowKey{Name: "job", Version: 1}
 	ps := make([]store.RunInsertParams, ready)
 	for i := range ps {
 		ps[i] = store.RunInsertParams{ID: fmt.Sprintf("run%05d", i), Workflow: wf, Queue: "q", Input: []byte("{}"), RunAt: base, Now: base}
@@ -157,7 +158,7 @@ func TestClaimReadsOnlyWhatItClaims(t *testing.T) {
 	if err := s.Write(ctx, func(tx store.Tx) error {
 		var err error
 		claimed, err = tx.RunClaim(ctx, store.RunClaimParams{
-			Queue: "q", Known: []store.WorkflowKey{wf}, Owner: "w", Max: claim, Now: base + 1, LeaseExpiresAt: base + 60_000,
+			Queue: "q", Known: []flowtype.WorkflowKey{wf}, Owner: "w", Max: claim, Now: base + 1, LeaseExpiresAt: base + 60_000,
 		})
 		return err
 	}); err != nil {
@@ -305,7 +306,7 @@ func TestEventsOfATransactionInOneInsert(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	wf := store.WorkflowKey{Name: "job", Version: 1}
+	wf := flowtype.WorkflowKey{Name: "job", Version: 1}
 	insert := func(id string) {
 		t.Helper()
 		if err := s.Write(ctx, func(tx store.Tx) error {
@@ -414,7 +415,7 @@ func TestFinishManyReadsOnlyItsSteps(t *testing.T) {
 	ctx := t.Context()
 
 	const runs, finished = 3000, 4
-	wf := store.WorkflowKey{Name: "job", Version: 1}
+	wf := flowtype.WorkflowKey{Name: "job", Version: 1}
 	ps := make([]store.RunInsertParams, runs)
 	steps := make([]store.StepBeginParams, runs)
 	for i := range ps {
@@ -432,7 +433,7 @@ func TestFinishManyReadsOnlyItsSteps(t *testing.T) {
 		}
 		var err error
 		claimed, err = tx.RunClaim(ctx, store.RunClaimParams{
-			Queue: "q", Known: []store.WorkflowKey{wf}, Owner: "w", Max: finished, Now: base + 1, LeaseExpiresAt: base + 60_000,
+			Queue: "q", Known: []flowtype.WorkflowKey{wf}, Owner: "w", Max: finished, Now: base + 1, LeaseExpiresAt: base + 60_000,
 		})
 		return err
 	}); err != nil {
@@ -441,7 +442,7 @@ func TestFinishManyReadsOnlyItsSteps(t *testing.T) {
 	items := make([]store.RunFinishItem, len(claimed))
 	for i, r := range claimed {
 		items[i] = store.RunFinishItem{Lease: r.Lease(),
-			Finish: store.RunFinishParams{Status: store.RunCompleted, Output: []byte("{}"), FinishedAt: base + 2, Now: base + 2},
+			Finish: store.RunFinishParams{Status: flowtype.StatusCompleted, Output: []byte("{}"), FinishedAt: base + 2, Now: base + 2},
 			Step:   &store.StepCompleteParams{Key: store.StepKey{RunID: r.ID, Name: "work"}, Output: []byte("{}"), Now: base + 2}}
 	}
 	// Explained, not run: the statement replayed below must find the runs

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -23,7 +24,7 @@ var snapshotRead = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: 
 // as for those reads.
 func (s *Store) Read(ctx context.Context, fn func(store.Reader) error) error {
 	if s.closed.Load() {
-		return ErrClosed
+		return flowtype.ErrClosed
 	}
 	var sqlTx *sql.Tx
 	for try := 0; ; try++ {

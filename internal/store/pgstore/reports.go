@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -38,11 +39,11 @@ func (r reader) CheckpointLast(ctx context.Context) (store.CheckpointRecord, err
 		return store.CheckpointRecord{}, fmt.Errorf("read last checkpoint: %w", interpretError(ctx, err))
 	}
 	if len(rows) == 0 {
-		return store.CheckpointRecord{}, fmt.Errorf("read last checkpoint: %w", store.ErrNotFound)
+		return store.CheckpointRecord{}, fmt.Errorf("read last checkpoint: %w", flowtype.ErrNotFound)
 	}
 	row := rows[0]
 	return store.CheckpointRecord{
-		At: row.At, Owner: row.Owner, Mode: store.CheckpointMode(row.Mode),
+		At: row.At, Owner: row.Owner, Mode: flowtype.CheckpointMode(row.Mode),
 		WALBytes: row.WalBytes, Busy: row.Busy, Error: row.Error,
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -35,19 +36,19 @@ func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	return runsFromRows(rows), nil
 }
 
-func (r reader) RunCountByStatus(ctx context.Context) (map[store.RunStatus]int64, error) {
+func (r reader) RunCountByStatus(ctx context.Context) (map[flowtype.RunStatus]int64, error) {
 	rows, err := r.q.RunCountByStatus(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count runs: %w", interpretError(ctx, err))
 	}
-	counts := make(map[store.RunStatus]int64, len(rows))
+	counts := make(map[flowtype.RunStatus]int64, len(rows))
 	for _, row := range rows {
-		counts[store.RunStatus(row.Status)] = row.Runs
+		counts[flowtype.RunStatus(row.Status)] = row.Runs
 	}
 	return counts, nil
 }
 
-func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKey) ([]store.UnrunnableCount, error) {
+func (r reader) RunCountUnrunnable(ctx context.Context, known []flowtype.WorkflowKey) ([]store.UnrunnableCount, error) {
 	rows, err := r.q.RunCountUnrunnable(ctx, knownJSON(known))
 	if err != nil {
 		return nil, fmt.Errorf("count unrunnable runs: %w", interpretError(ctx, err))
@@ -55,7 +56,7 @@ func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKe
 	counts := make([]store.UnrunnableCount, len(rows))
 	for i, row := range rows {
 		counts[i] = store.UnrunnableCount{
-			Workflow: store.WorkflowKey{Name: row.Workflow, Version: int(row.Version)},
+			Workflow: flowtype.WorkflowKey{Name: row.Workflow, Version: int(row.Version)},
 			Runs:     row.Runs,
 		}
 	}
@@ -181,9 +182,9 @@ func (t *tx) RunStartCompensating(ctx context.Context, l store.Lease, errMsg str
 }
 
 func (t *tx) RunRelease(ctx context.Context, l store.Lease, p store.RunReleaseParams) error {
-	status := store.RunPending
+	status := flowtype.StatusPending
 	if p.Waiting {
-		status = store.RunWaiting
+		status = flowtype.StatusWaiting
 	}
 	n, err := t.q.RunRelease(ctx, pgdb.RunReleaseParams{
 		Status: string(status), WakeSeq: p.WakeSeq, RunAt: p.RunAt, Now: p.Now,
@@ -258,7 +259,7 @@ func (t *tx) RunFinishMany(ctx context.Context, items []store.RunFinishItem) ([]
 		case !ok:
 			lost = append(lost, i)
 		case it.Step != nil && n == 0:
-			return nil, fmt.Errorf("complete step %s: %w", it.Step.Key, store.ErrConflict)
+			return nil, fmt.Errorf("complete step %s: %w", it.Step.Key, flowtype.ErrConflict)
 		}
 	}
 	return lost, nil
@@ -350,9 +351,9 @@ func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error
 		return fmt.Errorf("set status of run %s: %w", p.ID, interpretError(ctx, err))
 	}
 	if n == 0 {
-		return fmt.Errorf("set status of run %s to %s: %w: run is not %s or is leased", p.ID, p.Status, store.ErrConflict, p.Expected)
+		return fmt.Errorf("set status of run %s to %s: %w: run is not %s or is leased", p.ID, p.Status, flowtype.ErrConflict, p.Expected)
 	}
-	if p.Status == store.RunPending { // resumed or retried by an operator
+	if p.Status == flowtype.StatusPending { // resumed or retried by an operator
 		if err := t.wakeRuns(ctx, store.WakeReady, p.ID); err != nil {
 			return fmt.Errorf("set status of run %s: %w", p.ID, err)
 		}
@@ -362,7 +363,7 @@ func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error
 
 // fenced turns "no row" from a fenced statement into store.ErrLeaseLost.
 func fenced(op string, l store.Lease, err error) error {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, flowtype.ErrNotFound) {
 		return fmt.Errorf("%s run %s: %w (fence %d, owner %s)", op, l.RunID, store.ErrLeaseLost, l.Fence, l.Owner)
 	}
 	return fmt.Errorf("%s run %s: %w", op, l.RunID, err)
@@ -373,7 +374,7 @@ func fencedRows(ctx context.Context, op string, l store.Lease, n int64, err erro
 		return fenced(op, l, interpretError(ctx, err))
 	}
 	if n == 0 {
-		return fenced(op, l, store.ErrNotFound)
+		return fenced(op, l, flowtype.ErrNotFound)
 	}
 	return nil
 }
@@ -381,7 +382,7 @@ func fencedRows(ctx context.Context, op string, l store.Lease, n int64, err erro
 // knownJSON encodes workflow versions as the JSON array of "name:version"
 // strings the claim queries unpack with jsonb_array_elements_text (an
 // array parameter would need lib/pq's array type under database/sql).
-func knownJSON(known []store.WorkflowKey) string {
+func knownJSON(known []flowtype.WorkflowKey) string {
 	keys := make([]string, len(known))
 	for i, k := range known {
 		keys[i] = k.String()
@@ -401,7 +402,7 @@ func runsFromRows(rows []pgdb.Run) []store.Run {
 func runFromRow(r pgdb.Run) store.Run {
 	return store.Run{
 		ID: r.ID, Workflow: r.Workflow, Version: int(r.Version), Queue: r.Queue, Priority: int(r.Priority),
-		Status: store.RunStatus(r.Status), Input: r.Input, Output: r.Output, Error: r.Error, Reason: r.Reason,
+		Status: flowtype.RunStatus(r.Status), Input: r.Input, Output: r.Output, Error: r.Error, Reason: r.Reason,
 		CancelRequested: r.CancelRequested, RunAt: r.RunAt, Deadline: r.Deadline.Int64,
 		ParentID: r.ParentID.String, WakeSeq: r.WakeSeq, Fence: r.Fence,
 		LeaseOwner: r.LeaseOwner.String, LeaseExpiresAt: r.LeaseExpiresAt.Int64,

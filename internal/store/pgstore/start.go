@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -20,7 +21,7 @@ func (s *Store) StartAlone(ctx context.Context, p store.RunInsertParams, e store
 		return false, err
 	}
 	if s.closed.Load() {
-		return false, ErrClosed
+		return false, flowtype.ErrClosed
 	}
 	if p.UniqueKey != "" {
 		return false, fmt.Errorf("start run %s alone: it has unique key %q, which needs a start in Write", p.ID, p.UniqueKey)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -30,7 +31,7 @@ func TestStartAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != store.RunPending || run.Workflow != order1.Name || run.Version != order1.Version ||
+	if run.Status != flowtype.StatusPending || run.Workflow != order1.Name || run.Version != order1.Version ||
 		run.Queue != "emails" || run.Priority != 2 || string(run.Input) != `{"to":"a"}` || run.RunAt != base+5 ||
 		run.Deadline != base+100 || run.CreatedAt != base || run.UpdatedAt != base || run.LeaseOwner != "" ||
 		run.UniqueKey != "" {
@@ -83,12 +84,12 @@ func TestStartAlone(t *testing.T) {
 		t.Error("StartAlone with the event of another run succeeded")
 	}
 	for _, id := range []string{"r2", "r3"} {
-		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("run %s after a refused start: %v; want not found", id, err)
 		}
 	}
 	s.Close()
-	if _, err := s.StartAlone(ctx, other, store.Event{RunID: "r3", At: base, Kind: "run_started"}); !errors.Is(err, pgstore.ErrClosed) {
+	if _, err := s.StartAlone(ctx, other, store.Event{RunID: "r3", At: base, Kind: "run_started"}); !errors.Is(err, flowtype.ErrClosed) {
 		t.Errorf("StartAlone on a closed store: %v; want ErrClosed", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -34,7 +35,7 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 		return err
 	}
 	if s.closed.Load() {
-		return ErrClosed
+		return flowtype.ErrClosed
 	}
 	conn, sqlTx, err := s.begin(ctx, true) // a dead pooled connection is skipped (deadconn.go)
 	if err != nil {
@@ -98,7 +99,7 @@ func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
 	case waitCtx.Err() != nil:
 		// Not the caller's deadline: say so without wrapping
 		// context.DeadlineExceeded, which callers take for their own.
-		return nil, fmt.Errorf("begin write: %w: no database connection within %s (%v)", store.ErrUnavailable, s.connWait, err)
+		return nil, fmt.Errorf("begin write: %w: no database connection within %s (%v)", flowtype.ErrUnavailable, s.connWait, err)
 	}
 	return nil, fmt.Errorf("begin write: %w", interpretError(ctx, err))
 }
@@ -111,7 +112,7 @@ func (s *Store) WriteInTx(ctx context.Context, sqlTx *sql.Tx, fn func(store.Tx) 
 		return errors.New("write in caller's transaction: tx is nil")
 	}
 	if s.closed.Load() {
-		return ErrClosed
+		return flowtype.ErrClosed
 	}
 	t := s.newTx(sqlTx)
 	if err := fn(t); err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
@@ -20,7 +21,7 @@ func BenchmarkEventAppend(b *testing.B) {
 	defer s.Close()
 	err = s.Write(ctx, func(tx store.Tx) error {
 		for i := range 100 {
-			if _, err := tx.RunInsert(ctx, store.RunInsertParams{ID: fmt.Sprint(i), Workflow: store.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: 1, Now: 1}); err != nil {
+			if _, err := tx.RunInsert(ctx, store.RunInsertParams{ID: fmt.Sprint(i), Workflow: flowtype.WorkflowKey{Name: "w", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: 1, Now: 1}); err != nil {
 				return err
 			}
 		}

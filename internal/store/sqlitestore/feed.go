@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -47,7 +48,7 @@ func (r reader) FeedLast(ctx context.Context) (int64, error) {
 func (r reader) FeedConsumerGet(ctx context.Context, name string) (store.FeedConsumer, error) {
 	row, err := r.q.FeedConsumerGet(ctx, name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.FeedConsumer{}, fmt.Errorf("feed consumer %s: %w", name, store.ErrNotFound)
+		return store.FeedConsumer{}, fmt.Errorf("feed consumer %s: %w", name, flowtype.ErrNotFound)
 	}
 	if err != nil {
 		return store.FeedConsumer{}, fmt.Errorf("read feed consumer %s: %w", name, interpretError(err))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -64,7 +65,7 @@ func (s *Store) FileStats(ctx context.Context) (store.FileStats, error) {
 		return store.FileStats{}, fmt.Errorf("file stats: %w", err)
 	}
 	if path == "" {
-		return store.FileStats{}, fmt.Errorf("file stats: %w: the database is in memory", store.ErrNotSupported)
+		return store.FileStats{}, fmt.Errorf("file stats: %w: the database is in memory", flowtype.ErrNotSupported)
 	}
 	st := store.FileStats{Path: path}
 	info, err := os.Stat(path)
@@ -87,14 +88,14 @@ func (s *Store) FileStats(ctx context.Context) (store.FileStats, error) {
 // and the writer's next transaction waits for the checkpoint: they never
 // run at once. Blocking modes wait at most about a second for readers and
 // writers of other connections, and report Busy when they gave up.
-func (s *Store) Checkpoint(ctx context.Context, mode store.CheckpointMode) (store.CheckpointResult, error) {
-	res := store.CheckpointResult{Mode: mode}
+func (s *Store) Checkpoint(ctx context.Context, mode flowtype.CheckpointMode) (flowtype.CheckpointResult, error) {
+	res := flowtype.CheckpointResult{Mode: mode}
 	if !mode.Valid() {
 		return res, fmt.Errorf("checkpoint: unknown mode %q", mode)
 	}
 	select {
 	case <-s.closing:
-		return res, ErrClosed
+		return res, flowtype.ErrClosed
 	default:
 	}
 	if s.readOnly != "" {
@@ -114,7 +115,7 @@ func (s *Store) Checkpoint(ctx context.Context, mode store.CheckpointMode) (stor
 		res.Busy = busy != 0
 		return interpretError(err)
 	}
-	if mode == store.CheckpointPassive { // never waits
+	if mode == flowtype.CheckpointPassive { // never waits
 		err = run()
 	} else {
 		err = withConnPragma(ctx, conn, "busy_timeout", s.checkpointBusyMillis(), run)

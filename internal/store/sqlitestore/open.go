@@ -38,6 +38,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/broadcast"
 	"github.com/flowlite/flowlite/internal/migrate"
 	"github.com/flowlite/flowlite/internal/store"
@@ -73,8 +74,9 @@ type Options struct {
 	// run before they write anything (see quickCheck for its cost).
 	SkipQuickCheck bool
 	// BusyTimeout is how long a write waits for the lock another process
-	// holds before it fails with store.ErrBusy; default DefaultBusyTimeout.
-	// It is set in the DSN (busy_timeout), in whole milliseconds.
+	// holds before it fails with flowtype.ErrBusy; default
+	// DefaultBusyTimeout. It is set in the DSN (busy_timeout), in whole
+	// milliseconds.
 	BusyTimeout time.Duration
 	// CheckpointInterval is how often the WAL watch (walwatch.go)
 	// checkpoints routinely; it looks at the WAL's size more often.
@@ -310,7 +312,7 @@ func preflight(path string) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if !dirWritable(dir) {
-			return fmt.Errorf("open %s: %w: cannot create the database: directory %s is not writable", path, store.ErrReadOnly, dir)
+			return fmt.Errorf("open %s: %w: cannot create the database: directory %s is not writable", path, flowtype.ErrReadOnly, dir)
 		}
 		return nil
 	case err != nil:
@@ -321,7 +323,7 @@ func preflight(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
-			return fmt.Errorf("open %s: %w: %v (flowsqlite.OpenReadOnly reads it)", path, store.ErrReadOnly, err)
+			return fmt.Errorf("open %s: %w: %v (flowsqlite.OpenReadOnly reads it)", path, flowtype.ErrReadOnly, err)
 		}
 		return fmt.Errorf("open %s: %w", path, err)
 	}
@@ -331,7 +333,7 @@ func preflight(path string) error {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	if !dirWritable(dir) {
-		return fmt.Errorf("open %s: %w: directory %s is not writable, and a WAL database needs its -wal and -shm files beside it (flowsqlite.OpenReadOnly reads it)", path, store.ErrReadOnly, dir)
+		return fmt.Errorf("open %s: %w: directory %s is not writable, and a WAL database needs its -wal and -shm files beside it (flowsqlite.OpenReadOnly reads it)", path, flowtype.ErrReadOnly, dir)
 	}
 	return nil
 }
@@ -441,7 +443,7 @@ func exists(path string) bool {
 // cannot read read-only.
 func readOnlyOpenError(path string, err error) error {
 	err = interpretError(err)
-	if errors.Is(err, store.ErrReadOnly) && exists(path+"-wal") && !exists(path+"-shm") {
+	if errors.Is(err, flowtype.ErrReadOnly) && exists(path+"-wal") && !exists(path+"-shm") {
 		return fmt.Errorf("%w: %s exists without %s-shm, which cannot be created in directory %s; make the directory writable, or checkpoint the database where it is", err, path+"-wal", path, filepath.Dir(path))
 	}
 	return err
@@ -449,11 +451,11 @@ func readOnlyOpenError(path string, err error) error {
 
 // errReadOnly is the error of a write to a store opened with OpenReadOnly.
 func (s *Store) errReadOnly() error {
-	return fmt.Errorf("write %s: %w: it was opened read-only", s.readOnly, store.ErrReadOnly)
+	return fmt.Errorf("write %s: %w: it was opened read-only", s.readOnly, flowtype.ErrReadOnly)
 }
 
-// Close stops the writer, failing later writes with ErrClosed, and closes
-// the database handles the store opened.
+// Close stops the writer, failing later writes with flowtype.ErrClosed, and
+// closes the database handles the store opened.
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -478,7 +480,7 @@ func interpretError(err error) error {
 		return nil
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
+		return flowtype.ErrNotFound
 	}
 	var serr *sqlite.Error
 	if errors.As(err, &serr) {
@@ -486,13 +488,13 @@ func interpretError(err error) error {
 		case sqlite3.SQLITE_NOTADB:
 			return fmt.Errorf("%w (%v)", store.ErrNotDatabase, err)
 		case sqlite3.SQLITE_READONLY:
-			return fmt.Errorf("%w (%v)", store.ErrReadOnly, err)
+			return fmt.Errorf("%w (%v)", flowtype.ErrReadOnly, err)
 		case sqlite3.SQLITE_FULL:
-			return fmt.Errorf("%w (%v)", store.ErrFull, err)
+			return fmt.Errorf("%w (%v)", flowtype.ErrFull, err)
 		case sqlite3.SQLITE_CORRUPT:
 			return fmt.Errorf("%w: %w (%v)", store.ErrNotDatabase, store.ErrCorrupt, err)
 		case sqlite3.SQLITE_BUSY:
-			return fmt.Errorf("%w (%v)", store.ErrBusy, err)
+			return fmt.Errorf("%w (%v)", flowtype.ErrBusy, err)
 		}
 	}
 	msg := err.Error()
@@ -502,7 +504,7 @@ func interpretError(err error) error {
 	// database/sql's words for a statement or pool used after Close, which
 	// it has no sentinel for.
 	if strings.HasSuffix(msg, "sql: statement is closed") || strings.HasSuffix(msg, "sql: database is closed") {
-		return fmt.Errorf("%w (%v)", store.ErrClosed, err)
+		return fmt.Errorf("%w (%v)", flowtype.ErrClosed, err)
 	}
 	return err
 }
@@ -540,11 +542,11 @@ func (s *Store) BusyTimeout() time.Duration { return s.busyTimeout }
 // busyError explains an ErrBusy of a write: which file, and how long the
 // write waited. Other errors pass unchanged.
 func (s *Store) busyError(err error, waited time.Duration) error {
-	if !errors.Is(err, store.ErrBusy) {
+	if !errors.Is(err, flowtype.ErrBusy) {
 		return err
 	}
 	return fmt.Errorf("%w: %s: another connection held the write lock past the busy timeout of %s (waited %s)",
-		store.ErrBusy, s.path, s.busyTimeout, waited.Round(time.Millisecond))
+		flowtype.ErrBusy, s.path, s.busyTimeout, waited.Round(time.Millisecond))
 }
 
 // migrateShared migrates db's schema, tolerating other processes that

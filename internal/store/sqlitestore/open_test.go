@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
@@ -36,7 +37,7 @@ func TestWriteFailsWithErrBusyAfterTheBusyTimeout(t *testing.T) {
 	start := time.Now()
 	err = s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, "blocked") })
 	waited := time.Since(start)
-	if !errors.Is(err, store.ErrBusy) {
+	if !errors.Is(err, flowtype.ErrBusy) {
 		t.Fatalf("Write under an exclusive lock: %v, want ErrBusy", err)
 	}
 	for _, want := range []string{path, "busy timeout of 300ms", "database is locked"} {
@@ -52,7 +53,7 @@ func TestWriteFailsWithErrBusyAfterTheBusyTimeout(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "blocked"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "blocked"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("the refused Write left a run behind: %v", err)
 	}
 	if err := s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, "after") }); err != nil {
@@ -84,14 +85,14 @@ func TestWriteToAFullDatabaseFailsWithErrFull(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 
 	big := store.RunInsertParams{
-		ID: "big", Workflow: store.WorkflowKey{Name: "order", Version: 1}, Queue: "q",
+		ID: "big", Workflow: flowtype.WorkflowKey{Name: "order", Version: 1}, Queue: "q",
 		Input: []byte(`"` + strings.Repeat("x", 1<<20) + `"`), RunAt: base, Now: base,
 	}
 	insertBig := func(tx store.Tx) error { _, err := tx.RunInsert(ctx, big); return err }
-	if err := s.Write(ctx, insertBig); !errors.Is(err, store.ErrFull) {
+	if err := s.Write(ctx, insertBig); !errors.Is(err, flowtype.ErrFull) {
 		t.Fatalf("Write past the database's cap: %v, want ErrFull", err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "big"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "big"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("the refused Write left a run behind: %v", err)
 	}
 	if _, err := s.Reader().RunGet(ctx, "r1"); err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -43,7 +44,7 @@ func (r reader) QueueCounts(ctx context.Context, p store.QueueCountsParams) ([]s
 	counts := make([]store.QueueCounts, len(rows))
 	for i, row := range rows {
 		counts[i] = store.QueueCounts{
-			Queue: row.Queue, Status: store.RunStatus(row.Status), Runs: row.Runs, Ready: row.Ready,
+			Queue: row.Queue, Status: flowtype.RunStatus(row.Status), Runs: row.Runs, Ready: row.Ready,
 			OldestReadyAt: row.OldestReadyAt, FinishedLastMinute: row.FinishedLastMinute,
 			FinishedLastHour: row.FinishedLastHour, Dead: row.Dead,
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
@@ -125,7 +126,7 @@ func TestQueryPlans(t *testing.T) {
 		ctx := t.Context()
 		for i := range 3000 {
 			p := store.RunInsertParams{
-				ID: fmt.Sprintf("r%05d", i), Workflow: store.WorkflowKey{Name: "job", Version: 1},
+				ID: fmt.Sprintf("r%05d", i), Workflow: flowtype.WorkflowKey{Name: "job", Version: 1},
 				Queue: fmt.Sprintf("q%d", i%3), Input: []byte(`{}`), RunAt: base, Now: base,
 			}
 			if i%10 == 0 {
@@ -134,14 +135,14 @@ func TestQueryPlans(t *testing.T) {
 			if _, err := tx.RunInsert(ctx, p); err != nil {
 				return err
 			}
-			status := store.RunCompleted
+			status := flowtype.StatusCompleted
 			switch {
 			case i%100 == 0:
 				continue // stays pending
 			case i%50 == 0:
-				status = store.RunFailed
+				status = flowtype.StatusFailed
 			}
-			err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: p.ID, Expected: store.RunPending, Status: status, FinishedAt: base + int64(i), Now: base})
+			err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: p.ID, Expected: flowtype.StatusPending, Status: status, FinishedAt: base + int64(i), Now: base})
 			if err != nil {
 				return err
 			}

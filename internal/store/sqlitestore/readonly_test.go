@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
@@ -59,10 +60,10 @@ func roCheck(t *testing.T, check, path string, want []string) {
 			t.Errorf("integrity check: %v %v", problems, err)
 		}
 		err = s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, "written") })
-		if !errors.Is(err, store.ErrReadOnly) || !strings.Contains(err.Error(), path) {
+		if !errors.Is(err, flowtype.ErrReadOnly) || !strings.Contains(err.Error(), path) {
 			t.Errorf("write to a read-only store: %v, want ErrReadOnly naming %s", err, path)
 		}
-		if _, err := s.Checkpoint(ctx, store.CheckpointTruncate); !errors.Is(err, store.ErrReadOnly) {
+		if _, err := s.Checkpoint(ctx, flowtype.CheckpointTruncate); !errors.Is(err, flowtype.ErrReadOnly) {
 			t.Errorf("checkpoint of a read-only store: %v, want ErrReadOnly", err)
 		}
 	case "write":
@@ -72,7 +73,7 @@ func roCheck(t *testing.T, check, path string, want []string) {
 			t.Fatalf("Open as uid %d of a database it cannot write succeeded", os.Geteuid())
 		}
 		name := os.Getenv(roWantEnv)
-		if !errors.Is(err, store.ErrReadOnly) || !strings.Contains(err.Error(), name) {
+		if !errors.Is(err, flowtype.ErrReadOnly) || !strings.Contains(err.Error(), name) {
 			t.Errorf("Open as uid %d: %v, want ErrReadOnly naming %s", os.Geteuid(), err, name)
 		}
 	default:

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/flowlite/flowlite/internal/store"
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // Replication of the file with Litestream (github.com/benbjohnson/litestream),
@@ -47,7 +47,7 @@ type ReplicaFile struct {
 // Replica is the replication of one file, running until Close, which
 // uploads what is left.
 type Replica interface {
-	Health() store.ReplicationHealth
+	Health() flowtype.ReplicationHealth
 	Close() error
 }
 
@@ -159,14 +159,14 @@ func (r *replication) writeStatus() {
 
 // readStatus reads the figures a replicating process left beside the file
 // at path; false when there are none.
-func readStatus(path string) (store.ReplicationHealth, bool) {
+func readStatus(path string) (flowtype.ReplicationHealth, bool) {
 	b, err := os.ReadFile(filepath.Join(LitestreamDir(path), statusFile))
 	if err != nil {
-		return store.ReplicationHealth{}, false
+		return flowtype.ReplicationHealth{}, false
 	}
-	var h store.ReplicationHealth
+	var h flowtype.ReplicationHealth
 	if json.Unmarshal(b, &h) != nil {
-		return store.ReplicationHealth{}, false
+		return flowtype.ReplicationHealth{}, false
 	}
 	h.InProcess = false
 	return h, true
@@ -174,19 +174,19 @@ func readStatus(path string) (store.ReplicationHealth, bool) {
 
 // checkpointer says who checkpoints the store's file now. A look for
 // Litestream's directory stats one path.
-func (s *Store) checkpointer() store.Checkpointer {
+func (s *Store) checkpointer() flowtype.Checkpointer {
 	switch {
 	case s.repl != nil, s.checkpoints == CheckpointsByLitestream:
-		return store.CheckpointerLitestream
+		return flowtype.CheckpointerLitestream
 	case s.checkpointInterval < 0:
-		return store.CheckpointerSQLite
+		return flowtype.CheckpointerSQLite
 	case s.checkpoints == CheckpointsByEngine, s.path == "":
-		return store.CheckpointerEngine
+		return flowtype.CheckpointerEngine
 	}
 	if info, err := os.Stat(LitestreamDir(s.path)); err == nil && info.IsDir() {
-		return store.CheckpointerLitestream
+		return flowtype.CheckpointerLitestream
 	}
-	return store.CheckpointerEngine
+	return flowtype.CheckpointerEngine
 }
 
 // errLitestreamCheckpoints refuses a checkpoint of flowlite's on a file
@@ -194,8 +194,8 @@ func (s *Store) checkpointer() store.Checkpointer {
 func (s *Store) errLitestreamCheckpoints() error {
 	if s.repl != nil {
 		return fmt.Errorf("%w: this engine replicates %s with Litestream, which checkpoints the file alone: a checkpoint of flowlite's would cost the replica commits",
-			store.ErrNotSupported, s.path)
+			flowtype.ErrNotSupported, s.path)
 	}
 	return fmt.Errorf("%w: Litestream checkpoints %s (its directory %s is beside the file, or the engines leave checkpoints to it): a checkpoint of flowlite's would cost the replica commits; remove that directory if Litestream no longer replicates the file",
-		store.ErrNotSupported, s.path, LitestreamDir(s.path))
+		flowtype.ErrNotSupported, s.path, LitestreamDir(s.path))
 }

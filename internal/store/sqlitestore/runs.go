@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -38,19 +39,19 @@ func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	return runs, nil
 }
 
-func (r reader) RunCountByStatus(ctx context.Context) (map[store.RunStatus]int64, error) {
+func (r reader) RunCountByStatus(ctx context.Context) (map[flowtype.RunStatus]int64, error) {
 	rows, err := r.q.RunCountByStatus(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count runs: %w", interpretError(err))
 	}
-	counts := make(map[store.RunStatus]int64, len(rows))
+	counts := make(map[flowtype.RunStatus]int64, len(rows))
 	for _, row := range rows {
-		counts[store.RunStatus(row.Status)] = row.Runs
+		counts[flowtype.RunStatus(row.Status)] = row.Runs
 	}
 	return counts, nil
 }
 
-func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKey) ([]store.UnrunnableCount, error) {
+func (r reader) RunCountUnrunnable(ctx context.Context, known []flowtype.WorkflowKey) ([]store.UnrunnableCount, error) {
 	rows, err := r.q.RunCountUnrunnable(ctx, knownJSON(known))
 	if err != nil {
 		return nil, fmt.Errorf("count unrunnable runs: %w", interpretError(err))
@@ -58,7 +59,7 @@ func (r reader) RunCountUnrunnable(ctx context.Context, known []store.WorkflowKe
 	counts := make([]store.UnrunnableCount, len(rows))
 	for i, row := range rows {
 		counts[i] = store.UnrunnableCount{
-			Workflow: store.WorkflowKey{Name: row.Workflow, Version: int(row.Version)},
+			Workflow: flowtype.WorkflowKey{Name: row.Workflow, Version: int(row.Version)},
 			Runs:     row.Runs,
 		}
 	}
@@ -147,9 +148,9 @@ func (t *tx) RunStartCompensating(ctx context.Context, l store.Lease, errMsg str
 }
 
 func (t *tx) RunRelease(ctx context.Context, l store.Lease, p store.RunReleaseParams) error {
-	status := store.RunPending
+	status := flowtype.StatusPending
 	if p.Waiting {
-		status = store.RunWaiting
+		status = flowtype.StatusWaiting
 	}
 	n, err := t.q.RunRelease(ctx, sqlitedb.RunReleaseParams{
 		Status: string(status), WakeSeq: p.WakeSeq, RunAt: p.RunAt, Now: p.Now,
@@ -273,14 +274,14 @@ func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error
 		return fmt.Errorf("set status of run %s: %w", p.ID, interpretError(err))
 	}
 	if n == 0 {
-		return fmt.Errorf("set status of run %s to %s: %w: run is not %s or is leased", p.ID, p.Status, store.ErrConflict, p.Expected)
+		return fmt.Errorf("set status of run %s to %s: %w: run is not %s or is leased", p.ID, p.Status, flowtype.ErrConflict, p.Expected)
 	}
 	return nil
 }
 
 // fenced turns "no row" from a fenced statement into store.ErrLeaseLost.
 func fenced(op string, l store.Lease, err error) error {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, flowtype.ErrNotFound) {
 		return fmt.Errorf("%s run %s: %w (fence %d, owner %s)", op, l.RunID, store.ErrLeaseLost, l.Fence, l.Owner)
 	}
 	return fmt.Errorf("%s run %s: %w", op, l.RunID, err)
@@ -291,12 +292,12 @@ func fencedRows(op string, l store.Lease, n int64, err error) error {
 		return fenced(op, l, interpretError(err))
 	}
 	if n == 0 {
-		return fenced(op, l, store.ErrNotFound)
+		return fenced(op, l, flowtype.ErrNotFound)
 	}
 	return nil
 }
 
-func knownJSON(known []store.WorkflowKey) string {
+func knownJSON(known []flowtype.WorkflowKey) string {
 	keys := make([]string, len(known))
 	for i, k := range known {
 		keys[i] = k.String()
@@ -308,7 +309,7 @@ func knownJSON(known []store.WorkflowKey) string {
 func runFromRow(r sqlitedb.Run) store.Run {
 	return store.Run{
 		ID: r.ID, Workflow: r.Workflow, Version: int(r.Version), Queue: r.Queue, Priority: int(r.Priority),
-		Status: store.RunStatus(r.Status), Input: r.Input, Output: r.Output, Error: r.Error, Reason: r.Reason,
+		Status: flowtype.RunStatus(r.Status), Input: r.Input, Output: r.Output, Error: r.Error, Reason: r.Reason,
 		CancelRequested: r.CancelRequested != 0, RunAt: r.RunAt, Deadline: deref(r.Deadline),
 		ParentID: deref(r.ParentID), WakeSeq: r.WakeSeq, Fence: r.Fence,
 		LeaseOwner: deref(r.LeaseOwner), LeaseExpiresAt: deref(r.LeaseExpiresAt),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -68,13 +69,13 @@ func (t *tx) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvanceParams)
 	}
 	// Tell a missing schedule from a moved or paused one.
 	if _, err := t.ScheduleGet(ctx, p.Name); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("advance schedule %s: %w", p.Name, store.ErrNotFound)
+		if errors.Is(err, flowtype.ErrNotFound) {
+			return fmt.Errorf("advance schedule %s: %w", p.Name, flowtype.ErrNotFound)
 		}
 		return err
 	}
 	return fmt.Errorf("advance schedule %s: %w: next slot is no longer %d or schedule is paused",
-		p.Name, store.ErrConflict, p.ExpectedNextAt)
+		p.Name, flowtype.ErrConflict, p.ExpectedNextAt)
 }
 
 func (t *tx) ScheduleSetPaused(ctx context.Context, name string, paused bool, now int64) error {
@@ -83,7 +84,7 @@ func (t *tx) ScheduleSetPaused(ctx context.Context, name string, paused bool, no
 		return fmt.Errorf("pause schedule %s: %w", name, interpretError(err))
 	}
 	if n == 0 {
-		return fmt.Errorf("pause schedule %s: %w", name, store.ErrNotFound)
+		return fmt.Errorf("pause schedule %s: %w", name, flowtype.ErrNotFound)
 	}
 	return nil
 }
@@ -94,7 +95,7 @@ func (t *tx) ScheduleDelete(ctx context.Context, name string) error {
 		return fmt.Errorf("delete schedule %s: %w", name, interpretError(err))
 	}
 	if n == 0 {
-		return fmt.Errorf("delete schedule %s: %w", name, store.ErrNotFound)
+		return fmt.Errorf("delete schedule %s: %w", name, flowtype.ErrNotFound)
 	}
 	return nil
 }
@@ -109,9 +110,9 @@ func schedulesFromRows(rows []sqlitedb.Schedule) []store.Schedule {
 
 func scheduleFromRow(r sqlitedb.Schedule) store.Schedule {
 	return store.Schedule{
-		Name: r.Name, Workflow: store.WorkflowKey{Name: r.Workflow, Version: int(r.Version)},
+		Name: r.Name, Workflow: flowtype.WorkflowKey{Name: r.Workflow, Version: int(r.Version)},
 		Queue: r.Queue, Priority: int(r.Priority), Input: r.Input, Spec: r.Spec,
-		CatchUp: store.CatchUp(r.CatchUp), Paused: r.Paused != 0, NextAt: r.NextAt, LastSlot: r.LastSlot,
+		CatchUp: flowtype.CatchUp(r.CatchUp), Paused: r.Paused != 0, NextAt: r.NextAt, LastSlot: r.LastSlot,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/flowlite/flowlite/db/migrations"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
@@ -173,7 +174,7 @@ func TestOpensDatabaseOfTheOldLayout(t *testing.T) {
 
 	s := openStore(t, path, sqlitestore.Options{})
 	run, err := s.Reader().RunGet(ctx, "legacy-1")
-	if err != nil || run.Status != store.RunPending {
+	if err != nil || run.Status != flowtype.StatusPending {
 		t.Fatalf("run of the old layout after Open: %+v, %v", run, err)
 	}
 	got := tableNames(t, db)
@@ -189,7 +190,7 @@ func TestOpensDatabaseOfTheOldLayout(t *testing.T) {
 	err = s.Write(ctx, func(tx store.Tx) error {
 		var err error
 		claimed, err = tx.RunClaim(ctx, store.RunClaimParams{
-			Queue: "default", Known: []store.WorkflowKey{{Name: "double", Version: 1}}, Owner: "w1", Max: 10,
+			Queue: "default", Known: []flowtype.WorkflowKey{{Name: "double", Version: 1}}, Owner: "w1", Max: 10,
 			Now: base, LeaseExpiresAt: base + 60_000,
 		})
 		return err

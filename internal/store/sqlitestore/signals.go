@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -44,7 +45,7 @@ func (t *tx) SignalConsume(ctx context.Context, id int64, consumedBy string) err
 		return fmt.Errorf("consume signal %d: %w", id, interpretError(err))
 	}
 	if n == 0 {
-		return fmt.Errorf("consume signal %d: %w: already received", id, store.ErrConflict)
+		return fmt.Errorf("consume signal %d: %w: already received", id, flowtype.ErrConflict)
 	}
 	return nil
 }

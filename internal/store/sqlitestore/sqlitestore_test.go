@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flowlite/flowlite/db/migrations"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 	"github.com/flowlite/flowlite/internal/store/storetest"
@@ -86,7 +87,7 @@ func openDSN(t *testing.T, path string, sync sqlitestore.Synchronous) *sql.DB {
 
 func insertRun(ctx context.Context, tx store.Tx, id string) error {
 	ok, err := tx.RunInsert(ctx, store.RunInsertParams{
-		ID: id, Workflow: store.WorkflowKey{Name: "order", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
+		ID: id, Workflow: flowtype.WorkflowKey{Name: "order", Version: 1}, Queue: "q", Input: []byte(`{}`), RunAt: base, Now: base,
 	})
 	if err == nil && !ok {
 		err = fmt.Errorf("run %s already exists", id)
@@ -474,7 +475,7 @@ func readOnlyChild(t *testing.T, path string) {
 	if err == nil {
 		s.Close()
 	}
-	if !errors.Is(err, store.ErrReadOnly) {
+	if !errors.Is(err, flowtype.ErrReadOnly) {
 		t.Fatalf("open of a read-only file as uid %d: error %v, want ErrReadOnly", os.Geteuid(), err)
 	}
 	if !strings.Contains(err.Error(), path) {
@@ -530,7 +531,7 @@ func TestWriteInTx(t *testing.T) {
 			t.Fatalf("write in caller's transaction: %v", err)
 		}
 		// Not visible before the caller commits.
-		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("run %s visible before the caller committed: error %v", id, err)
 		}
 		return tx
@@ -539,7 +540,7 @@ func TestWriteInTx(t *testing.T) {
 	if err := insertIn("rolled-back").Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "rolled-back"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "rolled-back"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("run of a rolled back transaction: error %v, want ErrNotFound", err)
 	}
 	if err := insertIn("committed").Commit(); err != nil {
@@ -613,7 +614,7 @@ func TestWriteAfterClose(t *testing.T) {
 	}
 	called := false
 	err = s.Write(t.Context(), func(store.Tx) error { called = true; return nil })
-	if !errors.Is(err, sqlitestore.ErrClosed) || called {
+	if !errors.Is(err, flowtype.ErrClosed) || called {
 		t.Errorf("Write after Close: error %v, fn called %v; want ErrClosed and not called", err, called)
 	}
 	if err := s.Close(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/flowlite/flowlite/dbgen/sqlitedb"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -39,7 +40,7 @@ func (t *tx) StepReopen(ctx context.Context, key store.StepKey) error {
 		return fmt.Errorf("reopen wait %s: %w", key, interpretError(err))
 	}
 	if n == 0 {
-		return fmt.Errorf("reopen wait %s: %w: not a completed record", key, store.ErrConflict)
+		return fmt.Errorf("reopen wait %s: %w: not a completed record", key, flowtype.ErrConflict)
 	}
 	return nil
 }
@@ -62,7 +63,7 @@ func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error
 		Position: position(p.Position), Now: p.Now,
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("begin step %s: %w: step already finished", p.Key, store.ErrConflict)
+		return 0, fmt.Errorf("begin step %s: %w: step already finished", p.Key, flowtype.ErrConflict)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("begin step %s: %w", p.Key, interpretError(err))
@@ -117,7 +118,7 @@ func (t *tx) StepCompensationBegin(ctx context.Context, key store.StepKey) (int,
 		RunID: key.RunID, Name: key.Name, Occurrence: int64(key.Occurrence),
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("begin compensation of step %s: %w: nothing to compensate", key, store.ErrConflict)
+		return 0, fmt.Errorf("begin compensation of step %s: %w: nothing to compensate", key, flowtype.ErrConflict)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("begin compensation of step %s: %w", key, interpretError(err))
@@ -154,7 +155,7 @@ func stepRows(op string, key store.StepKey, n int64, err error) error {
 		return fmt.Errorf("%s %s: %w", op, key, interpretError(err))
 	}
 	if n == 0 {
-		return fmt.Errorf("%s %s: %w", op, key, store.ErrConflict)
+		return fmt.Errorf("%s %s: %w", op, key, flowtype.ErrConflict)
 	}
 	return nil
 }

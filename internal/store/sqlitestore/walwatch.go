@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -52,7 +53,7 @@ const (
 // walState records the checkpoints this store ran, for FileHealth.
 type walState struct {
 	mu      sync.Mutex
-	last    store.CheckpointResult
+	last    flowtype.CheckpointResult
 	lastAt  time.Time
 	lastBy  string // the engine that asked for it
 	lastErr error
@@ -128,7 +129,7 @@ type walWatch struct {
 // standDown is a look of the watch while another checkpoints the file: it
 // says so once, and warns (at most once a minute) while the WAL is past
 // WALLimit, which means the other does not keep it in check.
-func (w *walWatch) standDown(ctx context.Context, by store.Checkpointer, now time.Time) {
+func (w *walWatch) standDown(ctx context.Context, by flowtype.Checkpointer, now time.Time) {
 	s := w.s
 	if !w.stoodDown {
 		w.stoodDown = true
@@ -167,7 +168,7 @@ func (w *walWatch) check(ctx context.Context) time.Duration {
 		w.baseAt, w.baseSize = now, w.size
 	}
 
-	if by := s.checkpointer(); by != store.CheckpointerEngine {
+	if by := s.checkpointer(); by != flowtype.CheckpointerEngine {
 		// Litestream checkpoints alone (replicate.go): watch only.
 		w.standDown(ctx, by, now)
 		return w.maxLook()
@@ -178,16 +179,16 @@ func (w *walWatch) check(ctx context.Context) time.Duration {
 	}
 
 	holding := now.Before(w.holdUntil)
-	var mode store.CheckpointMode
+	var mode flowtype.CheckpointMode
 	forced := false
 	switch {
 	case w.size > limit/2 && !holding:
-		mode, forced = store.CheckpointTruncate, true
+		mode, forced = flowtype.CheckpointTruncate, true
 	case now.Sub(w.lastRoutine) < s.checkpointInterval || w.size == 0:
 	case w.h.Idle() && !holding:
-		mode = store.CheckpointTruncate
+		mode = flowtype.CheckpointTruncate
 	default:
-		mode = store.CheckpointPassive
+		mode = flowtype.CheckpointPassive
 	}
 	if mode != "" {
 		if !forced {
@@ -212,7 +213,7 @@ func (w *walWatch) check(ctx context.Context) time.Duration {
 // checkpoint runs one checkpoint of the watch, backs off blocking
 // checkpoints that readers defeat, and reports whether the WAL file was
 // truncated.
-func (w *walWatch) checkpoint(ctx context.Context, mode store.CheckpointMode, forced bool, walBytes int64) (truncated bool) {
+func (w *walWatch) checkpoint(ctx context.Context, mode flowtype.CheckpointMode, forced bool, walBytes int64) (truncated bool) {
 	s, log := w.s, w.h.Log
 	res, err := s.checkpointRecorded(ctx, w.h, mode, forced, walBytes)
 	switch {
@@ -220,7 +221,7 @@ func (w *walWatch) checkpoint(ctx context.Context, mode store.CheckpointMode, fo
 		if ctx.Err() == nil {
 			log.Error("checkpoint WAL", "mode", mode, "wal_bytes", walBytes, "err", err)
 		}
-	case mode != store.CheckpointPassive && res.Busy:
+	case mode != flowtype.CheckpointPassive && res.Busy:
 		// Overlapping short readers defeat a blocking checkpoint now and
 		// then, by chance: retry at once. Readers that keep defeating it
 		// hold long transactions, which no checkpoint can beat: back off.
@@ -235,7 +236,7 @@ func (w *walWatch) checkpoint(ctx context.Context, mode store.CheckpointMode, fo
 		}
 		log.Log(ctx, level, "readers kept the WAL from being truncated; checkpointing passively for a while",
 			"wal_bytes", walBytes, "wal_limit", s.walLimit, "attempts", w.failures, "retry_in", w.backoff)
-	case mode == store.CheckpointTruncate:
+	case mode == flowtype.CheckpointTruncate:
 		w.backoff, w.failures = 0, 0
 		log.Debug("WAL truncated", "forced", forced, "wal_bytes", walBytes, "wal_limit", s.walLimit)
 		return true
@@ -263,7 +264,7 @@ func (s *Store) fileStats(ctx context.Context) (store.FileStats, error) {
 // checkpoint copies it too (a truncated WAL stays empty, and an idle engine
 // does not write a record after each of its checkpoints forever); it is
 // written again after a checkpoint that failed or was busy.
-func (s *Store) checkpointRecorded(ctx context.Context, h store.MaintainHooks, mode store.CheckpointMode, forced bool, walBytes int64) (store.CheckpointResult, error) {
+func (s *Store) checkpointRecorded(ctx context.Context, h store.MaintainHooks, mode flowtype.CheckpointMode, forced bool, walBytes int64) (flowtype.CheckpointResult, error) {
 	rec := store.CheckpointRecord{At: h.Now().UnixMilli(), Owner: h.Owner, Mode: mode, WALBytes: walBytes}
 	s.recordCheckpoint(ctx, h, rec)
 	res, err := s.Checkpoint(ctx, mode)
@@ -298,16 +299,16 @@ func (s *Store) recordCheckpoint(ctx context.Context, h store.MaintainHooks, c s
 
 // CheckpointRecorded runs a checkpoint of the WAL now, on an operator's
 // request, and records it like the watch's own.
-func (s *Store) CheckpointRecorded(ctx context.Context, mode store.CheckpointMode, h store.MaintainHooks) (store.CheckpointResult, error) {
+func (s *Store) CheckpointRecorded(ctx context.Context, mode flowtype.CheckpointMode, h store.MaintainHooks) (flowtype.CheckpointResult, error) {
 	if !mode.Valid() { // before anything is recorded
-		return store.CheckpointResult{}, fmt.Errorf("checkpoint: unknown mode %q: want PASSIVE, FULL, RESTART or TRUNCATE", mode)
+		return flowtype.CheckpointResult{}, fmt.Errorf("checkpoint: unknown mode %q: want PASSIVE, FULL, RESTART or TRUNCATE", mode)
 	}
-	if s.checkpointer() == store.CheckpointerLitestream {
-		return store.CheckpointResult{}, fmt.Errorf("checkpoint: %w", s.errLitestreamCheckpoints())
+	if s.checkpointer() == flowtype.CheckpointerLitestream {
+		return flowtype.CheckpointResult{}, fmt.Errorf("checkpoint: %w", s.errLitestreamCheckpoints())
 	}
 	st, err := s.fileStats(ctx)
 	if err != nil {
-		return store.CheckpointResult{}, fmt.Errorf("checkpoint: %w", err)
+		return flowtype.CheckpointResult{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	return s.checkpointRecorded(ctx, h, mode, false, st.WALBytes)
 }
@@ -315,19 +316,19 @@ func (s *Store) CheckpointRecorded(ctx context.Context, mode store.CheckpointMod
 // FileHealth returns the sizes of the database file and its WAL, the
 // checkpoints this store ran, and the last checkpoint recorded in the
 // database, which another process may have run.
-func (s *Store) FileHealth(ctx context.Context) (store.FileHealth, error) {
+func (s *Store) FileHealth(ctx context.Context) (flowtype.FileHealth, error) {
 	st, err := s.fileStats(ctx)
 	if err != nil {
-		return store.FileHealth{}, err
+		return flowtype.FileHealth{}, err
 	}
 	recorded, err := s.Reader().CheckpointLast(ctx)
 	ok := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return store.FileHealth{}, fmt.Errorf("file health: %w", err)
+	if err != nil && !errors.Is(err, flowtype.ErrNotFound) {
+		return flowtype.FileHealth{}, fmt.Errorf("file health: %w", err)
 	}
 	s.wal.mu.Lock()
 	defer s.wal.mu.Unlock()
-	h := store.FileHealth{
+	h := flowtype.FileHealth{
 		Path: st.Path, DBBytes: st.DBBytes, WALBytes: st.WALBytes, WALLimit: s.walLimit,
 		PeakWALBytes: s.wal.peak, Checkpoints: s.wal.checkpoints, Forced: s.wal.forced,
 	}

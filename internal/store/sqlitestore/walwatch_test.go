@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
@@ -63,7 +64,7 @@ func TestIdleStoreTruncatesWAL(t *testing.T) {
 	maintain(t, s, true)
 	eventually(t, "an idle truncate", func() bool {
 		h, err := s.FileHealth(ctx)
-		return err == nil && h.WALBytes == 0 && h.LastCheckpointMode == store.CheckpointTruncate
+		return err == nil && h.WALBytes == 0 && h.LastCheckpointMode == flowtype.CheckpointTruncate
 	})
 }
 
@@ -147,7 +148,7 @@ func (l walLoad) run(t *testing.T, opts sqlitestore.Options) (s *sqlitestore.Sto
 			for i := 0; !stopped(); i++ {
 				err := s.Write(ctx, func(tx store.Tx) error {
 					ok, err := tx.RunInsert(ctx, store.RunInsertParams{
-						ID: fmt.Sprintf("w%d-%d", w, i), Workflow: store.WorkflowKey{Name: "wal-writer", Version: 1},
+						ID: fmt.Sprintf("w%d-%d", w, i), Workflow: flowtype.WorkflowKey{Name: "wal-writer", Version: 1},
 						Queue: "q", Input: input, RunAt: base, Now: base,
 					})
 					if err == nil && !ok {

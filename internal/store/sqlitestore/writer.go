@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -31,9 +32,6 @@ import (
 // whose effects outside the transaction no rollback undoes) runs last in
 // its batch, one per batch: no later caller can lose its work, and a loss
 // during its own function is its error, not a retry.
-
-// ErrClosed is returned by Write, and by reads, after Close.
-var ErrClosed = store.ErrClosed
 
 // writeRequest is one caller's write transaction waiting for the writer.
 type writeRequest struct {
@@ -69,7 +67,7 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.closing:
-		return ErrClosed
+		return flowtype.ErrClosed
 	}
 	err := <-req.done
 	if req.panicked != nil {
@@ -278,7 +276,7 @@ func (s *Store) begin() (*sql.Tx, error) {
 		}
 		err = interpretError(err)
 		waited := time.Since(start)
-		if !errors.Is(err, store.ErrBusy) || waited+backoff > s.busyTimeout {
+		if !errors.Is(err, flowtype.ErrBusy) || waited+backoff > s.busyTimeout {
 			return nil, fmt.Errorf("begin write: %w", s.busyError(err, waited))
 		}
 		time.Sleep(backoff)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
@@ -19,15 +20,15 @@ type Files struct {
 
 // CopyFiles opens both ends of f, copies as Copy does, closes both, and
 // returns the counts and the schema copied into.
-func CopyFiles(ctx context.Context, f Files, opts Options) (Counts, string, error) {
+func CopyFiles(ctx context.Context, f Files, opts Options) (store.CopyCounts, string, error) {
 	src, err := sqlitestore.OpenReadOnly(ctx, f.Path, sqlitestore.Options{BusyTimeout: f.BusyTimeout})
 	if err != nil {
-		return Counts{}, "", err
+		return store.CopyCounts{}, "", err
 	}
 	defer func() { _ = src.Close() }()
 	dst, err := pgstore.Open(ctx, f.DSN, pgstore.Options{Schema: f.Schema, NoWakes: true})
 	if err != nil {
-		return Counts{}, "", err
+		return store.CopyCounts{}, "", err
 	}
 	defer func() { _ = dst.Close() }()
 	counts, err := Copy(ctx, src, dst, opts)

@@ -31,12 +31,6 @@ var ErrLiveEngine = errors.New("an engine is running on the source database")
 // source's after the copy; nothing is committed then.
 var ErrCountMismatch = errors.New("copy: row counts differ")
 
-// ErrTargetNotEmpty is returned when the target schema already holds rows.
-var ErrTargetNotEmpty = pgstore.ErrCopyTargetNotEmpty
-
-// Counts is the number of rows copied into each table.
-type Counts = store.CopyCounts
-
 // Source is the read side of a copy; *sqlitestore.Store implements it.
 type Source interface {
 	Reader() store.Reader
@@ -57,14 +51,14 @@ type Options struct {
 // lease loses the lease: its worker was on the old database, so the run is
 // handed out afresh on the new one (a running run becomes pending, as the
 // rescuer would make it; a compensating run stays compensating, unleased).
-func Copy(ctx context.Context, from Source, to *pgstore.Store, opts Options) (Counts, error) {
+func Copy(ctx context.Context, from Source, to *pgstore.Store, opts Options) (store.CopyCounts, error) {
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
 	}
 	reports, err := from.Reader().EngineReportList(ctx)
 	if err != nil {
-		return Counts{}, fmt.Errorf("copy: read engine reports: %w", err)
+		return store.CopyCounts{}, fmt.Errorf("copy: read engine reports: %w", err)
 	}
 	nowMs := now().UnixMilli()
 	var live []string
@@ -74,15 +68,15 @@ func Copy(ctx context.Context, from Source, to *pgstore.Store, opts Options) (Co
 		}
 	}
 	if len(live) > 0 {
-		return Counts{}, fmt.Errorf("%w: %s; stop every engine on it before copying", ErrLiveEngine, strings.Join(live, ", "))
+		return store.CopyCounts{}, fmt.Errorf("%w: %s; stop every engine on it before copying", ErrLiveEngine, strings.Join(live, ", "))
 	}
 
 	snap, want, err := from.CopyOut(ctx)
 	if err != nil {
-		return Counts{}, err
+		return store.CopyCounts{}, err
 	}
 	if m := want.Mismatch(snap.Counts()); m != "" {
-		return Counts{}, fmt.Errorf("%w: source read: %s", ErrCountMismatch, m)
+		return store.CopyCounts{}, fmt.Errorf("%w: source read: %s", ErrCountMismatch, m)
 	}
 	for i := range snap.Runs {
 		releaseLease(&snap.Runs[i])

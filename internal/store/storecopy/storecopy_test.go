@@ -16,6 +16,7 @@ import (
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowpg"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/pgtest"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
@@ -471,11 +472,11 @@ func TestCopyToPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := errors.New("refused by the test")
-	if _, err := dst.CopyIn(ctx, snap, func(storecopy.Counts) error { return refused }); !errors.Is(err, refused) {
+	if _, err := dst.CopyIn(ctx, snap, func(store.CopyCounts) error { return refused }); !errors.Is(err, refused) {
 		t.Fatalf("copy with a failing check: %v", err)
 	}
-	if _, err := dst.CopyIn(ctx, nil, func(got storecopy.Counts) error {
-		if got != (storecopy.Counts{}) {
+	if _, err := dst.CopyIn(ctx, nil, func(got store.CopyCounts) error {
+		if got != (store.CopyCounts{}) {
 			t.Errorf("schema after a rolled back copy: %+v", got)
 		}
 		return refused
@@ -495,17 +496,17 @@ func TestCopyToPostgres(t *testing.T) {
 	}
 
 	// A second copy into the same schema is refused and changes nothing.
-	if _, err := storecopy.Copy(ctx, src, dst, stale); !errors.Is(err, storecopy.ErrTargetNotEmpty) {
+	if _, err := storecopy.Copy(ctx, src, dst, stale); !errors.Is(err, pgstore.ErrCopyTargetNotEmpty) {
 		t.Fatalf("second copy: %v, want ErrTargetNotEmpty", err)
 	}
 	again, err := dst.CopyIn(ctx, nil, nil)
-	if !errors.Is(err, storecopy.ErrTargetNotEmpty) || again != (storecopy.Counts{}) {
+	if !errors.Is(err, pgstore.ErrCopyTargetNotEmpty) || again != (store.CopyCounts{}) {
 		t.Fatalf("copy into a filled schema: %+v, %v", again, err)
 	}
 
 	// The copy hands the leased runs out afresh: no lease, the fence and
 	// first start kept, running back to pending, compensating as it was.
-	for name, status := range map[string]store.RunStatus{"running": store.RunPending, "compensating": store.RunCompensating} {
+	for name, status := range map[string]flowtype.RunStatus{"running": flowtype.StatusPending, "compensating": flowtype.StatusCompensating} {
 		r, err := dst.Reader().RunGet(ctx, ids[name])
 		if err != nil {
 			t.Fatal(err)

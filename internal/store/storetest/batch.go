@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -69,7 +70,7 @@ func testRunInsertManyRecords(t *testing.T, s store.Store) {
 	// Runs due at the same time are claimed in the order they were inserted.
 	var claimed []string
 	for range 6 {
-		runs := claim(t, s, store.RunClaimParams{Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 1, Now: base, LeaseExpiresAt: base + 1000})
+		runs := claim(t, s, store.RunClaimParams{Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: "w", Max: 1, Now: base, LeaseExpiresAt: base + 1000})
 		claimed = append(claimed, ids(runs)...)
 	}
 	if want := []string{"parent", "b0", "b1", "b2", "b3", "b4"}; !slices.Equal(claimed, want) {
@@ -82,7 +83,7 @@ func testRunInsertManyRecords(t *testing.T, s store.Store) {
 // unfinished run, by an earlier run of the batch, or by a current hold.
 func testRunInsertManySkips(t *testing.T, s store.Store) {
 	insert(t, s, newRun("taken"), keyed("holder", "held"))
-	settledRun(t, s, keyed("done", "period"), store.RunCompleted, base+1)
+	settledRun(t, s, keyed("done", "period"), flowtype.StatusCompleted, base+1)
 	if !takeHold(t, s, store.UniqueHoldParams{Workflow: order1.Name, Key: "period", RunID: "done", HeldUntil: base + 1_000, Now: base}) {
 		t.Fatal("hold of a free key not taken")
 	}
@@ -139,8 +140,8 @@ func testRunInsertManyChunks(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if counts[store.RunPending] != n-1 {
-		t.Errorf("%d pending runs, want %d", counts[store.RunPending], n-1)
+	if counts[flowtype.StatusPending] != n-1 {
+		t.Errorf("%d pending runs, want %d", counts[flowtype.StatusPending], n-1)
 	}
 	if r := get(t, s, "r0010"); string(r.Input) != `{"id":"r0010"}` {
 		t.Errorf("repeated ID: the later run replaced the first: input %s", r.Input)
@@ -154,7 +155,7 @@ func testRunInsertManyChunks(t *testing.T, s store.Store) {
 // unfinished state are refused, with nothing written.
 func testRunInsertManyBadStates(t *testing.T, s store.Store) {
 	bad := keyed("bad", "k")
-	bad.UniqueStates = []store.RunStatus{store.RunCompleted}
+	bad.UniqueStates = []flowtype.RunStatus{flowtype.StatusCompleted}
 	err := s.Write(t.Context(), func(tx store.Tx) error {
 		_, err := tx.RunInsertMany(t.Context(), []store.RunInsertParams{newRun("ok"), bad})
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -23,9 +24,9 @@ func definitionTests() []struct {
 	}
 }
 
-func putDefinition(t *testing.T, s store.Store, d store.Definition, now int64) (store.PutResult, error) {
+func putDefinition(t *testing.T, s store.Store, d store.Definition, now int64) (flowtype.PutResult, error) {
 	t.Helper()
-	var res store.PutResult
+	var res flowtype.PutResult
 	var putErr error
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		res, putErr = tx.DefinitionPut(ctx, d, now)
@@ -41,22 +42,28 @@ func definition(name string, version int, body string) store.Definition {
 func testDefinitionPutAndRead(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := s.Reader()
-	if _, err := r.DefinitionLatest(ctx, "etl"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("latest of nothing: %v, want ErrNotFound", err)
+	// A missing definition is told apart from a missing run.
+	for what, err := range map[string]error{
+		"latest of nothing": second(r.DefinitionLatest(ctx, "etl")),
+		"get of nothing":    second(r.DefinitionGet(ctx, "etl", 1)),
+	} {
+		if !errors.Is(err, flowtype.ErrDefinitionNotFound) || errors.Is(err, flowtype.ErrNotFound) {
+			t.Fatalf("%s: %v, want ErrDefinitionNotFound, not ErrNotFound", what, err)
+		}
 	}
-	if _, err := r.DefinitionGet(ctx, "etl", 1); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("get of nothing: %v, want ErrNotFound", err)
+	if _, err := r.RunGet(ctx, "etl"); !errors.Is(err, flowtype.ErrNotFound) || errors.Is(err, flowtype.ErrDefinitionNotFound) {
+		t.Fatalf("get of an unknown run: %v, want ErrNotFound, not ErrDefinitionNotFound", err)
 	}
 	for _, tc := range []struct {
 		d    store.Definition
 		now  int64
-		want store.PutResult
+		want flowtype.PutResult
 	}{
-		{definition("etl", 1, "one"), base, store.PutCreated},
-		{definition("etl", 1, "one"), base + 1, store.PutUnchanged},
-		{definition("etl", 2, "two"), base + 2, store.PutCreated},
-		{definition("etl", 1, "uno"), base + 3, store.PutReplaced}, // nothing uses it yet
-		{definition("abc", 7, "x"), base + 4, store.PutCreated},
+		{definition("etl", 1, "one"), base, flowtype.PutCreated},
+		{definition("etl", 1, "one"), base + 1, flowtype.PutUnchanged},
+		{definition("etl", 2, "two"), base + 2, flowtype.PutCreated},
+		{definition("etl", 1, "uno"), base + 3, flowtype.PutReplaced}, // nothing uses it yet
+		{definition("abc", 7, "x"), base + 4, flowtype.PutCreated},
 	} {
 		got, err := putDefinition(t, s, tc.d, tc.now)
 		if err != nil || got != tc.want {
@@ -116,16 +123,16 @@ func testDefinitionFrozenOnceUsed(t *testing.T, s store.Store) {
 	}
 	insert(t, s, newRun("r1")) // a run of order:1
 	do(t, s, func(ctx context.Context, tx store.Tx) error { return tx.WorkflowRegister(ctx, invoice1, base) })
-	for _, k := range []store.WorkflowKey{order1, invoice1} {
+	for _, k := range []flowtype.WorkflowKey{order1, invoice1} {
 		_, err := putDefinition(t, s, definition(k.Name, k.Version, "b"), base+1)
-		if !errors.Is(err, store.ErrDefinitionFrozen) {
+		if !errors.Is(err, flowtype.ErrDefinitionFrozen) {
 			t.Errorf("replace %s in use: %v, want ErrDefinitionFrozen", k, err)
 		}
 		d, err := s.Reader().DefinitionGet(ctx, k.Name, k.Version)
 		if err != nil || string(d.Body) != "a" || d.UpdatedAt != base {
 			t.Errorf("%s after a refused put: %+v, %v", k, d, err)
 		}
-		if res, err := putDefinition(t, s, definition(k.Name, k.Version, "a"), base+2); err != nil || res != store.PutUnchanged {
+		if res, err := putDefinition(t, s, definition(k.Name, k.Version, "a"), base+2); err != nil || res != flowtype.PutUnchanged {
 			t.Errorf("same document for %s in use: %v, %v", k, res, err)
 		}
 	}
@@ -139,7 +146,10 @@ func testDefinitionFrozenOnceUsed(t *testing.T, s store.Store) {
 		}
 	}
 	// A new version of a frozen one is a new row.
-	if res, err := putDefinition(t, s, definition(order1.Name, order1.Version+5, "b"), base+3); err != nil || res != store.PutCreated {
+	if res, err := putDefinition(t, s, definition(order1.Name, order1.Version+5, "b"), base+3); err != nil || res != flowtype.PutCreated {
 		t.Errorf("new version: %v, %v", res, err)
 	}
 }
+
+// second returns the error of a call that returns a value and an error.
+func second[T any](_ T, err error) error { return err }

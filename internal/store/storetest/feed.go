@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -129,14 +130,14 @@ func testFeedPositionsNeverReused(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	insert(t, s, newRun("kept"))
 	appendEvents(t, s, "kept", "first")
-	finishedRun(t, s, newRun("gone"), store.RunCompleted, base+1)
+	finishedRun(t, s, newRun("gone"), flowtype.StatusCompleted, base+1)
 	appendEvents(t, s, "gone", "last", "very-last")
 	before := readFeed(t, s, 0, 100)
 	newest := before[len(before)-1].ID
 	if purged, err := s.Reader().FeedPurgedThrough(ctx); err != nil || purged != 0 {
 		t.Fatalf("FeedPurgedThrough before any delete = %d, %v; want 0", purged, err)
 	}
-	if n := deleteFinished(t, s, store.RunDeleteFinishedParams{Status: store.RunCompleted, FinishedBefore: base + 2, Max: 10}); n != 1 {
+	if n := deleteFinished(t, s, store.RunDeleteFinishedParams{Status: flowtype.StatusCompleted, FinishedBefore: base + 2, Max: 10}); n != 1 {
 		t.Fatalf("deleted %d runs, want 1", n)
 	}
 	purged, err := s.Reader().FeedPurgedThrough(ctx)
@@ -154,10 +155,10 @@ func testFeedPositionsNeverReused(t *testing.T, s store.Store) {
 
 	// The batched append keeps the rule too: delete the newest run again
 	// and append a batch.
-	finishedRun(t, s, newRun("gone-again"), store.RunCompleted, base+1)
+	finishedRun(t, s, newRun("gone-again"), flowtype.StatusCompleted, base+1)
 	all := readFeed(t, s, 0, 100)
 	newest = all[len(all)-1].ID
-	if n := deleteFinished(t, s, store.RunDeleteFinishedParams{Status: store.RunCompleted, FinishedBefore: base + 2, Max: 10}); n != 1 {
+	if n := deleteFinished(t, s, store.RunDeleteFinishedParams{Status: flowtype.StatusCompleted, FinishedBefore: base + 2, Max: 10}); n != 1 {
 		t.Fatalf("deleted %d runs, want 1", n)
 	}
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
@@ -172,11 +173,11 @@ func testFeedPositionsNeverReused(t *testing.T, s store.Store) {
 // testFeedRetentionKeepsUnreadRuns checks RunDeleteFinished's KeepAfter: a
 // finished run with an event the consumers have not acknowledged stays.
 func testFeedRetentionKeepsUnreadRuns(t *testing.T, s store.Store) {
-	finishedRun(t, s, newRun("read"), store.RunCompleted, base+1)
+	finishedRun(t, s, newRun("read"), flowtype.StatusCompleted, base+1)
 	read := readFeed(t, s, 0, 100)
-	finishedRun(t, s, newRun("unread"), store.RunCompleted, base+1)
+	finishedRun(t, s, newRun("unread"), flowtype.StatusCompleted, base+1)
 	keepAfter := read[len(read)-1].ID
-	p := store.RunDeleteFinishedParams{Status: store.RunCompleted, FinishedBefore: base + 2, Max: 10, WaitForFeed: true, KeepAfter: keepAfter}
+	p := store.RunDeleteFinishedParams{Status: flowtype.StatusCompleted, FinishedBefore: base + 2, Max: 10, WaitForFeed: true, KeepAfter: keepAfter}
 	if n := deleteFinished(t, s, p); n != 1 {
 		t.Fatalf("deleted %d runs, want 1 (the read one)", n)
 	}
@@ -192,7 +193,7 @@ func testFeedRetentionKeepsUnreadRuns(t *testing.T, s store.Store) {
 func testFeedConsumers(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := s.Reader()
-	if _, err := r.FeedConsumerGet(ctx, "audit"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := r.FeedConsumerGet(ctx, "audit"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Fatalf("FeedConsumerGet of an unknown consumer: %v, want ErrNotFound", err)
 	}
 	if min, err := r.FeedConsumerMinPosition(ctx); err != nil || min != store.NoFeedConsumer {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -35,7 +36,7 @@ func maintenanceTests() []struct {
 
 // finishedRun inserts a run in its own queue, claims it and finishes it in
 // status at finishedAt, with history, a step and a signal.
-func finishedRun(t *testing.T, s store.Store, p store.RunInsertParams, status store.RunStatus, finishedAt int64) {
+func finishedRun(t *testing.T, s store.Store, p store.RunInsertParams, status flowtype.RunStatus, finishedAt int64) {
 	t.Helper()
 	p.Queue = "queue-" + p.ID
 	insert(t, s, p)
@@ -96,7 +97,7 @@ func deleteFinished(t *testing.T, s store.Store, p store.RunDeleteFinishedParams
 func exists(t *testing.T, s store.Store, id string) bool {
 	t.Helper()
 	_, err := s.Reader().RunGet(t.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, flowtype.ErrNotFound) {
 		t.Fatalf("get run %s: %v", id, err)
 	}
 	return err == nil
@@ -104,7 +105,7 @@ func exists(t *testing.T, s store.Store, id string) bool {
 
 func testRunDeleteFinishedStatesAndAge(t *testing.T, s store.Store) {
 	const cutoff = base + 10_000
-	finished := []store.RunStatus{store.RunCompleted, store.RunFailed, store.RunCancelled}
+	finished := []flowtype.RunStatus{flowtype.StatusCompleted, flowtype.StatusFailed, flowtype.StatusCancelled}
 	for _, st := range finished {
 		finishedRun(t, s, newRun("old-"+string(st)), st, cutoff-1)
 		finishedRun(t, s, newRun("edge-"+string(st)), st, cutoff) // not before the cutoff
@@ -112,7 +113,7 @@ func testRunDeleteFinishedStatesAndAge(t *testing.T, s store.Store) {
 	}
 	// Every unfinished state, each with records.
 	unfinished := []string{}
-	for _, st := range []store.RunStatus{store.RunPending, store.RunRunning, store.RunCompensating, store.RunSuspended} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusPending, flowtype.StatusRunning, flowtype.StatusCompensating, flowtype.StatusSuspended} {
 		id := "live-" + string(st)
 		runWithStatus(t, s, id, st)
 		addRecords(t, s, id)
@@ -127,11 +128,11 @@ func testRunDeleteFinishedStatesAndAge(t *testing.T, s store.Store) {
 	unfinished = append(unfinished, waiting.ID)
 	// A suspended run resumed by an operator with an old finished_at, so
 	// only the state test keeps it.
-	runWithStatus(t, s, "live-resumed", store.RunSuspended)
+	runWithStatus(t, s, "live-resumed", flowtype.StatusSuspended)
 	addRecords(t, s, "live-resumed")
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.RunSetStatus(ctx, store.RunSetStatusParams{
-			ID: "live-resumed", Expected: store.RunSuspended, Status: store.RunPending, RunAt: base, FinishedAt: 1, Now: base,
+			ID: "live-resumed", Expected: flowtype.StatusSuspended, Status: flowtype.StatusPending, RunAt: base, FinishedAt: 1, Now: base,
 		})
 	})
 	unfinished = append(unfinished, "live-resumed")
@@ -179,9 +180,9 @@ func testRunDeleteFinishedStatesAndAge(t *testing.T, s store.Store) {
 func testRunDeleteFinishedMaxOldestFirst(t *testing.T, s store.Store) {
 	for i := range 5 {
 		// Inserted newest first, so that insertion order is not age order.
-		finishedRun(t, s, newRun(fmt.Sprintf("r%d", i)), store.RunCompleted, base+int64(100-i))
+		finishedRun(t, s, newRun(fmt.Sprintf("r%d", i)), flowtype.StatusCompleted, base+int64(100-i))
 	}
-	p := store.RunDeleteFinishedParams{Status: store.RunCompleted, FinishedBefore: base + 1_000, Max: 2}
+	p := store.RunDeleteFinishedParams{Status: flowtype.StatusCompleted, FinishedBefore: base + 1_000, Max: 2}
 	if n := deleteFinished(t, s, p); n != 2 {
 		t.Fatalf("first batch deleted %d, want 2", n)
 	}
@@ -206,13 +207,13 @@ func testRunDeleteFinishedMaxOldestFirst(t *testing.T, s store.Store) {
 }
 
 func testRunDeleteFinishedRejectsBadInput(t *testing.T, s store.Store) {
-	runWithStatus(t, s, "pending", store.RunPending)
-	runWithStatus(t, s, "suspended", store.RunSuspended)
+	runWithStatus(t, s, "pending", flowtype.StatusPending)
+	runWithStatus(t, s, "suspended", flowtype.StatusSuspended)
 	for _, p := range []store.RunDeleteFinishedParams{
-		{Status: store.RunPending, FinishedBefore: base + 1_000_000, Max: 10},
-		{Status: store.RunSuspended, FinishedBefore: base + 1_000_000, Max: 10},
+		{Status: flowtype.StatusPending, FinishedBefore: base + 1_000_000, Max: 10},
+		{Status: flowtype.StatusSuspended, FinishedBefore: base + 1_000_000, Max: 10},
 		{Status: "", FinishedBefore: base + 1_000_000, Max: 10},
-		{Status: store.RunCompleted, FinishedBefore: base + 1_000_000, Max: 0},
+		{Status: flowtype.StatusCompleted, FinishedBefore: base + 1_000_000, Max: 0},
 	} {
 		var err error
 		do(t, s, func(ctx context.Context, tx store.Tx) error {
@@ -234,23 +235,23 @@ func testRunDeleteFinishedParentsAndChildren(t *testing.T, s store.Store) {
 	old := base + 1
 	// A waiting parent keeps its finished child: it may still read the
 	// child's outcome.
-	runWithStatus(t, s, "parent-running", store.RunRunning)
+	runWithStatus(t, s, "parent-running", flowtype.StatusRunning)
 	child := newRun("child-of-running")
 	child.ParentID = "parent-running"
-	finishedRun(t, s, child, store.RunCompleted, old)
+	finishedRun(t, s, child, flowtype.StatusCompleted, old)
 	// A finished parent goes, its unfinished child stays and is orphaned.
-	finishedRun(t, s, newRun("parent-done"), store.RunCancelled, old)
+	finishedRun(t, s, newRun("parent-done"), flowtype.StatusCancelled, old)
 	live := newRun("child-live")
 	live.ParentID = "parent-done"
 	live.Queue = "queue-child-live"
-	insertWithStatus(t, s, live, store.RunRunning)
+	insertWithStatus(t, s, live, flowtype.StatusRunning)
 	// A finished child of a finished parent goes too.
-	finishedRun(t, s, newRun("parent-done2"), store.RunCompleted, old)
+	finishedRun(t, s, newRun("parent-done2"), flowtype.StatusCompleted, old)
 	done := newRun("child-done")
 	done.ParentID = "parent-done2"
-	finishedRun(t, s, done, store.RunCompleted, old)
+	finishedRun(t, s, done, flowtype.StatusCompleted, old)
 
-	for _, st := range []store.RunStatus{store.RunCompleted, store.RunCancelled} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusCompleted, flowtype.StatusCancelled} {
 		deleteFinished(t, s, store.RunDeleteFinishedParams{Status: st, FinishedBefore: base + 1_000, Max: 100})
 	}
 	for id, want := range map[string]bool{
@@ -262,7 +263,7 @@ func testRunDeleteFinishedParentsAndChildren(t *testing.T, s store.Store) {
 			t.Errorf("run %s exists = %v, want %v", id, got, want)
 		}
 	}
-	if r := get(t, s, "child-live"); r.ParentID != "" || r.Status != store.RunRunning {
+	if r := get(t, s, "child-live"); r.ParentID != "" || r.Status != flowtype.StatusRunning {
 		t.Errorf("child of a deleted parent: parent %q, status %s; want no parent, still running", r.ParentID, r.Status)
 	}
 }
@@ -274,7 +275,7 @@ func testFileMaintainer(t *testing.T, s store.Store) {
 	}
 	ctx := t.Context()
 	for i := range 20 {
-		finishedRun(t, s, newRun(fmt.Sprintf("r%02d", i)), store.RunCompleted, base+1)
+		finishedRun(t, s, newRun(fmt.Sprintf("r%02d", i)), flowtype.StatusCompleted, base+1)
 	}
 	st, err := fm.FileStats(ctx)
 	if err != nil {
@@ -287,8 +288,8 @@ func testFileMaintainer(t *testing.T, s store.Store) {
 	if _, err := fm.Checkpoint(ctx, "SOMETIMES"); err == nil {
 		t.Error("checkpoint with an unknown mode succeeded")
 	}
-	for _, mode := range []store.CheckpointMode{
-		store.CheckpointPassive, store.CheckpointFull, store.CheckpointRestart, store.CheckpointTruncate,
+	for _, mode := range []flowtype.CheckpointMode{
+		flowtype.CheckpointPassive, flowtype.CheckpointFull, flowtype.CheckpointRestart, flowtype.CheckpointTruncate,
 	} {
 		res, err := fm.Checkpoint(ctx, mode)
 		if err != nil {
@@ -302,7 +303,7 @@ func testFileMaintainer(t *testing.T, s store.Store) {
 		t.Errorf("after a TRUNCATE checkpoint: %+v, %v; want an empty WAL", st, err)
 	}
 	// Writes go on after a checkpoint.
-	finishedRun(t, s, newRun("after"), store.RunCompleted, base+1)
+	finishedRun(t, s, newRun("after"), flowtype.StatusCompleted, base+1)
 
 	dir := t.TempDir()
 	dst := filepath.Join(dir, "backup.db")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -28,8 +29,8 @@ func operatorTests() []struct {
 }
 
 // riverStates are the unfinished states plus completed.
-func riverStates() []store.RunStatus {
-	return append(store.UnfinishedStates(), store.RunCompleted)
+func riverStates() []flowtype.RunStatus {
+	return append(store.UnfinishedStates(), flowtype.StatusCompleted)
 }
 
 func deleteOne(t *testing.T, s store.Store, id string) bool {
@@ -45,7 +46,7 @@ func deleteOne(t *testing.T, s store.Store, id string) bool {
 
 func testRunDeleteOne(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	done := runWithStatus(t, s, "done", store.RunCompleted)
+	done := runWithStatus(t, s, "done", flowtype.StatusCompleted)
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		if _, err := tx.StepBegin(ctx, store.StepBeginParams{Key: store.StepKey{RunID: done.ID, Name: "a"}, Input: []byte(`1`), Now: base}); err != nil {
 			return err
@@ -58,7 +59,7 @@ func testRunDeleteOne(t *testing.T, s store.Store) {
 	if !deleteOne(t, s, done.ID) {
 		t.Fatal("finished run not deleted")
 	}
-	if _, err := s.Reader().RunGet(ctx, done.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, done.ID); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("deleted run: %v, want ErrNotFound", err)
 	}
 	steps, _ := s.Reader().StepList(ctx, done.ID)
@@ -67,7 +68,7 @@ func testRunDeleteOne(t *testing.T, s store.Store) {
 	if len(steps)+len(events)+len(signals) != 0 {
 		t.Errorf("left behind: %d steps, %d events, %d signals", len(steps), len(events), len(signals))
 	}
-	for _, st := range []store.RunStatus{store.RunPending, store.RunRunning, store.RunCompensating, store.RunSuspended} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusPending, flowtype.StatusRunning, flowtype.StatusCompensating, flowtype.StatusSuspended} {
 		r := runWithStatus(t, s, "live-"+string(st), st)
 		if deleteOne(t, s, r.ID) {
 			t.Errorf("%s run deleted", st)
@@ -84,13 +85,13 @@ func testRunDeleteOne(t *testing.T, s store.Store) {
 	parent := runIn(t, s, "parent")
 	child := newRun("child")
 	child.Queue, child.ParentID = "queue-child", parent.ID
-	insertWithStatus(t, s, child, store.RunFailed)
+	insertWithStatus(t, s, child, flowtype.StatusFailed)
 	if deleteOne(t, s, "child") {
 		t.Error("failed child of a pending parent deleted")
 	}
 	r := claimQueue(t, s, parent.Queue, "w", base)
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		return tx.RunFinish(ctx, r.Lease(), store.RunFinishParams{Status: store.RunCompleted, FinishedAt: base + 1, Now: base + 1})
+		return tx.RunFinish(ctx, r.Lease(), store.RunFinishParams{Status: flowtype.StatusCompleted, FinishedAt: base + 1, Now: base + 1})
 	})
 	if !deleteOne(t, s, "child") {
 		t.Error("failed child of a finished parent not deleted")
@@ -113,13 +114,13 @@ func testRunMakeDue(t *testing.T, s store.Store) {
 	if !makeDue("later", base+10) {
 		t.Fatal("delayed run not made due")
 	}
-	if r := get(t, s, "later"); r.RunAt != base+10 || r.UpdatedAt != base+10 || r.Status != store.RunPending {
+	if r := get(t, s, "later"); r.RunAt != base+10 || r.UpdatedAt != base+10 || r.Status != flowtype.StatusPending {
 		t.Errorf("made due: run_at %d, updated %d, %s; want %d, pending", r.RunAt, r.UpdatedAt, r.Status, base+10)
 	}
 	if makeDue("later", base+20) {
 		t.Error("a run due already was made due again")
 	}
-	for _, st := range []store.RunStatus{store.RunRunning, store.RunCompleted, store.RunSuspended} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusRunning, flowtype.StatusCompleted, flowtype.StatusSuspended} {
 		r := runWithStatus(t, s, "not-pending-"+string(st), st)
 		if makeDue(r.ID, base-1_000) {
 			t.Errorf("%s run made due", st)
@@ -147,7 +148,7 @@ func testStepSnooze(t *testing.T, s store.Store) {
 			t.Errorf("snoozed step: %+v; want retrying, 0 attempts, the detail", st)
 		}
 	}
-	expectErr(t, s, store.ErrConflict, "StepSnooze of a step that is not running", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "StepSnooze of a step that is not running", func(ctx context.Context, tx store.Tx) error {
 		return tx.StepSnooze(ctx, store.StepSnoozeParams{Key: k, Detail: "again", Now: base + 6})
 	})
 	if st := step(t, s, k); st.Error != "snoozed for 1s" || st.Attempts != 0 {
@@ -160,7 +161,7 @@ func testUniqueStates(t *testing.T, s store.Store) {
 	// Completed is listed: the completed run holds the key for good.
 	done := keyed("done", "k-done")
 	done.UniqueStates = riverStates()
-	insertWithStatus(t, s, done, store.RunCompleted)
+	insertWithStatus(t, s, done, flowtype.StatusCompleted)
 	if insertReports(t, s, keyed("dup-done", "k-done")) {
 		t.Error("run inserted while a completed run listing completed holds its key")
 	}
@@ -168,12 +169,12 @@ func testUniqueStates(t *testing.T, s store.Store) {
 		t.Errorf("holder: %q, %v; want done", got.ID, err)
 	}
 	// Failed and cancelled are not listed: those runs free the key.
-	for _, st := range []store.RunStatus{store.RunFailed, store.RunCancelled} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusFailed, flowtype.StatusCancelled} {
 		key := "k-" + string(st)
 		p := keyed("was-"+string(st), key)
 		p.UniqueStates = riverStates()
 		insertWithStatus(t, s, p, st)
-		if _, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key); !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("holder of a key whose run is %s: %v, want ErrNotFound", st, err)
 		}
 		if !insertReports(t, s, keyed("after-"+string(st), key)) {
@@ -181,9 +182,9 @@ func testUniqueStates(t *testing.T, s store.Store) {
 		}
 	}
 	// Unknown states, and sets lacking an unfinished state, are refused.
-	for _, states := range [][]store.RunStatus{
-		{store.RunPending, "done"},
-		{store.RunPending, store.RunRunning, store.RunCompleted},
+	for _, states := range [][]flowtype.RunStatus{
+		{flowtype.StatusPending, "done"},
+		{flowtype.StatusPending, flowtype.StatusRunning, flowtype.StatusCompleted},
 	} {
 		p := keyed(fmt.Sprint("bad-", len(states)), "k-bad")
 		p.UniqueStates = states
@@ -194,7 +195,7 @@ func testUniqueStates(t *testing.T, s store.Store) {
 		if err == nil {
 			t.Errorf("insert with unique states %v: no error", states)
 		}
-		if _, err := s.Reader().RunGet(ctx, p.ID); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Reader().RunGet(ctx, p.ID); !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("insert with unique states %v recorded the run", states)
 		}
 	}
@@ -203,7 +204,7 @@ func testUniqueStates(t *testing.T, s store.Store) {
 func testUniqueStatesConcurrent(t *testing.T, s store.Store) {
 	// A completed run listing completed holds the key: concurrent inserts
 	// all do nothing. Once it is failed (not listed), exactly one gets in.
-	for _, st := range []store.RunStatus{store.RunCompleted, store.RunFailed} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusCompleted, flowtype.StatusFailed} {
 		key := "k-" + string(st)
 		p := keyed("holder-"+string(st), key)
 		p.UniqueStates = riverStates()
@@ -215,7 +216,7 @@ func testUniqueStatesConcurrent(t *testing.T, s store.Store) {
 			ps[i].UniqueStates = riverStates()
 		}
 		won := insertConcurrently(t, s, ps)
-		want := map[store.RunStatus]int{store.RunCompleted: 0, store.RunFailed: 1}[st]
+		want := map[flowtype.RunStatus]int{flowtype.StatusCompleted: 0, flowtype.StatusFailed: 1}[st]
 		if len(won) != want {
 			t.Errorf("holder %s: %d runs inserted (%v), want %d", st, len(won), won, want)
 		}
@@ -226,7 +227,7 @@ func testUniqueHoldStates(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	// A hold counting completed (not failed) holds while its holder is
 	// completed, and is taken over once its holder failed.
-	for _, st := range []store.RunStatus{store.RunCompleted, store.RunFailed} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusCompleted, flowtype.StatusFailed} {
 		key := "k-" + string(st)
 		p := keyed("holder-"+string(st), key)
 		insertWithStatus(t, s, p, st)
@@ -235,7 +236,7 @@ func testUniqueHoldStates(t *testing.T, s store.Store) {
 		}
 		id, err := s.Reader().UniqueHoldGet(ctx, order1.Name, key, base+10)
 		holds := err == nil && id == p.ID
-		if want := st == store.RunCompleted; holds != want {
+		if want := st == flowtype.StatusCompleted; holds != want {
 			t.Errorf("hold of a %s holder counts: %v (%v), want %v", st, holds, err, want)
 		}
 		if got := insertReports(t, s, keyed("new-"+string(st), key)); got == holds {
@@ -248,7 +249,7 @@ func testUniqueHoldStates(t *testing.T, s store.Store) {
 	}
 	// An unknown state is refused.
 	err := s.Write(ctx, func(tx store.Tx) error {
-		_, err := tx.UniqueHoldTake(ctx, store.UniqueHoldParams{Workflow: order1.Name, Key: "x", RunID: "holder-completed", HeldUntil: base + 1, States: []store.RunStatus{"done"}, Now: base})
+		_, err := tx.UniqueHoldTake(ctx, store.UniqueHoldParams{Workflow: order1.Name, Key: "x", RunID: "holder-completed", HeldUntil: base + 1, States: []flowtype.RunStatus{"done"}, Now: base})
 		return err
 	})
 	if err == nil {
@@ -262,7 +263,7 @@ func testRunRequeueHoldingFailed(t *testing.T, s store.Store) {
 	// key on, so the requeue is not refused as a duplicate of its own key.
 	p := keyed("dead", "k")
 	p.UniqueStates = store.AllStates()
-	insertWithStatus(t, s, p, store.RunFailed)
+	insertWithStatus(t, s, p, flowtype.StatusFailed)
 	if insertReports(t, s, keyed("dup", "k")) {
 		t.Fatal("run inserted while a failed run listing failed holds its key")
 	}
@@ -276,7 +277,7 @@ func testRunRequeueHoldingFailed(t *testing.T, s store.Store) {
 	// A refused requeue changes nothing: another run holds the key.
 	q := keyed("dead2", "k2")
 	q.UniqueStates = store.AllStates()
-	insertWithStatus(t, s, q, store.RunFailed)
+	insertWithStatus(t, s, q, flowtype.StatusFailed)
 	before := get(t, s, "dead2")
 	insert(t, s, keyed("dead2/requeue-1", "other")) // the new ID is taken
 	if requeue(t, s, "dead2", "dead2/requeue-1", base+30) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -38,7 +39,7 @@ func queueTests() []struct {
 
 // settledRun inserts p, claims it at p.RunAt and finishes it with status
 // at finishedAt. p must be the only ready run of its queue.
-func settledRun(t *testing.T, s store.Store, p store.RunInsertParams, status store.RunStatus, finishedAt int64) store.Run {
+func settledRun(t *testing.T, s store.Store, p store.RunInsertParams, status flowtype.RunStatus, finishedAt int64) store.Run {
 	t.Helper()
 	insert(t, s, p)
 	r := claimQueue(t, s, p.Queue, "w-"+p.ID, p.RunAt)
@@ -102,11 +103,11 @@ func testQueuePause(t *testing.T, s store.Store) {
 		t.Errorf("queues %+v, want %+v", list, want)
 	}
 
-	known := []store.WorkflowKey{order1}
+	known := []flowtype.WorkflowKey{order1}
 	if got := claim(t, s, store.RunClaimParams{Queue: "q", Known: known, Owner: "w", Max: 10, Now: base + 5, LeaseExpiresAt: base + 99}); len(got) != 0 {
 		t.Errorf("claim of a paused queue got %v", ids(got))
 	}
-	if got := get(t, s, "a"); got.Status != store.RunPending || got.Fence != 0 {
+	if got := get(t, s, "a"); got.Status != flowtype.StatusPending || got.Fence != 0 {
 		t.Errorf("run of a paused queue: status %s, fence %d; want pending, 0", got.Status, got.Fence)
 	}
 	if got := claim(t, s, store.RunClaimParams{Queue: "other", Known: known, Owner: "w", Max: 10, Now: base + 5, LeaseExpiresAt: base + 99}); !slices.Equal(ids(got), []string{"b"}) {
@@ -134,11 +135,11 @@ func testUniqueKeyUnfinished(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	// A run in each unfinished state holds its key: another run with it is
 	// not inserted, and the holder is found by the key.
-	unfinished := []store.RunStatus{store.RunPending, store.RunRunning, store.RunWaiting, store.RunCompensating, store.RunSuspended}
+	unfinished := []flowtype.RunStatus{flowtype.StatusPending, flowtype.StatusRunning, flowtype.StatusWaiting, flowtype.StatusCompensating, flowtype.StatusSuspended}
 	for _, st := range unfinished {
 		key := "k-" + string(st)
 		holder := keyed("holder-"+string(st), key)
-		if st == store.RunWaiting {
+		if st == flowtype.StatusWaiting {
 			insert(t, s, holder)
 			r := claimQueue(t, s, holder.Queue, "w", base)
 			do(t, s, func(ctx context.Context, tx store.Tx) error {
@@ -159,10 +160,10 @@ func testUniqueKeyUnfinished(t *testing.T, s store.Store) {
 		}
 	}
 	// A finished run holds nothing.
-	for _, st := range []store.RunStatus{store.RunCompleted, store.RunFailed, store.RunCancelled} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusCompleted, flowtype.StatusFailed, flowtype.StatusCancelled} {
 		key := "k-" + string(st)
 		insertWithStatus(t, s, keyed("was-"+string(st), key), st)
-		if _, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key); !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("holder of a key whose run is %s: error %v, want ErrNotFound", st, err)
 		}
 		if !insertReports(t, s, keyed("after-"+string(st), key)) {
@@ -249,7 +250,7 @@ func takeHold(t *testing.T, s store.Store, p store.UniqueHoldParams) bool {
 func testUniqueHold(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	first := keyed("first", "k")
-	settledRun(t, s, first, store.RunCompleted, base+10)
+	settledRun(t, s, first, flowtype.StatusCompleted, base+10)
 	if !takeHold(t, s, store.UniqueHoldParams{Workflow: order1.Name, Key: "k", RunID: "first", HeldUntil: base + 1_000, Now: base}) {
 		t.Fatal("hold of a free key not taken")
 	}
@@ -259,10 +260,10 @@ func testUniqueHold(t *testing.T, s store.Store) {
 	if id, err := holder(base + 999); err != nil || id != "first" {
 		t.Errorf("holder before the hold ends: %q, %v; want first", id, err)
 	}
-	if _, err := holder(base + 1_000); !errors.Is(err, store.ErrNotFound) {
+	if _, err := holder(base + 1_000); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("holder once the hold ended: error %v, want ErrNotFound", err)
 	}
-	if _, err := s.Reader().UniqueHoldGet(ctx, invoice1.Name, "k", base); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().UniqueHoldGet(ctx, invoice1.Name, "k", base); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("holder of the key of another workflow: error %v, want ErrNotFound", err)
 	}
 
@@ -301,7 +302,7 @@ func testUniqueHold(t *testing.T, s store.Store) {
 
 	// Holds go with their run.
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		return tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: "second", Expected: store.RunPending, Status: store.RunFailed, FinishedAt: base + 1_001, Now: base + 1_001})
+		return tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: "second", Expected: flowtype.StatusPending, Status: flowtype.StatusFailed, FinishedAt: base + 1_001, Now: base + 1_001})
 	})
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		n, err := tx.RunDeadDelete(ctx, store.DeadDeleteParams{UntilSeq: 1 << 62, Max: 10})
@@ -310,7 +311,7 @@ func testUniqueHold(t *testing.T, s store.Store) {
 		}
 		return err
 	})
-	if _, err := holder(base + 2_000); !errors.Is(err, store.ErrNotFound) {
+	if _, err := holder(base + 2_000); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("holder after its run was deleted: error %v, want ErrNotFound", err)
 	}
 }
@@ -329,7 +330,7 @@ func requeue(t *testing.T, s store.Store, from, id string, now int64) bool {
 func testRunRequeue(t *testing.T, s store.Store) {
 	p := keyed("dead", "k")
 	p.Priority, p.Deadline = 3, base+60_000
-	dead := settledRun(t, s, p, store.RunFailed, base+10)
+	dead := settledRun(t, s, p, flowtype.StatusFailed, base+10)
 	beginStep(t, s, store.StepKey{RunID: "dead", Name: "s"}, `{}`, base+5)
 	takeHold(t, s, store.UniqueHoldParams{Workflow: order1.Name, Key: "k", RunID: "dead", HeldUntil: base + 100_000, Now: base})
 
@@ -338,7 +339,7 @@ func testRunRequeue(t *testing.T, s store.Store) {
 	}
 	checkRun(t, s, store.Run{
 		ID: "dead/requeue-1", Workflow: order1.Name, Version: order1.Version, Queue: p.Queue, Priority: 3,
-		Status: store.RunPending, Input: p.Input, RunAt: base + 20, Deadline: base + 60_020,
+		Status: flowtype.StatusPending, Input: p.Input, RunAt: base + 20, Deadline: base + 60_020,
 		CreatedAt: base + 20, UpdatedAt: base + 20, UniqueKey: "k", RequeuedFrom: "dead",
 	})
 	dead.RequeuedAs, dead.UpdatedAt = "dead/requeue-1", base+20
@@ -359,12 +360,12 @@ func testRunRequeue(t *testing.T, s store.Store) {
 	if requeue(t, s, "dead", "dead/requeue-2", base+30) {
 		t.Error("dead letter requeued twice")
 	}
-	if _, err := s.Reader().RunGet(t.Context(), "dead/requeue-2"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(t.Context(), "dead/requeue-2"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("second requeue inserted a run: %v", err)
 	}
 
 	// A dead letter without deadline or key gets none.
-	plain := settledRun(t, s, runInQueue("plain", "q"), store.RunFailed, base+10)
+	plain := settledRun(t, s, runInQueue("plain", "q"), flowtype.StatusFailed, base+10)
 	if !requeue(t, s, "plain", "plain/again", base+40) {
 		t.Fatal("plain dead letter not requeued")
 	}
@@ -375,7 +376,7 @@ func testRunRequeue(t *testing.T, s store.Store) {
 }
 
 func testRunRequeueRefused(t *testing.T, s store.Store) {
-	for _, st := range []store.RunStatus{store.RunPending, store.RunRunning, store.RunCompleted, store.RunSuspended, store.RunCancelled} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusPending, flowtype.StatusRunning, flowtype.StatusCompleted, flowtype.StatusSuspended, flowtype.StatusCancelled} {
 		r := runWithStatus(t, s, "was-"+string(st), st)
 		if requeue(t, s, r.ID, r.ID+"/requeue-1", base+50) {
 			t.Errorf("%s run requeued", st)
@@ -387,7 +388,7 @@ func testRunRequeueRefused(t *testing.T, s store.Store) {
 	}
 
 	// An unfinished run holds the dead letter's key.
-	held := settledRun(t, s, keyed("held", "k"), store.RunFailed, base+10)
+	held := settledRun(t, s, keyed("held", "k"), flowtype.StatusFailed, base+10)
 	insert(t, s, keyed("holder", "k"))
 	if requeue(t, s, "held", "held/requeue-1", base+50) {
 		t.Error("dead letter requeued although an unfinished run holds its key")
@@ -395,7 +396,7 @@ func testRunRequeueRefused(t *testing.T, s store.Store) {
 	checkRun(t, s, held)
 
 	// The new ID is taken.
-	taken := settledRun(t, s, runInQueue("taken", "q"), store.RunFailed, base+10)
+	taken := settledRun(t, s, runInQueue("taken", "q"), flowtype.StatusFailed, base+10)
 	insert(t, s, runInQueue("taken/requeue-1", "q"))
 	if requeue(t, s, "taken", "taken/requeue-1", base+50) {
 		t.Error("dead letter requeued under a taken ID")
@@ -422,14 +423,14 @@ func deadIDs(t *testing.T, s store.Store, p store.DeadListParams) []string {
 
 func testRunDeadList(t *testing.T, s store.Store) {
 	d1 := runInQueue("d1", "a")
-	settledRun(t, s, d1, store.RunFailed, base+10)
+	settledRun(t, s, d1, flowtype.StatusFailed, base+10)
 	d2 := runInQueue("d2", "b")
 	d2.Workflow = invoice1
-	settledRun(t, s, d2, store.RunFailed, base+20)
-	settledRun(t, s, runInQueue("d3", "b"), store.RunFailed, base+30)
-	settledRun(t, s, runInQueue("done", "a"), store.RunCompleted, base+40)
-	settledRun(t, s, runInQueue("stopped", "a"), store.RunCancelled, base+40)
-	settledRun(t, s, runInQueue("requeued", "a"), store.RunFailed, base+40)
+	settledRun(t, s, d2, flowtype.StatusFailed, base+20)
+	settledRun(t, s, runInQueue("d3", "b"), flowtype.StatusFailed, base+30)
+	settledRun(t, s, runInQueue("done", "a"), flowtype.StatusCompleted, base+40)
+	settledRun(t, s, runInQueue("stopped", "a"), flowtype.StatusCancelled, base+40)
+	settledRun(t, s, runInQueue("requeued", "a"), flowtype.StatusFailed, base+40)
 	requeue(t, s, "requeued", "requeued/requeue-1", base+50)
 
 	tests := []struct {
@@ -467,14 +468,14 @@ func testRunDeadBatch(t *testing.T, s store.Store) {
 	// Inserted in this order, failed in another, two at the same time.
 	failedAt := map[string]int64{"e0": base + 3, "e1": base + 1, "e2": base + 2, "e3": base + 2, "e4": base + 5}
 	for _, id := range []string{"e0", "e1", "e2", "e3", "e4"} {
-		settledRun(t, s, runInQueue(id, "q"), store.RunFailed, failedAt[id])
+		settledRun(t, s, runInQueue(id, "q"), flowtype.StatusFailed, failedAt[id])
 	}
-	settledRun(t, s, runInQueue("ok", "q"), store.RunCompleted, base+1)
+	settledRun(t, s, runInQueue("ok", "q"), flowtype.StatusCompleted, base+1)
 	until, err := s.Reader().RunSeqMax(ctx)
 	if err != nil || until <= 0 {
 		t.Fatalf("sequence: %d, %v", until, err)
 	}
-	settledRun(t, s, runInQueue("late", "q"), store.RunFailed, base) // after the bound
+	settledRun(t, s, runInQueue("late", "q"), flowtype.StatusFailed, base) // after the bound
 	if seq, _ := s.Reader().RunSeqMax(ctx); seq <= until {
 		t.Errorf("sequence did not grow with an insert: %d then %d", until, seq)
 	}
@@ -526,27 +527,27 @@ func testRunDeadBatch(t *testing.T, s store.Store) {
 
 func testRunDeadDelete(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	insert(t, s, runInQueue("parent", "p"))                                       // unfinished
-	settledRun(t, s, runInQueue("done-parent", "dp"), store.RunCompleted, base+1) // finished
-	plain := settledRun(t, s, runInQueue("plain", "q"), store.RunFailed, base+10) // deleted
-	do(t, s, func(ctx context.Context, tx store.Tx) error {                       // with history
+	insert(t, s, runInQueue("parent", "p"))                                             // unfinished
+	settledRun(t, s, runInQueue("done-parent", "dp"), flowtype.StatusCompleted, base+1) // finished
+	plain := settledRun(t, s, runInQueue("plain", "q"), flowtype.StatusFailed, base+10) // deleted
+	do(t, s, func(ctx context.Context, tx store.Tx) error {                             // with history
 		return tx.EventAppend(ctx, store.Event{RunID: plain.ID, At: base, Kind: "run_failed"})
 	})
 	child := runInQueue("child", "q")
 	child.ParentID = "parent"
-	settledRun(t, s, child, store.RunFailed, base+11) // kept: its parent may read it
+	settledRun(t, s, child, flowtype.StatusFailed, base+11) // kept: its parent may read it
 	orphan := runInQueue("orphan", "q")
 	orphan.ParentID = "done-parent"
-	settledRun(t, s, orphan, store.RunFailed, base+12) // deleted
-	settledRun(t, s, runInQueue("other", "o"), store.RunFailed, base+13)
-	settledRun(t, s, runInQueue("requeued", "q"), store.RunFailed, base+14)
+	settledRun(t, s, orphan, flowtype.StatusFailed, base+12) // deleted
+	settledRun(t, s, runInQueue("other", "o"), flowtype.StatusFailed, base+13)
+	settledRun(t, s, runInQueue("requeued", "q"), flowtype.StatusFailed, base+14)
 	requeue(t, s, "requeued", "requeued/requeue-1", base+15)
-	settledRun(t, s, runInQueue("ok", "q"), store.RunCompleted, base+16)
+	settledRun(t, s, runInQueue("ok", "q"), flowtype.StatusCompleted, base+16)
 	until, err := s.Reader().RunSeqMax(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	settledRun(t, s, runInQueue("late", "q"), store.RunFailed, base+17)
+	settledRun(t, s, runInQueue("late", "q"), flowtype.StatusFailed, base+17)
 
 	deleteDead := func(p store.DeadDeleteParams) int {
 		t.Helper()
@@ -569,7 +570,7 @@ func testRunDeadDelete(t *testing.T, s store.Store) {
 		t.Errorf("third batch deleted %d, want 0", n)
 	}
 	for _, id := range []string{"plain", "orphan"} {
-		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("run %s: error %v, want it deleted", id, err)
 		}
 	}
@@ -589,14 +590,14 @@ func testQueueCounts(t *testing.T, s store.Store) {
 		p.RunAt, p.Now = runAt, runAt
 		return p
 	}
-	settledRun(t, s, at("f-old", "a", base-2*hour), store.RunFailed, base-2*hour+1)
-	settledRun(t, s, at("f-requeued", "a", base-hour/2), store.RunFailed, base-hour/2+1)
+	settledRun(t, s, at("f-old", "a", base-2*hour), flowtype.StatusFailed, base-2*hour+1)
+	settledRun(t, s, at("f-requeued", "a", base-hour/2), flowtype.StatusFailed, base-hour/2+1)
 	requeue(t, s, "f-requeued", "f-requeued/requeue-1", base-hour/2+2)
 	do(t, s, func(ctx context.Context, tx store.Tx) error { // the requeued run is cancelled at once
-		return tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: "f-requeued/requeue-1", Expected: store.RunPending, Status: store.RunCancelled, FinishedAt: base - 10, Now: base - 10})
+		return tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: "f-requeued/requeue-1", Expected: flowtype.StatusPending, Status: flowtype.StatusCancelled, FinishedAt: base - 10, Now: base - 10})
 	})
-	settledRun(t, s, at("c-hour", "a", base-hour/2), store.RunCompleted, base-hour/3)
-	settledRun(t, s, at("c-minute", "a", base-minute), store.RunCompleted, base-minute/2)
+	settledRun(t, s, at("c-hour", "a", base-hour/2), flowtype.StatusCompleted, base-hour/3)
+	settledRun(t, s, at("c-minute", "a", base-minute), flowtype.StatusCompleted, base-minute/2)
 	insert(t, s, at("running", "a", base-100))
 	claimQueue(t, s, "a", "w", base-100)
 	insert(t, s, at("due", "a", base-5_000), at("due-later", "a", base-1_000), at("delayed", "a", base+10_000))
@@ -614,12 +615,12 @@ func testQueueCounts(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	want := []store.QueueCounts{
-		{Queue: "a", Status: store.RunCancelled, Runs: 1, FinishedLastMinute: 1, FinishedLastHour: 1},
-		{Queue: "a", Status: store.RunCompleted, Runs: 2, FinishedLastMinute: 1, FinishedLastHour: 2},
-		{Queue: "a", Status: store.RunFailed, Runs: 2, FinishedLastHour: 1, Dead: 1},
-		{Queue: "a", Status: store.RunPending, Runs: 3, Ready: 2, OldestReadyAt: base - 5_000},
-		{Queue: "a", Status: store.RunRunning, Runs: 1},
-		{Queue: "b", Status: store.RunWaiting, Runs: 2, Ready: 1, OldestReadyAt: base - 10},
+		{Queue: "a", Status: flowtype.StatusCancelled, Runs: 1, FinishedLastMinute: 1, FinishedLastHour: 1},
+		{Queue: "a", Status: flowtype.StatusCompleted, Runs: 2, FinishedLastMinute: 1, FinishedLastHour: 2},
+		{Queue: "a", Status: flowtype.StatusFailed, Runs: 2, FinishedLastHour: 1, Dead: 1},
+		{Queue: "a", Status: flowtype.StatusPending, Runs: 3, Ready: 2, OldestReadyAt: base - 5_000},
+		{Queue: "a", Status: flowtype.StatusRunning, Runs: 1},
+		{Queue: "b", Status: flowtype.StatusWaiting, Runs: 2, Ready: 1, OldestReadyAt: base - 10},
 	}
 	if len(counts) != len(want) {
 		t.Fatalf("counts %+v, want %+v", counts, want)
@@ -639,11 +640,11 @@ func testQueueDurations(t *testing.T, s store.Store) {
 		p.RunAt, p.Now = runAt, runAt
 		return p
 	}
-	settledRun(t, s, at("old", "a", base-2*hour), store.RunCompleted, base-2*hour+7)        // too old
-	settledRun(t, s, at("slow", "a", base-hour/2-100_000), store.RunCompleted, base-hour/2) // 100 s
-	settledRun(t, s, at("fast", "a", base-20_000), store.RunCompleted, base-10_000)         // 10 s
-	settledRun(t, s, at("failed", "a", base-5_000), store.RunFailed, base-1_000)            // not completed
-	settledRun(t, s, at("other", "b", base-5_000), store.RunCompleted, base-1_000)          // other queue
+	settledRun(t, s, at("old", "a", base-2*hour), flowtype.StatusCompleted, base-2*hour+7)        // too old
+	settledRun(t, s, at("slow", "a", base-hour/2-100_000), flowtype.StatusCompleted, base-hour/2) // 100 s
+	settledRun(t, s, at("fast", "a", base-20_000), flowtype.StatusCompleted, base-10_000)         // 10 s
+	settledRun(t, s, at("failed", "a", base-5_000), flowtype.StatusFailed, base-1_000)            // not completed
+	settledRun(t, s, at("other", "b", base-5_000), flowtype.StatusCompleted, base-1_000)          // other queue
 	tests := []struct {
 		since int64
 		limit int
@@ -668,16 +669,16 @@ func testQueueDurations(t *testing.T, s store.Store) {
 func testRunDeadDeleteByID(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	insert(t, s, runInQueue("parent", "p")) // unfinished
-	dead := settledRun(t, s, runInQueue("dead", "q"), store.RunFailed, base+10)
+	dead := settledRun(t, s, runInQueue("dead", "q"), flowtype.StatusFailed, base+10)
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.EventAppend(ctx, store.Event{RunID: dead.ID, At: base, Kind: "run_failed"})
 	})
 	child := runInQueue("child", "q")
 	child.ParentID = "parent"
-	settledRun(t, s, child, store.RunFailed, base+11)
-	settledRun(t, s, runInQueue("requeued", "q"), store.RunFailed, base+12)
+	settledRun(t, s, child, flowtype.StatusFailed, base+11)
+	settledRun(t, s, runInQueue("requeued", "q"), flowtype.StatusFailed, base+12)
 	requeue(t, s, "requeued", "requeued/requeue-1", base+13)
-	settledRun(t, s, runInQueue("ok", "q"), store.RunCompleted, base+14)
+	settledRun(t, s, runInQueue("ok", "q"), flowtype.StatusCompleted, base+14)
 
 	deleteByID := func(id string) bool {
 		t.Helper()
@@ -697,7 +698,7 @@ func testRunDeadDeleteByID(t *testing.T, s store.Store) {
 	if !deleteByID("dead") {
 		t.Fatal("dead letter not deleted")
 	}
-	if _, err := s.Reader().RunGet(ctx, "dead"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "dead"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("deleted dead letter: error %v, want ErrNotFound", err)
 	}
 	if ev, err := s.Reader().EventList(ctx, "dead"); err != nil || len(ev) != 0 {

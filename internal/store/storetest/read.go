@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -40,7 +41,7 @@ func testReadIsOneSnapshot(t *testing.T, s store.Store) {
 		// A claim of the run, its first step and an event, committed while
 		// the snapshot is open.
 		if got := claim(t, s, store.RunClaimParams{
-			Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 1, Now: base + 1, LeaseExpiresAt: base + 30_000,
+			Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: "w", Max: 1, Now: base + 1, LeaseExpiresAt: base + 30_000,
 		}); len(got) != 1 {
 			t.Fatalf("claimed %d runs, want 1", len(got))
 		}
@@ -78,7 +79,7 @@ func testReadIsOneSnapshot(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	if r := get(t, s, "r"); r.Status != store.RunRunning || r.LeaseOwner != "w" {
+	if r := get(t, s, "r"); r.Status != flowtype.StatusRunning || r.LeaseOwner != "w" {
 		t.Errorf("run after the snapshot: %s, lease %q; want running, w", r.Status, r.LeaseOwner)
 	}
 	if steps, err := s.Reader().StepList(ctx, "r"); err != nil || len(steps) != 1 {
@@ -94,7 +95,7 @@ func testReadReturnsFnError(t *testing.T, s store.Store) {
 		_, err := r.RunGet(ctx, "missing")
 		return err
 	})
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("Read of an unknown run: %v, want ErrNotFound", err)
 	}
 	if err := s.Read(ctx, func(store.Reader) error { return errAbort }); err != errAbort {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -93,12 +94,12 @@ func ownersOf(list []store.EngineReport) []string {
 }
 
 func testCheckpointRecord(t *testing.T, s store.Store) {
-	if _, err := s.Reader().CheckpointLast(t.Context()); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().CheckpointLast(t.Context()); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Fatalf("new store: last checkpoint error %v, want ErrNotFound", err)
 	}
-	first := store.CheckpointRecord{At: base, Owner: "a", Mode: store.CheckpointPassive, WALBytes: 4 << 20}
+	first := store.CheckpointRecord{At: base, Owner: "a", Mode: flowtype.CheckpointPassive, WALBytes: 4 << 20}
 	second := store.CheckpointRecord{
-		At: base + 1000, Owner: "b", Mode: store.CheckpointTruncate, WALBytes: 12 << 10,
+		At: base + 1000, Owner: "b", Mode: flowtype.CheckpointTruncate, WALBytes: 12 << 10,
 		Busy: true, Error: "database is locked",
 	}
 	for _, want := range []store.CheckpointRecord{first, second} {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -36,17 +37,17 @@ func testRunReschedule(t *testing.T, s store.Store) {
 		})
 		return ok
 	}
-	r := runWithStatus(t, s, "later", store.RunPending)
+	r := runWithStatus(t, s, "later", flowtype.StatusPending)
 	if reschedule(store.RunRescheduleParams{ID: r.ID, Fence: r.Fence + 1, RunAt: base + 5_000, Now: base + 1}) {
 		t.Error("rescheduled at a fence the run is not at")
 	}
 	if !reschedule(store.RunRescheduleParams{ID: r.ID, Fence: r.Fence, RunAt: base + 5_000, Now: base + 1}) {
 		t.Fatal("pending run not rescheduled")
 	}
-	if got := get(t, s, r.ID); got.RunAt != base+5_000 || got.UpdatedAt != base+1 || got.Status != store.RunPending {
+	if got := get(t, s, r.ID); got.RunAt != base+5_000 || got.UpdatedAt != base+1 || got.Status != flowtype.StatusPending {
 		t.Errorf("rescheduled: run_at %d, updated %d, %s; want %d, %d, pending", got.RunAt, got.UpdatedAt, got.Status, base+5_000, base+1)
 	}
-	for _, st := range []store.RunStatus{store.RunRunning, store.RunCompleted, store.RunSuspended} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusRunning, flowtype.StatusCompleted, flowtype.StatusSuspended} {
 		r := runWithStatus(t, s, "not-pending-"+string(st), st)
 		if reschedule(store.RunRescheduleParams{ID: r.ID, Fence: r.Fence, RunAt: base + 9_000, Now: base + 2}) {
 			t.Errorf("%s run rescheduled", st)
@@ -70,26 +71,26 @@ func testRunReset(t *testing.T, s store.Store) {
 		})
 		return ok
 	}
-	failed := runWithStatus(t, s, "failed", store.RunFailed)
+	failed := runWithStatus(t, s, "failed", flowtype.StatusFailed)
 	if failed.Error == "" || failed.FinishedAt == 0 {
 		t.Fatalf("test run not failed: %+v", failed)
 	}
 	for _, p := range []store.RunResetParams{
-		{ID: failed.ID, Expected: store.RunCompleted, Fence: failed.Fence, Now: base + 10},
-		{ID: failed.ID, Expected: store.RunFailed, Fence: failed.Fence + 1, Now: base + 10},
+		{ID: failed.ID, Expected: flowtype.StatusCompleted, Fence: failed.Fence, Now: base + 10},
+		{ID: failed.ID, Expected: flowtype.StatusFailed, Fence: failed.Fence + 1, Now: base + 10},
 	} {
 		if reset(p) {
 			t.Errorf("reset with expected %s at fence %d applied to a failed run at fence %d", p.Expected, p.Fence, failed.Fence)
 		}
 	}
-	if got := get(t, s, failed.ID); got.Status != store.RunFailed || got.UpdatedAt != failed.UpdatedAt {
+	if got := get(t, s, failed.ID); got.Status != flowtype.StatusFailed || got.UpdatedAt != failed.UpdatedAt {
 		t.Fatal("a refused reset changed the run")
 	}
-	if !reset(store.RunResetParams{ID: failed.ID, Expected: store.RunFailed, Fence: failed.Fence, Deadline: base + 60_000, Now: base + 10}) {
+	if !reset(store.RunResetParams{ID: failed.ID, Expected: flowtype.StatusFailed, Fence: failed.Fence, Deadline: base + 60_000, Now: base + 10}) {
 		t.Fatal("failed run not reset")
 	}
 	got := get(t, s, failed.ID)
-	if got.Status != store.RunPending || got.Error != "" || got.Reason != "" || got.Output != nil || got.FinishedAt != 0 ||
+	if got.Status != flowtype.StatusPending || got.Error != "" || got.Reason != "" || got.Output != nil || got.FinishedAt != 0 ||
 		got.CancelRequested || got.RunAt != base+10 || got.Deadline != base+60_000 || got.Fence != failed.Fence || got.LeaseOwner != "" {
 		t.Errorf("reset run: %+v", got)
 	}
@@ -100,11 +101,11 @@ func testRunReset(t *testing.T, s store.Store) {
 	if r := claimQueue(t, s, "queue-failed", "w2", base+20); r.ID != failed.ID || r.Fence != failed.Fence+1 {
 		t.Errorf("claimed %s at fence %d after the reset", r.ID, r.Fence)
 	}
-	running := runWithStatus(t, s, "running", store.RunRunning)
-	if reset(store.RunResetParams{ID: running.ID, Expected: store.RunRunning, Fence: running.Fence, Now: base + 10}) {
+	running := runWithStatus(t, s, "running", flowtype.StatusRunning)
+	if reset(store.RunResetParams{ID: running.ID, Expected: flowtype.StatusRunning, Fence: running.Fence, Now: base + 10}) {
 		t.Error("a leased run was reset")
 	}
-	if reset(store.RunResetParams{ID: "nope", Expected: store.RunFailed, Now: base}) {
+	if reset(store.RunResetParams{ID: "nope", Expected: flowtype.StatusFailed, Now: base}) {
 		t.Error("unknown run reset")
 	}
 }
@@ -208,7 +209,7 @@ func testSignalRedeliver(t *testing.T, s store.Store) {
 func testRunForkInsertAndStepCopy(t *testing.T, s store.Store) {
 	p := newRun("orig")
 	p.Queue, p.Priority, p.UniqueKey, p.Deadline = "queue-orig", 3, "k", base+10_000
-	orig := insertWithStatus(t, s, p, store.RunFailed)
+	orig := insertWithStatus(t, s, p, flowtype.StatusFailed)
 	threeSteps(t, s, "orig")
 	fork := func(id string) bool {
 		var ok bool
@@ -226,7 +227,7 @@ func testRunForkInsertAndStepCopy(t *testing.T, s store.Store) {
 		t.Fatal("fork not inserted")
 	}
 	got := get(t, s, "orig/fork-1")
-	if got.Status != store.RunPending || got.Workflow != orig.Workflow || got.Version != orig.Version || got.Queue != "queue-orig" ||
+	if got.Status != flowtype.StatusPending || got.Workflow != orig.Workflow || got.Version != orig.Version || got.Queue != "queue-orig" ||
 		got.Priority != 3 || string(got.Input) != string(orig.Input) || got.UniqueKey != "" || got.ParentID != "" ||
 		got.Fence != 1 || got.RunAt != base+1_000 || got.Deadline != base+11_000 || got.CreatedAt != base+1_000 {
 		t.Errorf("fork: %+v", got)

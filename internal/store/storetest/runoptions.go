@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -59,7 +60,7 @@ func testStartOptionsRecorded(t *testing.T, s store.Store) {
 // when the store has it, else through RunClaim.
 func claimBoth(t *testing.T, s store.Store, queue string, now int64) []store.Run {
 	t.Helper()
-	known := []store.WorkflowKey{order1, order2, order3, invoice1}
+	known := []flowtype.WorkflowKey{order1, order2, order3, invoice1}
 	if c, ok := s.(store.Claimer); ok {
 		claimed, err := c.ClaimAndBegin(t.Context(), store.ClaimAndBeginParams{RunClaimParams: store.RunClaimParams{
 			Queue: queue, Known: known, Owner: "w", Max: 100, Now: now, LeaseExpiresAt: now + 30_000,
@@ -139,7 +140,7 @@ func testRequeueKeepsStartOptions(t *testing.T, s store.Store) {
 	p := newRun("dead")
 	p.Queue = "queue-dead"
 	p.StartOptions = someOptions
-	insertWithStatus(t, s, p, store.RunFailed)
+	insertWithStatus(t, s, p, flowtype.StatusFailed)
 	var ok bool
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		var err error
@@ -159,13 +160,13 @@ func testRequeueKeepsStartOptions(t *testing.T, s store.Store) {
 // only with completedToo, never an unfinished one, and keeps the child of
 // an unfinished parent unless that parent is the one asking.
 func testRunDeleteForReuse(t *testing.T, s store.Store) {
-	runWithStatus(t, s, "failed", store.RunFailed)
-	runWithStatus(t, s, "completed", store.RunCompleted)
-	runWithStatus(t, s, "running", store.RunRunning)
+	runWithStatus(t, s, "failed", flowtype.StatusFailed)
+	runWithStatus(t, s, "completed", flowtype.StatusCompleted)
+	runWithStatus(t, s, "running", flowtype.StatusRunning)
 	insert(t, s, newRun("parent"))
 	child := newRun("child")
 	child.Queue, child.ParentID = "queue-child", "parent"
-	insertWithStatus(t, s, child, store.RunCancelled)
+	insertWithStatus(t, s, child, flowtype.StatusCancelled)
 	deleteForReuse := func(id, parent string, completedToo bool) bool {
 		var ok bool
 		do(t, s, func(ctx context.Context, tx store.Tx) error {

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -65,7 +66,7 @@ func testRunInsert(t *testing.T, s store.Store) {
 		t.Fatal("insert of a new run reported false")
 	}
 	want := store.Run{
-		ID: "r1", Workflow: "order", Version: 2, Queue: "emails", Priority: 3, Status: store.RunPending,
+		ID: "r1", Workflow: "order", Version: 2, Queue: "emails", Priority: 3, Status: flowtype.StatusPending,
 		Input: p.Input, RunAt: base + 10, CreatedAt: base, UpdatedAt: base,
 	}
 	checkRun(t, s, want)
@@ -94,11 +95,11 @@ func testRunInsert(t *testing.T, s store.Store) {
 
 func testRunGetNotFound(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	if _, err := s.Reader().RunGet(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "missing"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("reader RunGet of unknown ID: error %v, want ErrNotFound", err)
 	}
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.RunGet(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := tx.RunGet(ctx, "missing"); !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("tx RunGet of unknown ID: error %v, want ErrNotFound", err)
 		}
 		return nil
@@ -115,7 +116,7 @@ func testRunClaimSelectsReadyRuns(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	// Runs of queue q that are not ready, each driven to its state while it
 	// is the only ready run of q.
-	for _, st := range []store.RunStatus{store.RunRunning, store.RunCompleted, store.RunFailed, store.RunSuspended, store.RunCancelled} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusRunning, flowtype.StatusCompleted, flowtype.StatusFailed, flowtype.StatusSuspended, flowtype.StatusCancelled} {
 		insertWithStatus(t, s, newRun("was-"+string(st)), st)
 	}
 	future := newRun("future")
@@ -156,7 +157,7 @@ func testRunClaimSelectsReadyRuns(t *testing.T, s store.Store) {
 		}
 		for _, r := range got {
 			w := before[r.ID]
-			w.Status, w.LeaseOwner, w.LeaseExpiresAt, w.Fence, w.UpdatedAt = store.RunRunning, owner, now+30_000, w.Fence+1, now
+			w.Status, w.LeaseOwner, w.LeaseExpiresAt, w.Fence, w.UpdatedAt = flowtype.StatusRunning, owner, now+30_000, w.Fence+1, now
 			if w.StartedAt == 0 { // the first claim
 				w.StartedAt = now
 			}
@@ -167,7 +168,7 @@ func testRunClaimSelectsReadyRuns(t *testing.T, s store.Store) {
 			before[r.ID] = w
 		}
 	}
-	params := func(owner string, now int64, known ...store.WorkflowKey) store.RunClaimParams {
+	params := func(owner string, now int64, known ...flowtype.WorkflowKey) store.RunClaimParams {
 		return store.RunClaimParams{Queue: "q", Known: known, Owner: owner, Max: 10, Now: now, LeaseExpiresAt: now + 30_000}
 	}
 
@@ -184,7 +185,7 @@ func testRunClaimSelectsReadyRuns(t *testing.T, s store.Store) {
 	if got := claim(t, s, params("w3", base+100_000)); len(got) != 0 {
 		t.Errorf("claim with no known versions got %v", ids(got))
 	}
-	if got := claim(t, s, params("w3", base+100_000, store.WorkflowKey{Name: "order", Version: 9})); len(got) != 0 {
+	if got := claim(t, s, params("w3", base+100_000, flowtype.WorkflowKey{Name: "order", Version: 9})); len(got) != 0 {
 		t.Errorf("claim with only an absent version got %v", ids(got))
 	}
 	unchanged()
@@ -193,7 +194,7 @@ func testRunClaimSelectsReadyRuns(t *testing.T, s store.Store) {
 	expectClaimed(got, "w4", base+100_000, "unknown-name", "unknown-version")
 	unchanged()
 
-	got = claim(t, s, store.RunClaimParams{Queue: "q2", Known: []store.WorkflowKey{order1}, Owner: "w5", Max: 10, Now: base, LeaseExpiresAt: base + 30_000})
+	got = claim(t, s, store.RunClaimParams{Queue: "q2", Known: []flowtype.WorkflowKey{order1}, Owner: "w5", Max: 10, Now: base, LeaseExpiresAt: base + 30_000})
 	expectClaimed(got, "w5", base, "other-queue")
 	unchanged()
 }
@@ -209,7 +210,7 @@ func testRunClaimRespectsMax(t *testing.T, s store.Store) {
 	seen := map[string]bool{}
 	for i, want := range []int{2, 2, 1, 0} {
 		got := claim(t, s, store.RunClaimParams{
-			Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 2, Now: base, LeaseExpiresAt: base + 1000,
+			Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: "w", Max: 2, Now: base, LeaseExpiresAt: base + 1000,
 		})
 		if len(got) != want {
 			t.Fatalf("claim %d with Max 2: got %d runs, want %d", i, len(got), want)
@@ -258,7 +259,7 @@ func testRunClaimOrder(t *testing.T, s store.Store) {
 			n = 10 // whatever is left: only runs not due yet
 		}
 		got := claim(t, s, store.RunClaimParams{
-			Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: n, Now: base, LeaseExpiresAt: base + 1000,
+			Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: "w", Max: n, Now: base, LeaseExpiresAt: base + 1000,
 		})
 		if !slices.Equal(ids(got), want) {
 			t.Errorf("claim of %d: got %v, want %v (priority first, then run_at)", n, ids(got), want)
@@ -283,7 +284,7 @@ func testRunClaimPastManyPriorities(t *testing.T, s store.Store) {
 	}
 	insert(t, s, ps...)
 	got := claim(t, s, store.RunClaimParams{
-		Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 10, Now: base, LeaseExpiresAt: base + 1000,
+		Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: "w", Max: 10, Now: base, LeaseExpiresAt: base + 1000,
 	})
 	if want := []string{"due1", "due2", "due0"}; !slices.Equal(ids(got), want) {
 		t.Errorf("claim below 100 priorities of runs not due: got %v, want %v", ids(got), want)
@@ -297,7 +298,7 @@ func testRunClaimFenceAndStatus(t *testing.T, s store.Store) {
 		t.Fatalf("new run has fence %d, owner %q; want 0 and none", before.Fence, before.LeaseOwner)
 	}
 	c1 := claimQueue(t, s, "q", "w1", base)
-	if c1.Fence != 1 || c1.Status != store.RunRunning || c1.LeaseOwner != "w1" {
+	if c1.Fence != 1 || c1.Status != flowtype.StatusRunning || c1.LeaseOwner != "w1" {
 		t.Errorf("first claim: fence %d, status %s, owner %q; want 1, running, w1", c1.Fence, c1.Status, c1.LeaseOwner)
 	}
 
@@ -305,21 +306,21 @@ func testRunClaimFenceAndStatus(t *testing.T, s store.Store) {
 		return tx.RunRelease(ctx, c1.Lease(), store.RunReleaseParams{RunAt: base + 5_000, Now: base + 10})
 	})
 	want := c1
-	want.Status, want.LeaseOwner, want.LeaseExpiresAt, want.RunAt, want.UpdatedAt = store.RunPending, "", 0, base+5_000, base+10
+	want.Status, want.LeaseOwner, want.LeaseExpiresAt, want.RunAt, want.UpdatedAt = flowtype.StatusPending, "", 0, base+5_000, base+10
 	checkRun(t, s, want)
-	if got := claim(t, s, store.RunClaimParams{Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w2", Max: 1, Now: base + 4_999, LeaseExpiresAt: base + 9_999}); len(got) != 0 {
+	if got := claim(t, s, store.RunClaimParams{Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: "w2", Max: 1, Now: base + 4_999, LeaseExpiresAt: base + 9_999}); len(got) != 0 {
 		t.Errorf("claim before the released run_at got %v", ids(got))
 	}
 
 	c2 := claimQueue(t, s, "q", "w2", base+5_000)
-	if c2.Fence != 2 || c2.Status != store.RunRunning {
+	if c2.Fence != 2 || c2.Status != flowtype.StatusRunning {
 		t.Errorf("second claim: fence %d, status %s; want 2, running", c2.Fence, c2.Status)
 	}
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.RunStartCompensating(ctx, c2.Lease(), "charge failed", base+5_001)
 	})
 	want = c2
-	want.Status, want.Error, want.UpdatedAt = store.RunCompensating, "charge failed", base+5_001
+	want.Status, want.Error, want.UpdatedAt = flowtype.StatusCompensating, "charge failed", base+5_001
 	checkRun(t, s, want)
 
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
@@ -329,7 +330,7 @@ func testRunClaimFenceAndStatus(t *testing.T, s store.Store) {
 	checkRun(t, s, want) // still compensating
 
 	c3 := claimQueue(t, s, "q", "w3", base+6_000)
-	if c3.Fence != 3 || c3.Status != store.RunCompensating || c3.Error != "charge failed" {
+	if c3.Fence != 3 || c3.Status != flowtype.StatusCompensating || c3.Error != "charge failed" {
 		t.Errorf("claim of a compensating run: fence %d, status %s, error %q; want 3, compensating, the error kept",
 			c3.Fence, c3.Status, c3.Error)
 	}
@@ -359,7 +360,7 @@ func testRunClaimConcurrent(t *testing.T, s store.Store) {
 				err := s.Write(ctx, func(tx store.Tx) error {
 					var err error
 					got, err = tx.RunClaim(ctx, store.RunClaimParams{
-						Queue: "q", Known: []store.WorkflowKey{order1}, Owner: owner, Max: 3, Now: base, LeaseExpiresAt: base + 1000,
+						Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: owner, Max: 3, Now: base, LeaseExpiresAt: base + 1000,
 					})
 					return err
 				})
@@ -407,7 +408,7 @@ var fencedOps = []struct {
 	}},
 	{"RunFinish", func(ctx context.Context, tx store.Tx, l store.Lease) error {
 		return tx.RunFinish(ctx, l, store.RunFinishParams{
-			Status: store.RunCompleted, Output: []byte(`"stolen"`), FinishedAt: base + 7, Now: base + 7,
+			Status: flowtype.StatusCompleted, Output: []byte(`"stolen"`), FinishedAt: base + 7, Now: base + 7,
 		})
 	}},
 	{"RunRelease", func(ctx context.Context, tx store.Tx, l store.Lease) error {
@@ -469,12 +470,12 @@ func testRunFinish(t *testing.T, s store.Store) {
 	c := claimQueue(t, s, p.Queue, "w1", base)
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.RunFinish(ctx, c.Lease(), store.RunFinishParams{
-			Status: store.RunCompleted, Output: []byte(`{"total":42}`), FinishedAt: base + 50, Now: base + 51,
+			Status: flowtype.StatusCompleted, Output: []byte(`{"total":42}`), FinishedAt: base + 50, Now: base + 51,
 		})
 	})
 	want := c
 	want.Status, want.Output, want.LeaseOwner, want.LeaseExpiresAt, want.FinishedAt, want.UpdatedAt =
-		store.RunCompleted, []byte(`{"total":42}`), "", 0, base+50, base+51
+		flowtype.StatusCompleted, []byte(`{"total":42}`), "", 0, base+50, base+51
 	checkRun(t, s, want)
 	// Finishing released the lease: it can no longer write.
 	for _, op := range fencedOps {
@@ -492,12 +493,12 @@ func testRunFinish(t *testing.T, s store.Store) {
 	})
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.RunFinish(ctx, c.Lease(), store.RunFinishParams{
-			Status: store.RunSuspended, Error: "refund failed", Reason: "compensation of refund exhausted its retries", Now: base + 2,
+			Status: flowtype.StatusSuspended, Error: "refund failed", Reason: "compensation of refund exhausted its retries", Now: base + 2,
 		})
 	})
 	want = c
 	want.Status, want.Error, want.Reason, want.LeaseOwner, want.LeaseExpiresAt, want.UpdatedAt =
-		store.RunSuspended, "refund failed", "compensation of refund exhausted its retries", "", 0, base+2
+		flowtype.StatusSuspended, "refund failed", "compensation of refund exhausted its retries", "", 0, base+2
 	checkRun(t, s, want)
 }
 
@@ -521,12 +522,12 @@ func testRunFinishMany(t *testing.T, s store.Store) {
 	stale := b.Lease()
 	stale.Fence--
 	items := []store.RunFinishItem{
-		{Lease: a.Lease(), Finish: store.RunFinishParams{Status: store.RunCompleted, Output: []byte(`"A"`), FinishedAt: base + 10, Now: base + 11},
+		{Lease: a.Lease(), Finish: store.RunFinishParams{Status: flowtype.StatusCompleted, Output: []byte(`"A"`), FinishedAt: base + 10, Now: base + 11},
 			Step: &store.StepCompleteParams{Key: stepA, Output: []byte(`"sent"`), Compensable: true, Now: base + 9}},
-		{Lease: stale, Finish: store.RunFinishParams{Status: store.RunCompleted, Output: []byte(`"B"`), FinishedAt: base + 10, Now: base + 11},
+		{Lease: stale, Finish: store.RunFinishParams{Status: flowtype.StatusCompleted, Output: []byte(`"B"`), FinishedAt: base + 10, Now: base + 11},
 			Step: &store.StepCompleteParams{Key: stepB, Output: []byte(`"stolen"`), Now: base + 9}},
-		{Lease: c.Lease(), Finish: store.RunFinishParams{Status: store.RunFailed, Error: "boom", FinishedAt: base + 12, Now: base + 12}},
-		{Lease: d.Lease(), Finish: store.RunFinishParams{Status: store.RunSuspended, Error: "refund failed", Reason: "parked", Now: base + 13}},
+		{Lease: c.Lease(), Finish: store.RunFinishParams{Status: flowtype.StatusFailed, Error: "boom", FinishedAt: base + 12, Now: base + 12}},
+		{Lease: d.Lease(), Finish: store.RunFinishParams{Status: flowtype.StatusSuspended, Error: "refund failed", Reason: "parked", Now: base + 13}},
 	}
 	var lost []int
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
@@ -539,16 +540,16 @@ func testRunFinishMany(t *testing.T, s store.Store) {
 	}
 	want := a
 	want.Status, want.Output, want.LeaseOwner, want.LeaseExpiresAt, want.FinishedAt, want.UpdatedAt =
-		store.RunCompleted, []byte(`"A"`), "", 0, base+10, base+11
+		flowtype.StatusCompleted, []byte(`"A"`), "", 0, base+10, base+11
 	checkRun(t, s, want)
 	checkRun(t, s, b)
 	want = c
 	want.Status, want.Error, want.LeaseOwner, want.LeaseExpiresAt, want.FinishedAt, want.UpdatedAt =
-		store.RunFailed, "boom", "", 0, base+12, base+12
+		flowtype.StatusFailed, "boom", "", 0, base+12, base+12
 	checkRun(t, s, want)
 	want = d
 	want.Status, want.Error, want.Reason, want.LeaseOwner, want.LeaseExpiresAt, want.UpdatedAt =
-		store.RunSuspended, "refund failed", "parked", "", 0, base+13
+		flowtype.StatusSuspended, "refund failed", "parked", "", 0, base+13
 	checkRun(t, s, want)
 	if st := step(t, s, stepA); st.Status != store.StepCompleted || string(st.Output) != `"sent"` || !st.Compensable ||
 		st.FinishedAt != base+9 || st.CompletedSeq != 2 {
@@ -565,12 +566,12 @@ func testRunFinishMany(t *testing.T, s store.Store) {
 	doneE := step(t, s, stepE)
 	err := s.Write(t.Context(), func(tx store.Tx) error {
 		_, err := tx.RunFinishMany(t.Context(), []store.RunFinishItem{{Lease: e.Lease(),
-			Finish: store.RunFinishParams{Status: store.RunCompleted, FinishedAt: base + 20, Now: base + 20},
+			Finish: store.RunFinishParams{Status: flowtype.StatusCompleted, FinishedAt: base + 20, Now: base + 20},
 			Step:   &store.StepCompleteParams{Key: stepE, Output: []byte(`"again"`), Now: base + 20}}})
 		return err
 	})
-	if !errors.Is(err, store.ErrConflict) {
-		t.Errorf("RunFinishMany with a completed step: error %v, want %v", err, store.ErrConflict)
+	if !errors.Is(err, flowtype.ErrConflict) {
+		t.Errorf("RunFinishMany with a completed step: error %v, want %v", err, flowtype.ErrConflict)
 	}
 	checkRun(t, s, e)
 	checkStep(t, s, doneE)
@@ -590,7 +591,7 @@ func testRunRescue(t *testing.T, s store.Store) {
 		t.Helper()
 		p := runIn(t, s, id)
 		runs := claim(t, s, store.RunClaimParams{
-			Queue: p.Queue, Known: []store.WorkflowKey{order1}, Owner: "w1", Max: 1, Now: base, LeaseExpiresAt: expires,
+			Queue: p.Queue, Known: []flowtype.WorkflowKey{order1}, Owner: "w1", Max: 1, Now: base, LeaseExpiresAt: expires,
 		})
 		if len(runs) != 1 {
 			t.Fatalf("claim %s: got %v", id, ids(runs))
@@ -607,11 +608,11 @@ func testRunRescue(t *testing.T, s store.Store) {
 	finished := claimWithLease("finished", base+100)
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.RunFinish(ctx, finished.Lease(), store.RunFinishParams{
-			Status: store.RunCompleted, Output: []byte(`"ok"`), FinishedAt: base + 50, Now: base + 50,
+			Status: flowtype.StatusCompleted, Output: []byte(`"ok"`), FinishedAt: base + 50, Now: base + 50,
 		})
 	})
 	finished = get(t, s, "finished")
-	pending := runWithStatus(t, s, "pending", store.RunPending)
+	pending := runWithStatus(t, s, "pending", flowtype.StatusPending)
 
 	var rescued []store.RescuedRun
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
@@ -628,7 +629,7 @@ func testRunRescue(t *testing.T, s store.Store) {
 		t.Errorf("rescued %+v, want %+v", rescued, wantRescued)
 	}
 	wantExpired := expired
-	wantExpired.Status, wantExpired.LeaseOwner, wantExpired.LeaseExpiresAt, wantExpired.UpdatedAt = store.RunPending, "", 0, base+500
+	wantExpired.Status, wantExpired.LeaseOwner, wantExpired.LeaseExpiresAt, wantExpired.UpdatedAt = flowtype.StatusPending, "", 0, base+500
 	checkRun(t, s, wantExpired)
 	wantComp := compensating
 	wantComp.LeaseOwner, wantComp.LeaseExpiresAt, wantComp.UpdatedAt = "", 0, base+500
@@ -678,7 +679,7 @@ func testRunRescueLimit(t *testing.T, s store.Store) {
 		ps = append(ps, newRun(fmt.Sprintf("r%d", i)))
 	}
 	insert(t, s, ps...)
-	if got := claim(t, s, store.RunClaimParams{Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 3, Now: base, LeaseExpiresAt: base + 10}); len(got) != 3 {
+	if got := claim(t, s, store.RunClaimParams{Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: "w", Max: 3, Now: base, LeaseExpiresAt: base + 10}); len(got) != 3 {
 		t.Fatalf("claimed %d runs, want 3", len(got))
 	}
 	seen := map[string]bool{}
@@ -713,7 +714,7 @@ func testRunGetForUpdateHoldsTheRun(t *testing.T, s store.Store) {
 	var claimErr error
 	claimDone := make(chan struct{})
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.RunGetForUpdate(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := tx.RunGetForUpdate(ctx, "missing"); !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("RunGetForUpdate of unknown ID: error %v, want ErrNotFound", err)
 		}
 		got, err := tx.RunGetForUpdate(ctx, "held")
@@ -728,7 +729,7 @@ func testRunGetForUpdateHoldsTheRun(t *testing.T, s store.Store) {
 			claimErr = s.Write(t.Context(), func(tx store.Tx) error {
 				var err error
 				claimed, err = tx.RunClaim(t.Context(), store.RunClaimParams{
-					Queue: "q", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 1, Now: base, LeaseExpiresAt: base + 30_000,
+					Queue: "q", Known: []flowtype.WorkflowKey{order1}, Owner: "w", Max: 1, Now: base, LeaseExpiresAt: base + 30_000,
 				})
 				return err
 			})
@@ -755,7 +756,7 @@ func testRunGetForUpdateHoldsTheRun(t *testing.T, s store.Store) {
 	if len(claimed) != 0 {
 		t.Errorf("a claim while the run was held took %d run(s), want none", len(claimed))
 	}
-	if r := get(t, s, "held"); r.Status != store.RunCancelled || r.LeaseOwner != "" {
+	if r := get(t, s, "held"); r.Status != flowtype.StatusCancelled || r.LeaseOwner != "" {
 		t.Errorf("held run after the hold: %s, lease owner %q; want cancelled, unleased", r.Status, r.LeaseOwner)
 	}
 }
@@ -763,18 +764,18 @@ func testRunGetForUpdateHoldsTheRun(t *testing.T, s store.Store) {
 func testRunRequestCancel(t *testing.T, s store.Store) {
 	const now = base + 1000
 	cases := []struct {
-		status store.RunStatus
+		status flowtype.RunStatus
 		want   bool
 	}{
-		{store.RunPending, true},
-		{store.RunRunning, true},
-		{store.RunCompensating, true},
-		{store.RunCompleted, false},
-		{store.RunFailed, false},
-		{store.RunSuspended, false},
-		{store.RunCancelled, false},
+		{flowtype.StatusPending, true},
+		{flowtype.StatusRunning, true},
+		{flowtype.StatusCompensating, true},
+		{flowtype.StatusCompleted, false},
+		{flowtype.StatusFailed, false},
+		{flowtype.StatusSuspended, false},
+		{flowtype.StatusCancelled, false},
 	}
-	before := map[store.RunStatus]store.Run{}
+	before := map[flowtype.RunStatus]store.Run{}
 	for _, c := range cases {
 		before[c.status] = runWithStatus(t, s, string(c.status), c.status)
 	}
@@ -806,7 +807,7 @@ func testRunRequestCancel(t *testing.T, s store.Store) {
 		}
 	}
 	// Running code learns of it through its heartbeat.
-	for _, st := range []store.RunStatus{store.RunRunning, store.RunCompensating} {
+	for _, st := range []flowtype.RunStatus{flowtype.StatusRunning, flowtype.StatusCompensating} {
 		var cancel bool
 		do(t, s, func(ctx context.Context, tx store.Tx) error {
 			var err error
@@ -832,7 +833,7 @@ func testRunRequestCancel(t *testing.T, s store.Store) {
 	// An unknown run is not cancellable.
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		ok, err := tx.RunRequestCancel(ctx, "ghost", now)
-		if ok || (err != nil && !errors.Is(err, store.ErrNotFound)) {
+		if ok || (err != nil && !errors.Is(err, flowtype.ErrNotFound)) {
 			t.Errorf("request cancel of an unknown run = %v, %v; want false and no error or ErrNotFound", ok, err)
 		}
 		return nil
@@ -840,21 +841,21 @@ func testRunRequestCancel(t *testing.T, s store.Store) {
 }
 
 func testRunSetStatus(t *testing.T, s store.Store) {
-	suspended := runWithStatus(t, s, "suspended", store.RunSuspended)
-	pending := runWithStatus(t, s, "pending", store.RunPending)
-	running := runWithStatus(t, s, "running", store.RunRunning)
+	suspended := runWithStatus(t, s, "suspended", flowtype.StatusSuspended)
+	pending := runWithStatus(t, s, "pending", flowtype.StatusPending)
+	running := runWithStatus(t, s, "running", flowtype.StatusRunning)
 
 	// Resume a suspended run: it becomes claimable as compensating.
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.RunSetStatus(ctx, store.RunSetStatusParams{
-			ID: "suspended", Expected: store.RunSuspended, Status: store.RunCompensating, Reason: "resumed by operator",
+			ID: "suspended", Expected: flowtype.StatusSuspended, Status: flowtype.StatusCompensating, Reason: "resumed by operator",
 			RunAt: base + 10, Now: base + 10,
 		})
 	})
 	want := suspended
-	want.Status, want.Reason, want.RunAt, want.UpdatedAt = store.RunCompensating, "resumed by operator", base+10, base+10
+	want.Status, want.Reason, want.RunAt, want.UpdatedAt = flowtype.StatusCompensating, "resumed by operator", base+10, base+10
 	checkRun(t, s, want)
-	if c := claimQueue(t, s, "queue-suspended", "w9", base+10); c.Status != store.RunCompensating {
+	if c := claimQueue(t, s, "queue-suspended", "w9", base+10); c.Status != flowtype.StatusCompensating {
 		t.Errorf("resumed run claimed as %s, want compensating", c.Status)
 	}
 
@@ -864,21 +865,21 @@ func testRunSetStatus(t *testing.T, s store.Store) {
 		run  store.Run
 	}{
 		{"wrong expected status", store.RunSetStatusParams{
-			ID: "pending", Expected: store.RunSuspended, Status: store.RunCancelled, FinishedAt: base + 20, Now: base + 20,
+			ID: "pending", Expected: flowtype.StatusSuspended, Status: flowtype.StatusCancelled, FinishedAt: base + 20, Now: base + 20,
 		}, pending},
 		{"leased run", store.RunSetStatusParams{
-			ID: "running", Expected: store.RunRunning, Status: store.RunCancelled, FinishedAt: base + 20, Now: base + 20,
+			ID: "running", Expected: flowtype.StatusRunning, Status: flowtype.StatusCancelled, FinishedAt: base + 20, Now: base + 20,
 		}, running},
 	}
 	for _, c := range conflicts {
-		expectErr(t, s, store.ErrConflict, "set status of a "+c.name, func(ctx context.Context, tx store.Tx) error {
+		expectErr(t, s, flowtype.ErrConflict, "set status of a "+c.name, func(ctx context.Context, tx store.Tx) error {
 			return tx.RunSetStatus(ctx, c.p)
 		})
 		checkRun(t, s, c.run)
 	}
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: "ghost", Expected: store.RunPending, Status: store.RunCancelled, Now: base})
-		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+		err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: "ghost", Expected: flowtype.StatusPending, Status: flowtype.StatusCancelled, Now: base})
+		if !errors.Is(err, flowtype.ErrConflict) && !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("set status of an unknown run: error %v, want ErrConflict or ErrNotFound", err)
 		}
 		return nil
@@ -887,40 +888,40 @@ func testRunSetStatus(t *testing.T, s store.Store) {
 	// Cancel a pending run.
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.RunSetStatus(ctx, store.RunSetStatusParams{
-			ID: "pending", Expected: store.RunPending, Status: store.RunCancelled, Reason: "cancelled by operator",
+			ID: "pending", Expected: flowtype.StatusPending, Status: flowtype.StatusCancelled, Reason: "cancelled by operator",
 			RunAt: pending.RunAt, FinishedAt: base + 30, Now: base + 30,
 		})
 	})
 	want = pending
-	want.Status, want.Reason, want.FinishedAt, want.UpdatedAt = store.RunCancelled, "cancelled by operator", base+30, base+30
+	want.Status, want.Reason, want.FinishedAt, want.UpdatedAt = flowtype.StatusCancelled, "cancelled by operator", base+30, base+30
 	checkRun(t, s, want)
 }
 
 func testRunCountUnrunnable(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	if got, err := s.Reader().RunCountUnrunnable(ctx, []store.WorkflowKey{order1}); err != nil || len(got) != 0 {
+	if got, err := s.Reader().RunCountUnrunnable(ctx, []flowtype.WorkflowKey{order1}); err != nil || len(got) != 0 {
 		t.Fatalf("empty store: %v, %v", got, err)
 	}
-	add := func(id string, wf store.WorkflowKey) store.RunInsertParams {
+	add := func(id string, wf flowtype.WorkflowKey) store.RunInsertParams {
 		p := newRun(id)
 		p.Workflow, p.Queue = wf, "queue-"+id
 		return p
 	}
 	insert(t, s, add("o1-a", order1), add("o1-b", order1), add("o2-a", order2), add("o2-b", order2), add("o2-c", order2),
 		add("o3", order3), add("inv-a", invoice1))
-	insertWithStatus(t, s, add("inv-comp", invoice1), store.RunCompensating)
+	insertWithStatus(t, s, add("inv-comp", invoice1), flowtype.StatusCompensating)
 	// Unleased and compensating: ready again, counts.
 	invComp := get(t, s, "inv-comp")
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.RunRelease(ctx, invComp.Lease(), store.RunReleaseParams{RunAt: base, Now: base + 2})
 	})
 	// Leased or finished runs do not count.
-	insertWithStatus(t, s, add("inv-leased", invoice1), store.RunRunning)
-	insertWithStatus(t, s, add("o2-done", order2), store.RunCompleted)
-	insertWithStatus(t, s, add("o3-parked", order3), store.RunSuspended)
-	insertWithStatus(t, s, add("o3-comp-leased", order3), store.RunCompensating)
+	insertWithStatus(t, s, add("inv-leased", invoice1), flowtype.StatusRunning)
+	insertWithStatus(t, s, add("o2-done", order2), flowtype.StatusCompleted)
+	insertWithStatus(t, s, add("o3-parked", order3), flowtype.StatusSuspended)
+	insertWithStatus(t, s, add("o3-comp-leased", order3), flowtype.StatusCompensating)
 
-	count := func(known ...store.WorkflowKey) []store.UnrunnableCount {
+	count := func(known ...flowtype.WorkflowKey) []store.UnrunnableCount {
 		t.Helper()
 		got, err := s.Reader().RunCountUnrunnable(ctx, known)
 		if err != nil {
@@ -948,13 +949,13 @@ func testRunCountUnrunnable(t *testing.T, s store.Store) {
 }
 
 func testRunCountByStatus(t *testing.T, s store.Store) {
-	nonzero := func() map[store.RunStatus]int64 {
+	nonzero := func() map[flowtype.RunStatus]int64 {
 		t.Helper()
 		got, err := s.Reader().RunCountByStatus(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[store.RunStatus]int64{}
+		out := map[flowtype.RunStatus]int64{}
 		for k, v := range got {
 			if v != 0 {
 				out[k] = v
@@ -965,9 +966,9 @@ func testRunCountByStatus(t *testing.T, s store.Store) {
 	if got := nonzero(); len(got) != 0 {
 		t.Fatalf("empty store counts %v", got)
 	}
-	want := map[store.RunStatus]int64{
-		store.RunPending: 3, store.RunRunning: 1, store.RunCompensating: 1, store.RunCompleted: 2,
-		store.RunFailed: 1, store.RunSuspended: 1, store.RunCancelled: 1,
+	want := map[flowtype.RunStatus]int64{
+		flowtype.StatusPending: 3, flowtype.StatusRunning: 1, flowtype.StatusCompensating: 1, flowtype.StatusCompleted: 2,
+		flowtype.StatusFailed: 1, flowtype.StatusSuspended: 1, flowtype.StatusCancelled: 1,
 	}
 	for st, n := range want {
 		for i := range n {
@@ -981,11 +982,11 @@ func testRunCountByStatus(t *testing.T, s store.Store) {
 
 func testRunList(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	add := func(id string, wf store.WorkflowKey, queue string, created int64, status store.RunStatus) {
+	add := func(id string, wf flowtype.WorkflowKey, queue string, created int64, status flowtype.RunStatus) {
 		t.Helper()
 		p := newRun(id)
 		p.Workflow, p.Queue, p.Now = wf, queue, created
-		if status == store.RunPending {
+		if status == flowtype.StatusPending {
 			insert(t, s, p)
 			return
 		}
@@ -993,12 +994,12 @@ func testRunList(t *testing.T, s store.Store) {
 		p.Queue = "private-" + id
 		insertWithStatus(t, s, p, status)
 	}
-	add("p1", order1, "q1", base+1, store.RunPending)
-	add("p2", order1, "q2", base+2, store.RunPending)
-	add("i1", invoice1, "q1", base+3, store.RunPending)
-	add("r1", order1, "x", base+4, store.RunRunning)
-	add("c1", invoice1, "x", base+5, store.RunCompleted)
-	add("c2", order2, "x", base+6, store.RunCompleted)
+	add("p1", order1, "q1", base+1, flowtype.StatusPending)
+	add("p2", order1, "q2", base+2, flowtype.StatusPending)
+	add("i1", invoice1, "q1", base+3, flowtype.StatusPending)
+	add("r1", order1, "x", base+4, flowtype.StatusRunning)
+	add("c1", invoice1, "x", base+5, flowtype.StatusCompleted)
+	add("c2", order2, "x", base+6, flowtype.StatusCompleted)
 
 	list := func(p store.RunListParams) []string {
 		t.Helper()
@@ -1018,12 +1019,12 @@ func testRunList(t *testing.T, s store.Store) {
 		want []string
 	}{
 		{store.RunListParams{}, []string{"c1", "c2", "i1", "p1", "p2", "r1"}},
-		{store.RunListParams{Status: store.RunPending}, []string{"i1", "p1", "p2"}},
-		{store.RunListParams{Status: store.RunCompleted}, []string{"c1", "c2"}},
+		{store.RunListParams{Status: flowtype.StatusPending}, []string{"i1", "p1", "p2"}},
+		{store.RunListParams{Status: flowtype.StatusCompleted}, []string{"c1", "c2"}},
 		{store.RunListParams{Workflow: "invoice"}, []string{"c1", "i1"}},
 		{store.RunListParams{Queue: "q1"}, []string{"i1", "p1"}},
-		{store.RunListParams{Status: store.RunPending, Workflow: "order", Queue: "q2"}, []string{"p2"}},
-		{store.RunListParams{Status: store.RunFailed}, []string{}},
+		{store.RunListParams{Status: flowtype.StatusPending, Workflow: "order", Queue: "q2"}, []string{"p2"}},
+		{store.RunListParams{Status: flowtype.StatusFailed}, []string{}},
 		{store.RunListParams{Workflow: "nope"}, []string{}},
 	}
 	for _, c := range cases {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -35,7 +36,7 @@ func scheduleTests() []struct {
 func newSchedule(name string) store.ScheduleUpsertParams {
 	return store.ScheduleUpsertParams{
 		Name: name, Workflow: order1, Queue: "q", Priority: 2, Input: []byte(`{"n":1}`),
-		Spec: "* * * * *", CatchUp: store.CatchUpOne, NextAt: base + 60_000, Now: base,
+		Spec: "* * * * *", CatchUp: flowtype.CatchUpOne, NextAt: base + 60_000, Now: base,
 	}
 }
 
@@ -73,7 +74,7 @@ func testScheduleUpsertCreates(t *testing.T, s store.Store) {
 	upsertSchedule(t, s, p)
 	want := store.Schedule{
 		Name: "nightly", Workflow: order1, Queue: "q", Priority: 2, Input: []byte(`{"n":1}`),
-		Spec: "* * * * *", CatchUp: store.CatchUpOne, NextAt: base + 60_000, CreatedAt: base, UpdatedAt: base,
+		Spec: "* * * * *", CatchUp: flowtype.CatchUpOne, NextAt: base + 60_000, CreatedAt: base, UpdatedAt: base,
 	}
 	if d := diff(want, getSchedule(t, s, "nightly")); d != "" {
 		t.Errorf("stored schedule differs: %s", d)
@@ -106,12 +107,12 @@ func testScheduleUpsertUpdates(t *testing.T, s store.Store) {
 	// the pause state.
 	p := store.ScheduleUpsertParams{
 		Name: "a", Workflow: order2, Queue: "other", Priority: 5, Input: []byte(`{"n":2}`),
-		Spec: "* * * * *", CatchUp: store.CatchUpAll, NextAt: base + 999_000, Now: base + 70_000,
+		Spec: "* * * * *", CatchUp: flowtype.CatchUpAll, NextAt: base + 999_000, Now: base + 70_000,
 	}
 	upsertSchedule(t, s, p)
 	want := store.Schedule{
 		Name: "a", Workflow: order2, Queue: "other", Priority: 5, Input: []byte(`{"n":2}`),
-		Spec: "* * * * *", CatchUp: store.CatchUpAll, Paused: true, NextAt: base + 120_000, LastSlot: base + 60_000,
+		Spec: "* * * * *", CatchUp: flowtype.CatchUpAll, Paused: true, NextAt: base + 120_000, LastSlot: base + 60_000,
 		CreatedAt: base, UpdatedAt: base + 70_000,
 	}
 	if d := diff(want, getSchedule(t, s, "a")); d != "" {
@@ -135,16 +136,16 @@ func testScheduleUpsertUpdates(t *testing.T, s store.Store) {
 }
 
 func testScheduleNotFound(t *testing.T, s store.Store) {
-	if _, err := s.Reader().ScheduleGet(t.Context(), "nope"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().ScheduleGet(t.Context(), "nope"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("get: error %v, want ErrNotFound", err)
 	}
-	expectErr(t, s, store.ErrNotFound, "pause", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrNotFound, "pause", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleSetPaused(ctx, "nope", true, base)
 	})
-	expectErr(t, s, store.ErrNotFound, "delete", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrNotFound, "delete", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleDelete(ctx, "nope")
 	})
-	expectErr(t, s, store.ErrNotFound, "advance", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrNotFound, "advance", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleAdvance(ctx, store.ScheduleAdvanceParams{Name: "nope", ExpectedNextAt: base, NextAt: base + 1, Now: base})
 	})
 	list, err := s.Reader().ScheduleList(t.Context())
@@ -231,7 +232,7 @@ func testScheduleAdvance(t *testing.T, s store.Store) {
 		t.Fatalf("after advance: next %d, last %d, updated %d", got.NextAt, got.LastSlot, got.UpdatedAt)
 	}
 	// A stale expectation changes nothing.
-	expectErr(t, s, store.ErrConflict, "advance from a stale slot", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "advance from a stale slot", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleAdvance(ctx, store.ScheduleAdvanceParams{
 			Name: "a", ExpectedNextAt: base + 60_000, NextAt: base + 999_000, LastSlot: base + 999_000, Now: base + 140_000,
 		})
@@ -240,7 +241,7 @@ func testScheduleAdvance(t *testing.T, s store.Store) {
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleSetPaused(ctx, "a", true, base+150_000)
 	})
-	expectErr(t, s, store.ErrConflict, "advance a paused schedule", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "advance a paused schedule", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleAdvance(ctx, store.ScheduleAdvanceParams{
 			Name: "a", ExpectedNextAt: base + 180_000, NextAt: base + 240_000, LastSlot: base + 180_000, Now: base + 200_000,
 		})
@@ -271,7 +272,7 @@ func testScheduleAdvanceConcurrent(t *testing.T, s store.Store) {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, store.ErrConflict):
+		case !errors.Is(err, flowtype.ErrConflict):
 			t.Errorf("losing writer: error %v, want ErrConflict", err)
 		}
 	}
@@ -294,10 +295,10 @@ func testSchedulePauseAndDelete(t *testing.T, s store.Store) {
 	}
 
 	do(t, s, func(ctx context.Context, tx store.Tx) error { return tx.ScheduleDelete(ctx, "a") })
-	if _, err := s.Reader().ScheduleGet(t.Context(), "a"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().ScheduleGet(t.Context(), "a"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("get after delete: error %v, want ErrNotFound", err)
 	}
-	expectErr(t, s, store.ErrNotFound, "delete twice", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrNotFound, "delete twice", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleDelete(ctx, "a")
 	})
 	getSchedule(t, s, "b") // the other is untouched

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -66,7 +67,7 @@ func testSignalRejectAndStepReopen(t *testing.T, s store.Store) {
 		t.Fatalf("signals = %+v, %v; want the first rejected, the second pending", signals, err)
 	}
 	// Only a completed record reopens; nothing else is relabelled.
-	expectErr(t, s, store.ErrConflict, "reopen a waiting step", func(ctx context.Context, tx store.Tx) error { return tx.StepReopen(ctx, key) })
+	expectErr(t, s, flowtype.ErrConflict, "reopen a waiting step", func(ctx context.Context, tx store.Tx) error { return tx.StepReopen(ctx, key) })
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		ids, err := tx.SignalReject(ctx, "r1", key.String(), "rejected by "+key.String())
 		if len(ids) != 0 {

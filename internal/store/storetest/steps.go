@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -63,7 +64,7 @@ func testStepBeginNew(t *testing.T, s store.Store) {
 	}
 	completeStep(t, s, charge, `"ch_1"`, false, base+40)
 	done := step(t, s, charge)
-	if _, err := begin(base + 50); !errors.Is(err, store.ErrConflict) {
+	if _, err := begin(base + 50); !errors.Is(err, flowtype.ErrConflict) {
 		t.Errorf("StepBegin with New of a completed step: error %v, want ErrConflict", err)
 	}
 	checkStep(t, s, done)
@@ -110,7 +111,7 @@ func testStepBeginMany(t *testing.T, s store.Store) {
 		_, err := tx.StepBeginMany(t.Context(), []store.StepBeginParams{{Key: fresh, Input: []byte(`{}`), Now: base + 5, New: true}})
 		return err
 	})
-	if !errors.Is(err, store.ErrConflict) {
+	if !errors.Is(err, flowtype.ErrConflict) {
 		t.Errorf("StepBeginMany of a completed step: error %v, want ErrConflict", err)
 	}
 	checkStep(t, s, done)
@@ -151,7 +152,7 @@ func testStepBegin(t *testing.T, s store.Store) {
 
 	completeStep(t, s, charge, `"ch_1"`, false, base+50)
 	done := step(t, s, charge)
-	expectErr(t, s, store.ErrConflict, "StepBegin of a completed step", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "StepBegin of a completed step", func(ctx context.Context, tx store.Tx) error {
 		_, err := tx.StepBegin(ctx, store.StepBeginParams{Key: charge, Input: []byte(`{}`), Now: base + 60})
 		return err
 	})
@@ -207,11 +208,11 @@ func testStepComplete(t *testing.T, s store.Store) {
 	}
 
 	done := step(t, s, b)
-	expectErr(t, s, store.ErrConflict, "StepComplete of a completed step", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "StepComplete of a completed step", func(ctx context.Context, tx store.Tx) error {
 		return tx.StepComplete(ctx, store.StepCompleteParams{Key: b, Output: []byte(`"again"`), Compensable: true, Now: base + 999})
 	})
 	checkStep(t, s, done)
-	expectErr(t, s, store.ErrConflict, "StepComplete of a step never begun", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "StepComplete of a step never begun", func(ctx context.Context, tx store.Tx) error {
 		return tx.StepComplete(ctx, store.StepCompleteParams{Key: store.StepKey{RunID: "r", Name: "nope"}, Output: []byte(`1`), Now: base})
 	})
 	if _, ok := steps(t, s, "r")[store.StepKey{RunID: "r", Name: "nope"}]; ok {
@@ -225,7 +226,7 @@ func testStepComplete(t *testing.T, s store.Store) {
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		return tx.StepFail(ctx, store.StepFailParams{Key: d, Error: "flaky", Now: base + 201})
 	})
-	expectErr(t, s, store.ErrConflict, "StepComplete of a retrying step without a new attempt", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "StepComplete of a retrying step without a new attempt", func(ctx context.Context, tx store.Tx) error {
 		return tx.StepComplete(ctx, store.StepCompleteParams{Key: d, Output: []byte(`1`), Now: base + 202})
 	})
 	beginStep(t, s, d, `{}`, base+203)
@@ -294,7 +295,7 @@ func testStepFail(t *testing.T, s store.Store) {
 		Error: "carrier down", Compensation: store.CompensationNone, StartedAt: base, FinishedAt: base + 5,
 	}
 	checkStep(t, s, retrying)
-	expectErr(t, s, store.ErrConflict, "StepFail of a step that is not running", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "StepFail of a step that is not running", func(ctx context.Context, tx store.Tx) error {
 		return tx.StepFail(ctx, store.StepFailParams{Key: k, Error: "again", Final: true, Now: base + 6})
 	})
 	checkStep(t, s, retrying)
@@ -325,10 +326,10 @@ func testStepFail(t *testing.T, s store.Store) {
 		}},
 	}
 	for _, op := range ops {
-		expectErr(t, s, store.ErrConflict, op.name+" of a failed step", op.fn)
+		expectErr(t, s, flowtype.ErrConflict, op.name+" of a failed step", op.fn)
 		checkStep(t, s, failed)
 	}
-	expectErr(t, s, store.ErrConflict, "StepFail of an unknown step", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "StepFail of an unknown step", func(ctx context.Context, tx store.Tx) error {
 		return tx.StepFail(ctx, store.StepFailParams{Key: store.StepKey{RunID: "r", Name: "nope"}, Error: "x", Now: base})
 	})
 }
@@ -373,7 +374,7 @@ func testStepCompensation(t *testing.T, s store.Store) {
 	}
 	beginConflict := func(what string, k store.StepKey) {
 		t.Helper()
-		expectErr(t, s, store.ErrConflict, what, func(ctx context.Context, tx store.Tx) error {
+		expectErr(t, s, flowtype.ErrConflict, what, func(ctx context.Context, tx store.Tx) error {
 			_, err := tx.StepCompensationBegin(ctx, k)
 			return err
 		})
@@ -381,7 +382,7 @@ func testStepCompensation(t *testing.T, s store.Store) {
 
 	beginConflict("compensation begin of a step without a compensate hook", s2)
 	expectComp(s2, store.CompensationNone, 0, "")
-	expectErr(t, s, store.ErrConflict, "compensation end before it began", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrConflict, "compensation end before it began", func(ctx context.Context, tx store.Tx) error {
 		return tx.StepCompensationEnd(ctx, s1, store.CompensationCompleted, "")
 	})
 	expectComp(s1, store.CompensationPending, 0, "")

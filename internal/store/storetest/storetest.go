@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -27,10 +28,10 @@ import (
 const base = int64(1_700_000_000_000)
 
 var (
-	order1   = store.WorkflowKey{Name: "order", Version: 1}
-	order2   = store.WorkflowKey{Name: "order", Version: 2}
-	order3   = store.WorkflowKey{Name: "order", Version: 3}
-	invoice1 = store.WorkflowKey{Name: "invoice", Version: 1}
+	order1   = flowtype.WorkflowKey{Name: "order", Version: 1}
+	order2   = flowtype.WorkflowKey{Name: "order", Version: 2}
+	order3   = flowtype.WorkflowKey{Name: "order", Version: 3}
+	invoice1 = flowtype.WorkflowKey{Name: "invoice", Version: 1}
 )
 
 // Exercise runs the conformance suite against the stores open returns. open
@@ -163,7 +164,7 @@ func sortClaimOrder(runs []store.Run) {
 func claimQueue(t *testing.T, s store.Store, queue, owner string, now int64) store.Run {
 	t.Helper()
 	runs := claim(t, s, store.RunClaimParams{
-		Queue: queue, Known: []store.WorkflowKey{order1, order2, order3, invoice1}, Owner: owner, Max: 10,
+		Queue: queue, Known: []flowtype.WorkflowKey{order1, order2, order3, invoice1}, Owner: owner, Max: 10,
 		Now: now, LeaseExpiresAt: now + 30_000,
 	})
 	if len(runs) != 1 {
@@ -183,7 +184,7 @@ func runIn(t *testing.T, s store.Store, id string) store.RunInsertParams {
 }
 
 // runWithStatus inserts a run in its own queue and drives it to status.
-func runWithStatus(t *testing.T, s store.Store, id string, status store.RunStatus) store.Run {
+func runWithStatus(t *testing.T, s store.Store, id string, status flowtype.RunStatus) store.Run {
 	t.Helper()
 	p := newRun(id)
 	p.Queue = "queue-" + id
@@ -192,24 +193,24 @@ func runWithStatus(t *testing.T, s store.Store, id string, status store.RunStatu
 
 // insertWithStatus inserts a run and drives it to status. The run must be
 // the only ready run of its queue.
-func insertWithStatus(t *testing.T, s store.Store, p store.RunInsertParams, status store.RunStatus) store.Run {
+func insertWithStatus(t *testing.T, s store.Store, p store.RunInsertParams, status flowtype.RunStatus) store.Run {
 	t.Helper()
 	id := p.ID
 	insert(t, s, p)
-	if status == store.RunPending {
+	if status == flowtype.StatusPending {
 		return get(t, s, id)
 	}
 	r := claimQueue(t, s, p.Queue, "w-"+id, base)
 	l := r.Lease()
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		switch status {
-		case store.RunRunning:
+		case flowtype.StatusRunning:
 			return nil
-		case store.RunCompensating:
+		case flowtype.StatusCompensating:
 			return tx.RunStartCompensating(ctx, l, "step failed", base+1)
-		case store.RunSuspended:
+		case flowtype.StatusSuspended:
 			return tx.RunFinish(ctx, l, store.RunFinishParams{Status: status, Error: "compensation failed", Reason: "needs a person", Now: base + 1})
-		case store.RunCompleted:
+		case flowtype.StatusCompleted:
 			return tx.RunFinish(ctx, l, store.RunFinishParams{Status: status, Output: []byte(`"ok"`), FinishedAt: base + 1, Now: base + 1})
 		default:
 			return tx.RunFinish(ctx, l, store.RunFinishParams{Status: status, Error: "boom", FinishedAt: base + 1, Now: base + 1})

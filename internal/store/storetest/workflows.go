@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -24,13 +25,13 @@ func workflowTests() []struct {
 }
 
 func testWorkflows(t *testing.T, s store.Store) {
-	list := func() []store.WorkflowKey {
+	list := func() []flowtype.WorkflowKey {
 		t.Helper()
 		got, err := s.Reader().WorkflowList(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		slices.SortFunc(got, func(a, b store.WorkflowKey) int {
+		slices.SortFunc(got, func(a, b flowtype.WorkflowKey) int {
 			if c := strings.Compare(a.Name, b.Name); c != 0 {
 				return c
 			}
@@ -41,7 +42,7 @@ func testWorkflows(t *testing.T, s store.Store) {
 	if got := list(); len(got) != 0 {
 		t.Fatalf("empty store lists workflows %v", got)
 	}
-	register := func(now int64, keys ...store.WorkflowKey) {
+	register := func(now int64, keys ...flowtype.WorkflowKey) {
 		t.Helper()
 		do(t, s, func(ctx context.Context, tx store.Tx) error {
 			for _, k := range keys {
@@ -54,7 +55,7 @@ func testWorkflows(t *testing.T, s store.Store) {
 	}
 	register(base, invoice1, order2, order1, order1)
 	register(base+10, order1, invoice1)
-	want := []store.WorkflowKey{invoice1, order1, order2}
+	want := []flowtype.WorkflowKey{invoice1, order1, order2}
 	if got := list(); !slices.Equal(got, want) {
 		t.Errorf("workflows %v, want %v", got, want)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -35,7 +36,7 @@ var errAbort = errors.New("abort on purpose")
 
 func testWriteRollsBackOnError(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	keep := runWithStatus(t, s, "keep", store.RunPending)
+	keep := runWithStatus(t, s, "keep", flowtype.StatusPending)
 	err := s.Write(ctx, func(tx store.Tx) error {
 		if ok, err := tx.RunInsert(ctx, newRun("new")); err != nil || !ok {
 			return fmt.Errorf("insert: %v, %w", ok, err)
@@ -54,7 +55,7 @@ func testWriteRollsBackOnError(t *testing.T, s store.Store) {
 			return err
 		}
 		runs, err := tx.RunClaim(ctx, store.RunClaimParams{
-			Queue: "queue-keep", Known: []store.WorkflowKey{order1}, Owner: "w", Max: 1, Now: base, LeaseExpiresAt: base + 1,
+			Queue: "queue-keep", Known: []flowtype.WorkflowKey{order1}, Owner: "w", Max: 1, Now: base, LeaseExpiresAt: base + 1,
 		})
 		if err != nil || len(runs) != 1 {
 			return fmt.Errorf("claim keep: %v, %w", ids(runs), err)
@@ -63,7 +64,7 @@ func testWriteRollsBackOnError(t *testing.T, s store.Store) {
 		if r, err := tx.RunGet(ctx, "new"); err != nil || r.ID != "new" {
 			return fmt.Errorf("tx does not see its own insert: %v", err)
 		}
-		if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, flowtype.ErrNotFound) {
 			t.Errorf("reader sees an uncommitted run: error %v, want ErrNotFound", err)
 		}
 		return errAbort
@@ -71,7 +72,7 @@ func testWriteRollsBackOnError(t *testing.T, s store.Store) {
 	if !errors.Is(err, errAbort) {
 		t.Fatalf("Write returned %v, want the error of fn", err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("run inserted by a failed write exists: error %v", err)
 	}
 	if st := steps(t, s, "new"); len(st) != 0 {
@@ -111,7 +112,7 @@ func testWriteRollsBackOnPanic(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("write after a panicking write: %v", err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("run inserted by a panicking write exists: error %v", err)
 	}
 	get(t, s, "after")
@@ -190,7 +191,7 @@ func testWritesConcurrentIsolated(t *testing.T, s store.Store) {
 			if err != nil || len(events) != 1 {
 				t.Errorf("committed writer %s: run error %v, %d events; want the run and 1 event", id, err, len(events))
 			}
-		} else if !errors.Is(err, store.ErrNotFound) || len(events) != 0 {
+		} else if !errors.Is(err, flowtype.ErrNotFound) || len(events) != 0 {
 			t.Errorf("failed writer %s: run error %v, %d events; want nothing left", id, err, len(events))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -62,7 +63,7 @@ func newBatchEngine(t *testing.T, failFirst int, release <-chan struct{}, entere
 		t.Fatal(err)
 	}
 	work := Step{
-		Name: "work", Input: []byte("{}"), Retry: RetryPolicy{MaxAttempts: 1},
+		Name: "work", Input: []byte("{}"), Retry: flowtype.RetryPolicy{MaxAttempts: 1},
 		Run: func(ctx context.Context, _ *sql.Tx) ([]byte, error) {
 			entered.Done()
 			select {
@@ -74,14 +75,14 @@ func newBatchEngine(t *testing.T, failFirst int, release <-chan struct{}, entere
 		},
 	}
 	mustRegister(t, e, Workflow{
-		Key:       store.WorkflowKey{Name: "gate", Version: 1},
+		Key:       flowtype.WorkflowKey{Name: "gate", Version: 1},
 		FirstStep: FirstStep{Name: "work", Input: []byte("{}")},
 		Run:       func(rc *RunContext, _ []byte) ([]byte, error) { return rc.Step(work) },
 	})
 	mustRegister(t, e, Workflow{
-		Key: store.WorkflowKey{Name: "parent", Version: 1},
+		Key: flowtype.WorkflowKey{Name: "parent", Version: 1},
 		Run: func(rc *RunContext, _ []byte) ([]byte, error) {
-			id, err := rc.StartChild(StartParams{Workflow: store.WorkflowKey{Name: "gate", Version: 1}, Input: []byte("{}")})
+			id, err := rc.StartChild(StartParams{Workflow: flowtype.WorkflowKey{Name: "gate", Version: 1}, Input: []byte("{}")})
 			if err != nil {
 				return nil, err
 			}
@@ -106,12 +107,12 @@ func startGatesAndParent(t *testing.T, e *Engine, n int) []string {
 	var ids []string
 	for i := range n {
 		id := fmt.Sprintf("r%03d", i)
-		if _, err := e.StartRun(t.Context(), StartParams{ID: id, Workflow: store.WorkflowKey{Name: "gate", Version: 1}, Input: []byte("{}")}); err != nil {
+		if _, err := e.StartRun(t.Context(), StartParams{ID: id, Workflow: flowtype.WorkflowKey{Name: "gate", Version: 1}, Input: []byte("{}")}); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
-	if _, err := e.StartRun(t.Context(), StartParams{ID: "p", Workflow: store.WorkflowKey{Name: "parent", Version: 1}, Input: []byte("{}")}); err != nil {
+	if _, err := e.StartRun(t.Context(), StartParams{ID: "p", Workflow: flowtype.WorkflowKey{Name: "parent", Version: 1}, Input: []byte("{}")}); err != nil {
 		t.Fatal(err)
 	}
 	return ids
@@ -164,13 +165,13 @@ func TestOutcomesOfRunsEndingTogetherAreBatched(t *testing.T) {
 	entered.Wait() // every body runs: their outcomes come at once
 	close(release)
 	// The parent completes only if its child's batched outcome woke it.
-	if p := waitSettled(t, s, []string{"p"})["p"]; p.Status != store.RunCompleted || string(p.Output) != `"done"` {
+	if p := waitSettled(t, s, []string{"p"})["p"]; p.Status != flowtype.StatusCompleted || string(p.Output) != `"done"` {
 		t.Errorf("parent: status %s, output %s; want completed with its child's \"done\"", p.Status, p.Output)
 	}
 	runs := waitSettled(t, s, ids)
 	for _, id := range ids {
 		r := runs[id]
-		if r.Status != store.RunCompleted || string(r.Output) != `"done"` || r.LeaseOwner != "" {
+		if r.Status != flowtype.StatusCompleted || string(r.Output) != `"done"` || r.LeaseOwner != "" {
 			t.Errorf("run %s: status %s, output %s, owner %q; want completed, \"done\", no owner", id, r.Status, r.Output, r.LeaseOwner)
 		}
 		st, err := s.Reader().StepList(t.Context(), id)
@@ -180,7 +181,7 @@ func TestOutcomesOfRunsEndingTogetherAreBatched(t *testing.T) {
 		if len(st) != 1 || st[0].Status != store.StepCompleted || string(st[0].Output) != `"done"` || st[0].Attempts != 1 {
 			t.Errorf("run %s steps: %+v; want work completed once with \"done\"", id, st)
 		}
-		want := []string{EventRunStarted, EventRunClaimed, EventStepStarted, EventStepCompleted, EventRunCompleted}
+		want := []string{flowtype.EventRunStarted, flowtype.EventRunClaimed, flowtype.EventStepStarted, flowtype.EventStepCompleted, flowtype.EventRunCompleted}
 		if got := eventKindsOf(t, s, id); !slices.Equal(got, want) {
 			t.Errorf("run %s history %v, want %v", id, got, want)
 		}
@@ -210,14 +211,14 @@ func TestFailedOutcomeBatchFallsBackToSingleWrites(t *testing.T) {
 	close(release)
 	runs := waitSettled(t, s, append(slices.Clone(ids), "p"))
 	for id, r := range runs {
-		if r.Status != store.RunCompleted || string(r.Output) != `"done"` {
+		if r.Status != flowtype.StatusCompleted || string(r.Output) != `"done"` {
 			t.Errorf("run %s: status %s, output %s; want completed with \"done\"", id, r.Status, r.Output)
 		}
 		kinds := eventKindsOf(t, s, id)
-		if c := count(kinds, EventRunCompleted); c != 1 {
+		if c := count(kinds, flowtype.EventRunCompleted); c != 1 {
 			t.Errorf("run %s history %v: %d run_completed events, want 1", id, kinds, c)
 		}
-		if id != "p" && count(kinds, EventStepCompleted) != 1 {
+		if id != "p" && count(kinds, flowtype.EventStepCompleted) != 1 {
 			t.Errorf("run %s history %v: want one step_completed", id, kinds)
 		}
 	}

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-var onceKey = store.WorkflowKey{Name: "once", Version: 1}
+var onceKey = flowtype.WorkflowKey{Name: "once", Version: 1}
 
 // newFirstStepEngine returns an engine, not started, whose workflow "once"
 // declares its first step "work" (as a job does) and whose one attempt
@@ -25,7 +26,7 @@ func newFirstStepEngine(t *testing.T, calls *atomic.Int32, onBody func()) (*Engi
 		t.Fatal(err)
 	}
 	step := Step{
-		Name: "work", Input: []byte("{}"), Retry: RetryPolicy{MaxAttempts: 1},
+		Name: "work", Input: []byte("{}"), Retry: flowtype.RetryPolicy{MaxAttempts: 1},
 		Run: func(context.Context, *sql.Tx) ([]byte, error) {
 			calls.Add(1)
 			if onBody != nil {
@@ -80,7 +81,7 @@ func TestClaimRecordsFirstAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := e.Wait(ctx, "r1")
-	if err != nil || run.Status != store.RunCompleted {
+	if err != nil || run.Status != flowtype.StatusCompleted {
 		t.Fatalf("run %s, %v; want completed", run.Status, err)
 	}
 	if seenErr != nil || len(seen) != 1 || seen[0].Name != "work" || seen[0].Status != store.StepRunning || seen[0].Attempts != 1 || string(seen[0].Input) != "{}" {
@@ -89,7 +90,7 @@ func TestClaimRecordsFirstAttempt(t *testing.T) {
 	if calls.Load() != 1 {
 		t.Errorf("body called %d times, want 1", calls.Load())
 	}
-	want := []string{EventRunStarted, EventRunClaimed, EventStepStarted, EventStepCompleted, EventRunCompleted}
+	want := []string{flowtype.EventRunStarted, flowtype.EventRunClaimed, flowtype.EventStepStarted, flowtype.EventStepCompleted, flowtype.EventRunCompleted}
 	if got := eventKindsOf(t, s, "r1"); !slices.Equal(got, want) {
 		t.Errorf("history %v, want %v", got, want)
 	}
@@ -134,7 +135,7 @@ func TestGivenBackRunKeepsItsAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != store.RunCompleted || calls.Load() != 1 {
+	if run.Status != flowtype.StatusCompleted || calls.Load() != 1 {
 		t.Errorf("run %s after %d body calls, want completed after 1", run.Status, calls.Load())
 	}
 }

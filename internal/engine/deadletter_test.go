@@ -1,18 +1,18 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/clock"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
-var jobKey = store.WorkflowKey{Name: "job", Version: 1}
+var jobKey = flowtype.WorkflowKey{Name: "job", Version: 1}
 
 // newQueueEngine returns an engine that is not started, on a fresh store,
 // with a manual clock.
@@ -41,11 +41,11 @@ func deadLetter(t *testing.T, e *Engine, s store.Store, id, queue, key string) {
 	}
 	err = s.Write(ctx, func(tx store.Tx) error {
 		now := e.nowMs()
-		runs, err := tx.RunClaim(ctx, store.RunClaimParams{Queue: queue, Known: []store.WorkflowKey{jobKey}, Owner: "w", Max: 1, Now: now, LeaseExpiresAt: now + 1000})
+		runs, err := tx.RunClaim(ctx, store.RunClaimParams{Queue: queue, Known: []flowtype.WorkflowKey{jobKey}, Owner: "w", Max: 1, Now: now, LeaseExpiresAt: now + 1000})
 		if err != nil || len(runs) != 1 || runs[0].ID != id {
 			return fmt.Errorf("claim %s: %v, %v", id, runs, err)
 		}
-		return tx.RunFinish(ctx, runs[0].Lease(), store.RunFinishParams{Status: store.RunFailed, Error: "boom", FinishedAt: now, Now: now})
+		return tx.RunFinish(ctx, runs[0].Lease(), store.RunFinishParams{Status: flowtype.StatusFailed, Error: "boom", FinishedAt: now, Now: now})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -123,11 +123,11 @@ func TestBulkDeadLetterBatches(t *testing.T) {
 		}
 		err := s.Write(ctx, func(tx store.Tx) error {
 			now := e.nowMs()
-			runs, err := tx.RunClaim(ctx, store.RunClaimParams{Queue: "a", Known: []store.WorkflowKey{jobKey}, Owner: "w", Max: 1, Now: now, LeaseExpiresAt: now + 1000})
+			runs, err := tx.RunClaim(ctx, store.RunClaimParams{Queue: "a", Known: []flowtype.WorkflowKey{jobKey}, Owner: "w", Max: 1, Now: now, LeaseExpiresAt: now + 1000})
 			if err != nil || len(runs) != 1 {
 				return fmt.Errorf("claim: %v, %v", runs, err)
 			}
-			return tx.RunFinish(ctx, runs[0].Lease(), store.RunFinishParams{Status: store.RunFailed, FinishedAt: now, Now: now})
+			return tx.RunFinish(ctx, runs[0].Lease(), store.RunFinishParams{Status: flowtype.StatusFailed, FinishedAt: now, Now: now})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func TestBulkDeadLetterBatches(t *testing.T) {
 	if n, err := e.purgeDead(ctx, store.DeadFilter{}, 2); err != nil || n != 1 {
 		t.Errorf("purge of the rest: %d, %v; want 1 (a4)", n, err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "a4"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "a4"); !errors.Is(err, flowtype.ErrNotFound) {
 		t.Errorf("purged a4: %v", err)
 	}
 }
@@ -198,30 +198,6 @@ func TestRequeueCountsRunsStarted(t *testing.T) {
 	}
 	if got := started() - before; got != int64(n) {
 		t.Errorf("bulk requeue of %d runs: RunsStarted grew by %d", n, got)
-	}
-}
-
-// A unique period needs a key; the key's holder is returned whatever the
-// options of the later start.
-func TestStartUniqueValidation(t *testing.T) {
-	t.Parallel()
-	e, _, _ := newQueueEngine(t)
-	ctx := context.Background()
-	for _, p := range []StartParams{
-		{Workflow: jobKey, UniquePeriod: time.Minute},
-		{Workflow: jobKey, UniqueKey: "k", UniquePeriod: -time.Minute},
-	} {
-		if _, err := e.StartRun(ctx, p); err == nil {
-			t.Errorf("start with %+v succeeded", p)
-		}
-	}
-	first, err := e.StartRun(ctx, StartParams{Workflow: jobKey, Input: []byte(`{}`), UniqueKey: "k", UniquePeriod: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := e.StartRun(ctx, StartParams{Workflow: jobKey, Input: []byte(`{}`), UniqueKey: "k", Queue: "other", Priority: 9})
-	if err != nil || !again.Existing || again.Run.ID != first.Run.ID || again.Run.Queue != "default" {
-		t.Errorf("second start: %+v, %v; want the first run, unchanged", again, err)
 	}
 }
 
