@@ -211,15 +211,17 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 		return Started{}, fmt.Errorf("start run %s: %w", p.ID, err)
 	}
 	if !inserted {
-		run, err := existingRun(ctx, tx, p, now)
+		run, again, err := existingOrAgain(ctx, tx, p, now, func() (bool, error) { return tx.RunInsert(ctx, row) })
 		if err != nil {
 			return Started{}, err
 		}
-		if inserted, err = reuseID(ctx, tx, p, run, row, &started); err != nil {
-			return Started{}, err
-		}
-		if !inserted {
-			return Started{Run: run, Existing: true}, nil
+		if !again {
+			if inserted, err = reuseID(ctx, tx, p, run, row, &started); err != nil {
+				return Started{}, err
+			}
+			if !inserted {
+				return Started{Run: run, Existing: true}, nil
+			}
 		}
 	}
 	if err := holdUniqueKey(ctx, tx, p, now); err != nil {
