@@ -25,7 +25,6 @@ import (
 	"github.com/flowlite/flowlite/db/migrations"
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
-	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
 // fileBytes returns the content of path.
@@ -167,8 +166,11 @@ func oldSchema(t *testing.T) (path string, current, latest int64) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// The table is sqlitestore.VersionTable, written out so that the CLI's
+	// package imports no store adapter, tests included; a table the store
+	// does not read would fail the tests of the old schema.
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, old, goose.WithDisableGlobalRegistry(true),
-		goose.WithTableName(sqlitestore.VersionTable))
+		goose.WithTableName("flowlite_goose_db_version"))
 	if err != nil {
 		t.Fatal(err)
 	}
