@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
@@ -480,5 +481,73 @@ func TestSQLiteBackendLinksNoLitestream(t *testing.T) {
 				t.Errorf("%s links %s (%s): a program that does not replicate would link Litestream", rel(path), dep, chain(pkgs, path, dep))
 			}
 		}
+	}
+}
+
+// Inside internal/, each concept has one name: no declaration aliases a
+// type of another package (or of its own) under a second name. Public
+// names live in flow/flowtype, and internal code uses them as they are.
+func TestInternalDeclaresNoTypeAliases(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../../internal/*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := filepath.Glob("../../internal/*/*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, more...)
+	if len(files) < 50 {
+		t.Fatalf("only %d Go files under internal/: update the rule to the new layout", len(files))
+	}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range g.Specs {
+				if ts := s.(*ast.TypeSpec); ts.Assign.IsValid() {
+					t.Errorf("%s: type %s is an alias; use the aliased type under its own name", fset.Position(ts.Pos()), ts.Name.Name)
+				}
+			}
+		}
+	}
+}
+
+// Routing between the engines of a shard set is flow/route.go's alone: no
+// other file of package flow reaches into the router's engines or a
+// shard's place in its set.
+func TestShardRoutingInOneFile(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../../flow/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files at flow (%v)", err)
+	}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		base := filepath.Base(file)
+		if strings.HasSuffix(base, "_test.go") || base == "route.go" || base == "shard.go" {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && (sel.Sel.Name == "engines" || sel.Sel.Name == "place") {
+				t.Errorf("%s: .%s belongs to the router; route through flow/route.go's helpers", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
 	}
 }
