@@ -1,6 +1,7 @@
 package flow_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -719,5 +721,192 @@ func TestCheckHealthyDatabase(t *testing.T) {
 	problems, err := e.Check(ctx)
 	if err != nil || len(problems) != 0 {
 		t.Errorf("Check = %v, %v; want no problems", problems, err)
+	}
+}
+
+// walLoad describes a write load with readers that starve checkpoints.
+type walLoad struct {
+	readers int           // goroutines looping on read transactions
+	readFor time.Duration // how long each read transaction stays open
+	runFor  time.Duration // how long the load lasts at least
+	// enough reports, after runFor, whether the load did its job; the load
+	// goes on until it does, for at most two minutes more.
+	enough func(e *flow.Engine, peak int64) bool
+}
+
+// run runs workflows flat out on an engine opened with cfg while the
+// readers keep overlapping read transactions open on their own pool
+// (staggered, so one is always open), and returns the engine, the largest
+// WAL size seen and the number of workflows completed.
+func (l walLoad) run(t *testing.T, cfg *flow.Config, opts *flowsqlite.Options) (e *flow.Engine, peak int64, runs int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), l.runFor+3*time.Minute)
+	defer cancel()
+	path := dbPath(t)
+	e = openSQLiteEngine(t, path, cfg, opts)
+	payload := strings.Repeat("x", 8<<10) // large, so the WAL grows fast even under -race
+	step := flow.Step[string, string]{Name: "echo", Run: func(_ context.Context, s string) (string, error) { return s, nil }}
+	wf := flow.Workflow[string, string]{Name: "wal-writer", Run: func(wc flow.Context, s string) (string, error) {
+		for range 3 {
+			var err error
+			if s, err = flow.Do(wc, step, s); err != nil {
+				return "", err
+			}
+		}
+		return s, nil
+	}}
+	flow.Register(e, wf)
+	startEngine(t, e)
+
+	db := rawDB(t, path)
+	db.SetMaxOpenConns(l.readers)
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	stopLoad := func() { stopOnce.Do(func() { close(stop) }) }
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	var g errgroup.Group
+	var peakWAL atomic.Int64
+	start := time.Now()
+	g.Go(func() error { // the sampler, which also ends the load
+		for i := 0; !stopped(); i++ {
+			if info, err := os.Stat(path + "-wal"); err == nil {
+				peakWAL.Store(max(peakWAL.Load(), info.Size()))
+			}
+			if elapsed := time.Since(start); elapsed >= l.runFor && i%25 == 0 &&
+				(l.enough(e, peakWAL.Load()) || elapsed >= l.runFor+2*time.Minute) {
+				stopLoad()
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		return nil
+	})
+	for i := range l.readers {
+		g.Go(func() error {
+			time.Sleep(time.Duration(i) * l.readFor / time.Duration(l.readers))
+			for !stopped() {
+				// ReadOnly: a plain BEGIN, not the DSN's BEGIN IMMEDIATE.
+				tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+				if err != nil {
+					return err
+				}
+				var n int
+				if err := tx.QueryRow("SELECT count(*) FROM flowlite_runs").Scan(&n); err != nil {
+					tx.Rollback()
+					return err
+				}
+				time.Sleep(l.readFor)
+				if err := tx.Rollback(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	var done atomic.Int64
+	for range 8 { // clients, each starting 16 runs and awaiting them
+		g.Go(func() error {
+			for !stopped() {
+				batch := make([]*flow.Run[string], 16)
+				for i := range batch {
+					r, err := flow.Start(ctx, e, wf, payload, nil)
+					if err != nil {
+						return err
+					}
+					batch[i] = r
+				}
+				for _, r := range batch {
+					if _, err := r.Result(ctx); err != nil {
+						return err
+					}
+					done.Add(1)
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return e, peakWAL.Load(), done.Load()
+}
+
+// Readers that always hold a read transaction starve SQLite's automatic
+// checkpoints, and the WAL grows without bound; the engine's WAL watch
+// keeps it under WALLimit anyway (reliability pitfall 3 and B7).
+//
+// By default: one reader with 40 ms transactions and an 8 MiB limit, for 5 s
+// and at least until the watch truncated the WAL three times. With
+// FLOWLITE_LONG=1, 60 s, and also B7's shape: four readers with overlapping
+// 100 ms transactions and the default 64 MiB limit, for 60 s.
+func TestWALStaysBoundedUnderConstantReaders(t *testing.T) {
+	skipOnPostgres(t, "the WAL watch (Options.WALLimit)")
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	t.Parallel()
+	cases := []struct {
+		name  string
+		load  walLoad
+		limit int64 // 0: the default
+	}{
+		{"OneReader", walLoad{readers: 1, readFor: 40 * time.Millisecond, runFor: 5 * time.Second}, 8 << 20},
+	}
+	if os.Getenv("FLOWLITE_LONG") == "1" {
+		cases[0].load.runFor = time.Minute
+		cases = append(cases, struct {
+			name  string
+			load  walLoad
+			limit int64
+		}{"B7FourReaders", walLoad{readers: 4, readFor: 100 * time.Millisecond, runFor: time.Minute}, 0})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 16}}
+			opts := &flowsqlite.Options{WALLimit: c.limit}
+			limit := cmp.Or(c.limit, 64<<20)
+
+			// The premise: without the watch, the WAL passes the limit.
+			control := c.load
+			control.runFor = 0
+			control.enough = func(_ *flow.Engine, peak int64) bool { return peak >= limit }
+			ctlOpts := *opts
+			ctlOpts.CheckpointInterval = -1
+			ctlStart := time.Now()
+			_, ctlPeak, _ := control.run(t, cfg, &ctlOpts)
+			t.Logf("without the WAL watch, the WAL reached %.2f MiB in %v", float64(ctlPeak)/(1<<20), time.Since(ctlStart).Round(time.Millisecond))
+			if ctlPeak < limit {
+				t.Fatalf("without the WAL watch the WAL reached only %d bytes: the load does not starve checkpoints", ctlPeak)
+			}
+
+			load := c.load
+			load.enough = func(e *flow.Engine, _ int64) bool {
+				h, err := e.FileHealth(context.Background())
+				return err == nil && h.Forced >= 3
+			}
+			e, peak, runs := load.run(t, cfg, opts)
+			h, err := e.FileHealth(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s, %d readers × %s: %d workflows, WAL peak %.2f MiB (limit %d MiB), %d checkpoints (%d forced)",
+				c.load.runFor, c.load.readers, c.load.readFor, runs, float64(peak)/(1<<20), limit>>20, h.Checkpoints, h.Forced)
+			if peak >= limit {
+				t.Errorf("WAL reached %d bytes, limit %d", peak, limit)
+			}
+			if h.Checkpoints == 0 || h.Forced == 0 || h.LastCheckpoint.IsZero() {
+				t.Errorf("file health %+v: want checkpoints, some forced by the WAL size", h)
+			}
+			if h.LastCheckpointError != "" {
+				t.Errorf("last checkpoint failed: %s", h.LastCheckpointError)
+			}
+		})
 	}
 }
