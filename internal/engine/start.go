@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -231,6 +232,67 @@ func (e *Engine) insertRun(ctx context.Context, tx store.Tx, p *StartParams) (St
 		return Started{}, err
 	}
 	return Started{Run: insertedRun(row)}, nil
+}
+
+// maxKeyFreedRetries bounds how often one start inserts again after its
+// unique key's holder finished between the insert and the look-up.
+const maxKeyFreedRetries = 8
+
+// errKeyFreed says that neither a run with a start's ID nor a holder of its
+// unique key exists, although the insert found one of them: the holder
+// finished in between, which a store whose writers overlap (PostgreSQL's
+// READ COMMITTED) lets a start see.
+var errKeyFreed = errors.New("the unique key's holder finished meanwhile")
+
+// existingOrAgain returns the run that kept p from being inserted, as
+// existingRun does; when the key's holder finished in between, it calls
+// insert again, and returns again true once insert recorded the run.
+func existingOrAgain(ctx context.Context, tx store.Tx, p *StartParams, now int64, insert func() (bool, error)) (run store.Run, again bool, err error) {
+	for range maxKeyFreedRetries {
+		run, err = existingRun(ctx, tx, p, now)
+		if !errors.Is(err, errKeyFreed) {
+			return run, false, err
+		}
+		inserted, err := insert()
+		if err != nil {
+			return store.Run{}, false, fmt.Errorf("start run %s: %w", p.ID, err)
+		}
+		if inserted {
+			return store.Run{}, true, nil
+		}
+	}
+	return store.Run{}, false, fmt.Errorf("start run %s: %w: unique key %q changed hands %d times while it started; try again", p.ID, flowtype.ErrConflict, p.UniqueKey, maxKeyFreedRetries)
+}
+
+// existingRun returns the run that kept p from being inserted: the run
+// with its ID, else the holder of its unique key, which is a
+// *flowtype.DuplicateError under RefuseDuplicate. A run of another
+// workflow under its ID is flowtype.ErrRunExists, as for StartRun. When
+// neither is there any more, it returns errKeyFreed.
+func existingRun(ctx context.Context, tx store.Tx, p *StartParams, now int64) (store.Run, error) {
+	run, err := tx.RunGet(ctx, p.ID)
+	byKey := false
+	if errors.Is(err, flowtype.ErrNotFound) && p.UniqueKey != "" {
+		run, err = uniqueHolder(ctx, tx, p.Workflow.Name, p.UniqueKey, now)
+		byKey = true
+		if errors.Is(err, flowtype.ErrNotFound) {
+			return store.Run{}, errKeyFreed
+		}
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("start run %s: %w", p.ID, err)
+	}
+	if byKey && p.OnDuplicate == flowtype.RefuseDuplicate {
+		// The ID is free, so this is not the same start tried again: it
+		// is another start of what the key says is one run.
+		return store.Run{}, &flowtype.DuplicateError{
+			RunID: p.ID, Workflow: p.Workflow.Name, UniqueKey: p.UniqueKey, HolderID: run.ID, HolderStatus: run.Status,
+		}
+	}
+	if run.Workflow != p.Workflow.Name {
+		return store.Run{}, fmt.Errorf("start run %s of workflow %s: %w (%s)", p.ID, p.Workflow.Name, flowtype.ErrRunExists, run.Workflow)
+	}
+	return run, nil
 }
 
 // insertedRun is the run an insert of r recorded, as RunGet would read it
