@@ -16,11 +16,14 @@ import (
 // one call each:
 //
 //	engine.go      Engine.metrics (the field)
-//	ops.go         StartRun, StartRunTx: runStarted
+//	start.go       StartRun, StartRunTx, startAlone: runStarted
+//	batch.go       StartRuns, StartRunsTx: runStarted
 //	wait.go        StartChild: runStarted
-//	queue.go       Requeue, requeueDead: runStarted
-//	execution.go   finish: runFinished
-//	runcontext.go  callAttempt: observeAttempt
+//	deadletter.go  Requeue, requeueDead: runStarted
+//	reset.go       Reset and Revive (wokeAgain), Fork: runStarted
+//	outcome.go     finish: runFinished
+//	operator.go    Cancel of runs no engine holds: runFinished
+//	step.go        callAttempt: observeAttempt
 //	claimer.go     claim: observeClaims
 //
 // Their cost is one short critical section per event, which is small next
