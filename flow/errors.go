@@ -11,7 +11,7 @@ import (
 // Sentinel errors.
 var (
 	// ErrRunNotFound is returned when no run has the given ID.
-	ErrRunNotFound = flowtype.ErrNotFound
+	ErrRunNotFound = flowtype.ErrRunNotFound
 	// ErrRunExists is returned by Start when the run ID belongs to a run of
 	// another workflow. (Starting an ID of the same workflow returns the
 	// existing run.)
@@ -63,7 +63,7 @@ var (
 	// ErrDiskFull matches a write the database refused because it, or the
 	// disk under it, is full. The engine retries such writes, then gives up
 	// with a *WriteError that matches it; nothing recorded is lost.
-	ErrDiskFull = flowtype.ErrFull
+	ErrDiskFull = flowtype.ErrDiskFull
 	// ErrClosed is returned by the calls of an engine whose database Close
 	// closed, e.g. Run.Result waiting while the engine closes.
 	ErrClosed = flowtype.ErrClosed

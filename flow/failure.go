@@ -29,7 +29,7 @@ const (
 	// CodePayloadTooLarge: a step's output was over Config.MaxPayloadBytes;
 	// the error matches ErrPayloadTooLarge.
 	CodePayloadTooLarge  = flowtype.CodePayloadTooLarge
-	CodeRunNotFound      = flowtype.CodeNotFound
+	CodeRunNotFound      = flowtype.CodeRunNotFound
 	CodeRunFinished      = flowtype.CodeRunFinished
 	CodeUnknownWorkflow  = flowtype.CodeUnknownWorkflow
 	CodeConflict         = flowtype.CodeConflict

@@ -40,17 +40,16 @@ var (
 	ErrInvalidName = errors.New("invalid name")
 
 	// The sentinels below are the engine's and its stores'; package flow
-	// re-exports them (ErrNotFound as ErrRunNotFound, ErrFull as
-	// ErrDiskFull). They are defined here so that the Error a step failed
-	// with keeps matching them when it is rebuilt from the run's history
-	// (see Error.Is).
+	// re-exports them under the same names. They are defined here so that
+	// the Error a step failed with keeps matching them when it is rebuilt
+	// from the run's history (see Error.Is).
 
-	// ErrNotFound is returned for a run, or another record kept with runs,
+	// ErrRunNotFound is returned for a run, or another record kept with runs,
 	// that does not exist.
-	ErrNotFound = errors.New("not found")
+	ErrRunNotFound = errors.New("not found")
 	// ErrDefinitionNotFound is returned for a workflow definition (a name,
 	// or a version of it) that the database does not hold. It is not
-	// ErrNotFound: a caller that looks a definition up, then starts or
+	// ErrRunNotFound: a caller that looks a definition up, then starts or
 	// inspects a run, can tell which of the two is missing.
 	ErrDefinitionNotFound = errors.New("definition not found")
 	// ErrRunFinished is returned when an operation needs an unfinished run.
@@ -69,9 +68,9 @@ var (
 	ErrReadOnly = errors.New("database is read-only")
 	// ErrClosed is returned by the calls of an engine whose store closed.
 	ErrClosed = errors.New("store is closed")
-	// ErrFull is returned for a write the database refused because it, or
+	// ErrDiskFull is returned for a write the database refused because it, or
 	// the disk under it, is full.
-	ErrFull = errors.New("database or disk is full")
+	ErrDiskFull = errors.New("database or disk is full")
 	// ErrBusy is returned when another connection held the database's
 	// write lock for longer than the store's busy timeout.
 	ErrBusy = errors.New("database is locked")

@@ -8,12 +8,12 @@ import (
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
-// ErrDefinitionNotFound and ErrNotFound (flow's ErrRunNotFound) are
+// ErrDefinitionNotFound and ErrRunNotFound (flow's ErrRunNotFound) are
 // distinct sentinels with distinct codes, and each keeps matching only
 // itself once recorded as a step's error and rebuilt from its code.
 func TestNotFoundSentinelsAreDistinct(t *testing.T) {
 	t.Parallel()
-	def, run := flowtype.ErrDefinitionNotFound, flowtype.ErrNotFound
+	def, run := flowtype.ErrDefinitionNotFound, flowtype.ErrRunNotFound
 	if errors.Is(def, run) || errors.Is(run, def) || def.Error() == run.Error() {
 		t.Fatalf("%q and %q are not distinct", def, run)
 	}
@@ -22,7 +22,7 @@ func TestNotFoundSentinelsAreDistinct(t *testing.T) {
 		code       string
 	}{
 		{def, run, flowtype.CodeDefinitionNotFound},
-		{run, def, flowtype.CodeNotFound},
+		{run, def, flowtype.CodeRunNotFound},
 	} {
 		wrapped := fmt.Errorf("lookup: %w", c.err)
 		if got := flowtype.EngineCode(wrapped); got != c.code {

@@ -22,9 +22,9 @@ import (
 //	if errors.Is(err, ErrDeclined) { … } // true on the first execution and on replays
 //
 // An error that matches one of flowlite's own sentinels (a step that
-// signals a run that does not exist gets ErrNotFound, one that cancels a
+// signals a run that does not exist gets ErrRunNotFound, one that cancels a
 // finished run ErrRunFinished…) is recorded with the engine code that
-// stands for it (CodeNotFound, CodeRunFinished…), and the rebuilt *Error
+// stands for it (CodeRunNotFound, CodeRunFinished…), and the rebuilt *Error
 // matches that sentinel under errors.Is, on the first execution and on
 // every replay. (Of the sentinels package flow exports, those of opening a
 // database, of the change feed and of time travel are not among them; nor
@@ -63,9 +63,9 @@ const (
 	// was over the engine's payload limit, and of any error matching
 	// ErrPayloadTooLarge.
 	CodePayloadTooLarge = "flowlite.payload_too_large"
-	// CodeNotFound matches ErrNotFound: e.g. a signal to a run that does
+	// CodeRunNotFound matches ErrRunNotFound: e.g. a signal to a run that does
 	// not exist.
-	CodeNotFound = "flowlite.not_found"
+	CodeRunNotFound = "flowlite.not_found"
 	// CodeRunFinished matches ErrRunFinished: e.g. a cancel of a finished
 	// run.
 	CodeRunFinished = "flowlite.run_finished"
@@ -88,7 +88,7 @@ const (
 	CodeInvalidName = "flowlite.invalid_name"
 	// CodeReadOnly matches ErrReadOnly.
 	CodeReadOnly = "flowlite.read_only"
-	// CodeDiskFull matches ErrFull (flow.ErrDiskFull).
+	// CodeDiskFull matches ErrDiskFull (flow.ErrDiskFull).
 	CodeDiskFull = "flowlite.disk_full"
 	// CodeBusy matches ErrBusy.
 	CodeBusy = "flowlite.busy"
@@ -140,7 +140,7 @@ var engineCodes = [...]struct {
 	{CodeRunExists, ErrRunExists},
 	{CodeDuplicate, ErrDuplicate},
 	{CodePayloadTooLarge, ErrPayloadTooLarge},
-	{CodeNotFound, ErrNotFound},
+	{CodeRunNotFound, ErrRunNotFound},
 	{CodeRunFinished, ErrRunFinished},
 	{CodeUnknownWorkflow, ErrUnknownWorkflow},
 	{CodeConflict, ErrConflict},
@@ -150,7 +150,7 @@ var engineCodes = [...]struct {
 	{CodeSuspended, ErrSuspended},
 	{CodeInvalidName, ErrInvalidName},
 	{CodeReadOnly, ErrReadOnly},
-	{CodeDiskFull, ErrFull},
+	{CodeDiskFull, ErrDiskFull},
 	{CodeBusy, ErrBusy},
 	{CodeUnavailable, ErrUnavailable},
 	{CodeClosed, ErrClosed},
@@ -174,8 +174,8 @@ func (e *Error) Error() string {
 }
 
 // Is reports whether target is an *Error with the same non-empty Code, or
-// a sentinel that the engine's code e.Code stands for (ErrNotFound for
-// CodeNotFound, context.DeadlineExceeded for CodeTimeout…, and ErrCancelled
+// a sentinel that the engine's code e.Code stands for (ErrRunNotFound for
+// CodeRunNotFound, context.DeadlineExceeded for CodeTimeout…, and ErrCancelled
 // for CodeDeadlineExceeded too): the error a step failed with matches the
 // same sentinels after it was recorded as before.
 func (e *Error) Is(target error) bool {

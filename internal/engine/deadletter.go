@@ -225,7 +225,7 @@ func (e *Engine) purgeDead(ctx context.Context, f store.DeadFilter, batchSize in
 // PurgeDeadRuns deletes the dead letters ids, with their steps, events and
 // signals, in one transaction: all of them or, when one is not a dead letter
 // that can go, none. The error then names the first such run and why:
-// unknown (flowtype.ErrNotFound), or not failed, already requeued, or the
+// unknown (flowtype.ErrRunNotFound), or not failed, already requeued, or the
 // failed child of an unfinished parent (flowtype.ErrConflict).
 func (e *Engine) PurgeDeadRuns(ctx context.Context, ids []string) error {
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -249,8 +249,8 @@ func (e *Engine) PurgeDeadRuns(ctx context.Context, ids []string) error {
 // notPurgeable explains why RunDeadDeleteByID left run id alone.
 func notPurgeable(ctx context.Context, tx store.Tx, id string) error {
 	run, err := tx.RunGet(ctx, id)
-	if errors.Is(err, flowtype.ErrNotFound) {
-		return fmt.Errorf("run %s: %w", id, flowtype.ErrNotFound)
+	if errors.Is(err, flowtype.ErrRunNotFound) {
+		return fmt.Errorf("run %s: %w", id, flowtype.ErrRunNotFound)
 	}
 	if err != nil {
 		return err

@@ -146,7 +146,7 @@ func TestBulkDeadLetterBatches(t *testing.T) {
 	if n, err := e.purgeDead(ctx, store.DeadFilter{}, 2); err != nil || n != 1 {
 		t.Errorf("purge of the rest: %d, %v; want 1 (a4)", n, err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "a4"); !errors.Is(err, flowtype.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "a4"); !errors.Is(err, flowtype.ErrRunNotFound) {
 		t.Errorf("purged a4: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // with its steps, events and signals, and its unique key and holds with it,
 // so that the key is free again. An unfinished run, or the child of an
 // unfinished parent (which may still read its outcome), is refused with
-// flowtype.ErrConflict naming why; an unknown one is flowtype.ErrNotFound.
+// flowtype.ErrConflict naming why; an unknown one is flowtype.ErrRunNotFound.
 // Nothing changes on refusal.
 func (e *Engine) DeleteRun(ctx context.Context, id string) error {
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -51,7 +51,7 @@ func (e *Engine) DeleteRun(ctx context.Context, id string) error {
 // attempt of a step (whose attempt count does not change). A run due already
 // is left as it is. A finished run is flowtype.ErrRunFinished; a running,
 // waiting (for a timer, a signal or a child), compensating or suspended one
-// flowtype.ErrConflict; an unknown one flowtype.ErrNotFound. Nothing changes
+// flowtype.ErrConflict; an unknown one flowtype.ErrRunNotFound. Nothing changes
 // on refusal.
 func (e *Engine) RunNow(ctx context.Context, id string) error {
 	var queue string
@@ -296,7 +296,7 @@ func (e *Engine) operate(ctx context.Context, id, verb string, fn func(store.Tx,
 // already is left as it is. A finished run is flowtype.ErrRunFinished; a
 // running, waiting (for a timer, a signal or a child: their own records say
 // when they wake), compensating or suspended one flowtype.ErrConflict; an
-// unknown one flowtype.ErrNotFound. Nothing changes on refusal.
+// unknown one flowtype.ErrRunNotFound. Nothing changes on refusal.
 //
 // The write is guarded by the run's status, lease and claim fence as read
 // in the same transaction: an engine that claimed the run meanwhile (and

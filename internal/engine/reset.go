@@ -261,7 +261,7 @@ func describeFrom(c historyCut) string {
 // run an engine executes (running, or leased) or unwinds (compensating) is
 // flowtype.ErrConflict, and so is a requeued dead letter (its requeue is its
 // successor: fork it instead). A call the run never made is
-// ErrStepNotFound; an unknown run flowtype.ErrNotFound. Nothing changes on
+// ErrStepNotFound; an unknown run flowtype.ErrRunNotFound. Nothing changes on
 // refusal.
 func (e *Engine) Reset(ctx context.Context, id, name string, occurrence int) error {
 	var queue string
@@ -308,7 +308,7 @@ func (e *Engine) wokeAgain(queue string, finished bool) {
 // (planRevive) and runs again from there, as Reset does. A suspended run
 // is flowtype.ErrConflict (Resume it), and so is a completed one (Reset it
 // from a call), a requeued dead letter, and an unfinished run; an unknown
-// run flowtype.ErrNotFound. Nothing changes on refusal.
+// run flowtype.ErrRunNotFound. Nothing changes on refusal.
 func (e *Engine) Revive(ctx context.Context, id string) error {
 	var queue string
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -378,7 +378,7 @@ func (e *Engine) resetIn(ctx context.Context, tx store.Tx, run store.Run, cut hi
 		// The run takes its unique key again: refuse a second holder.
 		if holder, err := uniqueHolder(ctx, tx, run.Workflow, run.UniqueKey, now); err == nil && holder.ID != run.ID {
 			return fmt.Errorf("%w: run %s holds its unique key %q now", flowtype.ErrConflict, holder.ID, run.UniqueKey)
-		} else if err != nil && !errors.Is(err, flowtype.ErrNotFound) {
+		} else if err != nil && !errors.Is(err, flowtype.ErrRunNotFound) {
 			return err
 		}
 	}
@@ -433,7 +433,7 @@ func childrenGone(ctx context.Context, tx store.Tx, discard []store.Step) error 
 			continue
 		}
 		child, err := tx.RunGet(ctx, childID)
-		if errors.Is(err, flowtype.ErrNotFound) {
+		if errors.Is(err, flowtype.ErrRunNotFound) {
 			continue
 		}
 		if err != nil {
@@ -460,7 +460,7 @@ const maxForks = 10_000
 // as Requeue moves it; its children and its steps' idempotency keys derive
 // from its own ID. The run forked from is left as it is, whatever its
 // state, but for a run_forked event naming the fork. A call the run never
-// made is ErrStepNotFound; an unknown run flowtype.ErrNotFound.
+// made is ErrStepNotFound; an unknown run flowtype.ErrRunNotFound.
 func (e *Engine) Fork(ctx context.Context, id, name string, occurrence int) (string, error) {
 	var newID, queue string
 	err := e.store.Write(ctx, func(tx store.Tx) error {

@@ -199,7 +199,7 @@ func scheduleErr(verb, name string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, flowtype.ErrNotFound):
+	case errors.Is(err, flowtype.ErrRunNotFound):
 		return fmt.Errorf("%s schedule %s: %w", verb, name, flowtype.ErrScheduleNotFound)
 	default:
 		return fmt.Errorf("%s schedule %s: %w", verb, name, err)
@@ -289,7 +289,7 @@ func (e *Engine) fireSchedule(ctx context.Context, tx store.Tx, s store.Schedule
 	err = tx.ScheduleAdvance(ctx, store.ScheduleAdvanceParams{
 		Name: s.Name, ExpectedNextAt: s.NextAt, NextAt: next, LastSlot: last, Now: now,
 	})
-	if errors.Is(err, flowtype.ErrConflict) || errors.Is(err, flowtype.ErrNotFound) {
+	if errors.Is(err, flowtype.ErrConflict) || errors.Is(err, flowtype.ErrRunNotFound) {
 		return 0, false, nil // another engine handled these slots, or the schedule went
 	}
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // for that name, or at once if it already waits. A non-empty key makes the
 // send idempotent: a second signal with the same key to the same run is
 // ignored, and Signal reports false. Signalling an unknown run is
-// flowtype.ErrNotFound; a finished one, flowtype.ErrRunFinished.
+// flowtype.ErrRunNotFound; a finished one, flowtype.ErrRunFinished.
 func (e *Engine) Signal(ctx context.Context, runID, name string, payload []byte, key string) (bool, error) {
 	if err := CheckName("signal", name); err != nil {
 		return false, fmt.Errorf("signal to run %s: %w", runID, err)

@@ -272,10 +272,10 @@ func existingOrAgain(ctx context.Context, tx store.Tx, p *StartParams, now int64
 func existingRun(ctx context.Context, tx store.Tx, p *StartParams, now int64) (store.Run, error) {
 	run, err := tx.RunGet(ctx, p.ID)
 	byKey := false
-	if errors.Is(err, flowtype.ErrNotFound) && p.UniqueKey != "" {
+	if errors.Is(err, flowtype.ErrRunNotFound) && p.UniqueKey != "" {
 		run, err = uniqueHolder(ctx, tx, p.Workflow.Name, p.UniqueKey, now)
 		byKey = true
-		if errors.Is(err, flowtype.ErrNotFound) {
+		if errors.Is(err, flowtype.ErrRunNotFound) {
 			return store.Run{}, errKeyFreed
 		}
 	}

@@ -28,7 +28,7 @@ import (
 // holding it for good, else the run whose hold is current.
 func uniqueHolder(ctx context.Context, tx store.Tx, workflow, key string, now int64) (store.Run, error) {
 	run, err := tx.RunGetKeyHolder(ctx, workflow, key)
-	if !errors.Is(err, flowtype.ErrNotFound) {
+	if !errors.Is(err, flowtype.ErrRunNotFound) {
 		return run, err
 	}
 	id, err := tx.UniqueHoldGet(ctx, workflow, key, now)

@@ -202,7 +202,7 @@ func (rc *RunContext) Receive(name string, timeout time.Duration, accept func(pa
 				}
 				out, err := json.Marshal(Received{Payload: sig.Payload})
 				return out, err == nil, 0, store.Event{Kind: flowtype.EventSignalReceived, Detail: fmt.Sprintf("signal %s #%d", sig.Name, sig.ID)}, err
-			case !errors.Is(err, flowtype.ErrNotFound):
+			case !errors.Is(err, flowtype.ErrRunNotFound):
 				return nil, false, 0, store.Event{}, err
 			case w.Deadline > 0 && now >= w.Deadline:
 				out, _ := json.Marshal(Received{TimedOut: true})

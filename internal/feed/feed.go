@@ -204,7 +204,7 @@ func (r *reader) start(ctx context.Context) error {
 	case err == nil:
 		r.after, r.acked = c.Position, c.Position
 		return r.checkRetention(ctx)
-	case !errors.Is(err, flowtype.ErrNotFound):
+	case !errors.Is(err, flowtype.ErrRunNotFound):
 		return fmt.Errorf("start change feed: %w", err)
 	}
 	r.after = r.o.After

@@ -170,7 +170,7 @@
 //     acknowledgement changes nothing.
 //
 // Errors. Adapters map their driver's errors onto the sentinels below
-// (flowtype.ErrNotFound for no row, flowtype.ErrFull, flowtype.ErrReadOnly,
+// (flowtype.ErrRunNotFound for no row, flowtype.ErrDiskFull, flowtype.ErrReadOnly,
 // ErrNotDatabase…), wrapped with what they were doing, so callers test them
 // with errors.Is whatever the database.
 //

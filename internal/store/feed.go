@@ -34,7 +34,7 @@ type FeedReader interface {
 	// FeedLast returns the newest committed position, 0 when there is
 	// none. It may be newer than what EventFeed delivers yet.
 	FeedLast(ctx context.Context) (int64, error)
-	// FeedConsumerGet returns the consumer name, or flowtype.ErrNotFound.
+	// FeedConsumerGet returns the consumer name, or flowtype.ErrRunNotFound.
 	FeedConsumerGet(ctx context.Context, name string) (FeedConsumer, error)
 	// FeedConsumerList returns every registered consumer, by name.
 	FeedConsumerList(ctx context.Context) ([]FeedConsumer, error)

@@ -139,11 +139,11 @@ type QueueReader interface {
 	// RunGetKeyHolder returns the run of workflow holding the unique key
 	// for good: the unfinished run with the key, or a finished one in a
 	// state its UniqueStates listed (a requeued dead letter holds nothing);
-	// or flowtype.ErrNotFound.
+	// or flowtype.ErrRunNotFound.
 	RunGetKeyHolder(ctx context.Context, workflow, key string) (Run, error)
 	// UniqueHoldGet returns the ID of the run whose hold of the unique key
 	// is current at now, its holder being in a state the hold counts, or
-	// flowtype.ErrNotFound.
+	// flowtype.ErrRunNotFound.
 	UniqueHoldGet(ctx context.Context, workflow, key string, now int64) (string, error)
 	// RunDeadList lists dead letters, the most recently failed first.
 	RunDeadList(ctx context.Context, p DeadListParams) ([]Run, error)

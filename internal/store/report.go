@@ -46,7 +46,7 @@ type ReportReader interface {
 	// first first.
 	EngineReportList(ctx context.Context) ([]EngineReport, error)
 	// CheckpointLast returns the last recorded checkpoint, or
-	// flowtype.ErrNotFound.
+	// flowtype.ErrRunNotFound.
 	CheckpointLast(ctx context.Context) (CheckpointRecord, error)
 }
 

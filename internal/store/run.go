@@ -274,7 +274,7 @@ type RunTx interface {
 	// changed. SQLite's write lock holds every row already; on PostgreSQL
 	// the row lock keeps claims (FOR UPDATE SKIP LOCKED) off the run until
 	// the commit, and a claim that locked it first is waited for, and the
-	// claimed row returned. flowtype.ErrNotFound for an unknown run.
+	// claimed row returned. flowtype.ErrRunNotFound for an unknown run.
 	RunGetForUpdate(ctx context.Context, id string) (Run, error)
 	// RunRequestCancel marks an unfinished run for cancellation and reports
 	// false when the run is not pending, running or compensating.

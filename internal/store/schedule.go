@@ -50,7 +50,7 @@ type ScheduleAdvanceParams struct {
 
 // ScheduleReader reads schedules.
 type ScheduleReader interface {
-	// ScheduleGet returns a schedule or flowtype.ErrNotFound.
+	// ScheduleGet returns a schedule or flowtype.ErrRunNotFound.
 	ScheduleGet(ctx context.Context, name string) (Schedule, error)
 	// ScheduleList returns every schedule, by name.
 	ScheduleList(ctx context.Context) ([]Schedule, error)
@@ -67,13 +67,13 @@ type ScheduleTx interface {
 	ScheduleListDue(ctx context.Context, now int64, limit int) ([]Schedule, error)
 	// ScheduleAdvance is a compare-and-set of NextAt: it returns
 	// flowtype.ErrConflict when NextAt is no longer p.ExpectedNextAt or the
-	// schedule is paused, and flowtype.ErrNotFound when the schedule does
+	// schedule is paused, and flowtype.ErrRunNotFound when the schedule does
 	// not exist.
 	ScheduleAdvance(ctx context.Context, p ScheduleAdvanceParams) error
 	// ScheduleSetPaused pauses or resumes a schedule, or returns
-	// flowtype.ErrNotFound.
+	// flowtype.ErrRunNotFound.
 	ScheduleSetPaused(ctx context.Context, name string, paused bool, now int64) error
 	// ScheduleDelete deletes a schedule (not its runs), or returns
-	// flowtype.ErrNotFound.
+	// flowtype.ErrRunNotFound.
 	ScheduleDelete(ctx context.Context, name string) error
 }

@@ -26,7 +26,7 @@ type SignalTx interface {
 	// same key was already sent to the run.
 	SignalSend(ctx context.Context, sig Signal) (bool, error)
 	// SignalNext returns the oldest signal of that name the run has not
-	// received, or flowtype.ErrNotFound.
+	// received, or flowtype.ErrRunNotFound.
 	SignalNext(ctx context.Context, runID, name string) (Signal, error)
 	// SignalConsume marks a signal received by the wait consumedBy.
 	SignalConsume(ctx context.Context, id int64, consumedBy string) error

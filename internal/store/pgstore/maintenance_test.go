@@ -39,7 +39,7 @@ func TestCleanersDoNotWaitForEachOther(t *testing.T) {
 		for _, id := range ids {
 			if _, err := s.Reader().RunGet(t.Context(), id); err == nil {
 				left = append(left, id)
-			} else if !errors.Is(err, flowtype.ErrNotFound) {
+			} else if !errors.Is(err, flowtype.ErrRunNotFound) {
 				t.Fatal(err)
 			}
 		}

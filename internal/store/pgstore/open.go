@@ -496,7 +496,7 @@ func interpretError(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return flowtype.ErrNotFound
+		return flowtype.ErrRunNotFound
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -504,7 +504,7 @@ func interpretError(ctx context.Context, err error) error {
 		case "25006": // read_only_sql_transaction: a standby, or default_transaction_read_only
 			return fmt.Errorf("%w (%v)", flowtype.ErrReadOnly, err)
 		case "53100": // disk_full
-			return fmt.Errorf("%w (%v)", flowtype.ErrFull, err)
+			return fmt.Errorf("%w (%v)", flowtype.ErrDiskFull, err)
 		case "XX001", "XX002": // data_corrupted, index_corrupted
 			return fmt.Errorf("%w: %w (%v)", store.ErrNotDatabase, store.ErrCorrupt, err)
 		case "3D000": // invalid_catalog_name: the database does not exist

@@ -29,8 +29,8 @@ func TestOpenTwiceAndDefaultSchema(t *testing.T) {
 	}
 	insertRuns(t, a, "q", "r1")
 	b := openStore(t, pgstore.Options{}) // a fresh schema: sees nothing
-	if _, err := b.Reader().RunGet(t.Context(), "r1"); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("run of another schema: %v, want ErrNotFound", err)
+	if _, err := b.Reader().RunGet(t.Context(), "r1"); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("run of another schema: %v, want ErrRunNotFound", err)
 	}
 	c := openStore(t, pgstore.Options{Schema: pgstore.DefaultSchema})
 	if _, err := c.Reader().RunGet(t.Context(), "r1"); err != nil {
@@ -128,7 +128,7 @@ func TestWriteInCallersTx(t *testing.T) {
 		if commit && (getErr != nil || n != 1) {
 			t.Errorf("committed: run %v, application rows %d; want both", getErr, n)
 		}
-		if !commit && (!errors.Is(getErr, flowtype.ErrNotFound) || n != 0) {
+		if !commit && (!errors.Is(getErr, flowtype.ErrRunNotFound) || n != 0) {
 			t.Errorf("rolled back: run %v, application rows %d; want neither", getErr, n)
 		}
 	}

@@ -39,7 +39,7 @@ func (r reader) CheckpointLast(ctx context.Context) (store.CheckpointRecord, err
 		return store.CheckpointRecord{}, fmt.Errorf("read last checkpoint: %w", interpretError(ctx, err))
 	}
 	if len(rows) == 0 {
-		return store.CheckpointRecord{}, fmt.Errorf("read last checkpoint: %w", flowtype.ErrNotFound)
+		return store.CheckpointRecord{}, fmt.Errorf("read last checkpoint: %w", flowtype.ErrRunNotFound)
 	}
 	row := rows[0]
 	return store.CheckpointRecord{

@@ -363,7 +363,7 @@ func (t *tx) RunSetStatus(ctx context.Context, p store.RunSetStatusParams) error
 
 // fenced turns "no row" from a fenced statement into store.ErrLeaseLost.
 func fenced(op string, l store.Lease, err error) error {
-	if errors.Is(err, flowtype.ErrNotFound) {
+	if errors.Is(err, flowtype.ErrRunNotFound) {
 		return fmt.Errorf("%s run %s: %w (fence %d, owner %s)", op, l.RunID, store.ErrLeaseLost, l.Fence, l.Owner)
 	}
 	return fmt.Errorf("%s run %s: %w", op, l.RunID, err)
@@ -374,7 +374,7 @@ func fencedRows(ctx context.Context, op string, l store.Lease, n int64, err erro
 		return fenced(op, l, interpretError(ctx, err))
 	}
 	if n == 0 {
-		return fenced(op, l, flowtype.ErrNotFound)
+		return fenced(op, l, flowtype.ErrRunNotFound)
 	}
 	return nil
 }

@@ -69,8 +69,8 @@ func (t *tx) ScheduleAdvance(ctx context.Context, p store.ScheduleAdvanceParams)
 	}
 	// Tell a missing schedule from a moved or paused one.
 	if _, err := t.ScheduleGet(ctx, p.Name); err != nil {
-		if errors.Is(err, flowtype.ErrNotFound) {
-			return fmt.Errorf("advance schedule %s: %w", p.Name, flowtype.ErrNotFound)
+		if errors.Is(err, flowtype.ErrRunNotFound) {
+			return fmt.Errorf("advance schedule %s: %w", p.Name, flowtype.ErrRunNotFound)
 		}
 		return err
 	}
@@ -84,7 +84,7 @@ func (t *tx) ScheduleSetPaused(ctx context.Context, name string, paused bool, no
 		return fmt.Errorf("pause schedule %s: %w", name, interpretError(ctx, err))
 	}
 	if n == 0 {
-		return fmt.Errorf("pause schedule %s: %w", name, flowtype.ErrNotFound)
+		return fmt.Errorf("pause schedule %s: %w", name, flowtype.ErrRunNotFound)
 	}
 	return nil
 }
@@ -95,7 +95,7 @@ func (t *tx) ScheduleDelete(ctx context.Context, name string) error {
 		return fmt.Errorf("delete schedule %s: %w", name, interpretError(ctx, err))
 	}
 	if n == 0 {
-		return fmt.Errorf("delete schedule %s: %w", name, flowtype.ErrNotFound)
+		return fmt.Errorf("delete schedule %s: %w", name, flowtype.ErrRunNotFound)
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ func TestStartAlone(t *testing.T) {
 		t.Error("StartAlone with the event of another run succeeded")
 	}
 	for _, id := range []string{"r2", "r3"} {
-		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, flowtype.ErrNotFound) {
+		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, flowtype.ErrRunNotFound) {
 			t.Errorf("run %s after a refused start: %v; want not found", id, err)
 		}
 	}

@@ -48,7 +48,7 @@ func (r reader) FeedLast(ctx context.Context) (int64, error) {
 func (r reader) FeedConsumerGet(ctx context.Context, name string) (store.FeedConsumer, error) {
 	row, err := r.q.FeedConsumerGet(ctx, name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.FeedConsumer{}, fmt.Errorf("feed consumer %s: %w", name, flowtype.ErrNotFound)
+		return store.FeedConsumer{}, fmt.Errorf("feed consumer %s: %w", name, flowtype.ErrRunNotFound)
 	}
 	if err != nil {
 		return store.FeedConsumer{}, fmt.Errorf("read feed consumer %s: %w", name, interpretError(err))

@@ -480,7 +480,7 @@ func interpretError(err error) error {
 		return nil
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return flowtype.ErrNotFound
+		return flowtype.ErrRunNotFound
 	}
 	var serr *sqlite.Error
 	if errors.As(err, &serr) {
@@ -490,7 +490,7 @@ func interpretError(err error) error {
 		case sqlite3.SQLITE_READONLY:
 			return fmt.Errorf("%w (%v)", flowtype.ErrReadOnly, err)
 		case sqlite3.SQLITE_FULL:
-			return fmt.Errorf("%w (%v)", flowtype.ErrFull, err)
+			return fmt.Errorf("%w (%v)", flowtype.ErrDiskFull, err)
 		case sqlite3.SQLITE_CORRUPT:
 			return fmt.Errorf("%w: %w (%v)", store.ErrNotDatabase, store.ErrCorrupt, err)
 		case sqlite3.SQLITE_BUSY:

@@ -53,7 +53,7 @@ func TestWriteFailsWithErrBusyAfterTheBusyTimeout(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "blocked"); !errors.Is(err, flowtype.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "blocked"); !errors.Is(err, flowtype.ErrRunNotFound) {
 		t.Errorf("the refused Write left a run behind: %v", err)
 	}
 	if err := s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, "after") }); err != nil {
@@ -63,7 +63,7 @@ func TestWriteFailsWithErrBusyAfterTheBusyTimeout(t *testing.T) {
 
 // TestWriteToAFullDatabaseFailsWithErrFull caps a database just above its
 // size, as a full disk would, and expects a write that needs more room to
-// fail with ErrFull and change nothing; with room again it goes through.
+// fail with ErrDiskFull and change nothing; with room again it goes through.
 func TestWriteToAFullDatabaseFailsWithErrFull(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -89,10 +89,10 @@ func TestWriteToAFullDatabaseFailsWithErrFull(t *testing.T) {
 		Input: []byte(`"` + strings.Repeat("x", 1<<20) + `"`), RunAt: base, Now: base,
 	}
 	insertBig := func(tx store.Tx) error { _, err := tx.RunInsert(ctx, big); return err }
-	if err := s.Write(ctx, insertBig); !errors.Is(err, flowtype.ErrFull) {
-		t.Fatalf("Write past the database's cap: %v, want ErrFull", err)
+	if err := s.Write(ctx, insertBig); !errors.Is(err, flowtype.ErrDiskFull) {
+		t.Fatalf("Write past the database's cap: %v, want ErrDiskFull", err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "big"); !errors.Is(err, flowtype.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "big"); !errors.Is(err, flowtype.ErrRunNotFound) {
 		t.Errorf("the refused Write left a run behind: %v", err)
 	}
 	if _, err := s.Reader().RunGet(ctx, "r1"); err != nil {

@@ -531,7 +531,7 @@ func TestWriteInTx(t *testing.T) {
 			t.Fatalf("write in caller's transaction: %v", err)
 		}
 		// Not visible before the caller commits.
-		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, flowtype.ErrNotFound) {
+		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, flowtype.ErrRunNotFound) {
 			t.Errorf("run %s visible before the caller committed: error %v", id, err)
 		}
 		return tx
@@ -540,8 +540,8 @@ func TestWriteInTx(t *testing.T) {
 	if err := insertIn("rolled-back").Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "rolled-back"); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("run of a rolled back transaction: error %v, want ErrNotFound", err)
+	if _, err := s.Reader().RunGet(ctx, "rolled-back"); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("run of a rolled back transaction: error %v, want ErrRunNotFound", err)
 	}
 	if err := insertIn("committed").Commit(); err != nil {
 		t.Fatal(err)

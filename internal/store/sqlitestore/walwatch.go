@@ -323,7 +323,7 @@ func (s *Store) FileHealth(ctx context.Context) (flowtype.FileHealth, error) {
 	}
 	recorded, err := s.Reader().CheckpointLast(ctx)
 	ok := err == nil
-	if err != nil && !errors.Is(err, flowtype.ErrNotFound) {
+	if err != nil && !errors.Is(err, flowtype.ErrRunNotFound) {
 		return flowtype.FileHealth{}, fmt.Errorf("file health: %w", err)
 	}
 	s.wal.mu.Lock()

@@ -47,12 +47,12 @@ func testDefinitionPutAndRead(t *testing.T, s store.Store) {
 		"latest of nothing": second(r.DefinitionLatest(ctx, "etl")),
 		"get of nothing":    second(r.DefinitionGet(ctx, "etl", 1)),
 	} {
-		if !errors.Is(err, flowtype.ErrDefinitionNotFound) || errors.Is(err, flowtype.ErrNotFound) {
-			t.Fatalf("%s: %v, want ErrDefinitionNotFound, not ErrNotFound", what, err)
+		if !errors.Is(err, flowtype.ErrDefinitionNotFound) || errors.Is(err, flowtype.ErrRunNotFound) {
+			t.Fatalf("%s: %v, want ErrDefinitionNotFound, not ErrRunNotFound", what, err)
 		}
 	}
-	if _, err := r.RunGet(ctx, "etl"); !errors.Is(err, flowtype.ErrNotFound) || errors.Is(err, flowtype.ErrDefinitionNotFound) {
-		t.Fatalf("get of an unknown run: %v, want ErrNotFound, not ErrDefinitionNotFound", err)
+	if _, err := r.RunGet(ctx, "etl"); !errors.Is(err, flowtype.ErrRunNotFound) || errors.Is(err, flowtype.ErrDefinitionNotFound) {
+		t.Fatalf("get of an unknown run: %v, want ErrRunNotFound, not ErrDefinitionNotFound", err)
 	}
 	for _, tc := range []struct {
 		d    store.Definition

@@ -193,8 +193,8 @@ func testFeedRetentionKeepsUnreadRuns(t *testing.T, s store.Store) {
 func testFeedConsumers(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := s.Reader()
-	if _, err := r.FeedConsumerGet(ctx, "audit"); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Fatalf("FeedConsumerGet of an unknown consumer: %v, want ErrNotFound", err)
+	if _, err := r.FeedConsumerGet(ctx, "audit"); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Fatalf("FeedConsumerGet of an unknown consumer: %v, want ErrRunNotFound", err)
 	}
 	if min, err := r.FeedConsumerMinPosition(ctx); err != nil || min != store.NoFeedConsumer {
 		t.Fatalf("FeedConsumerMinPosition without consumers = %d, %v; want NoFeedConsumer", min, err)

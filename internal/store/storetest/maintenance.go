@@ -97,7 +97,7 @@ func deleteFinished(t *testing.T, s store.Store, p store.RunDeleteFinishedParams
 func exists(t *testing.T, s store.Store, id string) bool {
 	t.Helper()
 	_, err := s.Reader().RunGet(t.Context(), id)
-	if err != nil && !errors.Is(err, flowtype.ErrNotFound) {
+	if err != nil && !errors.Is(err, flowtype.ErrRunNotFound) {
 		t.Fatalf("get run %s: %v", id, err)
 	}
 	return err == nil

@@ -59,8 +59,8 @@ func testRunDeleteOne(t *testing.T, s store.Store) {
 	if !deleteOne(t, s, done.ID) {
 		t.Fatal("finished run not deleted")
 	}
-	if _, err := s.Reader().RunGet(ctx, done.ID); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("deleted run: %v, want ErrNotFound", err)
+	if _, err := s.Reader().RunGet(ctx, done.ID); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("deleted run: %v, want ErrRunNotFound", err)
 	}
 	steps, _ := s.Reader().StepList(ctx, done.ID)
 	events, _ := s.Reader().EventList(ctx, done.ID)
@@ -174,8 +174,8 @@ func testUniqueStates(t *testing.T, s store.Store) {
 		p := keyed("was-"+string(st), key)
 		p.UniqueStates = riverStates()
 		insertWithStatus(t, s, p, st)
-		if _, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key); !errors.Is(err, flowtype.ErrNotFound) {
-			t.Errorf("holder of a key whose run is %s: %v, want ErrNotFound", st, err)
+		if _, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key); !errors.Is(err, flowtype.ErrRunNotFound) {
+			t.Errorf("holder of a key whose run is %s: %v, want ErrRunNotFound", st, err)
 		}
 		if !insertReports(t, s, keyed("after-"+string(st), key)) {
 			t.Errorf("run not inserted although the run holding its key is %s", st)
@@ -195,7 +195,7 @@ func testUniqueStates(t *testing.T, s store.Store) {
 		if err == nil {
 			t.Errorf("insert with unique states %v: no error", states)
 		}
-		if _, err := s.Reader().RunGet(ctx, p.ID); !errors.Is(err, flowtype.ErrNotFound) {
+		if _, err := s.Reader().RunGet(ctx, p.ID); !errors.Is(err, flowtype.ErrRunNotFound) {
 			t.Errorf("insert with unique states %v recorded the run", states)
 		}
 	}

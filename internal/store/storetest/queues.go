@@ -163,8 +163,8 @@ func testUniqueKeyUnfinished(t *testing.T, s store.Store) {
 	for _, st := range []flowtype.RunStatus{flowtype.StatusCompleted, flowtype.StatusFailed, flowtype.StatusCancelled} {
 		key := "k-" + string(st)
 		insertWithStatus(t, s, keyed("was-"+string(st), key), st)
-		if _, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key); !errors.Is(err, flowtype.ErrNotFound) {
-			t.Errorf("holder of a key whose run is %s: error %v, want ErrNotFound", st, err)
+		if _, err := s.Reader().RunGetKeyHolder(ctx, order1.Name, key); !errors.Is(err, flowtype.ErrRunNotFound) {
+			t.Errorf("holder of a key whose run is %s: error %v, want ErrRunNotFound", st, err)
 		}
 		if !insertReports(t, s, keyed("after-"+string(st), key)) {
 			t.Errorf("run not inserted although the run with its key is %s", st)
@@ -260,11 +260,11 @@ func testUniqueHold(t *testing.T, s store.Store) {
 	if id, err := holder(base + 999); err != nil || id != "first" {
 		t.Errorf("holder before the hold ends: %q, %v; want first", id, err)
 	}
-	if _, err := holder(base + 1_000); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("holder once the hold ended: error %v, want ErrNotFound", err)
+	if _, err := holder(base + 1_000); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("holder once the hold ended: error %v, want ErrRunNotFound", err)
 	}
-	if _, err := s.Reader().UniqueHoldGet(ctx, invoice1.Name, "k", base); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("holder of the key of another workflow: error %v, want ErrNotFound", err)
+	if _, err := s.Reader().UniqueHoldGet(ctx, invoice1.Name, "k", base); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("holder of the key of another workflow: error %v, want ErrRunNotFound", err)
 	}
 
 	// While the hold is current, neither a run with the key nor another
@@ -311,8 +311,8 @@ func testUniqueHold(t *testing.T, s store.Store) {
 		}
 		return err
 	})
-	if _, err := holder(base + 2_000); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("holder after its run was deleted: error %v, want ErrNotFound", err)
+	if _, err := holder(base + 2_000); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("holder after its run was deleted: error %v, want ErrRunNotFound", err)
 	}
 }
 
@@ -360,7 +360,7 @@ func testRunRequeue(t *testing.T, s store.Store) {
 	if requeue(t, s, "dead", "dead/requeue-2", base+30) {
 		t.Error("dead letter requeued twice")
 	}
-	if _, err := s.Reader().RunGet(t.Context(), "dead/requeue-2"); !errors.Is(err, flowtype.ErrNotFound) {
+	if _, err := s.Reader().RunGet(t.Context(), "dead/requeue-2"); !errors.Is(err, flowtype.ErrRunNotFound) {
 		t.Errorf("second requeue inserted a run: %v", err)
 	}
 
@@ -570,7 +570,7 @@ func testRunDeadDelete(t *testing.T, s store.Store) {
 		t.Errorf("third batch deleted %d, want 0", n)
 	}
 	for _, id := range []string{"plain", "orphan"} {
-		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, flowtype.ErrNotFound) {
+		if _, err := s.Reader().RunGet(ctx, id); !errors.Is(err, flowtype.ErrRunNotFound) {
 			t.Errorf("run %s: error %v, want it deleted", id, err)
 		}
 	}
@@ -698,8 +698,8 @@ func testRunDeadDeleteByID(t *testing.T, s store.Store) {
 	if !deleteByID("dead") {
 		t.Fatal("dead letter not deleted")
 	}
-	if _, err := s.Reader().RunGet(ctx, "dead"); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("deleted dead letter: error %v, want ErrNotFound", err)
+	if _, err := s.Reader().RunGet(ctx, "dead"); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("deleted dead letter: error %v, want ErrRunNotFound", err)
 	}
 	if ev, err := s.Reader().EventList(ctx, "dead"); err != nil || len(ev) != 0 {
 		t.Errorf("events of a deleted dead letter: %v, %v", ev, err)

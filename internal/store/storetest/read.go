@@ -88,15 +88,15 @@ func testReadIsOneSnapshot(t *testing.T, s store.Store) {
 }
 
 // Read returns fn's error as it is, and a read of an unknown run in it is
-// ErrNotFound, as outside it.
+// ErrRunNotFound, as outside it.
 func testReadReturnsFnError(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	err := s.Read(ctx, func(r store.Reader) error {
 		_, err := r.RunGet(ctx, "missing")
 		return err
 	})
-	if !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("Read of an unknown run: %v, want ErrNotFound", err)
+	if !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("Read of an unknown run: %v, want ErrRunNotFound", err)
 	}
 	if err := s.Read(ctx, func(store.Reader) error { return errAbort }); err != errAbort {
 		t.Errorf("Read = %v, want fn's error %v as it is", err, errAbort)

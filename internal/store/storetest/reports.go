@@ -94,8 +94,8 @@ func ownersOf(list []store.EngineReport) []string {
 }
 
 func testCheckpointRecord(t *testing.T, s store.Store) {
-	if _, err := s.Reader().CheckpointLast(t.Context()); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Fatalf("new store: last checkpoint error %v, want ErrNotFound", err)
+	if _, err := s.Reader().CheckpointLast(t.Context()); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Fatalf("new store: last checkpoint error %v, want ErrRunNotFound", err)
 	}
 	first := store.CheckpointRecord{At: base, Owner: "a", Mode: flowtype.CheckpointPassive, WALBytes: 4 << 20}
 	second := store.CheckpointRecord{

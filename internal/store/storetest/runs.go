@@ -95,12 +95,12 @@ func testRunInsert(t *testing.T, s store.Store) {
 
 func testRunGetNotFound(t *testing.T, s store.Store) {
 	ctx := t.Context()
-	if _, err := s.Reader().RunGet(ctx, "missing"); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("reader RunGet of unknown ID: error %v, want ErrNotFound", err)
+	if _, err := s.Reader().RunGet(ctx, "missing"); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("reader RunGet of unknown ID: error %v, want ErrRunNotFound", err)
 	}
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.RunGet(ctx, "missing"); !errors.Is(err, flowtype.ErrNotFound) {
-			t.Errorf("tx RunGet of unknown ID: error %v, want ErrNotFound", err)
+		if _, err := tx.RunGet(ctx, "missing"); !errors.Is(err, flowtype.ErrRunNotFound) {
+			t.Errorf("tx RunGet of unknown ID: error %v, want ErrRunNotFound", err)
 		}
 		return nil
 	})
@@ -714,8 +714,8 @@ func testRunGetForUpdateHoldsTheRun(t *testing.T, s store.Store) {
 	var claimErr error
 	claimDone := make(chan struct{})
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
-		if _, err := tx.RunGetForUpdate(ctx, "missing"); !errors.Is(err, flowtype.ErrNotFound) {
-			t.Errorf("RunGetForUpdate of unknown ID: error %v, want ErrNotFound", err)
+		if _, err := tx.RunGetForUpdate(ctx, "missing"); !errors.Is(err, flowtype.ErrRunNotFound) {
+			t.Errorf("RunGetForUpdate of unknown ID: error %v, want ErrRunNotFound", err)
 		}
 		got, err := tx.RunGetForUpdate(ctx, "held")
 		if err != nil {
@@ -833,8 +833,8 @@ func testRunRequestCancel(t *testing.T, s store.Store) {
 	// An unknown run is not cancellable.
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		ok, err := tx.RunRequestCancel(ctx, "ghost", now)
-		if ok || (err != nil && !errors.Is(err, flowtype.ErrNotFound)) {
-			t.Errorf("request cancel of an unknown run = %v, %v; want false and no error or ErrNotFound", ok, err)
+		if ok || (err != nil && !errors.Is(err, flowtype.ErrRunNotFound)) {
+			t.Errorf("request cancel of an unknown run = %v, %v; want false and no error or ErrRunNotFound", ok, err)
 		}
 		return nil
 	})
@@ -879,8 +879,8 @@ func testRunSetStatus(t *testing.T, s store.Store) {
 	}
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: "ghost", Expected: flowtype.StatusPending, Status: flowtype.StatusCancelled, Now: base})
-		if !errors.Is(err, flowtype.ErrConflict) && !errors.Is(err, flowtype.ErrNotFound) {
-			t.Errorf("set status of an unknown run: error %v, want ErrConflict or ErrNotFound", err)
+		if !errors.Is(err, flowtype.ErrConflict) && !errors.Is(err, flowtype.ErrRunNotFound) {
+			t.Errorf("set status of an unknown run: error %v, want ErrConflict or ErrRunNotFound", err)
 		}
 		return nil
 	})

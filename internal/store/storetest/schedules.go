@@ -136,16 +136,16 @@ func testScheduleUpsertUpdates(t *testing.T, s store.Store) {
 }
 
 func testScheduleNotFound(t *testing.T, s store.Store) {
-	if _, err := s.Reader().ScheduleGet(t.Context(), "nope"); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("get: error %v, want ErrNotFound", err)
+	if _, err := s.Reader().ScheduleGet(t.Context(), "nope"); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("get: error %v, want ErrRunNotFound", err)
 	}
-	expectErr(t, s, flowtype.ErrNotFound, "pause", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrRunNotFound, "pause", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleSetPaused(ctx, "nope", true, base)
 	})
-	expectErr(t, s, flowtype.ErrNotFound, "delete", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrRunNotFound, "delete", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleDelete(ctx, "nope")
 	})
-	expectErr(t, s, flowtype.ErrNotFound, "advance", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrRunNotFound, "advance", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleAdvance(ctx, store.ScheduleAdvanceParams{Name: "nope", ExpectedNextAt: base, NextAt: base + 1, Now: base})
 	})
 	list, err := s.Reader().ScheduleList(t.Context())
@@ -295,10 +295,10 @@ func testSchedulePauseAndDelete(t *testing.T, s store.Store) {
 	}
 
 	do(t, s, func(ctx context.Context, tx store.Tx) error { return tx.ScheduleDelete(ctx, "a") })
-	if _, err := s.Reader().ScheduleGet(t.Context(), "a"); !errors.Is(err, flowtype.ErrNotFound) {
-		t.Errorf("get after delete: error %v, want ErrNotFound", err)
+	if _, err := s.Reader().ScheduleGet(t.Context(), "a"); !errors.Is(err, flowtype.ErrRunNotFound) {
+		t.Errorf("get after delete: error %v, want ErrRunNotFound", err)
 	}
-	expectErr(t, s, flowtype.ErrNotFound, "delete twice", func(ctx context.Context, tx store.Tx) error {
+	expectErr(t, s, flowtype.ErrRunNotFound, "delete twice", func(ctx context.Context, tx store.Tx) error {
 		return tx.ScheduleDelete(ctx, "a")
 	})
 	getSchedule(t, s, "b") // the other is untouched

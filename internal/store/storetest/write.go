@@ -64,15 +64,15 @@ func testWriteRollsBackOnError(t *testing.T, s store.Store) {
 		if r, err := tx.RunGet(ctx, "new"); err != nil || r.ID != "new" {
 			return fmt.Errorf("tx does not see its own insert: %v", err)
 		}
-		if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, flowtype.ErrNotFound) {
-			t.Errorf("reader sees an uncommitted run: error %v, want ErrNotFound", err)
+		if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, flowtype.ErrRunNotFound) {
+			t.Errorf("reader sees an uncommitted run: error %v, want ErrRunNotFound", err)
 		}
 		return errAbort
 	})
 	if !errors.Is(err, errAbort) {
 		t.Fatalf("Write returned %v, want the error of fn", err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, flowtype.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, flowtype.ErrRunNotFound) {
 		t.Errorf("run inserted by a failed write exists: error %v", err)
 	}
 	if st := steps(t, s, "new"); len(st) != 0 {
@@ -112,7 +112,7 @@ func testWriteRollsBackOnPanic(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("write after a panicking write: %v", err)
 	}
-	if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, flowtype.ErrNotFound) {
+	if _, err := s.Reader().RunGet(ctx, "new"); !errors.Is(err, flowtype.ErrRunNotFound) {
 		t.Errorf("run inserted by a panicking write exists: error %v", err)
 	}
 	get(t, s, "after")
@@ -191,7 +191,7 @@ func testWritesConcurrentIsolated(t *testing.T, s store.Store) {
 			if err != nil || len(events) != 1 {
 				t.Errorf("committed writer %s: run error %v, %d events; want the run and 1 event", id, err, len(events))
 			}
-		} else if !errors.Is(err, flowtype.ErrNotFound) || len(events) != 0 {
+		} else if !errors.Is(err, flowtype.ErrRunNotFound) || len(events) != 0 {
 			t.Errorf("failed writer %s: run error %v, %d events; want nothing left", id, err, len(events))
 		}
 	}
