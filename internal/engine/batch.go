@@ -96,20 +96,7 @@ func (e *Engine) insertRuns(ctx context.Context, tx store.Tx, ps []StartParams) 
 	now := e.nowMs()
 	rows := make([]store.RunInsertParams, len(ps))
 	for i := range ps {
-		p := &ps[i]
-		runAt := now
-		if !p.RunAt.IsZero() {
-			runAt = p.RunAt.UnixMilli()
-		}
-		var deadline int64
-		if !p.Deadline.IsZero() {
-			deadline = p.Deadline.UnixMilli()
-		}
-		rows[i] = store.RunInsertParams{
-			ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
-			Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey,
-			UniqueStates: insertStates(p), StartOptions: p.startOptions(), Now: now,
-		}
+		rows[i] = insertParams(&ps[i], now)
 	}
 	inserted, err := tx.RunInsertMany(ctx, rows)
 	if err != nil {
@@ -119,7 +106,7 @@ func (e *Engine) insertRuns(ctx context.Context, tx store.Tx, ps []StartParams) 
 	events := make([]store.Event, 0, len(ps))
 	for i := range ps {
 		p := &ps[i]
-		started := store.Event{RunID: p.ID, At: now, Kind: flowtype.EventRunStarted, Detail: startedDetail(p)}
+		started := startedEvent(p, now)
 		if !inserted[i] {
 			row := rows[i]
 			run, again, err := existingOrAgain(ctx, tx, p, now, func() (bool, error) {

@@ -159,6 +159,12 @@ func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event
 		return store.RunInsertParams{}, store.Event{}, err
 	}
 	now := e.nowMs()
+	return insertParams(p, now), startedEvent(p, now), nil
+}
+
+// insertParams is the row a start of the prepared p records at now: due
+// now unless p says when, for a start alone and in a batch.
+func insertParams(p *StartParams, now int64) store.RunInsertParams {
 	runAt := now
 	if !p.RunAt.IsZero() {
 		runAt = p.RunAt.UnixMilli()
@@ -167,13 +173,16 @@ func (e *Engine) startRecord(p *StartParams) (store.RunInsertParams, store.Event
 	if !p.Deadline.IsZero() {
 		deadline = p.Deadline.UnixMilli()
 	}
-	row := store.RunInsertParams{
+	return store.RunInsertParams{
 		ID: p.ID, Workflow: p.Workflow, Queue: p.Queue, Priority: p.Priority,
 		Input: p.Input, RunAt: runAt, Deadline: deadline, ParentID: p.ParentID, UniqueKey: p.UniqueKey,
 		UniqueStates: insertStates(p), StartOptions: p.startOptions(), Now: now,
 	}
-	started := store.Event{RunID: p.ID, At: now, Kind: flowtype.EventRunStarted, Detail: startedDetail(p)}
-	return row, started, nil
+}
+
+// startedEvent is the run_started event of a start of p at now.
+func startedEvent(p *StartParams, now int64) store.Event {
+	return store.Event{RunID: p.ID, At: now, Kind: flowtype.EventRunStarted, Detail: startedDetail(p)}
 }
 
 // prepareStart checks p and fills in its defaults (a random ID, the
