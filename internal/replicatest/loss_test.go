@@ -362,8 +362,7 @@ func isFile(p string) bool {
 
 // waitForFile waits until a regular file exists somewhere under dir.
 func waitForFile(dir string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	return waitUntil("file under "+dir, timeout, func() (bool, error) {
 		found := false
 		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
@@ -372,12 +371,6 @@ func waitForFile(dir string, timeout time.Duration) error {
 			}
 			return nil
 		})
-		if found {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing under %s after %s", dir, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return found, nil
+	})
 }

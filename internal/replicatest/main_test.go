@@ -168,17 +168,26 @@ func childMain() int {
 // waitFirstSync waits until the engine's replica acknowledged its first
 // write (the snapshot of the file).
 func waitFirstSync(ctx context.Context, e *flow.Engine, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	return waitUntil("the replica's first sync", timeout, func() (bool, error) {
 		h, err := e.FileHealth(ctx)
 		if err != nil {
-			return fmt.Errorf("file health: %w", err)
+			return false, fmt.Errorf("file health: %w", err)
 		}
-		if r := h.Replication; r != nil && !r.LastSync.IsZero() {
-			return nil
+		return h.Replication != nil && !h.Replication.LastSync.IsZero(), nil
+	})
+}
+
+// waitUntil polls done every 20ms until it holds or fails, or timeout
+// passed, which is an error naming what.
+func waitUntil(what string, timeout time.Duration, done func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := done()
+		if ok || err != nil {
+			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the replica did not sync within %s", timeout)
+			return fmt.Errorf("no %s within %s", what, timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
