@@ -38,6 +38,11 @@ type QueueConfig struct {
 	// so Queues{"orders": {}} works a queue without tuning it; a negative
 	// value is an error naming the queue.
 	Concurrency int
+	// Limits, when set, are the queue's flow control for every engine of
+	// the database (see Engine.SetQueueLimits), recorded when this engine
+	// starts: the last engine started with Limits for a queue sets them.
+	// Leave it nil to keep what the database has (set by the CLI, say).
+	Limits *QueueLimits
 }
 
 // Config configures an Engine. A nil *Config, and every zero field, means
@@ -155,6 +160,9 @@ type Engine struct {
 	// readOnly names the database of an engine whose backend opened it
 	// only to read (flowsqlite.OpenReadOnly).
 	readOnly string
+	// limits are the queues' flow control Config.Queues sets, recorded by
+	// Start.
+	limits map[string]QueueLimits
 	// route picks the inner engines that serve each call: the engine
 	// itself, or the shards of a set (NewSharded), whose shard 0's core
 	// and store are then core and store.
@@ -211,7 +219,7 @@ func newEngine(o store.Opened, cfg *Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new engine: %w", err)
 	}
-	e := &Engine{core: core, store: o.Store, readOnly: o.ReadOnly}
+	e := &Engine{core: core, store: o.Store, readOnly: o.ReadOnly, limits: configLimits(cfg)}
 	e.route = alone(e)
 	return e, nil
 }
@@ -281,6 +289,11 @@ func RegisterSafely[In, Out any](e *Engine, wf Workflow[In, Out]) error {
 func (e *Engine) Start(ctx context.Context) error {
 	if e.readOnly != "" {
 		return fmt.Errorf("start engine on %s: %w: it was opened with OpenReadOnly", e.readOnly, ErrReadOnly)
+	}
+	for name, l := range e.limits {
+		if err := e.SetQueueLimits(ctx, name, l); err != nil {
+			return fmt.Errorf("start engine: %w", err)
+		}
 	}
 	return e.route.startAll(ctx)
 }

@@ -48,6 +48,7 @@ type RunInfo struct {
 	FinishedAt      time.Time // zero until finished
 	StartedAt       time.Time // first claimed; zero until then
 	UniqueKey       string    // see EnqueueOptions
+	ConcurrencyKey  string    // see StartOptions
 	RequeuedFrom    string    // the dead letter this run requeues
 	RequeuedAs      string    // the run that requeued this dead letter
 	Steps           []StepRecord
@@ -294,6 +295,7 @@ func runInfo(r store.Run) RunInfo {
 		UpdatedAt: millis(r.UpdatedAt), FinishedAt: millis(r.FinishedAt),
 		StartedAt: millis(r.StartedAt), UniqueKey: r.UniqueKey, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
 		Timeout: time.Duration(r.Timeout) * time.Millisecond, Detached: r.Detached, Values: recordedValues(r.Context),
+		ConcurrencyKey: r.ConcurrencyKey,
 	}
 }
 

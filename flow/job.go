@@ -185,6 +185,9 @@ type EnqueueOptions struct {
 	RunAt time.Time
 	// Deadline, when set, cancels the run once the engine clock passes it.
 	Deadline time.Time
+	// ConcurrencyKey groups the run with the others of its queue that share
+	// it, for per-key limits and fair claims; see StartOptions.
+	ConcurrencyKey string
 	// UniqueKey makes the run unique among the job's runs with the same key.
 	UniqueKey string
 	// UniqueByArgs makes the run unique among the job's runs with equal
@@ -298,6 +301,7 @@ func enqueueParams[Args any](e *Engine, job Job[Args], args Args, opts *EnqueueO
 	}
 	p, err := startParams(e, job.Workflow(), args, &StartOptions{
 		RunID: opts.RunID, Queue: queue, Priority: priority, Delay: opts.Delay, RunAt: opts.RunAt, Deadline: opts.Deadline,
+		ConcurrencyKey: opts.ConcurrencyKey,
 	})
 	if err != nil {
 		return engine.StartParams{}, err

@@ -48,7 +48,7 @@ func newSet(shards []*Engine) *Engine {
 		s.route.place = &shardPlace{index: i, count: len(shards)}
 	}
 	first := shards[0]
-	return &Engine{core: first.core, store: first.store, readOnly: first.readOnly, route: router{engines: shards}}
+	return &Engine{core: first.core, store: first.store, readOnly: first.readOnly, limits: first.limits, route: router{engines: shards}}
 }
 
 // alone routes every call of e to e itself: a plain engine is a set of
@@ -309,9 +309,9 @@ func (r *router) forNewRun(ctx context.Context, p *engine.StartParams) (*Engine,
 	}
 	if p.ID == "" {
 		p.ID, _ = newRunID(nil)
-		return r.engines[placeKey(p.ID, p.UniqueKey, n)], nil
+		return r.engines[placeKey(p.ID, placement(p), n)], nil
 	}
-	target := placeKey(p.ID, p.UniqueKey, n)
+	target := placeKey(p.ID, placement(p), n)
 	if p.UniqueKey == "" || p.ParentID != "" {
 		return r.engines[target], nil
 	}
@@ -328,6 +328,20 @@ func (r *router) forNewRun(ctx context.Context, p *engine.StartParams) (*Engine,
 		}
 	}
 	return r.engines[target], nil
+}
+
+// placement is the key a start is placed by in a set of files: its unique
+// key, which one file must hold to enforce it, or else its concurrency key,
+// so that a key's runs are in one file and its per-key limits hold there
+// exactly; without either, the run's ID (placeKey).
+func placement(p *engine.StartParams) string {
+	switch {
+	case p.UniqueKey != "":
+		return p.UniqueKey
+	case p.ConcurrencyKey != "":
+		return "concurrency:" + p.ConcurrencyKey
+	}
+	return ""
 }
 
 // forTx returns the engine that records the start p in the caller's
@@ -390,7 +404,7 @@ func (r *router) admit(p *engine.StartParams) error {
 		p.ID = id
 		return nil
 	}
-	if i := placeKey(p.ID, p.UniqueKey, sp.count); i != sp.index {
+	if i := placeKey(p.ID, placement(p), sp.count); i != sp.index {
 		what := "run " + p.ID
 		if p.UniqueKey != "" {
 			what = "unique key " + p.UniqueKey

@@ -55,6 +55,14 @@ type StartOptions struct {
 	// recurring piece of work, not for retries.
 	IDReuse IDReusePolicy
 
+	// ConcurrencyKey groups the run with the others of its queue that share
+	// it (a customer, a tenant) for the queue's per-key limits and fair
+	// claims (see QueueLimits and Engine.SetQueueLimits): at most
+	// KeyConcurrency runs with one key execute at once, and a key with a
+	// huge backlog takes its turn like the others. Empty: none. At most 256
+	// bytes.
+	ConcurrencyKey string
+
 	// UniqueKey deduplicates starts of the workflow (DBOS's deduplication
 	// ID): while a run of the workflow (any version) holds the key, a start
 	// with the same key records nothing and, by OnDuplicate, returns that
@@ -202,7 +210,7 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 		ID: opts.RunID, Workflow: key, Queue: opts.Queue, Priority: opts.Priority, Input: input, RunAt: runAt,
 		Deadline: opts.Deadline, UniqueKey: opts.UniqueKey, UniqueStates: slices.Clone(opts.UniqueStates),
 		UniquePeriod: opts.UniquePeriod, OnDuplicate: opts.OnDuplicate, Timeout: opts.Timeout,
-		IDReuse: opts.IDReuse,
+		IDReuse: opts.IDReuse, ConcurrencyKey: opts.ConcurrencyKey,
 	}, nil
 }
 

@@ -141,11 +141,11 @@ const copyRunInsert = `-- name: CopyRunInsert :exec
 INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, output, error, reason,
     cancel_requested, run_at, deadline, wake_seq, fence, lease_owner, lease_expires_at,
     created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as,
-    timeout, detached, context_values)
+    timeout, detached, context_values, concurrency_key)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
     $11, $12, $13, $14, $15, $16, $17,
     $18, $19, $20, $21, $22, $23, $24, $25,
-    $26, $27, $28)
+    $26, $27, $28, $29)
 `
 
 type CopyRunInsertParams struct {
@@ -177,6 +177,7 @@ type CopyRunInsertParams struct {
 	Timeout         sql.NullInt64
 	Detached        bool
 	ContextValues   []byte
+	ConcurrencyKey  string
 }
 
 // CopyRunInsert inserts a run without its parent (CopyRunSetParent links it
@@ -211,6 +212,7 @@ func (q *Queries) CopyRunInsert(ctx context.Context, arg CopyRunInsertParams) er
 		arg.Timeout,
 		arg.Detached,
 		arg.ContextValues,
+		arg.ConcurrencyKey,
 	)
 	return err
 }

@@ -103,6 +103,26 @@ type Queue struct {
 	UpdatedAt int64
 }
 
+type QueueLimit struct {
+	Queue          string
+	Concurrency    int64
+	KeyConcurrency int64
+	Rate           int64
+	RatePeriod     int64
+	KeyRate        int64
+	KeyRatePeriod  int64
+	Fair           bool
+	Keys           string
+	UpdatedAt      int64
+}
+
+type RateStart struct {
+	Queue          string
+	ConcurrencyKey string
+	At             int64
+	RunID          string
+}
+
 type Run struct {
 	ID              string
 	Seq             int64
@@ -134,6 +154,7 @@ type Run struct {
 	Timeout         sql.NullInt64
 	Detached        bool
 	ContextValues   []byte
+	ConcurrencyKey  string
 }
 
 type Schedule struct {

@@ -367,7 +367,7 @@ func (q *Queries) RunDeadDeleteByID(ctx context.Context, id string) (int64, erro
 }
 
 const runDeadList = `-- name: RunDeadList :many
-SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values FROM flowlite.runs
+SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values, concurrency_key FROM flowlite.runs
 WHERE status = 'failed' AND requeued_as IS NULL
   AND finished_at >= $1::bigint AND finished_at < $2::bigint
   AND ($3::text = '' OR workflow = $3::text)
@@ -433,6 +433,7 @@ func (q *Queries) RunDeadList(ctx context.Context, arg RunDeadListParams) ([]Run
 			&i.Timeout,
 			&i.Detached,
 			&i.ContextValues,
+			&i.ConcurrencyKey,
 		); err != nil {
 			return nil, err
 		}
@@ -448,7 +449,7 @@ func (q *Queries) RunDeadList(ctx context.Context, arg RunDeadListParams) ([]Run
 }
 
 const runGetKeyHolder = `-- name: RunGetKeyHolder :one
-SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values FROM flowlite.runs
+SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values, concurrency_key FROM flowlite.runs
 WHERE workflow = $1 AND unique_key = $2 AND requeued_as IS NULL
   AND (unique_states & (CASE status WHEN 'pending' THEN 1 WHEN 'running' THEN 2 WHEN 'waiting' THEN 4
           WHEN 'compensating' THEN 8 WHEN 'suspended' THEN 16 WHEN 'completed' THEN 32
@@ -498,6 +499,7 @@ func (q *Queries) RunGetKeyHolder(ctx context.Context, arg RunGetKeyHolderParams
 		&i.Timeout,
 		&i.Detached,
 		&i.ContextValues,
+		&i.ConcurrencyKey,
 	)
 	return i, err
 }
@@ -527,11 +529,11 @@ func (q *Queries) RunMarkRequeued(ctx context.Context, arg RunMarkRequeuedParams
 const runRequeueInsert = `-- name: RunRequeueInsert :execrows
 INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
                   unique_key, unique_states, requeued_from, created_at, updated_at,
-                  timeout, detached, context_values)
+                  timeout, detached, context_values, concurrency_key)
 SELECT $1::text, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, $2::bigint,
        CASE WHEN f.deadline IS NULL OR f.timeout IS NOT NULL THEN NULL ELSE f.deadline - f.created_at + $2::bigint END,
        f.unique_key, f.unique_states, f.id, $2::bigint, $2::bigint,
-       f.timeout, f.detached, f.context_values
+       f.timeout, f.detached, f.context_values, f.concurrency_key
 FROM flowlite.runs AS f
 WHERE f.id = $3::text AND f.status = 'failed' AND f.requeued_as = $1::text
 ON CONFLICT DO NOTHING
@@ -547,7 +549,7 @@ type RunRequeueInsertParams struct {
 // letter @from_id, which RunMarkRequeued linked to @id just before (so that
 // the dead letter no longer holds its unique key): same workflow version,
 // queue, priority, input, unique key and unique states, timeout,
-// detachment and context values, due at @now, with the deadline it had
+// detachment, context values and concurrency key, due at @now, with the deadline it had
 // moved by the time elapsed since it was created; a run with a timeout
 // gets no deadline (its first claim gives it the whole timeout again). It
 // inserts nothing when @from_id is not that dead letter, @id is taken, or

@@ -43,27 +43,31 @@ func (q *Queries) RunDeleteForReuse(ctx context.Context, arg RunDeleteForReusePa
 const runSetStartOptions = `-- name: RunSetStartOptions :execrows
 UPDATE flowlite.runs
 SET timeout = $1::bigint, detached = $2::boolean,
-    context_values = $3::bytea
-WHERE id = $4::text AND started_at IS NULL
+    context_values = $3::bytea,
+    concurrency_key = $4::text
+WHERE id = $5::text AND started_at IS NULL
 `
 
 type RunSetStartOptionsParams struct {
-	Timeout       sql.NullInt64
-	Detached      bool
-	ContextValues []byte
-	ID            string
+	Timeout        sql.NullInt64
+	Detached       bool
+	ContextValues  []byte
+	ConcurrencyKey string
+	ID             string
 }
 
 // RunSetStartOptions records the start options of a run RunInsert or
 // RunInsertMany has just inserted in the same transaction: its timeout
 // (ms from its first claim; NULL: none), whether it is a detached child,
-// and its propagated context values (NULL: none). Only runs that have one
-// pay for the statement; it changes nothing once the run was claimed.
+// its propagated context values (NULL: none) and its concurrency key (”:
+// none). Only runs that have one pay for the statement; it changes nothing
+// once the run was claimed.
 func (q *Queries) RunSetStartOptions(ctx context.Context, arg RunSetStartOptionsParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, runSetStartOptions,
 		arg.Timeout,
 		arg.Detached,
 		arg.ContextValues,
+		arg.ConcurrencyKey,
 		arg.ID,
 	)
 	if err != nil {

@@ -132,7 +132,7 @@ SET lease_owner      = $1::text,
 FROM picked
 WHERE u.id = picked.id
   AND u.lease_owner IS NULL
-RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as, u.timeout, u.detached, u.context_values
+RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as, u.timeout, u.detached, u.context_values, u.concurrency_key
 `
 
 type RunClaimParams struct {
@@ -228,6 +228,7 @@ func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, erro
 			&i.Timeout,
 			&i.Detached,
 			&i.ContextValues,
+			&i.ConcurrencyKey,
 		); err != nil {
 			return nil, err
 		}
@@ -286,7 +287,7 @@ claimed AS (
         updated_at       = $2::bigint
     WHERE u.id = ANY (ARRAY(SELECT picked.id FROM picked))
       AND u.lease_owner IS NULL
-    RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as, u.timeout, u.detached, u.context_values
+    RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as, u.timeout, u.detached, u.context_values, u.concurrency_key
 ),
 begun AS (
     INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
@@ -318,7 +319,7 @@ SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.inpu
        c.error, c.reason, c.cancel_requested, c.run_at, c.deadline, c.parent_id, c.wake_seq,
        c.fence, c.lease_owner, c.lease_expires_at, c.created_at, c.updated_at, c.finished_at,
        c.unique_key, c.unique_states, c.started_at, c.requeued_from, c.requeued_as,
-       c.timeout, c.detached, c.context_values,
+       c.timeout, c.detached, c.context_values, c.concurrency_key,
        COALESCE(b.name, '')::text AS begun
 FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
 ORDER BY c.priority DESC, c.run_at, c.seq
@@ -365,6 +366,7 @@ type RunClaimAndBeginRow struct {
 	Timeout         sql.NullInt64
 	Detached        bool
 	ContextValues   []byte
+	ConcurrencyKey  string
 	Begun           string
 }
 
@@ -445,6 +447,7 @@ func (q *Queries) RunClaimAndBegin(ctx context.Context, arg RunClaimAndBeginPara
 			&i.Timeout,
 			&i.Detached,
 			&i.ContextValues,
+			&i.ConcurrencyKey,
 			&i.Begun,
 		); err != nil {
 			return nil, err
@@ -663,7 +666,7 @@ func (q *Queries) RunFinishMany(ctx context.Context, finishes json.RawMessage) (
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values FROM flowlite.runs WHERE id = $1
+SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values, concurrency_key FROM flowlite.runs WHERE id = $1
 `
 
 func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
@@ -700,12 +703,13 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 		&i.Timeout,
 		&i.Detached,
 		&i.ContextValues,
+		&i.ConcurrencyKey,
 	)
 	return i, err
 }
 
 const runGetForUpdate = `-- name: RunGetForUpdate :one
-SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values FROM flowlite.runs WHERE id = $1 FOR NO KEY UPDATE
+SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values, concurrency_key FROM flowlite.runs WHERE id = $1 FOR NO KEY UPDATE
 `
 
 // RunGetForUpdate is RunGet holding the run's row until the transaction
@@ -749,6 +753,7 @@ func (q *Queries) RunGetForUpdate(ctx context.Context, id string) (Run, error) {
 		&i.Timeout,
 		&i.Detached,
 		&i.ContextValues,
+		&i.ConcurrencyKey,
 	)
 	return i, err
 }
@@ -935,7 +940,7 @@ func (q *Queries) RunLeaseCheck(ctx context.Context, arg RunLeaseCheckParams) (b
 }
 
 const runList = `-- name: RunList :many
-SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values FROM flowlite.runs
+SELECT id, seq, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as, timeout, detached, context_values, concurrency_key FROM flowlite.runs
 WHERE ($1::text = '' OR status = $1::text)
   AND ($2::text = '' OR workflow = $2::text)
   AND ($3::text = '' OR queue = $3::text)
@@ -1001,6 +1006,7 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 			&i.Timeout,
 			&i.Detached,
 			&i.ContextValues,
+			&i.ConcurrencyKey,
 		); err != nil {
 			return nil, err
 		}

@@ -157,7 +157,7 @@ func (q *Queries) CopyQueueList(ctx context.Context) ([]Queue, error) {
 
 const copyRunList = `-- name: CopyRunList :many
 
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values FROM flowlite_runs ORDER BY rowid
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values, concurrency_key FROM flowlite_runs ORDER BY rowid
 `
 
 // Reads of `flowlite copy` (internal/store/storecopy), which copies a whole
@@ -203,6 +203,7 @@ func (q *Queries) CopyRunList(ctx context.Context) ([]Run, error) {
 			&i.Timeout,
 			&i.Detached,
 			&i.ContextValues,
+			&i.ConcurrencyKey,
 		); err != nil {
 			return nil, err
 		}

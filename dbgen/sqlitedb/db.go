@@ -132,6 +132,18 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.queueDurationsStmt, err = db.PrepareContext(ctx, queueDurations); err != nil {
 		return nil, fmt.Errorf("error preparing query QueueDurations: %w", err)
 	}
+	if q.queueLimitsDeleteStmt, err = db.PrepareContext(ctx, queueLimitsDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query QueueLimitsDelete: %w", err)
+	}
+	if q.queueLimitsGetStmt, err = db.PrepareContext(ctx, queueLimitsGet); err != nil {
+		return nil, fmt.Errorf("error preparing query QueueLimitsGet: %w", err)
+	}
+	if q.queueLimitsListStmt, err = db.PrepareContext(ctx, queueLimitsList); err != nil {
+		return nil, fmt.Errorf("error preparing query QueueLimitsList: %w", err)
+	}
+	if q.queueLimitsSetStmt, err = db.PrepareContext(ctx, queueLimitsSet); err != nil {
+		return nil, fmt.Errorf("error preparing query QueueLimitsSet: %w", err)
+	}
 	if q.queueListStmt, err = db.PrepareContext(ctx, queueList); err != nil {
 		return nil, fmt.Errorf("error preparing query QueueList: %w", err)
 	}
@@ -144,6 +156,15 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.queueResumeStmt, err = db.PrepareContext(ctx, queueResume); err != nil {
 		return nil, fmt.Errorf("error preparing query QueueResume: %w", err)
 	}
+	if q.rateStartAddStmt, err = db.PrepareContext(ctx, rateStartAdd); err != nil {
+		return nil, fmt.Errorf("error preparing query RateStartAdd: %w", err)
+	}
+	if q.rateStartsCountStmt, err = db.PrepareContext(ctx, rateStartsCount); err != nil {
+		return nil, fmt.Errorf("error preparing query RateStartsCount: %w", err)
+	}
+	if q.rateStartsPruneStmt, err = db.PrepareContext(ctx, rateStartsPrune); err != nil {
+		return nil, fmt.Errorf("error preparing query RateStartsPrune: %w", err)
+	}
 	if q.runCancelChildrenStmt, err = db.PrepareContext(ctx, runCancelChildren); err != nil {
 		return nil, fmt.Errorf("error preparing query RunCancelChildren: %w", err)
 	}
@@ -155,6 +176,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runClaimStmt, err = db.PrepareContext(ctx, runClaim); err != nil {
 		return nil, fmt.Errorf("error preparing query RunClaim: %w", err)
+	}
+	if q.runClaimKeyStmt, err = db.PrepareContext(ctx, runClaimKey); err != nil {
+		return nil, fmt.Errorf("error preparing query RunClaimKey: %w", err)
+	}
+	if q.runClaimUnkeyedStmt, err = db.PrepareContext(ctx, runClaimUnkeyed); err != nil {
+		return nil, fmt.Errorf("error preparing query RunClaimUnkeyed: %w", err)
 	}
 	if q.runCountByStatusStmt, err = db.PrepareContext(ctx, runCountByStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query RunCountByStatus: %w", err)
@@ -210,6 +237,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.runLeaseCheckStmt, err = db.PrepareContext(ctx, runLeaseCheck); err != nil {
 		return nil, fmt.Errorf("error preparing query RunLeaseCheck: %w", err)
 	}
+	if q.runLeasedCountsStmt, err = db.PrepareContext(ctx, runLeasedCounts); err != nil {
+		return nil, fmt.Errorf("error preparing query RunLeasedCounts: %w", err)
+	}
 	if q.runListStmt, err = db.PrepareContext(ctx, runList); err != nil {
 		return nil, fmt.Errorf("error preparing query RunList: %w", err)
 	}
@@ -221,6 +251,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runMarkRequeuedStmt, err = db.PrepareContext(ctx, runMarkRequeued); err != nil {
 		return nil, fmt.Errorf("error preparing query RunMarkRequeued: %w", err)
+	}
+	if q.runReadyKeysStmt, err = db.PrepareContext(ctx, runReadyKeys); err != nil {
+		return nil, fmt.Errorf("error preparing query RunReadyKeys: %w", err)
 	}
 	if q.runReadyNextPriorityStmt, err = db.PrepareContext(ctx, runReadyNextPriority); err != nil {
 		return nil, fmt.Errorf("error preparing query RunReadyNextPriority: %w", err)
@@ -560,6 +593,26 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing queueDurationsStmt: %w", cerr)
 		}
 	}
+	if q.queueLimitsDeleteStmt != nil {
+		if cerr := q.queueLimitsDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queueLimitsDeleteStmt: %w", cerr)
+		}
+	}
+	if q.queueLimitsGetStmt != nil {
+		if cerr := q.queueLimitsGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queueLimitsGetStmt: %w", cerr)
+		}
+	}
+	if q.queueLimitsListStmt != nil {
+		if cerr := q.queueLimitsListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queueLimitsListStmt: %w", cerr)
+		}
+	}
+	if q.queueLimitsSetStmt != nil {
+		if cerr := q.queueLimitsSetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queueLimitsSetStmt: %w", cerr)
+		}
+	}
 	if q.queueListStmt != nil {
 		if cerr := q.queueListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing queueListStmt: %w", cerr)
@@ -580,6 +633,21 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing queueResumeStmt: %w", cerr)
 		}
 	}
+	if q.rateStartAddStmt != nil {
+		if cerr := q.rateStartAddStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing rateStartAddStmt: %w", cerr)
+		}
+	}
+	if q.rateStartsCountStmt != nil {
+		if cerr := q.rateStartsCountStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing rateStartsCountStmt: %w", cerr)
+		}
+	}
+	if q.rateStartsPruneStmt != nil {
+		if cerr := q.rateStartsPruneStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing rateStartsPruneStmt: %w", cerr)
+		}
+	}
 	if q.runCancelChildrenStmt != nil {
 		if cerr := q.runCancelChildrenStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runCancelChildrenStmt: %w", cerr)
@@ -598,6 +666,16 @@ func (q *Queries) Close() error {
 	if q.runClaimStmt != nil {
 		if cerr := q.runClaimStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runClaimStmt: %w", cerr)
+		}
+	}
+	if q.runClaimKeyStmt != nil {
+		if cerr := q.runClaimKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runClaimKeyStmt: %w", cerr)
+		}
+	}
+	if q.runClaimUnkeyedStmt != nil {
+		if cerr := q.runClaimUnkeyedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runClaimUnkeyedStmt: %w", cerr)
 		}
 	}
 	if q.runCountByStatusStmt != nil {
@@ -690,6 +768,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing runLeaseCheckStmt: %w", cerr)
 		}
 	}
+	if q.runLeasedCountsStmt != nil {
+		if cerr := q.runLeasedCountsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runLeasedCountsStmt: %w", cerr)
+		}
+	}
 	if q.runListStmt != nil {
 		if cerr := q.runListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runListStmt: %w", cerr)
@@ -708,6 +791,11 @@ func (q *Queries) Close() error {
 	if q.runMarkRequeuedStmt != nil {
 		if cerr := q.runMarkRequeuedStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runMarkRequeuedStmt: %w", cerr)
+		}
+	}
+	if q.runReadyKeysStmt != nil {
+		if cerr := q.runReadyKeysStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runReadyKeysStmt: %w", cerr)
 		}
 	}
 	if q.runReadyNextPriorityStmt != nil {
@@ -1040,14 +1128,23 @@ type Queries struct {
 	payloadInvalidListStmt          *sql.Stmt
 	queueCountsStmt                 *sql.Stmt
 	queueDurationsStmt              *sql.Stmt
+	queueLimitsDeleteStmt           *sql.Stmt
+	queueLimitsGetStmt              *sql.Stmt
+	queueLimitsListStmt             *sql.Stmt
+	queueLimitsSetStmt              *sql.Stmt
 	queueListStmt                   *sql.Stmt
 	queuePauseStmt                  *sql.Stmt
 	queuePendingRunsStmt            *sql.Stmt
 	queueResumeStmt                 *sql.Stmt
+	rateStartAddStmt                *sql.Stmt
+	rateStartsCountStmt             *sql.Stmt
+	rateStartsPruneStmt             *sql.Stmt
 	runCancelChildrenStmt           *sql.Stmt
 	runCancelIdleStmt               *sql.Stmt
 	runCancelToUnwindStmt           *sql.Stmt
 	runClaimStmt                    *sql.Stmt
+	runClaimKeyStmt                 *sql.Stmt
+	runClaimUnkeyedStmt             *sql.Stmt
 	runCountByStatusStmt            *sql.Stmt
 	runCountUnrunnableStmt          *sql.Stmt
 	runDeadBatchStmt                *sql.Stmt
@@ -1066,10 +1163,12 @@ type Queries struct {
 	runInsertStmt                   *sql.Stmt
 	runInsertManyStmt               *sql.Stmt
 	runLeaseCheckStmt               *sql.Stmt
+	runLeasedCountsStmt             *sql.Stmt
 	runListStmt                     *sql.Stmt
 	runListExpiredLeasesStmt        *sql.Stmt
 	runMakeDueStmt                  *sql.Stmt
 	runMarkRequeuedStmt             *sql.Stmt
+	runReadyKeysStmt                *sql.Stmt
 	runReadyNextPriorityStmt        *sql.Stmt
 	runReleaseStmt                  *sql.Stmt
 	runRequestCancelStmt            *sql.Stmt
@@ -1163,14 +1262,23 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		payloadInvalidListStmt:          q.payloadInvalidListStmt,
 		queueCountsStmt:                 q.queueCountsStmt,
 		queueDurationsStmt:              q.queueDurationsStmt,
+		queueLimitsDeleteStmt:           q.queueLimitsDeleteStmt,
+		queueLimitsGetStmt:              q.queueLimitsGetStmt,
+		queueLimitsListStmt:             q.queueLimitsListStmt,
+		queueLimitsSetStmt:              q.queueLimitsSetStmt,
 		queueListStmt:                   q.queueListStmt,
 		queuePauseStmt:                  q.queuePauseStmt,
 		queuePendingRunsStmt:            q.queuePendingRunsStmt,
 		queueResumeStmt:                 q.queueResumeStmt,
+		rateStartAddStmt:                q.rateStartAddStmt,
+		rateStartsCountStmt:             q.rateStartsCountStmt,
+		rateStartsPruneStmt:             q.rateStartsPruneStmt,
 		runCancelChildrenStmt:           q.runCancelChildrenStmt,
 		runCancelIdleStmt:               q.runCancelIdleStmt,
 		runCancelToUnwindStmt:           q.runCancelToUnwindStmt,
 		runClaimStmt:                    q.runClaimStmt,
+		runClaimKeyStmt:                 q.runClaimKeyStmt,
+		runClaimUnkeyedStmt:             q.runClaimUnkeyedStmt,
 		runCountByStatusStmt:            q.runCountByStatusStmt,
 		runCountUnrunnableStmt:          q.runCountUnrunnableStmt,
 		runDeadBatchStmt:                q.runDeadBatchStmt,
@@ -1189,10 +1297,12 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runInsertStmt:                   q.runInsertStmt,
 		runInsertManyStmt:               q.runInsertManyStmt,
 		runLeaseCheckStmt:               q.runLeaseCheckStmt,
+		runLeasedCountsStmt:             q.runLeasedCountsStmt,
 		runListStmt:                     q.runListStmt,
 		runListExpiredLeasesStmt:        q.runListExpiredLeasesStmt,
 		runMakeDueStmt:                  q.runMakeDueStmt,
 		runMarkRequeuedStmt:             q.runMarkRequeuedStmt,
+		runReadyKeysStmt:                q.runReadyKeysStmt,
 		runReadyNextPriorityStmt:        q.runReadyNextPriorityStmt,
 		runReleaseStmt:                  q.runReleaseStmt,
 		runRequestCancelStmt:            q.runRequestCancelStmt,

@@ -99,6 +99,26 @@ type Queue struct {
 	UpdatedAt int64
 }
 
+type QueueLimit struct {
+	Queue          string
+	Concurrency    int64
+	KeyConcurrency int64
+	Rate           int64
+	RatePeriod     int64
+	KeyRate        int64
+	KeyRatePeriod  int64
+	Fair           int64
+	Keys           string
+	UpdatedAt      int64
+}
+
+type RateStart struct {
+	Queue          string
+	ConcurrencyKey string
+	At             int64
+	RunID          string
+}
+
 type Run struct {
 	ID              string
 	Workflow        string
@@ -129,6 +149,7 @@ type Run struct {
 	Timeout         *int64
 	Detached        int64
 	ContextValues   []byte
+	ConcurrencyKey  string
 }
 
 type Schedule struct {

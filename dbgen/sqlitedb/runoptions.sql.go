@@ -41,27 +41,31 @@ func (q *Queries) RunDeleteForReuse(ctx context.Context, arg RunDeleteForReusePa
 
 const runSetStartOptions = `-- name: RunSetStartOptions :execrows
 UPDATE flowlite_runs
-SET timeout = ?1, detached = ?2, context_values = ?3
-WHERE id = ?4 AND started_at IS NULL
+SET timeout = ?1, detached = ?2, context_values = ?3,
+    concurrency_key = ?4
+WHERE id = ?5 AND started_at IS NULL
 `
 
 type RunSetStartOptionsParams struct {
-	Timeout       *int64
-	Detached      int64
-	ContextValues []byte
-	ID            string
+	Timeout        *int64
+	Detached       int64
+	ContextValues  []byte
+	ConcurrencyKey string
+	ID             string
 }
 
 // RunSetStartOptions records the start options of a run RunInsert or
 // RunInsertMany has just inserted in the same transaction: its timeout
 // (ms from its first claim; NULL: none), whether it is a detached child,
-// and its propagated context values (NULL: none). Only runs that have one
-// pay for the statement; it changes nothing once the run was claimed.
+// its propagated context values (NULL: none) and its concurrency key (”:
+// none). Only runs that have one pay for the statement; it changes nothing
+// once the run was claimed.
 func (q *Queries) RunSetStartOptions(ctx context.Context, arg RunSetStartOptionsParams) (int64, error) {
 	result, err := q.exec(ctx, q.runSetStartOptionsStmt, runSetStartOptions,
 		arg.Timeout,
 		arg.Detached,
 		arg.ContextValues,
+		arg.ConcurrencyKey,
 		arg.ID,
 	)
 	if err != nil {

@@ -128,7 +128,7 @@ WHERE lease_owner IS NULL
     ORDER BY r.run_at, rowid
     LIMIT CAST(?7 AS INTEGER)
   )
-RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values
+RETURNING id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values, concurrency_key
 `
 
 type RunClaimParams struct {
@@ -205,6 +205,7 @@ func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, erro
 			&i.Timeout,
 			&i.Detached,
 			&i.ContextValues,
+			&i.ConcurrencyKey,
 		); err != nil {
 			return nil, err
 		}
@@ -352,7 +353,7 @@ func (q *Queries) RunFinish(ctx context.Context, arg RunFinishParams) (int64, er
 }
 
 const runGet = `-- name: RunGet :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values FROM flowlite_runs WHERE id = ?1
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values, concurrency_key FROM flowlite_runs WHERE id = ?1
 `
 
 func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
@@ -388,12 +389,13 @@ func (q *Queries) RunGet(ctx context.Context, id string) (Run, error) {
 		&i.Timeout,
 		&i.Detached,
 		&i.ContextValues,
+		&i.ConcurrencyKey,
 	)
 	return i, err
 }
 
 const runGetForUpdate = `-- name: RunGetForUpdate :one
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values FROM flowlite_runs WHERE id = ?1
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values, concurrency_key FROM flowlite_runs WHERE id = ?1
 `
 
 // RunGetForUpdate is RunGet inside a write transaction whose next writes
@@ -432,6 +434,7 @@ func (q *Queries) RunGetForUpdate(ctx context.Context, id string) (Run, error) {
 		&i.Timeout,
 		&i.Detached,
 		&i.ContextValues,
+		&i.ConcurrencyKey,
 	)
 	return i, err
 }
@@ -595,7 +598,7 @@ func (q *Queries) RunLeaseCheck(ctx context.Context, arg RunLeaseCheckParams) (i
 }
 
 const runList = `-- name: RunList :many
-SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values FROM flowlite_runs
+SELECT id, workflow, version, queue, priority, status, input, output, error, reason, cancel_requested, run_at, deadline, parent_id, wake_seq, fence, lease_owner, lease_expires_at, created_at, updated_at, finished_at, unique_key, started_at, requeued_from, requeued_as, unique_states, timeout, detached, context_values, concurrency_key FROM flowlite_runs
 WHERE (?1 = '' OR status = ?1)
   AND (?2 = '' OR workflow = ?2)
   AND (?3 = '' OR queue = ?3)
@@ -660,6 +663,7 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 			&i.Timeout,
 			&i.Detached,
 			&i.ContextValues,
+			&i.ConcurrencyKey,
 		); err != nil {
 			return nil, err
 		}

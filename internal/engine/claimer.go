@@ -43,6 +43,7 @@ func (e *Engine) runQueue(ctx context.Context, queue string, limit int) {
 		slots.Release(int64(free - len(runs)))
 		for _, run := range runs {
 			e.execs.Go(func() error {
+				defer e.freed(queue)
 				defer slots.Release(1)
 				e.execute(run)
 				return nil
@@ -51,13 +52,21 @@ func (e *Engine) runQueue(ctx context.Context, queue string, limit int) {
 		if err == nil && len(runs) == free {
 			continue // the queue may hold more ready runs
 		}
-		poll.Reset(e.cfg.PollInterval)
+		poll.Reset(e.limits.nextTry(queue, e.cfg.PollInterval, e.nowMs()))
 		select {
 		case <-ctx.Done():
 			return
 		case <-wake:
 		case <-poll.C:
 		}
+	}
+}
+
+// freed is called when an execution of queue gave its slot back: a
+// limited queue's claimer may now take a run its limits held back.
+func (e *Engine) freed(queue string) {
+	if e.limits.limited(queue) {
+		e.Wake(queue)
 	}
 }
 
@@ -68,13 +77,14 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 	if len(known) == 0 {
 		return nil, nil
 	}
-	if c, ok := e.store.(store.Claimer); ok {
+	_, limited := e.limitsOf(ctx, queue)
+	if c, ok := e.store.(store.Claimer); ok && !limited {
 		return e.claimAlone(ctx, c, queue, known, max)
 	}
 	var runs []store.Run
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		var err error
-		runs, err = e.claimIn(ctx, tx, queue, known, max)
+		runs, err = e.claimIn(ctx, tx, queue, known, max, limited)
 		return err
 	})
 	if err != nil {
@@ -129,13 +139,24 @@ func (e *Engine) firstSteps() []store.FirstStep {
 }
 
 // claimIn leases up to max ready runs of queue, of the workflow versions
-// known, in tx, and records a run_claimed event for each.
-func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known []flowtype.WorkflowKey, max int) ([]store.Run, error) {
+// known, in tx, and records a run_claimed event for each. A queue this
+// engine knows to be limited is claimed as its limits allow
+// (claimLimited), which reads them again in tx.
+func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known []flowtype.WorkflowKey, max int, limited bool) ([]store.Run, error) {
 	now := e.nowMs()
-	runs, err := tx.RunClaim(ctx, store.RunClaimParams{
+	p := store.RunClaimParams{
 		Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
 		Now: now, LeaseExpiresAt: now + e.cfg.LeaseTimeout.Milliseconds(),
-	})
+	}
+	var runs []store.Run
+	var err error
+	if limited {
+		var retryAt int64
+		runs, retryAt, err = e.claimLimited(ctx, tx, p)
+		e.limits.holdUntil(queue, retryAt)
+	} else {
+		runs, err = tx.RunClaim(ctx, p)
+	}
 	if err != nil {
 		return nil, err
 	}

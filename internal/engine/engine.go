@@ -197,6 +197,7 @@ type Engine struct {
 	warnedQueues   sync.Map       // queue name → struct{}: unworked start logged (unworked.go)
 	outage         outages        // loops whose polls find the database unavailable (outage.go)
 	outcomes       outcomeBatcher // outcomes of runs written together (outcome.go)
+	limits         limitCache     // the queues' flow control, as last read (limits.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc

@@ -52,6 +52,9 @@ type StartParams struct {
 	// Context is the record of the run's context values (see values.go):
 	// nil takes those of the context the run is started with.
 	Context []byte
+	// ConcurrencyKey groups the run with the others of its queue that
+	// share it, for per-key limits and fair claims (see limits.go).
+	ConcurrencyKey string
 }
 
 // Started is the outcome of a start: the run, and whether it already
@@ -80,13 +83,14 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 	}
 	var st Started
 	var claimed []store.Run
+	_, limited := e.limitsOf(ctx, queue)
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		var err error
 		st, err = e.insertRun(ctx, tx, &p)
 		if err != nil || st.Existing || slots == nil || st.Run.RunAt > e.nowMs() {
 			return err
 		}
-		claimed, err = e.claimIn(ctx, tx, queue, e.Known(), 1)
+		claimed, err = e.claimIn(ctx, tx, queue, e.Known(), 1, limited)
 		return err
 	})
 	if slots != nil && len(claimed) == 0 {
@@ -350,7 +354,7 @@ func startedDetail(p *StartParams) string {
 
 // startOptions returns the options of p the store records.
 func (p *StartParams) startOptions() store.StartOptions {
-	return store.StartOptions{Timeout: p.Timeout.Milliseconds(), Detached: p.Detached, Context: p.Context}
+	return store.StartOptions{Timeout: p.Timeout.Milliseconds(), Detached: p.Detached, Context: p.Context, ConcurrencyKey: p.ConcurrencyKey}
 }
 
 // validStartOptions checks p's start options, before anything is written.
@@ -362,6 +366,8 @@ func validStartOptions(p *StartParams) error {
 		return fmt.Errorf("start %s: timeout %s is under the millisecond the engine counts in", p.Workflow, p.Timeout)
 	case p.Detached && p.ParentID == "":
 		return fmt.Errorf("start %s: only a child can be detached (from its parent)", p.Workflow)
+	case len(p.ConcurrencyKey) > MaxConcurrencyKey:
+		return fmt.Errorf("start %s: concurrency key of %d bytes, over the %d allowed", p.Workflow, len(p.ConcurrencyKey), MaxConcurrencyKey)
 	}
 	return nil
 }
@@ -375,6 +381,9 @@ func startOptionsDetail(p *StartParams) string {
 	}
 	if p.Detached {
 		d += ", detached from parent " + p.ParentID + " (its cancellation does not reach this run)"
+	}
+	if p.ConcurrencyKey != "" {
+		d += fmt.Sprintf(", concurrency key %q", p.ConcurrencyKey)
 	}
 	return d + valuesDetail(p)
 }

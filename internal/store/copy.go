@@ -45,6 +45,7 @@ type CopyRun struct {
 	Timeout                     *int64
 	Detached                    bool
 	ContextValues               []byte
+	ConcurrencyKey              string
 }
 
 // CopyStep is one row of the steps table.

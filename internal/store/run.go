@@ -33,7 +33,7 @@ type Run struct {
 	StartedAt       int64  // first claim; zero until then
 	RequeuedFrom    string // the dead letter this run requeues
 	RequeuedAs      string // the run that requeued this dead letter
-	StartOptions           // timeout, detachment, context values
+	StartOptions           // timeout, detachment, context values, concurrency key
 }
 
 // Lease returns the lease the run was claimed with.

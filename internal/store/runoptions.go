@@ -19,11 +19,17 @@ type StartOptions struct {
 	// step, child and compensation of the run: a JSON object of strings,
 	// or nil for none.
 	Context []byte
+	// ConcurrencyKey groups the run with the others of its queue that
+	// share it, for per-key limits and fair claims (see limit.go); '':
+	// none.
+	ConcurrencyKey string
 }
 
 // IsZero reports whether o sets nothing, so that an insert of a run
 // without options costs no statement more.
-func (o StartOptions) IsZero() bool { return o.Timeout == 0 && !o.Detached && len(o.Context) == 0 }
+func (o StartOptions) IsZero() bool {
+	return o.Timeout == 0 && !o.Detached && len(o.Context) == 0 && o.ConcurrencyKey == ""
+}
 
 // ReuseTx frees the ID of a finished run for a new run, inside a write
 // transaction (flow.ReuseFinished, flow.ReuseFailed).

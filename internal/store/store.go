@@ -68,6 +68,7 @@ type Reader interface {
 	WorkflowReader
 	ScheduleReader
 	QueueReader
+	LimitReader
 	ReportReader
 	DefinitionReader
 	FeedReader
@@ -91,6 +92,7 @@ type Tx interface {
 	WorkflowTx
 	ScheduleTx
 	QueueTx
+	LimitTx
 	MaintenanceTx
 	ReportTx
 	OperatorTx

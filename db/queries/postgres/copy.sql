@@ -23,11 +23,11 @@ SELECT
 INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, output, error, reason,
     cancel_requested, run_at, deadline, wake_seq, fence, lease_owner, lease_expires_at,
     created_at, updated_at, finished_at, unique_key, unique_states, started_at, requeued_from, requeued_as,
-    timeout, detached, context_values)
+    timeout, detached, context_values, concurrency_key)
 VALUES (@id, @workflow, @version, @queue, @priority, @status, @input, @output, @error, @reason,
     @cancel_requested, @run_at, @deadline, @wake_seq, @fence, @lease_owner, @lease_expires_at,
     @created_at, @updated_at, @finished_at, @unique_key, @unique_states, @started_at, @requeued_from, @requeued_as,
-    @timeout, @detached, @context_values);
+    @timeout, @detached, @context_values, @concurrency_key);
 
 -- name: CopyRunSetParent :execrows
 UPDATE flowlite.runs SET parent_id = sqlc.arg(parent_id)::text WHERE id = sqlc.arg(id)::text;

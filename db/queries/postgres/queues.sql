@@ -103,18 +103,18 @@ UPDATE flowlite.unique_holds SET run_id = @to_run_id WHERE run_id = @from_run_id
 -- letter @from_id, which RunMarkRequeued linked to @id just before (so that
 -- the dead letter no longer holds its unique key): same workflow version,
 -- queue, priority, input, unique key and unique states, timeout,
--- detachment and context values, due at @now, with the deadline it had
+-- detachment, context values and concurrency key, due at @now, with the deadline it had
 -- moved by the time elapsed since it was created; a run with a timeout
 -- gets no deadline (its first claim gives it the whole timeout again). It
 -- inserts nothing when @from_id is not that dead letter, @id is taken, or
 -- another run holds the unique key.
 INSERT INTO flowlite.runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
                   unique_key, unique_states, requeued_from, created_at, updated_at,
-                  timeout, detached, context_values)
+                  timeout, detached, context_values, concurrency_key)
 SELECT sqlc.arg(id)::text, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, sqlc.arg(now)::bigint,
        CASE WHEN f.deadline IS NULL OR f.timeout IS NOT NULL THEN NULL ELSE f.deadline - f.created_at + sqlc.arg(now)::bigint END,
        f.unique_key, f.unique_states, f.id, sqlc.arg(now)::bigint, sqlc.arg(now)::bigint,
-       f.timeout, f.detached, f.context_values
+       f.timeout, f.detached, f.context_values, f.concurrency_key
 FROM flowlite.runs AS f
 WHERE f.id = sqlc.arg(from_id)::text AND f.status = 'failed' AND f.requeued_as = sqlc.arg(id)::text
 ON CONFLICT DO NOTHING;

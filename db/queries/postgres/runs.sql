@@ -294,7 +294,7 @@ SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.inpu
        c.error, c.reason, c.cancel_requested, c.run_at, c.deadline, c.parent_id, c.wake_seq,
        c.fence, c.lease_owner, c.lease_expires_at, c.created_at, c.updated_at, c.finished_at,
        c.unique_key, c.unique_states, c.started_at, c.requeued_from, c.requeued_as,
-       c.timeout, c.detached, c.context_values,
+       c.timeout, c.detached, c.context_values, c.concurrency_key,
        COALESCE(b.name, '')::text AS begun
 FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
 ORDER BY c.priority DESC, c.run_at, c.seq;

@@ -105,18 +105,18 @@ UPDATE flowlite_unique_holds SET run_id = @to_run_id WHERE run_id = @from_run_id
 -- letter @from_id, which RunMarkRequeued linked to @id just before (so that
 -- the dead letter no longer holds its unique key): same workflow version,
 -- queue, priority, input, unique key and unique states, timeout,
--- detachment and context values, due at @now, with the deadline it had
+-- detachment, context values and concurrency key, due at @now, with the deadline it had
 -- moved by the time elapsed since it was created; a run with a timeout
 -- gets no deadline (its first claim gives it the whole timeout again). It
 -- inserts nothing when @from_id is not that dead letter, @id is taken, or
 -- another run holds the unique key.
 INSERT INTO flowlite_runs (id, workflow, version, queue, priority, status, input, run_at, deadline,
                   unique_key, unique_states, requeued_from, created_at, updated_at,
-                  timeout, detached, context_values)
+                  timeout, detached, context_values, concurrency_key)
 SELECT @id, f.workflow, f.version, f.queue, f.priority, 'pending', f.input, @now,
        CASE WHEN f.deadline IS NULL OR f.timeout IS NOT NULL THEN NULL ELSE f.deadline - f.created_at + @now END,
        f.unique_key, f.unique_states, f.id, @now, @now,
-       f.timeout, f.detached, f.context_values
+       f.timeout, f.detached, f.context_values, f.concurrency_key
 FROM flowlite_runs AS f
 WHERE f.id = @from_id AND f.status = 'failed' AND f.requeued_as = @id
 ON CONFLICT DO NOTHING;

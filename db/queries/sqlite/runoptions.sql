@@ -2,10 +2,12 @@
 -- RunSetStartOptions records the start options of a run RunInsert or
 -- RunInsertMany has just inserted in the same transaction: its timeout
 -- (ms from its first claim; NULL: none), whether it is a detached child,
--- and its propagated context values (NULL: none). Only runs that have one
--- pay for the statement; it changes nothing once the run was claimed.
+-- its propagated context values (NULL: none) and its concurrency key ('':
+-- none). Only runs that have one pay for the statement; it changes nothing
+-- once the run was claimed.
 UPDATE flowlite_runs
-SET timeout = @timeout, detached = @detached, context_values = @context_values
+SET timeout = @timeout, detached = @detached, context_values = @context_values,
+    concurrency_key = @concurrency_key
 WHERE id = @id AND started_at IS NULL;
 
 -- name: RunDeleteForReuse :execrows

@@ -58,7 +58,7 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 			WakeSeq: r.WakeSeq, Fence: r.Fence, LeaseOwner: r.LeaseOwner, LeaseExpiresAt: r.LeaseExpiresAt,
 			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, UniqueKey: r.UniqueKey,
 			UniqueStates: r.UniqueStates, StartedAt: r.StartedAt, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
-			Timeout: r.Timeout, Detached: r.Detached, ContextValues: r.ContextValues,
+			Timeout: r.Timeout, Detached: r.Detached, ContextValues: r.ContextValues, ConcurrencyKey: r.ConcurrencyKey,
 		})
 		claimed[i].Begun = r.Begun
 	}

@@ -76,7 +76,7 @@ func copyRows(ctx context.Context, q *pgdb.Queries, snap *store.Snapshot) error 
 			LeaseExpiresAt: ptrInt(r.LeaseExpiresAt), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 			FinishedAt: ptrInt(r.FinishedAt), UniqueKey: ptrString(r.UniqueKey), UniqueStates: r.UniqueStates,
 			StartedAt: ptrInt(r.StartedAt), RequeuedFrom: ptrString(r.RequeuedFrom), RequeuedAs: ptrString(r.RequeuedAs),
-			Timeout: ptrInt(r.Timeout), Detached: r.Detached, ContextValues: r.ContextValues,
+			Timeout: ptrInt(r.Timeout), Detached: r.Detached, ContextValues: r.ContextValues, ConcurrencyKey: r.ConcurrencyKey,
 		})
 		if err != nil {
 			return fmt.Errorf("copy: run %s: %w", r.ID, err)

@@ -16,6 +16,7 @@ func (t *tx) setStartOptions(ctx context.Context, p store.RunInsertParams) error
 	}
 	if _, err := t.q.RunSetStartOptions(ctx, pgdb.RunSetStartOptionsParams{
 		ID: p.ID, Timeout: nullInt(p.Timeout), Detached: p.Detached, ContextValues: p.Context,
+		ConcurrencyKey: p.ConcurrencyKey,
 	}); err != nil {
 		return fmt.Errorf("insert run %s: record its start options: %w", p.ID, interpretError(ctx, err))
 	}
@@ -24,7 +25,7 @@ func (t *tx) setStartOptions(ctx context.Context, p store.RunInsertParams) error
 
 // startOptionsFromRow returns the start options of a run row.
 func startOptionsFromRow(r pgdb.Run) store.StartOptions {
-	return store.StartOptions{Timeout: r.Timeout.Int64, Detached: r.Detached, Context: r.ContextValues}
+	return store.StartOptions{Timeout: r.Timeout.Int64, Detached: r.Detached, Context: r.ContextValues, ConcurrencyKey: r.ConcurrencyKey}
 }
 
 func (t *tx) RunDeleteForReuse(ctx context.Context, id, parentID string, completedToo bool) (bool, error) {

@@ -36,7 +36,7 @@ func (s *Store) CopyOut(ctx context.Context) (*store.Snapshot, store.CopyCounts,
 			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 			UniqueKey: r.UniqueKey, UniqueStates: r.UniqueStates, StartedAt: r.StartedAt,
 			RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
-			Timeout: r.Timeout, Detached: r.Detached != 0, ContextValues: r.ContextValues,
+			Timeout: r.Timeout, Detached: r.Detached != 0, ContextValues: r.ContextValues, ConcurrencyKey: r.ConcurrencyKey,
 		})
 	}
 	steps, err := q.CopyStepList(ctx)

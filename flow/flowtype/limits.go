@@ -1,0 +1,173 @@
+package flowtype
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// QueueLimits is the flow control of one queue, shared by every engine of
+// the database (one SQLite file, or one PostgreSQL schema): how many of its
+// runs execute at once and how many start per period, in all and per
+// concurrency key, and whether claims share the queue fairly between keys.
+// The zero value limits nothing.
+//
+// A run executes while it holds its lease: from its claim until it
+// finishes, fails, is cancelled, suspends, waits (a durable sleep, a
+// signal, a child) or loses its lease, and a crashed engine's runs hold
+// theirs until the rescuer takes it back. So a slot is never held by a run
+// that is not executing, and nothing has to give one back. A run held back
+// by a limit stays a ready row that holds no worker slot, and starts as
+// soon as the limit allows.
+type QueueLimits struct {
+	// Concurrency is the most runs of the queue executing at once across
+	// every engine of the database (0: no limit). Each engine also keeps
+	// its own QueueConfig.Concurrency.
+	Concurrency int `json:"concurrency,omitempty"`
+	// KeyConcurrency is the most runs with the same concurrency key
+	// executing at once, for keys no entry of Keys names (0: no limit).
+	KeyConcurrency int `json:"keyConcurrency,omitempty"`
+	// Rate bounds how many runs of the queue start (are claimed for the
+	// first time) in any period of Rate.Period, in all.
+	Rate RateLimit `json:"rate,omitzero"`
+	// KeyRate is Rate per concurrency key, for keys no entry of Keys names.
+	KeyRate RateLimit `json:"keyRate,omitzero"`
+	// Fair makes claims take ready runs round-robin across concurrency
+	// keys, each key's Weight at a time, so that a key with a huge backlog
+	// cannot starve the others; priorities order runs within a key. Claims
+	// are fair whenever a per-key limit is set, too.
+	Fair bool `json:"fair,omitempty"`
+	// Keys sets limits and weights per key prefix: the entry with the
+	// longest prefix of a run's key applies to it.
+	Keys []KeyLimit `json:"keys,omitempty"`
+}
+
+// RateLimit is at most Limit starts in any period of length Period. The
+// zero value limits nothing.
+type RateLimit struct {
+	Limit  int           `json:"limit,omitempty"`
+	Period time.Duration `json:"period,omitempty"`
+}
+
+// KeyLimit is the flow control of the concurrency keys starting with
+// Prefix (each key on its own, not all of them together).
+type KeyLimit struct {
+	Prefix string `json:"prefix"`
+	// Concurrency is the most runs with one such key executing at once (0:
+	// no limit, whatever QueueLimits.KeyConcurrency says).
+	Concurrency int `json:"concurrency,omitempty"`
+	// Rate bounds the starts of runs with one such key.
+	Rate RateLimit `json:"rate,omitzero"`
+	// Weight is how many runs of one such key a fair claim takes in its
+	// turn (0: 1).
+	Weight int `json:"weight,omitempty"`
+}
+
+// IsZero reports whether l limits nothing.
+func (l RateLimit) IsZero() bool { return l.Limit == 0 }
+
+// IsZero reports whether l limits nothing and claims are not fair.
+func (l QueueLimits) IsZero() bool {
+	return l.Concurrency == 0 && l.KeyConcurrency == 0 && l.Rate.IsZero() && l.KeyRate.IsZero() &&
+		!l.Fair && len(l.Keys) == 0
+}
+
+// Keyed reports whether claims of the queue go key by key: fair claims, or
+// a limit per key.
+func (l QueueLimits) Keyed() bool {
+	return l.Fair || l.KeyConcurrency > 0 || !l.KeyRate.IsZero() || len(l.Keys) > 0
+}
+
+// ForKey returns the limits that apply to the runs with concurrency key
+// key: those of the entry of Keys with the longest prefix of key, or the
+// queue's defaults (KeyConcurrency, KeyRate, weight 1). Runs without a key
+// have no per-key limit.
+func (l QueueLimits) ForKey(key string) KeyLimit {
+	if key == "" {
+		return KeyLimit{Weight: 1}
+	}
+	best := -1
+	for i, k := range l.Keys {
+		if strings.HasPrefix(key, k.Prefix) && (best < 0 || len(k.Prefix) > len(l.Keys[best].Prefix)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return KeyLimit{Concurrency: l.KeyConcurrency, Rate: l.KeyRate, Weight: 1}
+	}
+	k := l.Keys[best]
+	k.Weight = max(k.Weight, 1)
+	return k
+}
+
+// LongestPeriod is the longest period of any rate limit in l (0: none), how
+// far back the starts of the queue are kept.
+func (l QueueLimits) LongestPeriod() time.Duration {
+	p := max(l.Rate.Period, l.KeyRate.Period)
+	for _, k := range l.Keys {
+		p = max(p, k.Rate.Period)
+	}
+	return p
+}
+
+// Validate reports the first thing wrong with l, naming it.
+func (l QueueLimits) Validate() error {
+	var errs []error
+	if l.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("negative Concurrency %d", l.Concurrency))
+	}
+	if l.KeyConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("negative KeyConcurrency %d", l.KeyConcurrency))
+	}
+	errs = append(errs, l.Rate.validate("Rate"), l.KeyRate.validate("KeyRate"))
+	seen := make(map[string]bool, len(l.Keys))
+	for i, k := range l.Keys {
+		name := fmt.Sprintf("Keys[%d] (prefix %q)", i, k.Prefix)
+		switch {
+		case k.Prefix == "":
+			errs = append(errs, fmt.Errorf("Keys[%d]: empty Prefix (KeyConcurrency and KeyRate set the default)", i))
+		case seen[k.Prefix]:
+			errs = append(errs, fmt.Errorf("%s: prefix listed twice", name))
+		}
+		seen[k.Prefix] = true
+		if k.Concurrency < 0 {
+			errs = append(errs, fmt.Errorf("%s: negative Concurrency %d", name, k.Concurrency))
+		}
+		if k.Weight < 0 {
+			errs = append(errs, fmt.Errorf("%s: negative Weight %d", name, k.Weight))
+		}
+		errs = append(errs, k.Rate.validate(name+": Rate"))
+	}
+	return errors.Join(errs...)
+}
+
+func (l RateLimit) validate(name string) error {
+	switch {
+	case l.Limit < 0:
+		return fmt.Errorf("%s: negative Limit %d", name, l.Limit)
+	case l.Limit > 0 && l.Period < time.Millisecond:
+		return fmt.Errorf("%s: Limit %d needs a Period of at least 1ms, not %s", name, l.Limit, l.Period)
+	case l.Limit == 0 && l.Period != 0:
+		return fmt.Errorf("%s: Period %s without a Limit", name, l.Period)
+	}
+	return nil
+}
+
+// QueueLimitUse is what a queue's limits hold at one moment, for operators
+// (Engine.QueueLimits, flowlite queues, the dashboard, /metrics).
+type QueueLimitUse struct {
+	Queue  string
+	Limits QueueLimits
+	// Running counts the runs of the queue executing now (leased), and
+	// RunningByKey those of each concurrency key that has some.
+	Running      int
+	RunningByKey map[string]int
+	// Started counts the runs started within Limits.Rate.Period (0 without
+	// a rate).
+	Started int
+	// Ready counts the runs ready to start, and HeldBack those of them the
+	// limits keep from starting now.
+	Ready    int
+	HeldBack int
+}
