@@ -46,13 +46,17 @@ type QueueLimits struct {
 // RateLimit is at most Limit starts in any period of length Period. The
 // zero value limits nothing.
 type RateLimit struct {
-	Limit  int           `json:"limit,omitempty"`
+	// Limit is the most starts in any period (0: no limit).
+	Limit int `json:"limit,omitempty"`
+	// Period is the length of the sliding window the starts are counted
+	// in, at least a millisecond.
 	Period time.Duration `json:"period,omitempty"`
 }
 
 // KeyLimit is the flow control of the concurrency keys starting with
 // Prefix (each key on its own, not all of them together).
 type KeyLimit struct {
+	// Prefix selects the keys the entry applies to; not empty.
 	Prefix string `json:"prefix"`
 	// Concurrency is the most runs with one such key executing at once (0:
 	// no limit, whatever QueueLimits.KeyConcurrency says).
@@ -157,17 +161,22 @@ func (l RateLimit) validate(name string) error {
 // QueueLimitUse is what a queue's limits hold at one moment, for operators
 // (Engine.QueueLimits, flowlite queues, the dashboard, /metrics).
 type QueueLimitUse struct {
-	Queue  string
+	// Queue is the queue's name.
+	Queue string
+	// Limits are the queue's limits.
 	Limits QueueLimits
-	// Running counts the runs of the queue executing now (leased), and
-	// RunningByKey those of each concurrency key that has some.
-	Running      int
+	// Running counts the runs of the queue executing now (leased).
+	Running int
+	// RunningByKey counts the runs executing now per concurrency key, for
+	// the keys that have some.
 	RunningByKey map[string]int
 	// Started counts the runs started within Limits.Rate.Period (0 without
 	// a rate).
 	Started int
-	// Ready counts the runs ready to start, and HeldBack those of them the
-	// limits keep from starting now.
-	Ready    int
+	// Ready counts the runs ready to start (unleased and due).
+	Ready int
+	// HeldBack counts the ready runs the queue's global limits (Concurrency
+	// and Rate) keep from starting now; runs held back by a per-key limit
+	// alone are not counted.
 	HeldBack int
 }

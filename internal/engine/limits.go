@@ -157,12 +157,32 @@ func (e *Engine) QueueLimits(ctx context.Context) ([]flowtype.QueueLimitUse, err
 		if err != nil {
 			return err
 		}
+		if len(recs) == 0 {
+			return nil
+		}
 		now := e.nowMs()
+		counts, err := r.QueueCounts(ctx, store.QueueCountsParams{Now: now, MinuteAgo: now, HourAgo: now})
+		if err != nil {
+			return err
+		}
+		ready := make(map[string]int)
+		for _, c := range counts {
+			ready[c.Queue] += int(c.Ready)
+		}
 		for _, rec := range recs {
 			use, err := limitUse(ctx, r, rec, now)
 			if err != nil {
 				return err
 			}
+			use.Ready = ready[rec.Queue]
+			free := use.Ready
+			if rec.Limits.Concurrency > 0 {
+				free = min(free, max(rec.Limits.Concurrency-use.Running, 0))
+			}
+			if !rec.Limits.Rate.IsZero() {
+				free = min(free, max(rec.Limits.Rate.Limit-use.Started, 0))
+			}
+			use.HeldBack = use.Ready - free
 			out = append(out, use)
 		}
 		return nil
@@ -309,7 +329,7 @@ type budget struct {
 	retryAt int64
 }
 
-// rate lowers b to what the rate l of key ('' for the queue's) allows at
+// rate lowers b to what the rate l of key (” for the queue's) allows at
 // now.
 func (b *budget) rate(ctx context.Context, tx store.Tx, queue, key string, l flowtype.RateLimit, now int64) error {
 	left, retryAt, err := rateLeft(ctx, tx, queue, key, l, now)
@@ -417,7 +437,7 @@ func (e *Engine) claimFair(ctx context.Context, tx store.Tx, p store.RunClaimPar
 
 // fairKeys lists the keys with ready runs of the queue in the order a fair
 // claim serves them: from the key after the last one this engine served,
-// wrapping around, then '' for the runs without a key.
+// wrapping around, then ” for the runs without a key.
 func (e *Engine) fairKeys(ctx context.Context, tx store.Tx, p store.RunClaimParams) ([]string, error) {
 	e.limits.mu.Lock()
 	cursor := e.limits.cursor[p.Queue]

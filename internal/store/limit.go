@@ -36,7 +36,7 @@ type QueueLimitsRecord struct {
 }
 
 // RunClaimKeyParams selects the runs of one concurrency key of a queue to
-// lease ('' for its runs without a key), of every priority, highest first.
+// lease (” for its runs without a key), of every priority, highest first.
 type RunClaimKeyParams struct {
 	RunClaimParams
 	Key string
