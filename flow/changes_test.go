@@ -303,6 +303,8 @@ func TestChangeConsumerWaitsOutALockedDatabase(t *testing.T) {
 		}
 	}
 
+	// Fault injection: another process holding SQLite's write lock, which
+	// only a connection of its own can take.
 	locker := rawDB(t, path)
 	// lock takes the write lock on a connection of its own, as another
 	// process would, and gives it back after eight busy timeouts.

@@ -92,6 +92,8 @@ func TestTransactionalStepCommitsWithItsCheckpoint(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
+	// The user's own *sql.DB and table: RunTx writes them in the engine's
+	// transaction, and only a query of that table shows the write happened once.
 	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +147,7 @@ func TestStartTxFollowsTheCallersTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := dbPath(t)
+	// StartTx takes the caller's *sql.Tx, begun on the caller's *sql.DB.
 	db, err := sql.Open("sqlite", flowsqlite.DSN(path, flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)
@@ -717,7 +720,8 @@ func TestWriteStallLongerThanTheLeaseRescuesNoLiveRun(t *testing.T) {
 		runs = append(runs, r)
 	}
 
-	// Stall: hold the write lock for three leases.
+	// Stall: hold the write lock for three leases (fault injection: another
+	// process's lock, on a connection of its own).
 	raw := rawDB(t, path)
 	conn, err := raw.Conn(ctx)
 	if err != nil {

@@ -148,6 +148,8 @@ func TestBusyTimeoutAndErrBusy(t *testing.T) {
 	wf := flow.Workflow[int, int]{Name: "id", Run: func(wc flow.Context, n int) (int, error) { return n, nil }}
 	flow.Register(e, wf)
 
+	// Fault injection: a third process's exclusive lock, on a connection of
+	// its own.
 	locker := rawDB(t, path)
 	conn, err := locker.Conn(ctx)
 	if err != nil {
@@ -217,7 +219,8 @@ func TestFullDatabaseFailsResultInsteadOfHanging(t *testing.T) {
 	}
 	e0.Close()
 
-	// Reopen with the database capped just above its size.
+	// Reopen with the database capped just above its size (fault
+	// injection: a full disk is a pragma on the engine's own *sql.DB).
 	capped, err := sql.Open("sqlite", flowsqlite.DSNBusy(path, flowsqlite.SynchronousFull, busy)+"&_pragma=max_page_count(120)")
 	if err != nil {
 		t.Fatal(err)

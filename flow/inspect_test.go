@@ -197,6 +197,7 @@ func TestSQLViews(t *testing.T) {
 		t.Fatalf("the runs did not cover failures, retries and a cancellation: %v, %d retried", statuses, retried)
 	}
 
+	// The SQL views are user-facing API read with SQL: only a query shows them.
 	db, view := tableDB(t, path)
 
 	// pending_by_queue

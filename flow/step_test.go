@@ -34,7 +34,7 @@ func TestTimedOutRunTxFailsNoOtherCaller(t *testing.T) {
 	cfg := testConfig()
 	cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 32}}
 	e := openEngine(t, path, cfg)
-	db := rawDB(t, path)
+	db := rawDB(t, path) // the application's own table, which the RunTx steps write
 	if _, err := db.Exec("CREATE TABLE filler (x INTEGER)"); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRunTxBodyRunsOncePerAttempt(t *testing.T) {
 		}
 		t.Cleanup(func() { e.Close() })
 	}
-	db, table := tableDB(t, path)
+	db, table := tableDB(t, path) // the application's own table, which the RunTx steps write
 	filler := table("runtx_filler")
 	if _, err := db.Exec("CREATE TABLE " + filler + " (x INTEGER)"); err != nil {
 		t.Fatal(err)
@@ -310,7 +310,7 @@ func TestSharesFileWithApplication(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
 	path := sqlitePath(t)
-	app := rawDB(t, path)
+	app := rawDB(t, path) // the application's own tables, beside flowlite's
 	if _, err := app.Exec(`
 		CREATE TABLE runs (id INTEGER PRIMARY KEY, athlete TEXT NOT NULL, km REAL NOT NULL);
 		CREATE TABLE events (id INTEGER PRIMARY KEY, what TEXT NOT NULL);

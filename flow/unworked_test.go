@@ -46,6 +46,7 @@ func (l *unworkedLog) get() []string {
 func TestStartInAnUnworkedQueueWarnsOncePerQueue(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
+	// StartTx takes the caller's *sql.Tx, begun on the caller's *sql.DB.
 	db, err := sql.Open("sqlite", flowsqlite.DSN(dbPath(t), flowsqlite.SynchronousFull))
 	if err != nil {
 		t.Fatal(err)

@@ -90,20 +90,7 @@ func countKind(t *testing.T, e *flow.Engine, runID, kind string) int {
 	return n
 }
 
-// leaseOwner reads the run's lease owner, which the API does not expose.
-func leaseOwner(t *testing.T, path, runID string) string {
-	t.Helper()
-	var owner *string
-	if err := rawDB(t, path).QueryRow(`SELECT lease_owner FROM flowlite_runs WHERE id = ?`, runID).Scan(&owner); err != nil {
-		t.Fatal(err)
-	}
-	if owner == nil {
-		return ""
-	}
-	return *owner
-}
-
-// storedSignal is a row of the signals table.
+// storedSignal is a signal stored for a run, as ExportHistory shows it.
 type storedSignal struct {
 	Name       string
 	Payload    string
@@ -111,26 +98,17 @@ type storedSignal struct {
 	ConsumedBy string
 }
 
-// storedSignals lists the signals stored for a run, oldest first.
-func storedSignals(t *testing.T, path, runID string) []storedSignal {
+// storedSignals lists the signals stored for a run, oldest first, with
+// what received or rejected each: ExportHistory's signals.
+func storedSignals(t *testing.T, e *flow.Engine, runID string) []storedSignal {
 	t.Helper()
-	rows, err := rawDB(t, path).Query(`SELECT name, payload, coalesce(key, ''), coalesce(consumed_by, '') FROM flowlite_signals WHERE run_id = ? ORDER BY id`, runID)
+	h, err := e.ExportHistory(context.Background(), runID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
 	var out []storedSignal
-	for rows.Next() {
-		var s storedSignal
-		var payload []byte
-		if err := rows.Scan(&s.Name, &payload, &s.Key, &s.ConsumedBy); err != nil {
-			t.Fatal(err)
-		}
-		s.Payload = string(payload)
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	for _, s := range h.Signals {
+		out = append(out, storedSignal{Name: s.Name, Payload: string(s.Payload), Key: s.Key, ConsumedBy: s.ReceivedBy})
 	}
 	return out
 }
@@ -196,13 +174,15 @@ func compensable(c *counter, u *undoLog, name string) flow.Step[string, string] 
 	return s
 }
 
-// A run sleeping for a day holds no lease, survives the engine being closed
-// and another opened on the file, keeps the due time recorded the first
-// time when it is replayed early, and wakes once the clock passes it.
+// A run sleeping for a day survives the engine being closed and another
+// opened on the database, keeps the due time recorded the first
+// time when it is replayed early, and wakes once the clock passes it. That
+// it holds no lease while it sleeps is internal/engine's
+// TestSleepingRunHoldsNoLease, which reads the lease from the store.
 func TestSleepIsDurableAndKeepsItsDueTime(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := sqlitePath(t)
+	path := dbPath(t)
 	clk := clock.NewManual(epoch)
 	var c counter
 	before, after := countedStep(&c, "before"), countedStep(&c, "after")
@@ -227,9 +207,6 @@ func TestSleepIsDurableAndKeepsItsDueTime(t *testing.T) {
 	info := awaitStatus(t, e1, run.ID(), flow.StatusWaiting)
 	if !info.RunAt.Equal(due) {
 		t.Fatalf("waiting run due at %s, want %s", info.RunAt.UTC(), due)
-	}
-	if owner := leaseOwner(t, path, run.ID()); owner != "" {
-		t.Fatalf("sleeping run is leased by %q", owner)
 	}
 	close1()
 
@@ -430,7 +407,7 @@ func TestReceiveTimeoutIsDistinctFromAValueAndSurvivesRestart(t *testing.T) {
 func TestSignalsSentEarlyAreKeptAndReceivedInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := sqlitePath(t)
+	path := dbPath(t)
 	e := openEngine(t, path, nil)
 	wf := flow.Workflow[int, []int]{Name: "collector", Run: func(wc flow.Context, n int) ([]int, error) {
 		var got []int
@@ -462,7 +439,7 @@ func TestSignalsSentEarlyAreKeptAndReceivedInOrder(t *testing.T) {
 		t.Fatalf("received %v, %v; want [1 2 3 4 5]", got, err)
 	}
 	consumed := 0
-	for _, s := range storedSignals(t, path, run.ID()) {
+	for _, s := range storedSignals(t, e, run.ID()) {
 		if s.ConsumedBy != "" {
 			consumed++
 			if s.Name != "item" {
@@ -480,7 +457,7 @@ func TestSignalsSentEarlyAreKeptAndReceivedInOrder(t *testing.T) {
 func TestSignalToUnknownOrFinishedRun(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := sqlitePath(t)
+	path := dbPath(t)
 	e := openEngine(t, path, nil)
 	wf := flow.Workflow[int, int]{Name: "quick", Run: func(_ flow.Context, n int) (int, error) { return n, nil }}
 	flow.Register(e, wf)
@@ -503,7 +480,7 @@ func TestSignalToUnknownOrFinishedRun(t *testing.T) {
 	if after := eventKinds(t, e, run.ID()); !slices.Equal(before, after) {
 		t.Fatalf("history changed from %v to %v", before, after)
 	}
-	if s := storedSignals(t, path, run.ID()); len(s) != 0 {
+	if s := storedSignals(t, e, run.ID()); len(s) != 0 {
 		t.Fatalf("signals stored for a finished run: %v", s)
 	}
 }
@@ -513,7 +490,7 @@ func TestSignalToUnknownOrFinishedRun(t *testing.T) {
 func TestSignalKeyMakesSendingIdempotent(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := sqlitePath(t)
+	path := dbPath(t)
 	clk := clock.NewManual(epoch)
 	e := openEngine(t, path, manualConfig(clk))
 	wf := flow.Workflow[string, []string]{Name: "twice", Run: func(wc flow.Context, _ string) ([]string, error) {
@@ -554,7 +531,7 @@ func TestSignalKeyMakesSendingIdempotent(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{"first", "timed out"}) {
 		t.Fatalf("got %q, %v; want [first, timed out]", got, err)
 	}
-	if s := storedSignals(t, path, run.ID()); len(s) != 1 || s[0].Key != "payment-1" {
+	if s := storedSignals(t, e, run.ID()); len(s) != 1 || s[0].Key != "payment-1" {
 		t.Fatalf("stored signals %+v, want one with key payment-1", s)
 	}
 	if n := countKind(t, e, run.ID(), flow.EventSignalSent); n != 1 {
@@ -569,7 +546,7 @@ func TestSignalKeyMakesSendingIdempotent(t *testing.T) {
 func TestSignalRunSendsOnceAcrossSenderReplays(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := sqlitePath(t)
+	path := dbPath(t)
 	var signalAttempts atomic.Int32
 	cfg := testConfig()
 	cfg.Intercept = func(ctx context.Context, info flow.AttemptInfo, call func(context.Context) error) error {
@@ -630,7 +607,7 @@ func TestSignalRunSendsOnceAcrossSenderReplays(t *testing.T) {
 	if n := signalAttempts.Load(); n != 2 {
 		t.Fatalf("signal step attempted %d times, want 2", n)
 	}
-	if s := storedSignals(t, path, recv.ID()); len(s) != 1 {
+	if s := storedSignals(t, e, recv.ID()); len(s) != 1 {
 		t.Fatalf("receiver has %d stored signals (%+v), want 1", len(s), s)
 	}
 	got, err := recv.Result(ctx)
@@ -738,7 +715,7 @@ func TestSignalBetweenWaitAndReleaseIsNotMissed(t *testing.T) {
 func TestSignalRacingTimeoutHasExactlyOneOutcome(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := sqlitePath(t)
+	path := dbPath(t)
 	clk := clock.NewManual(epoch)
 	e := openEngine(t, path, manualConfig(clk))
 	flow.Register(e, receiveOrTimeout)
@@ -772,7 +749,7 @@ func TestSignalRacingTimeoutHasExactlyOneOutcome(t *testing.T) {
 			t.Fatalf("run %d: %v", i, err)
 		}
 		received, timedOut := countKind(t, e, r.ID(), flow.EventSignalReceived), countKind(t, e, r.ID(), flow.EventSignalTimedOut)
-		stored := storedSignals(t, path, r.ID())
+		stored := storedSignals(t, e, r.ID())
 		switch {
 		case sendErrs[i] != nil && !errors.Is(sendErrs[i], flow.ErrRunFinished):
 			t.Fatalf("run %d: signal: %v", i, sendErrs[i])
@@ -806,7 +783,7 @@ func TestSignalRacingTimeoutHasExactlyOneOutcome(t *testing.T) {
 func TestSignalsAndTimeoutsUnderLoad(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := sqlitePath(t)
+	path := dbPath(t)
 	cfg := testConfig()
 	cfg.Queues = map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 16}}
 	e := openEngine(t, path, cfg)
@@ -858,7 +835,7 @@ func TestSignalsAndTimeoutsUnderLoad(t *testing.T) {
 		}
 		stored := map[string]storedSignal{}
 		var oldest string
-		for _, s := range storedSignals(t, path, r.ID()) {
+		for _, s := range storedSignals(t, e, r.ID()) {
 			stored[s.Payload] = s
 			if oldest == "" {
 				oldest = s.Payload
@@ -2208,7 +2185,7 @@ func rejections(t *testing.T, e *flow.Engine, runID string) []string {
 func TestWronglyTypedSignalIsRejectedAndTheRunKeepsWaiting(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := sqlitePath(t)
+	path := dbPath(t)
 	e := openEngine(t, path, nil)
 	flow.Register(e, verdictWorkflow)
 	startEngine(t, e)
@@ -2260,7 +2237,7 @@ func TestWronglyTypedSignalIsRejectedAndTheRunKeepsWaiting(t *testing.T) {
 	if n := countKind(t, e, run.ID(), flow.EventSignalReceived); n != 1 {
 		t.Errorf("%d signal_received events, want 1", n)
 	}
-	stored := storedSignals(t, path, run.ID())
+	stored := storedSignals(t, e, run.ID())
 	if len(stored) != 3 {
 		t.Fatalf("stored signals %+v, want 3", stored)
 	}
@@ -2289,7 +2266,8 @@ func TestRunWedgedByARecordedBadSignalResumes(t *testing.T) {
 	closeEngine()
 
 	// What the old engine left: the signal consumed by the receive, the
-	// receive completed with the payload, the run suspended.
+	// receive completed with the payload, the run suspended. Damage to
+	// recover from: no API writes a state the engine no longer produces.
 	db := rawDB(t, path)
 	const waitKey = "flow.receive:verdict#0 of run wedged"
 	for _, q := range []string{
@@ -2317,7 +2295,7 @@ func TestRunWedgedByARecordedBadSignalResumes(t *testing.T) {
 	if d := rejections(t, e, "wedged")[0]; !strings.Contains(d, "reopened") || !strings.Contains(d, "flow_test.verdict") {
 		t.Errorf("rejection %q does not say the receive was reopened and why", d)
 	}
-	if stored := storedSignals(t, path, "wedged"); len(stored) != 1 || stored[0].ConsumedBy != "rejected by "+waitKey {
+	if stored := storedSignals(t, e, "wedged"); len(stored) != 1 || stored[0].ConsumedBy != "rejected by "+waitKey {
 		t.Fatalf("stored signals %+v; want the recorded one rejected", stored)
 	}
 

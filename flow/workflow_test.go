@@ -95,8 +95,8 @@ func TestPayloadsOverTheLimitAreRefused(t *testing.T) {
 	before := len(historyOf(t, e, run.ID()))
 	sent, err := flow.Signal(ctx, e, run.ID(), "text", big, nil)
 	payloadErr(t, "Signal", err, "signal text", 1202, 1000)
-	if sent || len(historyOf(t, e, run.ID())) != before || len(storedSignals(t, path, run.ID())) != 0 {
-		t.Fatalf("refused signal: sent %v, history %d → %d events, %d signals stored", sent, before, len(historyOf(t, e, run.ID())), len(storedSignals(t, path, run.ID())))
+	if sent || len(historyOf(t, e, run.ID())) != before || len(storedSignals(t, e, run.ID())) != 0 {
+		t.Fatalf("refused signal: sent %v, history %d → %d events, %d signals stored", sent, before, len(historyOf(t, e, run.ID())), len(storedSignals(t, e, run.ID())))
 	}
 	if _, err := flow.Signal(ctx, e, run.ID(), "text", "small", nil); err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func nameErr(t *testing.T, call string, err error, kind, name, rule string) {
 func TestInvalidNamesAreRefused(t *testing.T) {
 	t.Parallel()
 	ctx := waitCtx(t)
-	path := sqlitePath(t)
+	path := dbPath(t)
 	e := openEngine(t, path, nil)
 	flow.Register(e, echoText)
 	handler := func(context.Context, string) error { return nil }
@@ -256,7 +256,7 @@ func TestInvalidNamesAreRefused(t *testing.T) {
 	if s, err := e.Schedules(ctx); err != nil || len(s) != 0 {
 		t.Fatalf("schedules = %v, %v; want none", s, err)
 	}
-	if n := len(historyOf(t, e, waiting.ID())); n != eventsBefore || len(storedSignals(t, path, waiting.ID())) != 0 {
+	if n := len(historyOf(t, e, waiting.ID())); n != eventsBefore || len(storedSignals(t, e, waiting.ID())) != 0 {
 		t.Fatalf("refused signals changed the run: %d → %d events", eventsBefore, n)
 	}
 

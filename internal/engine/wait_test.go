@@ -107,3 +107,46 @@ func TestWaitThroughUnavailableDatabase(t *testing.T) {
 		t.Fatal("Wait did not return 10s after the database came back")
 	}
 }
+
+// A run parked by a sleep is waiting and leased by no one, so that any
+// engine may pick it up when it is due (moved from flow's
+// TestSleepIsDurableAndKeepsItsDueTime, which read the lease owner from
+// the raw table).
+func TestSleepingRunHoldsNoLease(t *testing.T) {
+	t.Parallel()
+	s := openTestStore(t)
+	e, err := New(s, Config{PollInterval: 10 * time.Millisecond, WorkerID: "sleeper", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Register(Workflow{Key: jobKey, Run: func(rc *RunContext, _ []byte) ([]byte, error) {
+		if err := rc.Sleep(24 * time.Hour); err != nil {
+			return nil, err
+		}
+		return []byte(`"woke"`), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startTestEngine(t, e)
+	if _, err := e.StartRun(t.Context(), StartParams{ID: "r", Workflow: jobKey, Input: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var run store.Run
+	for {
+		if run, err = s.Reader().RunGet(t.Context(), "r"); err != nil {
+			t.Fatal(err)
+		}
+		if run.Status == flowtype.StatusWaiting || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if run.Status != flowtype.StatusWaiting {
+		t.Fatalf("run is %s after 10s, want waiting", run.Status)
+	}
+	if run.LeaseOwner != "" || run.LeaseExpiresAt != 0 {
+		t.Errorf("sleeping run is leased by %q until %d, want no lease", run.LeaseOwner, run.LeaseExpiresAt)
+	}
+}
