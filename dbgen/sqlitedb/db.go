@@ -60,6 +60,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.copyWorkflowListStmt, err = db.PrepareContext(ctx, copyWorkflowList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyWorkflowList: %w", err)
 	}
+	if q.debounceGetStmt, err = db.PrepareContext(ctx, debounceGet); err != nil {
+		return nil, fmt.Errorf("error preparing query DebounceGet: %w", err)
+	}
+	if q.debouncePutStmt, err = db.PrepareContext(ctx, debouncePut); err != nil {
+		return nil, fmt.Errorf("error preparing query DebouncePut: %w", err)
+	}
 	if q.definitionGetStmt, err = db.PrepareContext(ctx, definitionGet); err != nil {
 		return nil, fmt.Errorf("error preparing query DefinitionGet: %w", err)
 	}
@@ -200,6 +206,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runDeadListStmt, err = db.PrepareContext(ctx, runDeadList); err != nil {
 		return nil, fmt.Errorf("error preparing query RunDeadList: %w", err)
+	}
+	if q.runDebounceReplaceStmt, err = db.PrepareContext(ctx, runDebounceReplace); err != nil {
+		return nil, fmt.Errorf("error preparing query RunDebounceReplace: %w", err)
 	}
 	if q.runDeleteFinishedStmt, err = db.PrepareContext(ctx, runDeleteFinished); err != nil {
 		return nil, fmt.Errorf("error preparing query RunDeleteFinished: %w", err)
@@ -473,6 +482,16 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing copyWorkflowListStmt: %w", cerr)
 		}
 	}
+	if q.debounceGetStmt != nil {
+		if cerr := q.debounceGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing debounceGetStmt: %w", cerr)
+		}
+	}
+	if q.debouncePutStmt != nil {
+		if cerr := q.debouncePutStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing debouncePutStmt: %w", cerr)
+		}
+	}
 	if q.definitionGetStmt != nil {
 		if cerr := q.definitionGetStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing definitionGetStmt: %w", cerr)
@@ -706,6 +725,11 @@ func (q *Queries) Close() error {
 	if q.runDeadListStmt != nil {
 		if cerr := q.runDeadListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runDeadListStmt: %w", cerr)
+		}
+	}
+	if q.runDebounceReplaceStmt != nil {
+		if cerr := q.runDebounceReplaceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runDebounceReplaceStmt: %w", cerr)
 		}
 	}
 	if q.runDeleteFinishedStmt != nil {
@@ -1104,6 +1128,8 @@ type Queries struct {
 	copyStepListStmt                *sql.Stmt
 	copyUniqueHoldListStmt          *sql.Stmt
 	copyWorkflowListStmt            *sql.Stmt
+	debounceGetStmt                 *sql.Stmt
+	debouncePutStmt                 *sql.Stmt
 	definitionGetStmt               *sql.Stmt
 	definitionGetForUpdateStmt      *sql.Stmt
 	definitionInUseStmt             *sql.Stmt
@@ -1151,6 +1177,7 @@ type Queries struct {
 	runDeadDeleteStmt               *sql.Stmt
 	runDeadDeleteByIDStmt           *sql.Stmt
 	runDeadListStmt                 *sql.Stmt
+	runDebounceReplaceStmt          *sql.Stmt
 	runDeleteFinishedStmt           *sql.Stmt
 	runDeleteForReuseStmt           *sql.Stmt
 	runDeleteOneStmt                *sql.Stmt
@@ -1238,6 +1265,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		copyStepListStmt:                q.copyStepListStmt,
 		copyUniqueHoldListStmt:          q.copyUniqueHoldListStmt,
 		copyWorkflowListStmt:            q.copyWorkflowListStmt,
+		debounceGetStmt:                 q.debounceGetStmt,
+		debouncePutStmt:                 q.debouncePutStmt,
 		definitionGetStmt:               q.definitionGetStmt,
 		definitionGetForUpdateStmt:      q.definitionGetForUpdateStmt,
 		definitionInUseStmt:             q.definitionInUseStmt,
@@ -1285,6 +1314,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runDeadDeleteStmt:               q.runDeadDeleteStmt,
 		runDeadDeleteByIDStmt:           q.runDeadDeleteByIDStmt,
 		runDeadListStmt:                 q.runDeadListStmt,
+		runDebounceReplaceStmt:          q.runDebounceReplaceStmt,
 		runDeleteFinishedStmt:           q.runDeleteFinishedStmt,
 		runDeleteForReuseStmt:           q.runDeleteForReuseStmt,
 		runDeleteOneStmt:                q.runDeleteOneStmt,
