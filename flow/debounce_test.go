@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -329,5 +330,31 @@ func TestDebounceEnqueue(t *testing.T) {
 	}
 	if info := inspectRun(t, e, first.ID()); !strings.Contains(string(info.Input), `"2"`) {
 		t.Errorf("input %s, want the second enqueue's", info.Input)
+	}
+}
+
+// On a set of shards every start of a debounce key reaches the shard that
+// holds its pending run, whatever the start's concurrency key.
+func TestDebounceShards(t *testing.T) {
+	t.Parallel()
+	e := openShards(t, shardPaths(t, 4), nil)
+	flow.Register(e, shardDouble)
+	ctx := context.Background()
+	var id string
+	for i := range 12 {
+		d := flow.Debounce{Key: "k", Window: time.Hour}
+		run, err := flow.Start(ctx, e, shardDouble, i, &flow.StartOptions{Debounce: &d, ConcurrencyKey: fmt.Sprint("c", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id == "" {
+			id = run.ID()
+		}
+		if run.ID() != id {
+			t.Fatalf("start %d: run %s, want %s", i, run.ID(), id)
+		}
+	}
+	if info, err := e.Inspect(ctx, id); err != nil || string(info.Input) != "11" {
+		t.Fatalf("inspect: input %s, %v; want 11", info.Input, err)
 	}
 }

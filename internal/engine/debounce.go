@@ -72,6 +72,11 @@ func (e *Engine) startDebounced(ctx context.Context, p *StartParams) (Started, e
 	}
 	if !st.Existing {
 		e.metrics.runStarted()
+	}
+	// A new run is due a window from now, and a replaced one may have
+	// become due at once, at its max delay; a dropped start moved nothing.
+	// (A wake armed for an earlier due time only finds nothing to claim.)
+	if !st.Existing || p.Debounce.Mode == flowtype.DebounceReplace {
 		e.wakeAfter(st.Run.Queue, time.Duration(st.Run.RunAt-e.nowMs())*time.Millisecond)
 	}
 	return st, nil
