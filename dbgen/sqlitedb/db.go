@@ -33,6 +33,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.copyCountsStmt, err = db.PrepareContext(ctx, copyCounts); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyCounts: %w", err)
 	}
+	if q.copyDebounceListStmt, err = db.PrepareContext(ctx, copyDebounceList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyDebounceList: %w", err)
+	}
 	if q.copyDefinitionListStmt, err = db.PrepareContext(ctx, copyDefinitionList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyDefinitionList: %w", err)
 	}
@@ -435,6 +438,11 @@ func (q *Queries) Close() error {
 	if q.copyCountsStmt != nil {
 		if cerr := q.copyCountsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyCountsStmt: %w", cerr)
+		}
+	}
+	if q.copyDebounceListStmt != nil {
+		if cerr := q.copyDebounceListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyDebounceListStmt: %w", cerr)
 		}
 	}
 	if q.copyDefinitionListStmt != nil {
@@ -1119,6 +1127,7 @@ type Queries struct {
 	checkpointLastStmt              *sql.Stmt
 	checkpointRecordStmt            *sql.Stmt
 	copyCountsStmt                  *sql.Stmt
+	copyDebounceListStmt            *sql.Stmt
 	copyDefinitionListStmt          *sql.Stmt
 	copyEventListStmt               *sql.Stmt
 	copyQueueListStmt               *sql.Stmt
@@ -1256,6 +1265,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		checkpointLastStmt:              q.checkpointLastStmt,
 		checkpointRecordStmt:            q.checkpointRecordStmt,
 		copyCountsStmt:                  q.copyCountsStmt,
+		copyDebounceListStmt:            q.copyDebounceListStmt,
 		copyDefinitionListStmt:          q.copyDefinitionListStmt,
 		copyEventListStmt:               q.copyEventListStmt,
 		copyQueueListStmt:               q.copyQueueListStmt,
