@@ -78,6 +78,9 @@ func TestDebounceReplaceTakesNewestInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ev := events[0]; !strings.Contains(ev.Detail, `debounce key "k" (replace, window 10s, max delay 1m0s)`) {
+		t.Errorf("run_started says %q, want it to name the debounce", ev.Detail)
+	}
 	if last := events[len(events)-1]; last.Kind != flow.EventRunDebounced || !strings.Contains(last.Detail, "input replaced") {
 		t.Errorf("last event %s %q, want run_debounced saying the input was replaced", last.Kind, last.Detail)
 	}

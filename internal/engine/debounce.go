@@ -137,6 +137,20 @@ func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
 
+// debounceDetail is what the run_started event of a debounced run says of
+// its debounce.
+func debounceDetail(p *StartParams) string {
+	d := p.Debounce
+	if d == nil {
+		return ""
+	}
+	s := fmt.Sprintf(", debounce key %q (%s, window %s", d.Key, d.Mode, d.Window)
+	if d.MaxDelay > 0 {
+		s += ", max delay " + d.MaxDelay.String()
+	}
+	return s + ")"
+}
+
 // validDebounce checks p's debounce, before anything is written.
 func validDebounce(p *StartParams) error {
 	d := p.Debounce

@@ -394,7 +394,7 @@ func startOptionsDetail(p *StartParams) string {
 	if p.ConcurrencyKey != "" {
 		d += fmt.Sprintf(", concurrency key %q", p.ConcurrencyKey)
 	}
-	return d + valuesDetail(p)
+	return d + debounceDetail(p) + valuesDetail(p)
 }
 
 // Run ID reuse. A run ID names one run: by default (flowtype.ReuseNever)
