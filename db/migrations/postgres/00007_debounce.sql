@@ -10,11 +10,15 @@
 CREATE TABLE flowlite.debounces (
     workflow  TEXT   NOT NULL,
     key       TEXT   NOT NULL,
-    run_id    TEXT   NOT NULL,
+    run_id    TEXT   NOT NULL REFERENCES flowlite.runs (id) ON DELETE CASCADE,
     first_at  BIGINT NOT NULL,
     max_delay BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (workflow, key)
 );
 
+-- debounces_run serves the cascade of a run's deletion.
+CREATE INDEX debounces_run ON flowlite.debounces (run_id);
+
 -- +goose Down
+DROP INDEX flowlite.debounces_run;
 DROP TABLE flowlite.debounces;

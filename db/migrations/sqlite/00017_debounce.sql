@@ -12,15 +12,20 @@
 --   max_delay the run's bound on how long starts may postpone it (ms, 0:
 --             none), fixed by the start that made the run
 -- The primary key makes one row per key; SQLite's writer serializes the
--- read of the row and its update.
+-- read of the row and its update. Deleting the run (retention, DeleteRun)
+-- deletes its row, so the table holds only keys whose run still exists.
 CREATE TABLE flowlite_debounces (
     workflow  TEXT    NOT NULL,
     key       TEXT    NOT NULL,
-    run_id    TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL REFERENCES flowlite_runs (id) ON DELETE CASCADE,
     first_at  INTEGER NOT NULL,
     max_delay INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (workflow, key)
 ) STRICT, WITHOUT ROWID;
 
+-- debounces_run serves the cascade of a run's deletion.
+CREATE INDEX flowlite_debounces_run ON flowlite_debounces (run_id);
+
 -- +goose Down
+DROP INDEX flowlite_debounces_run;
 DROP TABLE flowlite_debounces;

@@ -27,9 +27,10 @@ func debounceTests() []struct {
 	}
 }
 
-// DebounceGet reads what DebouncePut wrote, per workflow and key, and a
-// second put takes the key's row over.
+// DebounceGet reads what DebouncePut wrote, per workflow and key, a
+// second put takes the key's row over, and deleting the run deletes it.
 func testDebounceRecord(t *testing.T, s store.Store) {
+	insert(t, s, newRun("a"), newRun("b"), newRun("x"))
 	do(t, s, func(ctx context.Context, tx store.Tx) error {
 		if _, ok, err := tx.DebounceGet(ctx, "order", "k"); err != nil || ok {
 			return fmt.Errorf("get of an unknown key: found %v, error %v", ok, err)
@@ -55,6 +56,16 @@ func testDebounceRecord(t *testing.T, s store.Store) {
 			if err != nil || !ok || got != want {
 				return fmt.Errorf("get of %s: %+v, %v, %v; want %+v", wf, got, ok, err, want)
 			}
+		}
+		if err := tx.RunSetStatus(ctx, store.RunSetStatusParams{ID: "x", Expected: flowtype.StatusPending, Status: flowtype.StatusCancelled, FinishedAt: base, Now: base}); err != nil {
+			return err
+		}
+		deleted, err := tx.RunDeleteOne(ctx, "x")
+		if err != nil || !deleted {
+			return fmt.Errorf("delete run x: %v, %v", deleted, err)
+		}
+		if _, ok, err := tx.DebounceGet(ctx, "other", "k"); err != nil || ok {
+			return fmt.Errorf("get after its run was deleted: found %v, error %v", ok, err)
 		}
 		return nil
 	})
