@@ -73,11 +73,13 @@ func (e *Engine) startDebounced(ctx context.Context, p *StartParams) (Started, e
 	if !st.Existing {
 		e.metrics.runStarted()
 	}
-	// A new run is due a window from now, and a replaced one may have
-	// become due at once, at its max delay; a dropped start moved nothing.
-	// (A wake armed for an earlier due time only finds nothing to claim.)
-	if !st.Existing || p.Debounce.Mode == flowtype.DebounceReplace {
-		e.wakeAfter(st.Run.Queue, time.Duration(st.Run.RunAt-e.nowMs())*time.Millisecond)
+	// A new run is due a window from now (a wake then, as for any delayed
+	// start), and a replaced one may have become due at once, at its max
+	// delay. A due time moved later arms nothing: a stream of starts would
+	// arm a timer each, and the claim loop's poll finds the run anyway.
+	due := time.Duration(st.Run.RunAt-e.nowMs()) * time.Millisecond
+	if !st.Existing || due <= 0 {
+		e.wakeAfter(st.Run.Queue, due)
 	}
 	return st, nil
 }
