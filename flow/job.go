@@ -213,6 +213,11 @@ type EnqueueOptions struct {
 	// it, recording nothing. A RunID that exists returns its run under
 	// either policy. It needs UniqueKey, UniqueByArgs or UniqueByQueue.
 	OnDuplicate DuplicatePolicy
+	// Debounce, when set, merges the enqueue into the job's pending run
+	// with the same debounce key, if there is one (see Debounce and
+	// StartOptions.Debounce). It excludes RunID, Delay, RunAt and the
+	// unique options, and EnqueueTx and EnqueueMany refuse it.
+	Debounce *Debounce
 }
 
 // UniqueStatesExcept returns every run state but the ones named, for
@@ -301,7 +306,7 @@ func enqueueParams[Args any](e *Engine, job Job[Args], args Args, opts *EnqueueO
 	}
 	p, err := startParams(e, job.Workflow(), args, &StartOptions{
 		RunID: opts.RunID, Queue: queue, Priority: priority, Delay: opts.Delay, RunAt: opts.RunAt, Deadline: opts.Deadline,
-		ConcurrencyKey: opts.ConcurrencyKey,
+		ConcurrencyKey: opts.ConcurrencyKey, Debounce: opts.Debounce,
 	})
 	if err != nil {
 		return engine.StartParams{}, err

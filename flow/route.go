@@ -331,13 +331,18 @@ func (r *router) forNewRun(ctx context.Context, p *engine.StartParams) (*Engine,
 }
 
 // placement is the key a start is placed by in a set of files: its unique
-// key, which one file must hold to enforce it, or else its concurrency key,
-// so that a key's runs are in one file and its per-key limits hold there
-// exactly; without either, the run's ID (placeKey).
+// key, which one file must hold to enforce it, or else its debounce key
+// (likewise), or else its concurrency key, so that a key's runs are in one
+// file and its per-key limits hold there exactly; without any, the run's
+// ID (placeKey).
 func placement(p *engine.StartParams) string {
 	switch {
 	case p.UniqueKey != "":
 		return p.UniqueKey
+	case p.Debounce != nil:
+		// Before the concurrency key: every start of a debounce key must
+		// reach the one file that holds its pending run.
+		return "debounce:" + p.Workflow.Name + "\x00" + p.Debounce.Key
 	case p.ConcurrencyKey != "":
 		return "concurrency:" + p.ConcurrencyKey
 	}

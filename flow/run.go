@@ -86,6 +86,13 @@ type StartOptions struct {
 	// ErrUnavailable, say), or a retry of a start that did record its run
 	// is refused as its own duplicate. RefuseDuplicate needs UniqueKey.
 	OnDuplicate DuplicatePolicy
+
+	// Debounce, when set, merges the start into the workflow's pending run
+	// with the same debounce key, if there is one, replacing its input and
+	// moving its due time or dropping the start (see Debounce); Existing
+	// then reports true. It excludes RunID, Delay, RunAt, IDReuse and
+	// UniqueKey, and StartTx and StartMany refuse it.
+	Debounce *Debounce
 }
 
 // Run is a handle on a run of a workflow whose output type is Out.
@@ -185,6 +192,8 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 		return engine.StartParams{}, fmt.Errorf("start %s: negative delay %s", key, opts.Delay)
 	case opts.Delay > 0 && !opts.RunAt.IsZero():
 		return engine.StartParams{}, fmt.Errorf("start %s: set Delay or RunAt, not both", key)
+	case opts.Debounce != nil && opts.RunID != "":
+		return engine.StartParams{}, fmt.Errorf("start %s: a debounce excludes RunID (a debounced start's run is the key's pending run)", key)
 	}
 	if opts.Queue != "" {
 		if err := engine.CheckName("queue", opts.Queue); err != nil {
@@ -210,7 +219,7 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 		ID: opts.RunID, Workflow: key, Queue: opts.Queue, Priority: opts.Priority, Input: input, RunAt: runAt,
 		Deadline: opts.Deadline, UniqueKey: opts.UniqueKey, UniqueStates: slices.Clone(opts.UniqueStates),
 		UniquePeriod: opts.UniquePeriod, OnDuplicate: opts.OnDuplicate, Timeout: opts.Timeout,
-		IDReuse: opts.IDReuse, ConcurrencyKey: opts.ConcurrencyKey,
+		IDReuse: opts.IDReuse, ConcurrencyKey: opts.ConcurrencyKey, Debounce: cloneDebounce(opts.Debounce),
 	}, nil
 }
 

@@ -21,7 +21,8 @@ SELECT
     (SELECT count(*) FROM flowlite.unique_holds)::bigint AS unique_holds,
     (SELECT count(*) FROM flowlite.queues)::bigint AS queues,
     (SELECT count(*) FROM flowlite.workflows)::bigint AS workflows,
-    (SELECT count(*) FROM flowlite.definitions)::bigint AS definitions
+    (SELECT count(*) FROM flowlite.definitions)::bigint AS definitions,
+    (SELECT count(*) FROM flowlite.debounces)::bigint AS debounces
 `
 
 type CopyCountsRow struct {
@@ -34,6 +35,7 @@ type CopyCountsRow struct {
 	Queues      int64
 	Workflows   int64
 	Definitions int64
+	Debounces   int64
 }
 
 // Writes of `flowlite copy` (internal/store/storecopy), which copies a
@@ -55,8 +57,33 @@ func (q *Queries) CopyCounts(ctx context.Context) (CopyCountsRow, error) {
 		&i.Queues,
 		&i.Workflows,
 		&i.Definitions,
+		&i.Debounces,
 	)
 	return i, err
+}
+
+const copyDebounceInsert = `-- name: CopyDebounceInsert :exec
+INSERT INTO flowlite.debounces (workflow, key, run_id, first_at, max_delay)
+VALUES ($1, $2, $3, $4, $5)
+`
+
+type CopyDebounceInsertParams struct {
+	Workflow string
+	Key      string
+	RunID    string
+	FirstAt  int64
+	MaxDelay int64
+}
+
+func (q *Queries) CopyDebounceInsert(ctx context.Context, arg CopyDebounceInsertParams) error {
+	_, err := q.db.ExecContext(ctx, copyDebounceInsert,
+		arg.Workflow,
+		arg.Key,
+		arg.RunID,
+		arg.FirstAt,
+		arg.MaxDelay,
+	)
+	return err
 }
 
 const copyDefinitionInsert = `-- name: CopyDefinitionInsert :exec

@@ -63,6 +63,14 @@ type FeedConsumer struct {
 	AckedAt   int64
 }
 
+type FlowliteDebounce struct {
+	Workflow string
+	Key      string
+	RunID    string
+	FirstAt  int64
+	MaxDelay int64
+}
+
 type FlowliteFailureRate struct {
 	Workflow     string
 	Finished     int64

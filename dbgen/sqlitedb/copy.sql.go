@@ -19,7 +19,8 @@ SELECT
     (SELECT count(*) FROM flowlite_unique_holds) AS unique_holds,
     (SELECT count(*) FROM flowlite_queues) AS queues,
     (SELECT count(*) FROM flowlite_workflows) AS workflows,
-    (SELECT count(*) FROM flowlite_definitions) AS definitions
+    (SELECT count(*) FROM flowlite_definitions) AS definitions,
+    (SELECT count(*) FROM flowlite_debounces) AS debounces
 `
 
 type CopyCountsRow struct {
@@ -32,6 +33,7 @@ type CopyCountsRow struct {
 	Queues      int64
 	Workflows   int64
 	Definitions int64
+	Debounces   int64
 }
 
 // CopyCounts counts the rows of every table the copy carries.
@@ -48,8 +50,42 @@ func (q *Queries) CopyCounts(ctx context.Context) (CopyCountsRow, error) {
 		&i.Queues,
 		&i.Workflows,
 		&i.Definitions,
+		&i.Debounces,
 	)
 	return i, err
+}
+
+const copyDebounceList = `-- name: CopyDebounceList :many
+SELECT workflow, "key", run_id, first_at, max_delay FROM flowlite_debounces ORDER BY workflow, key
+`
+
+func (q *Queries) CopyDebounceList(ctx context.Context) ([]FlowliteDebounce, error) {
+	rows, err := q.query(ctx, q.copyDebounceListStmt, copyDebounceList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FlowliteDebounce{}
+	for rows.Next() {
+		var i FlowliteDebounce
+		if err := rows.Scan(
+			&i.Workflow,
+			&i.Key,
+			&i.RunID,
+			&i.FirstAt,
+			&i.MaxDelay,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const copyDefinitionList = `-- name: CopyDefinitionList :many

@@ -33,6 +33,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.copyCountsStmt, err = db.PrepareContext(ctx, copyCounts); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyCounts: %w", err)
 	}
+	if q.copyDebounceListStmt, err = db.PrepareContext(ctx, copyDebounceList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyDebounceList: %w", err)
+	}
 	if q.copyDefinitionListStmt, err = db.PrepareContext(ctx, copyDefinitionList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyDefinitionList: %w", err)
 	}
@@ -59,6 +62,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.copyWorkflowListStmt, err = db.PrepareContext(ctx, copyWorkflowList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyWorkflowList: %w", err)
+	}
+	if q.debounceGetStmt, err = db.PrepareContext(ctx, debounceGet); err != nil {
+		return nil, fmt.Errorf("error preparing query DebounceGet: %w", err)
+	}
+	if q.debouncePutStmt, err = db.PrepareContext(ctx, debouncePut); err != nil {
+		return nil, fmt.Errorf("error preparing query DebouncePut: %w", err)
 	}
 	if q.definitionGetStmt, err = db.PrepareContext(ctx, definitionGet); err != nil {
 		return nil, fmt.Errorf("error preparing query DefinitionGet: %w", err)
@@ -200,6 +209,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runDeadListStmt, err = db.PrepareContext(ctx, runDeadList); err != nil {
 		return nil, fmt.Errorf("error preparing query RunDeadList: %w", err)
+	}
+	if q.runDebounceReplaceStmt, err = db.PrepareContext(ctx, runDebounceReplace); err != nil {
+		return nil, fmt.Errorf("error preparing query RunDebounceReplace: %w", err)
 	}
 	if q.runDeleteFinishedStmt, err = db.PrepareContext(ctx, runDeleteFinished); err != nil {
 		return nil, fmt.Errorf("error preparing query RunDeleteFinished: %w", err)
@@ -428,6 +440,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing copyCountsStmt: %w", cerr)
 		}
 	}
+	if q.copyDebounceListStmt != nil {
+		if cerr := q.copyDebounceListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyDebounceListStmt: %w", cerr)
+		}
+	}
 	if q.copyDefinitionListStmt != nil {
 		if cerr := q.copyDefinitionListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyDefinitionListStmt: %w", cerr)
@@ -471,6 +488,16 @@ func (q *Queries) Close() error {
 	if q.copyWorkflowListStmt != nil {
 		if cerr := q.copyWorkflowListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyWorkflowListStmt: %w", cerr)
+		}
+	}
+	if q.debounceGetStmt != nil {
+		if cerr := q.debounceGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing debounceGetStmt: %w", cerr)
+		}
+	}
+	if q.debouncePutStmt != nil {
+		if cerr := q.debouncePutStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing debouncePutStmt: %w", cerr)
 		}
 	}
 	if q.definitionGetStmt != nil {
@@ -706,6 +733,11 @@ func (q *Queries) Close() error {
 	if q.runDeadListStmt != nil {
 		if cerr := q.runDeadListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runDeadListStmt: %w", cerr)
+		}
+	}
+	if q.runDebounceReplaceStmt != nil {
+		if cerr := q.runDebounceReplaceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runDebounceReplaceStmt: %w", cerr)
 		}
 	}
 	if q.runDeleteFinishedStmt != nil {
@@ -1095,6 +1127,7 @@ type Queries struct {
 	checkpointLastStmt              *sql.Stmt
 	checkpointRecordStmt            *sql.Stmt
 	copyCountsStmt                  *sql.Stmt
+	copyDebounceListStmt            *sql.Stmt
 	copyDefinitionListStmt          *sql.Stmt
 	copyEventListStmt               *sql.Stmt
 	copyQueueListStmt               *sql.Stmt
@@ -1104,6 +1137,8 @@ type Queries struct {
 	copyStepListStmt                *sql.Stmt
 	copyUniqueHoldListStmt          *sql.Stmt
 	copyWorkflowListStmt            *sql.Stmt
+	debounceGetStmt                 *sql.Stmt
+	debouncePutStmt                 *sql.Stmt
 	definitionGetStmt               *sql.Stmt
 	definitionGetForUpdateStmt      *sql.Stmt
 	definitionInUseStmt             *sql.Stmt
@@ -1151,6 +1186,7 @@ type Queries struct {
 	runDeadDeleteStmt               *sql.Stmt
 	runDeadDeleteByIDStmt           *sql.Stmt
 	runDeadListStmt                 *sql.Stmt
+	runDebounceReplaceStmt          *sql.Stmt
 	runDeleteFinishedStmt           *sql.Stmt
 	runDeleteForReuseStmt           *sql.Stmt
 	runDeleteOneStmt                *sql.Stmt
@@ -1229,6 +1265,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		checkpointLastStmt:              q.checkpointLastStmt,
 		checkpointRecordStmt:            q.checkpointRecordStmt,
 		copyCountsStmt:                  q.copyCountsStmt,
+		copyDebounceListStmt:            q.copyDebounceListStmt,
 		copyDefinitionListStmt:          q.copyDefinitionListStmt,
 		copyEventListStmt:               q.copyEventListStmt,
 		copyQueueListStmt:               q.copyQueueListStmt,
@@ -1238,6 +1275,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		copyStepListStmt:                q.copyStepListStmt,
 		copyUniqueHoldListStmt:          q.copyUniqueHoldListStmt,
 		copyWorkflowListStmt:            q.copyWorkflowListStmt,
+		debounceGetStmt:                 q.debounceGetStmt,
+		debouncePutStmt:                 q.debouncePutStmt,
 		definitionGetStmt:               q.definitionGetStmt,
 		definitionGetForUpdateStmt:      q.definitionGetForUpdateStmt,
 		definitionInUseStmt:             q.definitionInUseStmt,
@@ -1285,6 +1324,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runDeadDeleteStmt:               q.runDeadDeleteStmt,
 		runDeadDeleteByIDStmt:           q.runDeadDeleteByIDStmt,
 		runDeadListStmt:                 q.runDeadListStmt,
+		runDebounceReplaceStmt:          q.runDebounceReplaceStmt,
 		runDeleteFinishedStmt:           q.runDeleteFinishedStmt,
 		runDeleteForReuseStmt:           q.runDeleteForReuseStmt,
 		runDeleteOneStmt:                q.runDeleteOneStmt,

@@ -103,6 +103,10 @@ const (
 	// run_started event names this run and ends with "; copied: " and a
 	// JSON array of the calls whose records it was given.
 	EventRunForked = "run_forked"
+	// EventRunDebounced: a start with the pending run's debounce key was
+	// merged into it (Debounce): Detail says whether the start replaced
+	// the run's input and when the run is due now, or was dropped.
+	EventRunDebounced = "run_debounced"
 	// EventScheduleFired: a schedule's slot started the run, right after
 	// its run_started; Detail names the schedule and the slot.
 	EventScheduleFired = "schedule_fired"

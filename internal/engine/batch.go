@@ -76,6 +76,9 @@ func (e *Engine) prepareBatch(ps []StartParams) error {
 	ids := make(map[string]int, len(ps))
 	for i := range ps {
 		p := &ps[i]
+		if p.Debounce != nil {
+			return &flowtype.ItemError{Index: i, RunID: p.ID, Err: errDebounceHere(p, "in a batch")}
+		}
 		if err := e.prepareStart(p); err != nil {
 			return &flowtype.ItemError{Index: i, RunID: p.ID, Err: err}
 		}

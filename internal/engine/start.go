@@ -55,6 +55,9 @@ type StartParams struct {
 	// ConcurrencyKey groups the run with the others of its queue that
 	// share it, for per-key limits and fair claims (see limits.go).
 	ConcurrencyKey string
+	// Debounce, when set, merges the start into the pending run of its
+	// key (see debounce.go); StartRun only.
+	Debounce *flowtype.Debounce
 }
 
 // Started is the outcome of a start: the run, and whether it already
@@ -74,6 +77,9 @@ type Started struct {
 // here: a run started on an idle engine begins one commit sooner.
 func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 	setValues(ctx, &p)
+	if p.Debounce != nil {
+		return e.startDebounced(ctx, &p)
+	}
 	queue := cmp.Or(p.Queue, DefaultQueue)
 	slots := e.trySlot(queue)
 	if slots == nil {
@@ -117,6 +123,9 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 // only if that transaction commits. Workers see it at their next poll, or
 // as the transaction commits when the store sends wakes (store.Notifier).
 func (e *Engine) StartRunTx(ctx context.Context, sqlTx *sql.Tx, p StartParams) (Started, error) {
+	if p.Debounce != nil {
+		return Started{}, errDebounceHere(&p, "in the caller's transaction")
+	}
 	setValues(ctx, &p)
 	var st Started
 	err := e.store.WriteInTx(ctx, sqlTx, func(tx store.Tx) error {
@@ -385,7 +394,7 @@ func startOptionsDetail(p *StartParams) string {
 	if p.ConcurrencyKey != "" {
 		d += fmt.Sprintf(", concurrency key %q", p.ConcurrencyKey)
 	}
-	return d + valuesDetail(p)
+	return d + debounceDetail(p) + valuesDetail(p)
 }
 
 // Run ID reuse. A run ID names one run: by default (flowtype.ReuseNever)

@@ -7,7 +7,7 @@ import (
 
 // A Snapshot is the whole content of a database that `flowlite copy`
 // carries to another backend: every run, step, event, signal, schedule,
-// unique hold, queue, registered workflow and workflow definition, each slice in the order the
+// unique hold, queue, registered workflow, workflow definition and debounce key, each slice in the order the
 // rows were written. Engine reports and checkpoint records are not in it:
 // they describe the processes of the old database. Times are Unix ms;
 // nullable columns are pointers (nil: NULL).
@@ -21,6 +21,7 @@ type Snapshot struct {
 	Queues      []CopyQueue
 	Workflows   []CopyWorkflow
 	Definitions []CopyDefinition
+	Debounces   []CopyDebounce
 }
 
 // CopyRun is one row of the runs table.
@@ -106,6 +107,12 @@ type CopyUniqueHold struct {
 	TakenAt, HeldUntil, States int64
 }
 
+// CopyDebounce is one row of the debounces table.
+type CopyDebounce struct {
+	Workflow, Key, RunID string
+	FirstAt, MaxDelay    int64
+}
+
 // CopyQueue is one row of the queues table.
 type CopyQueue struct {
 	Name                 string
@@ -130,6 +137,7 @@ type CopyDefinition struct {
 // CopyCounts is the number of rows of each table a copy carries.
 type CopyCounts struct {
 	Runs, Steps, Events, Signals, Schedules, UniqueHolds, Queues, Workflows, Definitions int64
+	Debounces                                                                            int64
 }
 
 // Counts returns the number of rows of each table in s.
@@ -139,6 +147,7 @@ func (s *Snapshot) Counts() CopyCounts {
 		Signals: int64(len(s.Signals)), Schedules: int64(len(s.Schedules)),
 		UniqueHolds: int64(len(s.UniqueHolds)), Queues: int64(len(s.Queues)),
 		Workflows: int64(len(s.Workflows)), Definitions: int64(len(s.Definitions)),
+		Debounces: int64(len(s.Debounces)),
 	}
 }
 
@@ -147,7 +156,7 @@ func (c CopyCounts) Tables() []TableCount {
 	return []TableCount{
 		{"runs", c.Runs}, {"steps", c.Steps}, {"events", c.Events}, {"signals", c.Signals},
 		{"schedules", c.Schedules}, {"unique_holds", c.UniqueHolds}, {"queues", c.Queues},
-		{"workflows", c.Workflows}, {"definitions", c.Definitions},
+		{"workflows", c.Workflows}, {"definitions", c.Definitions}, {"debounces", c.Debounces},
 	}
 }
 

@@ -99,6 +99,13 @@
 //     an advisory lock on (workflow, key). pgstore takes a transaction
 //     advisory lock of the key before that test (RunInsertMany: of every
 //     key of the batch, in lock-ID order, so that batches cannot deadlock).
+//   - Debounce keys (DebounceTx): the transactions that debounce one key
+//     of a workflow must take turns from DebounceLock to their commit, so
+//     that two of them cannot both find no pending run and insert one
+//     each; pgstore takes a transaction advisory lock of (workflow, key),
+//     and the key's row is the debounces table's primary key. The pending
+//     run is read with RunGetForUpdate (so a claim skips it) and changed
+//     only by the guarded RunDebounceReplace.
 //   - Cron slots: ScheduleAdvance is the compare-and-set that decides which
 //     engine starts a slot's runs, in the same transaction; it must be one
 //     guarded UPDATE (which takes the schedule's row lock on PostgreSQL),

@@ -100,4 +100,5 @@ type Tx interface {
 	DefinitionTx
 	FeedTx
 	ReuseTx
+	DebounceTx
 }

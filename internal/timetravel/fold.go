@@ -316,8 +316,9 @@ func (f *folder) apply(ev store.Event) {
 			st.Error = flowtype.ErrCancelled.Error() // cancelled while idle
 		}
 		st.Status, st.FinishedAt, st.CancelRequested = flowtype.StatusCancelled, ev.At, true
-	case flowtype.EventRunMadeDue, flowtype.EventRunRescheduled:
-		// They move the due time only, which a State leaves out.
+	case flowtype.EventRunMadeDue, flowtype.EventRunRescheduled, flowtype.EventRunDebounced:
+		// They move the due time (and a debounce the run's input), which a
+		// State leaves out.
 	case flowtype.EventRunRequeued:
 		st.RequeuedAs = strings.TrimPrefix(ev.Detail, "as ")
 	case flowtype.EventStepStarted:

@@ -15,7 +15,8 @@ SELECT
     (SELECT count(*) FROM flowlite.unique_holds)::bigint AS unique_holds,
     (SELECT count(*) FROM flowlite.queues)::bigint AS queues,
     (SELECT count(*) FROM flowlite.workflows)::bigint AS workflows,
-    (SELECT count(*) FROM flowlite.definitions)::bigint AS definitions;
+    (SELECT count(*) FROM flowlite.definitions)::bigint AS definitions,
+    (SELECT count(*) FROM flowlite.debounces)::bigint AS debounces;
 
 -- name: CopyRunInsert :exec
 -- CopyRunInsert inserts a run without its parent (CopyRunSetParent links it
@@ -69,3 +70,7 @@ VALUES (@name, @version, @registered_at);
 -- name: CopyDefinitionInsert :exec
 INSERT INTO flowlite.definitions (name, version, hash, body, file, created_at, updated_at)
 VALUES (@name, @version, @hash, @body, @file, @created_at, @updated_at);
+
+-- name: CopyDebounceInsert :exec
+INSERT INTO flowlite.debounces (workflow, key, run_id, first_at, max_delay)
+VALUES (@workflow, @key, @run_id, @first_at, @max_delay);

@@ -30,6 +30,9 @@ SELECT * FROM flowlite_workflows ORDER BY name, version;
 -- name: CopyDefinitionList :many
 SELECT * FROM flowlite_definitions ORDER BY name, version;
 
+-- name: CopyDebounceList :many
+SELECT * FROM flowlite_debounces ORDER BY workflow, key;
+
 -- name: CopyCounts :one
 -- CopyCounts counts the rows of every table the copy carries.
 SELECT
@@ -41,4 +44,5 @@ SELECT
     (SELECT count(*) FROM flowlite_unique_holds) AS unique_holds,
     (SELECT count(*) FROM flowlite_queues) AS queues,
     (SELECT count(*) FROM flowlite_workflows) AS workflows,
-    (SELECT count(*) FROM flowlite_definitions) AS definitions;
+    (SELECT count(*) FROM flowlite_definitions) AS definitions,
+    (SELECT count(*) FROM flowlite_debounces) AS debounces;

@@ -140,6 +140,14 @@ func copyRows(ctx context.Context, q *pgdb.Queries, snap *store.Snapshot) error 
 			return fmt.Errorf("copy: unique hold %s/%s: %w", r.Workflow, r.Key, err)
 		}
 	}
+	for _, r := range snap.Debounces {
+		err := q.CopyDebounceInsert(ctx, pgdb.CopyDebounceInsertParams{
+			Workflow: r.Workflow, Key: r.Key, RunID: r.RunID, FirstAt: r.FirstAt, MaxDelay: r.MaxDelay,
+		})
+		if err != nil {
+			return fmt.Errorf("copy: debounce key %s/%s: %w", r.Workflow, r.Key, err)
+		}
+	}
 	for _, r := range snap.Queues {
 		err := q.CopyQueueInsert(ctx, pgdb.CopyQueueInsertParams{
 			Name: r.Name, Paused: r.Paused, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,

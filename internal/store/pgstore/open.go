@@ -18,6 +18,8 @@
 //   - unique keys rest on the unique index runs_unique, the primary key of
 //     unique_holds, and a transaction-scoped advisory lock per key
 //     (UniqueKeyLock) around the test of current holds;
+//   - a debounce key has one pending run: a transaction-scoped advisory
+//     lock per key (DebounceLock) before its row of debounces is read;
 //   - a cron slot is started by the one transaction whose ScheduleAdvance,
 //     a single guarded UPDATE, changed the schedule's row;
 //   - cleaners pick the finished runs they delete FOR UPDATE SKIP LOCKED

@@ -95,6 +95,15 @@ func (s *Store) CopyOut(ctx context.Context) (*store.Snapshot, store.CopyCounts,
 			TakenAt: r.TakenAt, HeldUntil: r.HeldUntil, States: r.States,
 		})
 	}
+	debounces, err := q.CopyDebounceList(ctx)
+	if err != nil {
+		return nil, store.CopyCounts{}, fmt.Errorf("copy: read debounce keys: %w", err)
+	}
+	for _, r := range debounces {
+		snap.Debounces = append(snap.Debounces, store.CopyDebounce{
+			Workflow: r.Workflow, Key: r.Key, RunID: r.RunID, FirstAt: r.FirstAt, MaxDelay: r.MaxDelay,
+		})
+	}
 	queues, err := q.CopyQueueList(ctx)
 	if err != nil {
 		return nil, store.CopyCounts{}, fmt.Errorf("copy: read queues: %w", err)

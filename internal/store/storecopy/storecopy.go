@@ -1,6 +1,7 @@
 // Package storecopy copies a flowlite database from SQLite to PostgreSQL
 // (`flowlite copy`): every run in whatever state, its steps, history and
-// signals, the schedules, unique holds, queues and registered workflows.
+// signals, the schedules, unique holds, debounce keys, queues and
+// registered workflows.
 //
 // The copy reads the SQLite file in one read transaction and writes the
 // PostgreSQL schema in one transaction, which it checks (the row count of

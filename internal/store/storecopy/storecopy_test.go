@@ -325,6 +325,15 @@ func source(t *testing.T) (string, map[string]string) {
 		t.Fatal(err)
 	}
 	ids["pending"] = pending.ID()
+	// A debounced run, merged once: the copy carries its key's record.
+	debounce := &flow.Debounce{Key: "k", Window: time.Hour}
+	for n := 4; n <= 5; n++ {
+		debounced, err := flow.Start(ctx, e, okWF, n, &flow.StartOptions{Queue: "held", Debounce: debounce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids["debounced"] = debounced.ID()
+	}
 	start("parent", parentWF, 1, "")
 	ids["child"] = "child-of-parent"
 	awaitStatus(t, e, ids["completed"], flow.StatusCompleted)
@@ -491,7 +500,7 @@ func TestCopyToPostgres(t *testing.T) {
 	if counts != srcCounts {
 		t.Fatalf("copied %+v, source holds %+v", counts, srcCounts)
 	}
-	if counts.Runs != 12 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 9 || counts.Signals < 1 || counts.Definitions != 1 {
+	if counts.Runs != 13 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 9 || counts.Signals < 1 || counts.Definitions != 1 || counts.Debounces != 1 {
 		t.Fatalf("unexpected counts %+v", counts)
 	}
 
