@@ -29,7 +29,7 @@ func testConfig() *flow.Config {
 // path by default, and with FLOWLITE_TEST_BACKEND=postgres a PostgreSQL
 // schema of its own for each path, so that a test that opens path again
 // (a restart, several engines on one database) finds the same runs.
-func openEngine(t *testing.T, path string, cfg *flow.Config) *flow.Engine {
+func openEngine(t testing.TB, path string, cfg *flow.Config) *flow.Engine {
 	t.Helper()
 	if cfg == nil {
 		cfg = testConfig()
@@ -64,7 +64,7 @@ var sqlitePaths sync.Map // path → struct{}
 // options, whatever backend the suite runs on: for the tests of what only
 // SQLite has (its file, WAL, busy timeout, raw SQL through rawDB, damaged
 // files), which stay on SQLite when FLOWLITE_TEST_BACKEND=postgres.
-func openSQLiteEngine(t *testing.T, path string, cfg *flow.Config, opts *flowsqlite.Options) *flow.Engine {
+func openSQLiteEngine(t testing.TB, path string, cfg *flow.Config, opts *flowsqlite.Options) *flow.Engine {
 	t.Helper()
 	if cfg == nil {
 		cfg = testConfig()
