@@ -118,15 +118,21 @@ func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, 
 		runs[i] = r.Run
 	}
 	e.hold(runs)
+	e.noteBegun(claimed)
+	e.claimed(queue, runs)
+	return runs, nil
+}
+
+// noteBegun keeps the first attempts a one-statement claim began, for the
+// executions of their runs.
+func (e *Engine) noteBegun(claimed []store.ClaimedRun) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, r := range claimed {
 		if r.Begun != "" {
 			e.begun[r.ID] = begunStep{lease: r.Lease(), key: store.StepKey{RunID: r.ID, Name: r.Begun}, attempt: 1}
 		}
 	}
-	e.mu.Unlock()
-	e.claimed(queue, runs)
-	return runs, nil
 }
 
 // firstSteps lists the first steps of the registered workflows that
@@ -151,13 +157,18 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 	var runs []store.Run
 	var err error
 	if limited {
-		var retryAt int64
-		runs, retryAt, err = e.claimLimited(ctx, tx, p)
-		e.limits.holdUntil(queue, retryAt)
-	} else {
-		runs, err = tx.RunClaim(ctx, p)
-	}
-	if err != nil {
+		c, err := e.claimLimited(ctx, tx, p)
+		if err != nil {
+			return nil, err
+		}
+		e.limits.holdUntil(queue, c.retryAt)
+		if c.begun != nil { // the claim recorded the events and first attempts
+			e.hold(c.runs)
+			e.noteBegun(c.begun)
+			return c.runs, nil
+		}
+		runs = c.runs
+	} else if runs, err = tx.RunClaim(ctx, p); err != nil {
 		return nil, err
 	}
 	e.hold(runs)

@@ -276,21 +276,29 @@ func readyStatus(s flowtype.RunStatus) bool {
 	return s == flowtype.StatusPending || s == flowtype.StatusWaiting || s == flowtype.StatusCompensating
 }
 
+// limitedClaim is what claimLimited leased: the runs, and when the limits
+// may allow more (Unix ms; 0: when a run of the queue finishes here, or at
+// the next poll). Begun is set when the claim also recorded the events and
+// first attempts (store.TxClaimer), with the attempts it began.
+type limitedClaim struct {
+	runs    []store.Run
+	retryAt int64
+	begun   []store.ClaimedRun
+}
+
 // claimLimited leases, in tx, up to p.Max runs of a queue that has limits,
-// as many as they allow. It returns when the limits may allow more (Unix
-// ms; 0: when a run of the queue finishes, or at the next poll).
-func (e *Engine) claimLimited(ctx context.Context, tx store.Tx, p store.RunClaimParams) ([]store.Run, int64, error) {
+// as many as they allow.
+func (e *Engine) claimLimited(ctx context.Context, tx store.Tx, p store.RunClaimParams) (limitedClaim, error) {
 	l, ok, err := tx.QueueLimitsLock(ctx, p.Queue)
 	if err != nil {
-		return nil, 0, err
+		return limitedClaim{}, err
 	}
 	if !ok { // removed since this engine read them
-		runs, err := tx.RunClaim(ctx, p)
-		return runs, 0, err
+		return e.leaseIn(ctx, tx, p)
 	}
 	running, err := tx.RunLeasedCounts(ctx, p.Queue)
 	if err != nil {
-		return nil, 0, err
+		return limitedClaim{}, err
 	}
 	var b budget
 	b.max = p.Max
@@ -302,24 +310,44 @@ func (e *Engine) claimLimited(ctx context.Context, tx store.Tx, p store.RunClaim
 		b.max = min(b.max, l.Concurrency-total)
 	}
 	if err := b.rate(ctx, tx, p.Queue, "", l.Rate, p.Now); err != nil {
-		return nil, 0, err
+		return limitedClaim{}, err
 	}
-	var runs []store.Run
+	var c limitedClaim
 	if b.max > 0 {
 		p.Max = b.max
 		if l.Keyed() {
-			runs, err = e.claimFair(ctx, tx, p, l, running, &b)
+			c.runs, err = e.claimFair(ctx, tx, p, l, running, &b)
 		} else {
-			runs, err = tx.RunClaim(ctx, p)
+			c, err = e.leaseIn(ctx, tx, p)
 		}
 		if err != nil {
-			return nil, 0, err
+			return limitedClaim{}, err
 		}
 	}
-	if err := logStarts(ctx, tx, p.Queue, l, runs, p.Now); err != nil {
-		return nil, 0, err
+	if err := logStarts(ctx, tx, p.Queue, l, c.runs, p.Now); err != nil {
+		return limitedClaim{}, err
 	}
-	return runs, b.retryAt, nil
+	c.retryAt = b.retryAt
+	return c, nil
+}
+
+// leaseIn leases up to p.Max ready runs of the queue in tx: in one
+// statement that also records their events and first attempts where the
+// store can (store.TxClaimer), else with RunClaim.
+func (e *Engine) leaseIn(ctx context.Context, tx store.Tx, p store.RunClaimParams) (limitedClaim, error) {
+	if tc, ok := tx.(store.TxClaimer); ok {
+		claimed, err := tc.ClaimAndBeginIn(ctx, store.ClaimAndBeginParams{RunClaimParams: p, FirstSteps: e.firstSteps()})
+		if err != nil {
+			return limitedClaim{}, err
+		}
+		c := limitedClaim{runs: make([]store.Run, len(claimed)), begun: claimed}
+		for i, r := range claimed {
+			c.runs[i] = r.Run
+		}
+		return c, nil
+	}
+	runs, err := tx.RunClaim(ctx, p)
+	return limitedClaim{runs: runs}, err
 }
 
 // budget is how many runs a claim may still take, and the earliest time a

@@ -61,6 +61,15 @@ type RateStarts struct {
 	Oldest int64
 }
 
+// TxClaimer is implemented by a Tx that can make what a Claimer's
+// ClaimAndBegin does (the leases, the first attempts and the events of
+// both) one statement inside the transaction: a claim of a limited queue,
+// which takes the queue's lock and counts first, then claims without the
+// round trips of RunClaim, StepBeginMany and the events.
+type TxClaimer interface {
+	ClaimAndBeginIn(ctx context.Context, p ClaimAndBeginParams) ([]ClaimedRun, error)
+}
+
 // LimitReader reads the limits of queues.
 type LimitReader interface {
 	// QueueLimitsList returns the limits of every queue that has some, by

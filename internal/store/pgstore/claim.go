@@ -49,23 +49,34 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(stmtCtx, err))
 	}
-	claimed := make([]store.ClaimedRun, len(rows))
-	for i, r := range rows {
-		claimed[i].Run = runFromRow(pgdb.Run{
-			ID: r.ID, Seq: r.Seq, Workflow: r.Workflow, Version: r.Version, Queue: r.Queue, Priority: r.Priority,
-			Status: r.Status, Input: r.Input, Output: r.Output, Error: r.Error, Reason: r.Reason,
-			CancelRequested: r.CancelRequested, RunAt: r.RunAt, Deadline: r.Deadline, ParentID: r.ParentID,
-			WakeSeq: r.WakeSeq, Fence: r.Fence, LeaseOwner: r.LeaseOwner, LeaseExpiresAt: r.LeaseExpiresAt,
-			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, UniqueKey: r.UniqueKey,
-			UniqueStates: r.UniqueStates, StartedAt: r.StartedAt, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
-			Timeout: r.Timeout, Detached: r.Detached, ContextValues: r.ContextValues, ConcurrencyKey: r.ConcurrencyKey,
-		})
-		claimed[i].Begun = r.Begun
-	}
+	claimed := claimedFromRows(rows)
 	if len(rows) > 0 { // it appended their events
 		s.afterCommit(nil, true)
 	}
 	return claimed, nil
+}
+
+var _ store.TxClaimer = (*tx)(nil)
+
+// ClaimAndBeginIn is ClaimAndBegin's statement inside the transaction, for
+// a claim of a limited queue (store.TxClaimer); the events it appended
+// reach the change feed once the transaction commits.
+func (t *tx) ClaimAndBeginIn(ctx context.Context, p store.ClaimAndBeginParams) ([]store.ClaimedRun, error) {
+	firstSteps, err := firstStepsJSON(p.FirstSteps)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, err)
+	}
+	rows, err := t.q.RunClaimAndBegin(ctx, pgdb.RunClaimAndBeginParams{
+		Queue: p.Queue, Now: p.Now, Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
+		Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, FirstSteps: firstSteps,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
+	}
+	if len(rows) > 0 {
+		t.appended = true
+	}
+	return claimedFromRows(rows), nil
 }
 
 // claimAndBegin runs RunClaimAndBegin as a transaction of its own (alone).
@@ -113,4 +124,22 @@ func (s *Store) aloneOn(ctx context.Context, conn *sql.Conn, f func(q *pgdb.Quer
 		return err
 	}
 	return sqlTx.Commit()
+}
+
+// claimedFromRows returns the runs RunClaimAndBegin claimed.
+func claimedFromRows(rows []pgdb.RunClaimAndBeginRow) []store.ClaimedRun {
+	claimed := make([]store.ClaimedRun, len(rows))
+	for i, r := range rows {
+		claimed[i].Run = runFromRow(pgdb.Run{
+			ID: r.ID, Seq: r.Seq, Workflow: r.Workflow, Version: r.Version, Queue: r.Queue, Priority: r.Priority,
+			Status: r.Status, Input: r.Input, Output: r.Output, Error: r.Error, Reason: r.Reason,
+			CancelRequested: r.CancelRequested, RunAt: r.RunAt, Deadline: r.Deadline, ParentID: r.ParentID,
+			WakeSeq: r.WakeSeq, Fence: r.Fence, LeaseOwner: r.LeaseOwner, LeaseExpiresAt: r.LeaseExpiresAt,
+			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, UniqueKey: r.UniqueKey,
+			UniqueStates: r.UniqueStates, StartedAt: r.StartedAt, RequeuedFrom: r.RequeuedFrom, RequeuedAs: r.RequeuedAs,
+			Timeout: r.Timeout, Detached: r.Detached, ContextValues: r.ContextValues, ConcurrencyKey: r.ConcurrencyKey,
+		})
+		claimed[i].Begun = r.Begun
+	}
+	return claimed
 }
