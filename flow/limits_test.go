@@ -341,3 +341,45 @@ func TestQueueLimitsOperable(t *testing.T) {
 		t.Errorf("after removing the limits: %+v, %v", uses, err)
 	}
 }
+
+// An engine starts and stops working a queue while it runs (a queue per
+// tenant that appears at run time), and its limits come with it.
+func TestWorkQueueAtRunTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLedger()
+	job := flow.Job[limitedArgs]{Name: "tenant", Queue: "tenant-7", Handler: l.body(5 * time.Millisecond)}
+	e := openEngine(t, dbPath(t), testConfig())
+	flow.RegisterJob(e, job)
+	startEngine(t, e)
+	enqueueLimited(t, e, job, "", "", "", "")
+	time.Sleep(100 * time.Millisecond)
+	if n := l.finished(); n != 0 {
+		t.Fatalf("%d runs of a queue the engine does not work finished", n)
+	}
+	if err := e.WorkQueue(ctx, "tenant-7", flow.QueueConfig{Concurrency: 4, Limits: &flow.QueueLimits{Concurrency: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WorkQueue(ctx, "tenant-7", flow.QueueConfig{}); err == nil || !strings.Contains(err.Error(), "tenant-7") {
+		t.Errorf("working a worked queue again: %v, want an error naming it", err)
+	}
+	waitFinished(t, l, 4)
+	if l.peak != 1 {
+		t.Errorf("peak %d under the limit of 1 WorkQueue set", l.peak)
+	}
+	if err := e.StopWorkingQueue("tenant-7"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.StopWorkingQueue("tenant-7"); err == nil || !strings.Contains(err.Error(), "does not work") {
+		t.Errorf("stopping an unworked queue: %v", err)
+	}
+	enqueueLimited(t, e, job, "")
+	time.Sleep(100 * time.Millisecond)
+	if n := l.finished(); n != 4 {
+		t.Errorf("%d runs finished after the engine stopped working the queue, want 4", n)
+	}
+	if err := e.WorkQueue(ctx, "tenant-7", flow.QueueConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFinished(t, l, 5)
+}

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/engine"
@@ -100,4 +101,28 @@ func durationStats(ms []int64) (avg, p95 time.Duration) {
 	}
 	rank := (95*len(ms) + 99) / 100 // ceil(0.95 n), 1-based
 	return time.Duration(sum) * time.Millisecond / time.Duration(len(ms)), time.Duration(ms[rank-1]) * time.Millisecond
+}
+
+// WorkQueue makes this engine work queue too, with q's concurrency, from
+// now on: at once when it runs, or from Start; q.Limits, when set, are
+// recorded for every engine of the database as SetQueueLimits does. It is
+// for queues that appear while the program runs (a queue per tenant); the
+// queues every start needs belong in Config.Queues. A queue this engine
+// works already is an error naming it, and so is a bad name.
+func (e *Engine) WorkQueue(ctx context.Context, queue string, q QueueConfig) error {
+	if q.Limits != nil {
+		if err := e.SetQueueLimits(ctx, queue, *q.Limits); err != nil {
+			return fmt.Errorf("work queue %s: %w", queue, err)
+		}
+	}
+	return e.onAll(func(inner *Engine) error { return inner.core.WorkQueue(queue, q.Concurrency) })
+}
+
+// StopWorkingQueue makes this engine stop claiming runs of queue: the runs
+// of the queue in flight here go on to their end, and its other runs wait
+// for an engine that works it (this one again after WorkQueue). The queue's
+// limits, pauses and runs in the database are left as they are. A queue
+// this engine does not work is an error naming it.
+func (e *Engine) StopWorkingQueue(queue string) error {
+	return e.onAll(func(inner *Engine) error { return inner.core.StopWorkingQueue(queue) })
 }

@@ -18,8 +18,8 @@ import (
 // and sleeps until woken or until the poll interval passes when there is
 // nothing to do.
 func (e *Engine) runQueue(ctx context.Context, queue string, limit int) {
-	slots := e.slots[queue]
 	e.mu.Lock()
+	slots := e.slots[queue]
 	wake := e.wake[queue]
 	e.mu.Unlock()
 	poll := time.NewTimer(e.cfg.PollInterval)
@@ -314,8 +314,8 @@ func (e *Engine) drop(runs []store.Run) {
 func (e *Engine) trySlot(queue string) *semaphore.Weighted {
 	e.mu.Lock()
 	running := e.running
-	e.mu.Unlock()
 	slots := e.slots[queue]
+	e.mu.Unlock()
 	if !running || slots == nil || !slots.TryAcquire(1) {
 		return nil
 	}

@@ -180,6 +180,8 @@ type Engine struct {
 	first     []store.FirstStep      // of the workflows that declare one, for claims; replaced, never mutated
 	wake      map[string]chan struct{}
 	slots     map[string]*semaphore.Weighted // per queue: free execution slots
+	queues    map[string]int                 // the queues worked now, with their concurrency (queues.go)
+	stopQueue map[string]context.CancelFunc  // per queue worked while running: stops its claim loop
 	active    map[string]*execution
 	held      map[string]store.Lease // claimed here and not done executing: the rescuer renews them
 	cancelReq map[string]store.Lease // held here, asked to cancel before their execution began (cancelActive)
@@ -202,6 +204,7 @@ type Engine struct {
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc
 	baseCtx   context.Context // parent of every execution
+	loopCtx   context.Context // parent of every loop while running (WorkQueue's too)
 	loops     *errgroup.Group
 	execs     *errgroup.Group
 }
@@ -228,9 +231,10 @@ func New(s store.Store, cfg Config) (*Engine, error) {
 	}
 	e.host, _ = os.Hostname() // empty when unknown
 	e.slots = make(map[string]*semaphore.Weighted, len(cfg.Queues))
+	e.queues = make(map[string]int, len(cfg.Queues))
+	e.stopQueue = make(map[string]context.CancelFunc)
 	for q, limit := range cfg.Queues {
-		e.wake[q] = make(chan struct{}, 1)
-		e.slots[q] = semaphore.NewWeighted(int64(limit))
+		e.addQueue(q, limit)
 	}
 	return e, nil
 }
@@ -321,11 +325,11 @@ func (e *Engine) Start(ctx context.Context) error {
 	defer e.mu.Unlock()
 	loopCtx, stopLoops := context.WithCancel(context.Background())
 	base, hardStop := context.WithCancelCause(context.WithValue(context.Background(), clockKey{}, e.cfg.Clock))
-	e.stopLoops, e.hardStop, e.baseCtx = stopLoops, hardStop, base
+	e.stopLoops, e.hardStop, e.baseCtx, e.loopCtx = stopLoops, hardStop, base, loopCtx
 	e.loops, e.execs = new(errgroup.Group), new(errgroup.Group)
 	e.running = true
-	for q, limit := range e.cfg.Queues {
-		e.loops.Go(func() error { e.runQueue(loopCtx, q, limit); return nil })
+	for q, limit := range e.queues {
+		e.startQueueLoop(loopCtx, q, limit)
 	}
 	e.loops.Go(func() error { e.runRescuer(loopCtx); return nil })
 	e.loops.Go(func() error { e.runUnrunnableReporter(loopCtx); return nil })
@@ -351,6 +355,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 
 	e.stopLoops()
 	_ = e.loops.Wait()
+	e.mu.Lock()
+	clear(e.stopQueue)
+	e.mu.Unlock()
 	drained := make(chan struct{})
 	go func() { _ = e.execs.Wait(); close(drained) }()
 	var err error
@@ -384,7 +391,7 @@ func (e *Engine) Wake(queue string) {
 // moved; runs in flight whose deadline the clock passed are cancelled.
 func (e *Engine) WakeAll() {
 	e.expireDeadlines()
-	for q := range e.cfg.Queues {
+	for _, q := range e.queueNames() {
 		e.Wake(q)
 	}
 }

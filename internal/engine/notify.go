@@ -72,7 +72,7 @@ func (e *Engine) onWake(w store.Wake) {
 // wakeQueues makes the claimer of every queue of this engine look for
 // work. Unlike WakeAll, it does not check deadlines.
 func (e *Engine) wakeQueues() {
-	for q := range e.cfg.Queues {
+	for _, q := range e.queueNames() {
 		e.Wake(q)
 	}
 }

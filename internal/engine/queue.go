@@ -106,7 +106,7 @@ func (e *Engine) QueueStats(ctx context.Context) ([]QueueStats, error) {
 		}
 		return s
 	}
-	for name := range e.cfg.Queues {
+	for _, name := range e.queueNames() {
 		get(name)
 	}
 	for _, q := range queues {

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -25,22 +24,13 @@ type UnworkedQueue struct {
 	OldestCreatedAt time.Time
 }
 
-// queueNames returns the queues this engine works, sorted.
-func (e *Engine) queueNames() []string {
-	names := make([]string, 0, len(e.cfg.Queues))
-	for q := range e.cfg.Queues {
-		names = append(names, q)
-	}
-	slices.Sort(names)
-	return names
-}
 
 // WarnIfUnworked logs, once per queue for the life of the engine, that a
 // run was started in queue although this engine does not work it. Other
 // engines may work it; the warning says so, since this engine cannot tell
 // cheaply, and it is what turns a silently stuck run into a log line.
 func (e *Engine) WarnIfUnworked(queue string) {
-	if _, ok := e.cfg.Queues[queue]; ok {
+	if e.works(queue) {
 		return
 	}
 	if _, seen := e.warnedQueues.LoadOrStore(queue, struct{}{}); seen {
@@ -79,7 +69,7 @@ func (e *Engine) UnworkedQueues(ctx context.Context) ([]UnworkedQueue, error) {
 	}
 	e.mu.Lock()
 	if e.running {
-		for q := range e.cfg.Queues {
+		for q := range e.queues {
 			worked[q] = true
 		}
 	}
