@@ -24,7 +24,6 @@ type UnworkedQueue struct {
 	OldestCreatedAt time.Time
 }
 
-
 // WarnIfUnworked logs, once per queue for the life of the engine, that a
 // run was started in queue although this engine does not work it. Other
 // engines may work it; the warning says so, since this engine cannot tell
