@@ -402,22 +402,30 @@ func (e *Engine) claimFair(ctx context.Context, tx store.Tx, p store.RunClaimPar
 	if err != nil {
 		return nil, err
 	}
+	// A key's budget is read when its turn first comes: a claim that fills
+	// up on the first keys reads nothing of the others.
 	left := make(map[string]int, len(keys))
-	for _, key := range keys {
+	budgetOf := func(key string) (int, error) {
+		if n, ok := left[key]; ok {
+			return n, nil
+		}
 		kl := l.ForKey(key)
 		n := p.Max
 		if kl.Concurrency > 0 {
 			n = min(n, kl.Concurrency-running[key])
 		}
-		r, retryAt, err := rateLeft(ctx, tx, p.Queue, key, kl.Rate, p.Now)
-		if err != nil {
-			return nil, err
-		}
-		if r < n {
-			n = r
-			b.hold(retryAt)
+		if n > 0 {
+			r, retryAt, err := rateLeft(ctx, tx, p.Queue, key, kl.Rate, p.Now)
+			if err != nil {
+				return 0, err
+			}
+			if r < n {
+				n = r
+				b.hold(retryAt)
+			}
 		}
 		left[key] = max(n, 0)
+		return left[key], nil
 	}
 	var runs []store.Run
 	want := p.Max
@@ -425,7 +433,11 @@ func (e *Engine) claimFair(ctx context.Context, tx store.Tx, p store.RunClaimPar
 	for want > 0 {
 		progress := false
 		for _, key := range keys {
-			take := min(l.ForKey(key).Weight, left[key], want)
+			n, err := budgetOf(key)
+			if err != nil {
+				return nil, err
+			}
+			take := min(l.ForKey(key).Weight, n, want)
 			if take <= 0 {
 				continue
 			}
@@ -470,12 +482,14 @@ func (e *Engine) fairKeys(ctx context.Context, tx store.Tx, p store.RunClaimPara
 	e.limits.mu.Lock()
 	cursor := e.limits.cursor[p.Queue]
 	e.limits.mu.Unlock()
-	keys, err := tx.RunReadyKeys(ctx, store.RunReadyKeysParams{Queue: p.Queue, After: cursor, Now: p.Now, Max: p.Max, Scan: fairKeyScan})
+	// More keys than runs to claim: keys at their limit are passed over.
+	want := min(fairKeyScan, 4*p.Max+8)
+	keys, err := tx.RunReadyKeys(ctx, store.RunReadyKeysParams{Queue: p.Queue, After: cursor, Now: p.Now, Max: want, Scan: fairKeyScan})
 	if err != nil {
 		return nil, err
 	}
-	if len(keys) < p.Max && cursor != "" {
-		more, err := tx.RunReadyKeys(ctx, store.RunReadyKeysParams{Queue: p.Queue, Now: p.Now, Max: p.Max - len(keys), Scan: fairKeyScan})
+	if len(keys) < want && cursor != "" {
+		more, err := tx.RunReadyKeys(ctx, store.RunReadyKeysParams{Queue: p.Queue, Now: p.Now, Max: want - len(keys), Scan: fairKeyScan})
 		if err != nil {
 			return nil, err
 		}
