@@ -108,6 +108,11 @@ func (e *Engine) limitsOf(ctx context.Context, queue string) (flowtype.QueueLimi
 func (e *Engine) loadLimits(ctx context.Context) error {
 	recs, err := e.store.Reader().QueueLimitsList(ctx)
 	if err != nil {
+		// Keep the last view until the next refresh: a database that is
+		// out of reach is not read again by every claim.
+		e.limits.mu.Lock()
+		e.limits.loadedAt = time.Now()
+		e.limits.mu.Unlock()
 		return err
 	}
 	byQueue := make(map[string]flowtype.QueueLimits, len(recs))
