@@ -7,6 +7,8 @@ package pgdb
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 )
 
 const queueLimitsDelete = `-- name: QueueLimitsDelete :execrows
@@ -22,7 +24,7 @@ func (q *Queries) QueueLimitsDelete(ctx context.Context, queue string) (int64, e
 }
 
 const queueLimitsGet = `-- name: QueueLimitsGet :one
-SELECT queue, concurrency, key_concurrency, rate, rate_period, key_rate, key_rate_period, fair, keys, updated_at FROM flowlite.queue_limits WHERE queue = $1::text
+SELECT queue, concurrency, key_concurrency, rate, rate_period, key_rate, key_rate_period, fair, keys, updated_at, claim_seq FROM flowlite.queue_limits WHERE queue = $1::text
 `
 
 // QueueLimitsGet returns the flow control of a queue (see queue_limits).
@@ -40,12 +42,13 @@ func (q *Queries) QueueLimitsGet(ctx context.Context, queue string) (QueueLimit,
 		&i.Fair,
 		&i.Keys,
 		&i.UpdatedAt,
+		&i.ClaimSeq,
 	)
 	return i, err
 }
 
 const queueLimitsList = `-- name: QueueLimitsList :many
-SELECT queue, concurrency, key_concurrency, rate, rate_period, key_rate, key_rate_period, fair, keys, updated_at FROM flowlite.queue_limits ORDER BY queue
+SELECT queue, concurrency, key_concurrency, rate, rate_period, key_rate, key_rate_period, fair, keys, updated_at, claim_seq FROM flowlite.queue_limits ORDER BY queue
 `
 
 func (q *Queries) QueueLimitsList(ctx context.Context) ([]QueueLimit, error) {
@@ -68,6 +71,7 @@ func (q *Queries) QueueLimitsList(ctx context.Context) ([]QueueLimit, error) {
 			&i.Fair,
 			&i.Keys,
 			&i.UpdatedAt,
+			&i.ClaimSeq,
 		); err != nil {
 			return nil, err
 		}
@@ -83,14 +87,17 @@ func (q *Queries) QueueLimitsList(ctx context.Context) ([]QueueLimit, error) {
 }
 
 const queueLimitsLock = `-- name: QueueLimitsLock :one
-SELECT queue, concurrency, key_concurrency, rate, rate_period, key_rate, key_rate_period, fair, keys, updated_at FROM flowlite.queue_limits WHERE queue = $1::text FOR UPDATE
+UPDATE flowlite.queue_limits SET claim_seq = claim_seq + 1
+WHERE queue = $1::text
+RETURNING queue, concurrency, key_concurrency, rate, rate_period, key_rate, key_rate_period, fair, keys, updated_at, claim_seq
 `
 
 // QueueLimitsLock is QueueLimitsGet inside a claim of a limited queue: it
 // locks the queue's row until the claim commits, so that the claimers of
 // one limited queue take turns, and each statement of the claim after it
 // sees every claim committed before (READ COMMITTED takes a snapshot per
-// statement). Claims of other queues are not held up.
+// statement). Claims of other queues are not held up. It counts the claim
+// in claim_seq (see RunClaimAndBeginLimited).
 func (q *Queries) QueueLimitsLock(ctx context.Context, queue string) (QueueLimit, error) {
 	row := q.db.QueryRowContext(ctx, queueLimitsLock, queue)
 	var i QueueLimit
@@ -105,6 +112,7 @@ func (q *Queries) QueueLimitsLock(ctx context.Context, queue string) (QueueLimit
 		&i.Fair,
 		&i.Keys,
 		&i.UpdatedAt,
+		&i.ClaimSeq,
 	)
 	return i, err
 }
@@ -215,6 +223,227 @@ type RateStartsPruneParams struct {
 func (q *Queries) RateStartsPrune(ctx context.Context, arg RateStartsPruneParams) error {
 	_, err := q.db.ExecContext(ctx, rateStartsPrune, arg.Queue, arg.Until)
 	return err
+}
+
+const runClaimAndBeginLimited = `-- name: RunClaimAndBeginLimited :many
+WITH RECURSIVE lim AS (
+    SELECT l.claim_seq FROM flowlite.queue_limits AS l WHERE l.queue = $1::text
+),
+bump AS (
+    UPDATE flowlite.queue_limits AS l SET claim_seq = l.claim_seq + 1
+    WHERE l.queue = $1::text
+    RETURNING l.claim_seq - 1 AS before, l.concurrency, l.key_concurrency, l.rate, l.key_rate, l.fair, l.keys
+),
+budget AS (
+    SELECT COALESCE((
+        SELECT GREATEST(LEAST($2::bigint, b.concurrency - (
+                   SELECT count(*) FROM flowlite.runs AS r
+                   WHERE r.lease_owner IS NOT NULL AND r.queue = $1::text)), 0)
+        FROM bump AS b JOIN lim ON lim.claim_seq = b.before
+        WHERE b.concurrency > 0 AND b.key_concurrency = 0 AND b.rate = 0 AND b.key_rate = 0
+          AND NOT b.fair AND b.keys = '[]'
+    ), 0)::bigint AS n
+),
+prios(priority) AS (
+    (SELECT r.priority FROM flowlite.runs AS r
+     WHERE r.queue = $1::text AND r.lease_owner IS NULL
+       AND r.status IN ('pending', 'waiting', 'compensating')
+     ORDER BY r.priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.priority FROM flowlite.runs AS r
+            WHERE r.queue = $1::text AND r.lease_owner IS NULL
+              AND r.status IN ('pending', 'waiting', 'compensating')
+              AND r.priority < prios.priority
+            ORDER BY r.priority DESC LIMIT 1)
+    FROM prios WHERE prios.priority IS NOT NULL
+),
+picked AS MATERIALIZED (
+    SELECT l.id FROM prios CROSS JOIN LATERAL (
+            SELECT r.id FROM flowlite.runs AS r
+            WHERE r.queue = $1::text
+              AND r.priority = prios.priority
+              AND r.lease_owner IS NULL
+              AND r.status IN ('pending', 'waiting', 'compensating')
+              AND r.run_at <= $3::bigint
+              AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text($4::text::jsonb)))
+            ORDER BY r.run_at, r.seq
+            LIMIT (SELECT n FROM budget)
+            FOR UPDATE OF r SKIP LOCKED
+        ) AS l
+    WHERE prios.priority IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $1::text AND q.paused)
+    LIMIT (SELECT n FROM budget)
+),
+claimed AS (
+    UPDATE flowlite.runs AS u
+    SET lease_owner      = $5::text,
+        lease_expires_at = $6::bigint,
+        fence            = u.fence + 1,
+        status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
+        started_at       = COALESCE(u.started_at, $3::bigint),
+        deadline         = CASE WHEN u.timeout IS NOT NULL AND u.started_at IS NULL
+                                THEN LEAST(COALESCE(u.deadline, $3::bigint + u.timeout), $3::bigint + u.timeout)
+                                ELSE u.deadline END,
+        updated_at       = $3::bigint
+    WHERE u.id = ANY (ARRAY(SELECT picked.id FROM picked))
+      AND u.lease_owner IS NULL
+    RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as, u.timeout, u.detached, u.context_values, u.concurrency_key
+),
+begun AS (
+    INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+    SELECT c.id, f.step, 0, 'running', 1, decode(f.input, 'hex'), 0, $3::bigint
+    FROM claimed AS c
+    JOIN jsonb_to_recordset($7::jsonb) AS f(workflow text, version bigint, step text, input text)
+      ON f.workflow = c.workflow AND f.version = c.version
+    WHERE c.fence = 1 AND c.status = 'running' AND NOT c.cancel_requested
+      AND (c.deadline IS NULL OR c.deadline <= 0 OR c.deadline > $3::bigint)
+    ORDER BY c.priority DESC, c.run_at, c.seq
+    ON CONFLICT (run_id, name, occurrence) DO NOTHING
+    RETURNING run_id, name
+),
+appended AS (
+    INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
+    SELECT e.run_id, $3::bigint, e.kind, e.step, 0, e.attempt, e.detail
+    FROM (
+        SELECT c.id AS run_id, 'run_claimed' AS kind, '' AS step, 0 AS attempt,
+               'fence ' || c.fence || ', ' || c.lease_owner AS detail, 0 AS part, c.priority, c.run_at, c.seq
+        FROM claimed AS c
+        UNION ALL
+        SELECT b.run_id, 'step_started', b.name, 1, '', 1, c.priority, c.run_at, c.seq
+        FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
+    ) AS e
+    WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
+    ORDER BY e.part, e.priority DESC, e.run_at, e.seq
+)
+SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.input, c.output,
+       c.error, c.reason, c.cancel_requested, c.run_at, c.deadline, c.parent_id, c.wake_seq,
+       c.fence, c.lease_owner, c.lease_expires_at, c.created_at, c.updated_at, c.finished_at,
+       c.unique_key, c.unique_states, c.started_at, c.requeued_from, c.requeued_as,
+       c.timeout, c.detached, c.context_values, c.concurrency_key,
+       COALESCE(b.name, '')::text AS begun
+FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
+ORDER BY c.priority DESC, c.run_at, c.seq
+`
+
+type RunClaimAndBeginLimitedParams struct {
+	Queue          string
+	MaxRuns        int64
+	Now            int64
+	Known          string
+	Owner          string
+	LeaseExpiresAt int64
+	FirstSteps     json.RawMessage
+}
+
+type RunClaimAndBeginLimitedRow struct {
+	ID              string
+	Seq             int64
+	Workflow        string
+	Version         int64
+	Queue           string
+	Priority        int64
+	Status          string
+	Input           []byte
+	Output          []byte
+	Error           string
+	Reason          string
+	CancelRequested bool
+	RunAt           int64
+	Deadline        sql.NullInt64
+	ParentID        sql.NullString
+	WakeSeq         int64
+	Fence           int64
+	LeaseOwner      sql.NullString
+	LeaseExpiresAt  sql.NullInt64
+	CreatedAt       int64
+	UpdatedAt       int64
+	FinishedAt      sql.NullInt64
+	UniqueKey       sql.NullString
+	UniqueStates    int64
+	StartedAt       sql.NullInt64
+	RequeuedFrom    sql.NullString
+	RequeuedAs      sql.NullString
+	Timeout         sql.NullInt64
+	Detached        bool
+	ContextValues   []byte
+	ConcurrencyKey  string
+	Begun           string
+}
+
+// RunClaimAndBeginLimited is RunClaimAndBegin for a queue whose only limit
+// is a global Concurrency: it claims up to @max_runs runs, and never more
+// than the queue's concurrency minus its leased runs, in one statement.
+// Counting in one statement is sound only if no other claim of the queue
+// committed between the statement's snapshot and its lock of the queue's
+// row: every claim of a limited queue adds one to claim_seq under that
+// lock (this one in bump, a claim in Write in QueueLimitsLock), so the
+// statement claims only when the claim_seq it locked is the one its
+// snapshot read. Otherwise, or when the queue's limits are no longer a
+// global concurrency alone, it claims nothing, and the engine claims
+// again the careful way (QueueLimitsLock, counts, claim, in Write). Runs
+// released meanwhile only make the count too high, never too low.
+func (q *Queries) RunClaimAndBeginLimited(ctx context.Context, arg RunClaimAndBeginLimitedParams) ([]RunClaimAndBeginLimitedRow, error) {
+	rows, err := q.db.QueryContext(ctx, runClaimAndBeginLimited,
+		arg.Queue,
+		arg.MaxRuns,
+		arg.Now,
+		arg.Known,
+		arg.Owner,
+		arg.LeaseExpiresAt,
+		arg.FirstSteps,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RunClaimAndBeginLimitedRow{}
+	for rows.Next() {
+		var i RunClaimAndBeginLimitedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Seq,
+			&i.Workflow,
+			&i.Version,
+			&i.Queue,
+			&i.Priority,
+			&i.Status,
+			&i.Input,
+			&i.Output,
+			&i.Error,
+			&i.Reason,
+			&i.CancelRequested,
+			&i.RunAt,
+			&i.Deadline,
+			&i.ParentID,
+			&i.WakeSeq,
+			&i.Fence,
+			&i.LeaseOwner,
+			&i.LeaseExpiresAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.FinishedAt,
+			&i.UniqueKey,
+			&i.UniqueStates,
+			&i.StartedAt,
+			&i.RequeuedFrom,
+			&i.RequeuedAs,
+			&i.Timeout,
+			&i.Detached,
+			&i.ContextValues,
+			&i.ConcurrencyKey,
+			&i.Begun,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const runClaimKey = `-- name: RunClaimKey :many

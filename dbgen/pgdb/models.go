@@ -122,6 +122,7 @@ type QueueLimit struct {
 	Fair           bool
 	Keys           string
 	UpdatedAt      int64
+	ClaimSeq       int64
 }
 
 type RateStart struct {

@@ -77,9 +77,16 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 	if len(known) == 0 {
 		return nil, nil
 	}
-	_, limited := e.limitsOf(ctx, queue)
+	l, limited := e.limitsOf(ctx, queue)
 	if c, ok := e.store.(store.Claimer); ok && !limited {
-		return e.claimAlone(ctx, c, queue, known, max)
+		return e.claimAlone(ctx, c.ClaimAndBegin, queue, known, max)
+	}
+	if c, ok := e.store.(store.LimitedClaimer); ok && limited && globalOnly(l) {
+		// No run claimed means the statement could not be sure of its
+		// count: claim the careful way below.
+		if runs, err := e.claimAlone(ctx, c.ClaimAndBeginLimited, queue, known, max); err != nil || len(runs) > 0 {
+			return runs, err
+		}
 	}
 	var runs []store.Run
 	err := e.store.Write(ctx, func(tx store.Tx) error {
@@ -101,9 +108,9 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 // once the statement returns: a claim that commits on its own has no
 // moment before its commit to hold them in, and a lease just taken cannot
 // expire before this goroutine holds it.
-func (e *Engine) claimAlone(ctx context.Context, c store.Claimer, queue string, known []flowtype.WorkflowKey, max int) ([]store.Run, error) {
+func (e *Engine) claimAlone(ctx context.Context, claimAndBegin func(context.Context, store.ClaimAndBeginParams) ([]store.ClaimedRun, error), queue string, known []flowtype.WorkflowKey, max int) ([]store.Run, error) {
 	now := e.nowMs()
-	claimed, err := c.ClaimAndBegin(ctx, store.ClaimAndBeginParams{
+	claimed, err := claimAndBegin(ctx, store.ClaimAndBeginParams{
 		RunClaimParams: store.RunClaimParams{
 			Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
 			Now: now, LeaseExpiresAt: now + e.cfg.LeaseTimeout.Milliseconds(),

@@ -24,7 +24,10 @@ import (
 //   - A claim of a limited queue is one write transaction: the limits
 //     (locked on PostgreSQL, see store/limit.go), the counts, then the
 //     claim of what they allow. Queues without limits keep the claim they
-//     had, one statement on PostgreSQL.
+//     had, one statement on PostgreSQL, and so does a queue whose only
+//     limit is a global concurrency where the store can make it one
+//     statement (store.LimitedClaimer; the transaction when that one
+//     cannot be sure of its count).
 //   - Fair claims (QueueLimits.Keyed) take the keys with ready runs in key
 //     order from where this engine's last claim of the queue stopped, each
 //     key's weight at a time, round after round, then the runs without a
@@ -273,6 +276,12 @@ func (e *Engine) HeldBy(ctx context.Context, runID string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// globalOnly reports whether l limits nothing but the queue's
+// concurrency, which a store.LimitedClaimer claims in one statement.
+func globalOnly(l flowtype.QueueLimits) bool {
+	return l.Concurrency > 0 && l.Rate.IsZero() && !l.Keyed()
 }
 
 // readyStatus reports whether a run in status s can be claimed once due

@@ -70,6 +70,18 @@ type TxClaimer interface {
 	ClaimAndBeginIn(ctx context.Context, p ClaimAndBeginParams) ([]ClaimedRun, error)
 }
 
+// LimitedClaimer is implemented by a store that can make the claim of a
+// queue whose only limit is a global concurrency one statement, committed
+// on its own, as a Claimer's ClaimAndBegin: it leases up to p.Max runs and
+// never more than the queue's concurrency minus its leased runs. Where the
+// statement cannot be sure of its count (another claim of the queue
+// committed while it ran) or the queue's limits are no longer a global
+// concurrency alone, it claims nothing, and the engine claims again in
+// Write: so no run claimed means "claim the careful way", not "none ready".
+type LimitedClaimer interface {
+	ClaimAndBeginLimited(ctx context.Context, p ClaimAndBeginParams) ([]ClaimedRun, error)
+}
+
 // LimitReader reads the limits of queues.
 type LimitReader interface {
 	// QueueLimitsList returns the limits of every queue that has some, by

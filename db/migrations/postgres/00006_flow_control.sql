@@ -5,7 +5,10 @@
 -- of a limited queue locks the queue's row of queue_limits (FOR UPDATE)
 -- before it counts, so that two claimers of one limited queue take turns:
 -- under READ COMMITTED each statement after the lock sees every claim
--- committed before it.
+-- committed before it. claim_seq counts those claims: every claim of a
+-- limited queue adds one to it, which is how the one-statement claim of a
+-- queue with a global limit only (RunClaimAndBeginLimited) knows that no
+-- other claim committed between its snapshot and its lock.
 ALTER TABLE flowlite.runs ADD COLUMN concurrency_key TEXT NOT NULL DEFAULT '';
 
 CREATE INDEX runs_ready_key ON flowlite.runs (queue, concurrency_key, priority DESC, run_at, seq)
@@ -21,7 +24,8 @@ CREATE TABLE flowlite.queue_limits (
     key_rate_period  BIGINT  NOT NULL DEFAULT 0,
     fair             BOOLEAN NOT NULL DEFAULT false,
     keys             TEXT    NOT NULL DEFAULT '[]',
-    updated_at       BIGINT  NOT NULL
+    updated_at       BIGINT  NOT NULL,
+    claim_seq        BIGINT  NOT NULL DEFAULT 0
 );
 
 CREATE TABLE flowlite.rate_starts (

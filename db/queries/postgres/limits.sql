@@ -7,8 +7,11 @@ SELECT * FROM flowlite.queue_limits WHERE queue = sqlc.arg(queue)::text;
 -- locks the queue's row until the claim commits, so that the claimers of
 -- one limited queue take turns, and each statement of the claim after it
 -- sees every claim committed before (READ COMMITTED takes a snapshot per
--- statement). Claims of other queues are not held up.
-SELECT * FROM flowlite.queue_limits WHERE queue = sqlc.arg(queue)::text FOR UPDATE;
+-- statement). Claims of other queues are not held up. It counts the claim
+-- in claim_seq (see RunClaimAndBeginLimited).
+UPDATE flowlite.queue_limits SET claim_seq = claim_seq + 1
+WHERE queue = sqlc.arg(queue)::text
+RETURNING *;
 
 -- name: QueueLimitsList :many
 SELECT * FROM flowlite.queue_limits ORDER BY queue;
@@ -108,3 +111,114 @@ FROM picked
 WHERE u.id = picked.id
   AND u.lease_owner IS NULL
 RETURNING u.*;
+
+-- name: RunClaimAndBeginLimited :many
+-- RunClaimAndBeginLimited is RunClaimAndBegin for a queue whose only limit
+-- is a global Concurrency: it claims up to @max_runs runs, and never more
+-- than the queue's concurrency minus its leased runs, in one statement.
+-- Counting in one statement is sound only if no other claim of the queue
+-- committed between the statement's snapshot and its lock of the queue's
+-- row: every claim of a limited queue adds one to claim_seq under that
+-- lock (this one in bump, a claim in Write in QueueLimitsLock), so the
+-- statement claims only when the claim_seq it locked is the one its
+-- snapshot read. Otherwise, or when the queue's limits are no longer a
+-- global concurrency alone, it claims nothing, and the engine claims
+-- again the careful way (QueueLimitsLock, counts, claim, in Write). Runs
+-- released meanwhile only make the count too high, never too low.
+WITH RECURSIVE lim AS (
+    SELECT l.claim_seq FROM flowlite.queue_limits AS l WHERE l.queue = sqlc.arg(queue)::text
+),
+bump AS (
+    UPDATE flowlite.queue_limits AS l SET claim_seq = l.claim_seq + 1
+    WHERE l.queue = sqlc.arg(queue)::text
+    RETURNING l.claim_seq - 1 AS before, l.concurrency, l.key_concurrency, l.rate, l.key_rate, l.fair, l.keys
+),
+budget AS (
+    SELECT COALESCE((
+        SELECT GREATEST(LEAST(sqlc.arg(max_runs)::bigint, b.concurrency - (
+                   SELECT count(*) FROM flowlite.runs AS r
+                   WHERE r.lease_owner IS NOT NULL AND r.queue = sqlc.arg(queue)::text)), 0)
+        FROM bump AS b JOIN lim ON lim.claim_seq = b.before
+        WHERE b.concurrency > 0 AND b.key_concurrency = 0 AND b.rate = 0 AND b.key_rate = 0
+          AND NOT b.fair AND b.keys = '[]'
+    ), 0)::bigint AS n
+),
+prios(priority) AS (
+    (SELECT r.priority FROM flowlite.runs AS r
+     WHERE r.queue = sqlc.arg(queue)::text AND r.lease_owner IS NULL
+       AND r.status IN ('pending', 'waiting', 'compensating')
+     ORDER BY r.priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.priority FROM flowlite.runs AS r
+            WHERE r.queue = sqlc.arg(queue)::text AND r.lease_owner IS NULL
+              AND r.status IN ('pending', 'waiting', 'compensating')
+              AND r.priority < prios.priority
+            ORDER BY r.priority DESC LIMIT 1)
+    FROM prios WHERE prios.priority IS NOT NULL
+),
+picked AS MATERIALIZED (
+    SELECT l.id FROM prios CROSS JOIN LATERAL (
+            SELECT r.id FROM flowlite.runs AS r
+            WHERE r.queue = sqlc.arg(queue)::text
+              AND r.priority = prios.priority
+              AND r.lease_owner IS NULL
+              AND r.status IN ('pending', 'waiting', 'compensating')
+              AND r.run_at <= sqlc.arg(now)::bigint
+              AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb)))
+            ORDER BY r.run_at, r.seq
+            LIMIT (SELECT n FROM budget)
+            FOR UPDATE OF r SKIP LOCKED
+        ) AS l
+    WHERE prios.priority IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = sqlc.arg(queue)::text AND q.paused)
+    LIMIT (SELECT n FROM budget)
+),
+claimed AS (
+    UPDATE flowlite.runs AS u
+    SET lease_owner      = sqlc.arg(owner)::text,
+        lease_expires_at = sqlc.arg(lease_expires_at)::bigint,
+        fence            = u.fence + 1,
+        status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
+        started_at       = COALESCE(u.started_at, sqlc.arg(now)::bigint),
+        deadline         = CASE WHEN u.timeout IS NOT NULL AND u.started_at IS NULL
+                                THEN LEAST(COALESCE(u.deadline, sqlc.arg(now)::bigint + u.timeout), sqlc.arg(now)::bigint + u.timeout)
+                                ELSE u.deadline END,
+        updated_at       = sqlc.arg(now)::bigint
+    WHERE u.id = ANY (ARRAY(SELECT picked.id FROM picked))
+      AND u.lease_owner IS NULL
+    RETURNING u.*
+),
+begun AS (
+    INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
+    SELECT c.id, f.step, 0, 'running', 1, decode(f.input, 'hex'), 0, sqlc.arg(now)::bigint
+    FROM claimed AS c
+    JOIN jsonb_to_recordset(sqlc.arg(first_steps)::jsonb) AS f(workflow text, version bigint, step text, input text)
+      ON f.workflow = c.workflow AND f.version = c.version
+    WHERE c.fence = 1 AND c.status = 'running' AND NOT c.cancel_requested
+      AND (c.deadline IS NULL OR c.deadline <= 0 OR c.deadline > sqlc.arg(now)::bigint)
+    ORDER BY c.priority DESC, c.run_at, c.seq
+    ON CONFLICT (run_id, name, occurrence) DO NOTHING
+    RETURNING run_id, name
+),
+appended AS (
+    INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
+    SELECT e.run_id, sqlc.arg(now)::bigint, e.kind, e.step, 0, e.attempt, e.detail
+    FROM (
+        SELECT c.id AS run_id, 'run_claimed' AS kind, '' AS step, 0 AS attempt,
+               'fence ' || c.fence || ', ' || c.lease_owner AS detail, 0 AS part, c.priority, c.run_at, c.seq
+        FROM claimed AS c
+        UNION ALL
+        SELECT b.run_id, 'step_started', b.name, 1, '', 1, c.priority, c.run_at, c.seq
+        FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
+    ) AS e
+    WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
+    ORDER BY e.part, e.priority DESC, e.run_at, e.seq
+)
+SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.input, c.output,
+       c.error, c.reason, c.cancel_requested, c.run_at, c.deadline, c.parent_id, c.wake_seq,
+       c.fence, c.lease_owner, c.lease_expires_at, c.created_at, c.updated_at, c.finished_at,
+       c.unique_key, c.unique_states, c.started_at, c.requeued_from, c.requeued_as,
+       c.timeout, c.detached, c.context_values, c.concurrency_key,
+       COALESCE(b.name, '')::text AS begun
+FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
+ORDER BY c.priority DESC, c.run_at, c.seq;

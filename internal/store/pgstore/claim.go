@@ -28,6 +28,20 @@ const claimGrace = time.Second
 // dead session received was not run. The change feed is told of the
 // events it appended, as after a Write.
 func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) ([]store.ClaimedRun, error) {
+	return s.claimAlone(ctx, p, false)
+}
+
+var _ store.LimitedClaimer = (*Store)(nil)
+
+// ClaimAndBeginLimited is ClaimAndBegin for a queue whose only limit is a
+// global concurrency, in one statement, RunClaimAndBeginLimited: it claims
+// nothing when another claim of the queue committed between its snapshot
+// and its lock, or the queue's limits changed (store.LimitedClaimer).
+func (s *Store) ClaimAndBeginLimited(ctx context.Context, p store.ClaimAndBeginParams) ([]store.ClaimedRun, error) {
+	return s.claimAlone(ctx, p, true)
+}
+
+func (s *Store) claimAlone(ctx context.Context, p store.ClaimAndBeginParams, limited bool) ([]store.ClaimedRun, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -42,10 +56,25 @@ func (s *Store) ClaimAndBegin(ctx context.Context, p store.ClaimAndBeginParams) 
 	defer cancel()
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.claimGrace, cancel) })
 	defer stopGrace()
-	rows, err := s.claimAndBegin(stmtCtx, pgdb.RunClaimAndBeginParams{
+	args := pgdb.RunClaimAndBeginParams{
 		Queue: p.Queue, Now: p.Now, Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
 		Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, FirstSteps: firstSteps,
-	})
+	}
+	var rows []pgdb.RunClaimAndBeginRow
+	if limited {
+		err = s.alone(stmtCtx, func(q *pgdb.Queries) error {
+			limitedRows, err := q.RunClaimAndBeginLimited(stmtCtx, pgdb.RunClaimAndBeginLimitedParams{
+				Queue: args.Queue, Now: args.Now, Known: args.Known, MaxRuns: args.MaxRuns,
+				Owner: args.Owner, LeaseExpiresAt: args.LeaseExpiresAt, FirstSteps: args.FirstSteps,
+			})
+			for _, r := range limitedRows {
+				rows = append(rows, pgdb.RunClaimAndBeginRow(r))
+			}
+			return err
+		})
+	} else {
+		rows, err = s.claimAndBegin(stmtCtx, args)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(stmtCtx, err))
 	}
