@@ -169,6 +169,7 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 			return nil, err
 		}
 		e.limits.holdUntil(queue, c.retryAt)
+		now = c.now
 		if c.begun != nil { // the claim recorded the events and first attempts
 			e.hold(c.runs)
 			e.noteBegun(c.begun)

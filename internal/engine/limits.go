@@ -295,6 +295,7 @@ func readyStatus(s flowtype.RunStatus) bool {
 // the next poll). Begun is set when the claim also recorded the events and
 // first attempts (store.TxClaimer), with the attempts it began.
 type limitedClaim struct {
+	now     int64 // the claim's time, read once it held the queue's lock
 	runs    []store.Run
 	retryAt int64
 	begun   []store.ClaimedRun
@@ -307,8 +308,15 @@ func (e *Engine) claimLimited(ctx context.Context, tx store.Tx, p store.RunClaim
 	if err != nil {
 		return limitedClaim{}, err
 	}
+	// The lock may have waited for other claims of the queue: the claim,
+	// its leases and its starts are as of now, when it holds the lock.
+	now := e.nowMs()
+	p.LeaseExpiresAt += now - p.Now
+	p.Now = now
 	if !ok { // removed since this engine read them
-		return e.leaseIn(ctx, tx, p)
+		c, err := e.leaseIn(ctx, tx, p)
+		c.now = now
+		return c, err
 	}
 	running, err := tx.RunLeasedCounts(ctx, p.Queue)
 	if err != nil {
@@ -341,7 +349,7 @@ func (e *Engine) claimLimited(ctx context.Context, tx store.Tx, p store.RunClaim
 	if err := logStarts(ctx, tx, p.Queue, l, c.runs, p.Now); err != nil {
 		return limitedClaim{}, err
 	}
-	c.retryAt = b.retryAt
+	c.retryAt, c.now = b.retryAt, now
 	return c, nil
 }
 
