@@ -232,8 +232,8 @@ func (h *harness) spawnLimits(inc, total int, drain bool) *child {
 // the limits held at every instant (checkLimitLedger), and QueueLimits
 // must show no slot held at the end: a dead worker's slots came back.
 //
-// Bounded to 120 + 80 runs and 6 kills (about 6 s); -args -long (or
-// FLOWLITE_CRASH_LONG=1) runs 600 + 400 runs and 40 kills.
+// Bounded to 120 + 80 runs and 6 kills (6-10 s); -args -long (or
+// FLOWLITE_CRASH_LONG=1) runs 600 + 400 runs and 40 kills (about 30 s).
 func TestLimitsWorkersKilled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
