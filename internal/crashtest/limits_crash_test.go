@@ -386,7 +386,8 @@ func limitsCrash(t *testing.T, h *harness) {
 
 	// Every run completed, nothing lost or stuck; the claims of the rate
 	// queue, as the engine recorded them, for the rate oracle.
-	claims := map[string][]int64{} // run: unix ms of its run_claimed events
+	claims := map[string][]int64{}  // run: unix ms of its run_claimed events
+	rescues := map[string][]int64{} // run: unix ms of its run_rescued events
 	for _, id := range ids {
 		info, err := parent.Inspect(ctx, id)
 		if err != nil {
@@ -401,8 +402,11 @@ func limitsCrash(t *testing.T, h *harness) {
 			t.Fatal(err)
 		}
 		for _, ev := range hist {
-			if ev.Kind == flow.EventRunClaimed {
+			switch ev.Kind {
+			case flow.EventRunClaimed:
 				claims[id] = append(claims[id], ev.At.UnixMilli())
+			case flow.EventRunRescued:
+				rescues[id] = append(rescues[id], ev.At.UnixMilli())
 			}
 		}
 	}
@@ -428,7 +432,7 @@ func limitsCrash(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range checkLimitLedger(t, lines, killedAt, claims) {
+	for _, p := range checkLimitLedger(t, lines, killedAt, claims, rescues) {
 		t.Error(p)
 	}
 }
@@ -501,6 +505,9 @@ func readLimitsLedger(path string) ([]limLine, error) {
 //     run may take it. Since intervals are within the true holdings, more
 //     than 3 runs of limQueue (or 2 of one key) overlapping in the ledger
 //     means more held a slot at once: a limit was exceeded.
+//   - A killed body's run must be rescued (the only way a claim takes a
+//     leased run back) within a lease, a rescue interval and 5s of slack of
+//     the kill: a dead worker holds a slot no longer than its lease.
 //   - The lower bound above needs the lease to have been held until the
 //     kill: a body without a done line in a worker that was never killed,
 //     or a run started again while an earlier execution of it was still
@@ -524,7 +531,7 @@ func readLimitsLedger(path string) ([]limLine, error) {
 //     (two thirds of the period, as in flow's TestRateLimit) would be
 //     unsound on a machine slow enough to lag more; a lag of more than
 //     three quarters of the period leaves the ledger's windows unchecked.
-func checkLimitLedger(t *testing.T, lines []limLine, killedAt map[int]int64, claims map[string][]int64) []string {
+func checkLimitLedger(t *testing.T, lines []limLine, killedAt map[int]int64, claims, rescues map[string][]int64) []string {
 	t.Helper()
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -541,6 +548,7 @@ func checkLimitLedger(t *testing.T, lines []limLine, killedAt map[int]int64, cla
 	}
 	var execs []execution
 	killedBodies := 0
+	maxHold := time.Duration(0) // the longest a dead worker held a slot
 	for run, ls := range byRun {
 		slices.SortStableFunc(ls, func(a, b limLine) int { return cmp.Compare(a.at, b.at) })
 		var runExecs []execution
@@ -566,6 +574,22 @@ func checkLimitLedger(t *testing.T, lines []limLine, killedAt map[int]int64, cla
 				}
 				ex.end, ex.killed = max(k, s.at), true
 				killedBodies++
+				// The rescuer must take the dead worker's lease back, and
+				// so free its slot, within a lease and a rescue interval
+				// (plus slack for a loaded machine) of the kill.
+				rescued := int64(-1)
+				for _, r := range rescues[run] {
+					if r >= s.at/1e6 && (rescued < 0 || r < rescued) {
+						rescued = r
+					}
+				}
+				if hold := time.Duration(rescued-k/1e6) * time.Millisecond; rescued < 0 {
+					bad("%s: its body was killed in child %d, and the run was never rescued", run, s.inc)
+				} else if hold < 0 {
+					bad("%s: rescued at %d from child %d, which was alive until %d", run, rescued, s.inc, k/1e6)
+				} else if maxHold = max(maxHold, hold); hold > limLease+time.Second+5*time.Second {
+					bad("%s: the slot of child %d, killed at %d, was held %s, past its lease of %s", run, s.inc, k, hold, limLease)
+				}
 			}
 			runExecs = append(runExecs, ex)
 		}
@@ -639,6 +663,7 @@ func checkLimitLedger(t *testing.T, lines []limLine, killedAt map[int]int64, cla
 	if peak < 2 {
 		bad("%s: never more than %d run at once: the global limit was never reached, the test proved nothing", limQueue, peak)
 	}
+	t.Logf("the slots of killed bodies were held at most %s after the kill (lease %s)", maxHold, limLease)
 	if killedBodies == 0 {
 		bad("no kill hit a body in flight: no slot was held by a dead worker, the test proved nothing")
 	}
