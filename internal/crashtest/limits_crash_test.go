@@ -21,17 +21,19 @@ import (
 )
 
 // Flow control under kills (issue 21): worker processes on one database
-// work a queue with a global and a per-key concurrency limit and a queue
-// with a rate limit, while the parent SIGKILLs one of them at random and
-// starts a replacement. The job bodies write a ledger; from it, the parent
-// checks that the limits held at every instant, and, at the end, that every
-// run completed and no slot is held (see checkLimitLedger for the oracles).
+// work a queue with a global and a per-key concurrency limit, one with a
+// global concurrency limit alone and one with a rate limit, while the
+// parent SIGKILLs one of them at random and starts a replacement. The job
+// bodies write a ledger; from it, the parent checks that the limits held
+// at every instant, and, at the end, that every run completed and no slot
+// is held (see checkLimitLedger for the oracles).
 
 const (
 	childLimits = "limits"               // envChild value of a flow-control worker
 	envTotal    = "FLOWLITE_CRASH_TOTAL" // runs the worker waits for in drain mode
 	limQueue    = "limq"                 // the queue with the concurrency limits
 	rateQueue   = "rateq"                // the queue with the rate limit
+	globQueue   = "globq"                // the queue with a global concurrency limit alone
 	limKeys     = 5                      // concurrency keys of limQueue's runs
 	// The workers' LeaseTimeout and SQLite busy timeout: a lease must
 	// outlast a heartbeat's interval plus its wait for the lock, and the
@@ -45,6 +47,9 @@ const (
 var (
 	limLimits  = flow.QueueLimits{Concurrency: 3, KeyConcurrency: 1}
 	rateLimits = flow.QueueLimits{Rate: flow.RateLimit{Limit: 20, Period: 500 * time.Millisecond}}
+	// A global limit alone: on PostgreSQL such a queue is claimed in one
+	// statement (RunClaimAndBeginLimited), not in the limits' transaction.
+	globLimits = flow.QueueLimits{Concurrency: 2}
 )
 
 type limArgs struct {
@@ -60,6 +65,10 @@ func limJob(l *limitsLedger) flow.Job[limArgs] {
 
 func rateJob(l *limitsLedger) flow.Job[limArgs] {
 	return flow.Job[limArgs]{Name: "lim_rate", Queue: rateQueue, Handler: l.body()}
+}
+
+func globJob(l *limitsLedger) flow.Job[limArgs] {
+	return flow.Job[limArgs]{Name: "lim_glob", Queue: globQueue, Handler: l.body()}
 }
 
 // limitsLedger appends one fsynced line per start and end of a job body to
@@ -120,11 +129,12 @@ func limWork(ctx context.Context) error {
 }
 
 // limitsConfig is a worker's configuration: each engine alone would run 4
-// runs of limQueue and 8 of rateQueue at once, more than the limits allow
-// in all, with short leases so that a killed worker's slots come back soon.
+// runs of limQueue and of globQueue and 8 of rateQueue at once, more than
+// the limits allow in all, with short leases so that a killed worker's
+// slots come back soon.
 func limitsConfig(inc int, log *slog.Logger) *flow.Config {
 	return &flow.Config{
-		Queues:            map[string]flow.QueueConfig{limQueue: {Concurrency: 4}, rateQueue: {Concurrency: 8}},
+		Queues:            map[string]flow.QueueConfig{limQueue: {Concurrency: 4}, rateQueue: {Concurrency: 8}, globQueue: {Concurrency: 4}},
 		LeaseTimeout:      limLease,
 		HeartbeatInterval: 250 * time.Millisecond,
 		RescueInterval:    200 * time.Millisecond,
@@ -169,6 +179,9 @@ func limitsChildMain() int {
 		return fail("register: %v", err)
 	}
 	if err := flow.RegisterJobSafely(e, rateJob(l)); err != nil {
+		return fail("register: %v", err)
+	}
+	if err := flow.RegisterJobSafely(e, globJob(l)); err != nil {
 		return fail("register: %v", err)
 	}
 	if err := e.Start(ctx); err != nil {
@@ -225,15 +238,15 @@ func (h *harness) spawnLimits(inc, total int, drain bool) *child {
 }
 
 // TestLimitsWorkersKilled: three worker processes share a SQLite file and
-// work a queue limited to 3 runs at once and 1 per key (5 keys) and a
-// queue limited to 20 starts per 500ms, while the parent SIGKILLs one of
-// them at random every few hundred milliseconds and starts a replacement;
-// the last workers drain. Every run must complete, the ledger must show
+// work a queue limited to 3 runs at once and 1 per key (5 keys), a queue
+// limited to 2 at once (no key) and a queue limited to 20 starts per 500ms,
+// while the parent SIGKILLs one of them at random every few hundred
+// milliseconds and starts a replacement; the last workers drain. Every run must complete, the ledger must show
 // the limits held at every instant (checkLimitLedger), and QueueLimits
 // must show no slot held at the end: a dead worker's slots came back.
 //
-// Bounded to 120 + 80 runs and 6 kills (6-10 s); -args -long (or
-// FLOWLITE_CRASH_LONG=1) runs 600 + 400 runs and 40 kills (about 30 s).
+// Bounded to 120 + 60 + 80 runs and 6 kills (6-10 s); -args -long (or
+// FLOWLITE_CRASH_LONG=1) runs 600 + 300 + 400 runs and 40 kills (about 30 s).
 func TestLimitsWorkersKilled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -249,11 +262,11 @@ func TestPGLimitsWorkersKilled(t *testing.T) {
 }
 
 func limitsCrash(t *testing.T, h *harness) {
-	limRuns, rateRuns, kills := 120, 80, 6
+	limRuns, rateRuns, globRuns, kills := 120, 80, 60, 6
 	if !testing.Short() && (*longFlag || os.Getenv("FLOWLITE_CRASH_LONG") == "1") {
-		limRuns, rateRuns, kills = 600, 400, 40
+		limRuns, rateRuns, globRuns, kills = 600, 400, 300, 40
 	}
-	total := limRuns + rateRuns
+	total := limRuns + rateRuns + globRuns
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("FLOWLITE_CRASH_SEED"); s != "" {
 		var err error
@@ -261,7 +274,7 @@ func limitsCrash(t *testing.T, h *harness) {
 			t.Fatalf("FLOWLITE_CRASH_SEED: %v", err)
 		}
 	}
-	t.Logf("runs=%d+%d kills=%d seed=%d", limRuns, rateRuns, kills, seed)
+	t.Logf("runs=%d+%d+%d kills=%d seed=%d", limRuns, rateRuns, globRuns, kills, seed)
 	rng := rand.New(rand.NewPCG(seed, 21))
 	ctx := t.Context()
 	began := time.Now()
@@ -283,16 +296,24 @@ func limitsCrash(t *testing.T, h *harness) {
 	var none *limitsLedger
 	flow.RegisterJob(parent, limJob(none))
 	flow.RegisterJob(parent, rateJob(none))
-	for q, l := range map[string]flow.QueueLimits{limQueue: limLimits, rateQueue: rateLimits} {
+	flow.RegisterJob(parent, globJob(none))
+	for q, l := range map[string]flow.QueueLimits{limQueue: limLimits, rateQueue: rateLimits, globQueue: globLimits} {
 		if err := parent.SetQueueLimits(ctx, q, l); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var ids []string
-	for i := range max(limRuns, rateRuns) {
+	for i := range max(limRuns, rateRuns, globRuns) {
 		if i < limRuns {
 			a := limArgs{Run: fmt.Sprintf("lk-%04d", i), Key: fmt.Sprintf("k%d", i%limKeys)}
 			if _, err := flow.Enqueue(ctx, parent, limJob(none), a, &flow.EnqueueOptions{RunID: a.Run, ConcurrencyKey: a.Key}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, a.Run)
+		}
+		if i < globRuns {
+			a := limArgs{Run: fmt.Sprintf("lg-%04d", i)}
+			if _, err := flow.Enqueue(ctx, parent, globJob(none), a, &flow.EnqueueOptions{RunID: a.Run}); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, a.Run)
@@ -424,8 +445,8 @@ func limitsCrash(t *testing.T, h *harness) {
 			t.Errorf("queue %s: %d runs hold a slot after every worker stopped (by key %v)", u.Queue, u.Running, u.RunningByKey)
 		}
 	}
-	if len(uses) != 2 {
-		t.Errorf("QueueLimits lists %d queues, want %s and %s: %+v", len(uses), limQueue, rateQueue, uses)
+	if len(uses) != 3 {
+		t.Errorf("QueueLimits lists %d queues, want %s, %s and %s: %+v", len(uses), limQueue, rateQueue, globQueue, uses)
 	}
 
 	lines, err := readLimitsLedger(h.ledger)
@@ -503,7 +524,7 @@ func readLimitsLedger(path string) ([]limLine, error) {
 //     of the holding instead, and could blame a correct engine for the time
 //     between the rescue and the restart, when the slot is free and another
 //     run may take it. Since intervals are within the true holdings, more
-//     than 3 runs of limQueue (or 2 of one key) overlapping in the ledger
+//     than 3 runs of limQueue (or 2 of one key, or 3 of globQueue) overlapping in the ledger
 //     means more held a slot at once: a limit was exceeded.
 //   - A killed body's run must be rescued (the only way a claim takes a
 //     leased run back) within a lease, a rescue interval and 5s of slack of
@@ -602,19 +623,14 @@ func checkLimitLedger(t *testing.T, lines []limLine, killedAt map[int]int64, cla
 		execs = append(execs, runExecs...)
 	}
 
-	// The sweep over limQueue's executions: at each instant, how many in
-	// all and per key. Ends sort before starts at the same nanosecond.
-	type edge struct {
-		at    int64
-		delta int
-		key   string
-	}
-	var edges []edge
+	// The sweeps over the concurrency-limited queues' executions, and the
+	// rate queue's starts and their lag behind their claims.
+	edges := map[string][]edge{} // by queue
 	var rateStarts []int64
 	rateLag := int64(0) // ns, the largest lag of a body start behind its claim
 	for _, ex := range execs {
-		if strings.HasPrefix(ex.run, "lk-") {
-			edges = append(edges, edge{ex.start, +1, ex.key}, edge{ex.end, -1, ex.key})
+		if q := queueOfRun(ex.run); q != rateQueue {
+			edges[q] = append(edges[q], edge{ex.start, +1, ex.key}, edge{ex.end, -1, ex.key})
 			continue
 		}
 		rateStarts = append(rateStarts, ex.start)
@@ -630,39 +646,9 @@ func checkLimitLedger(t *testing.T, lines []limLine, killedAt map[int]int64, cla
 		}
 		rateLag = max(rateLag, ex.start-claim)
 	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.at != b.at {
-			return cmp.Compare(a.at, b.at)
-		}
-		return a.delta - b.delta
-	})
-	now, peak := 0, 0
-	byKey, peakByKey := map[string]int{}, map[string]int{}
-	overAll, overKey := 0, 0
-	for _, e := range edges {
-		now += e.delta
-		byKey[e.key] += e.delta
-		peak = max(peak, now)
-		peakByKey[e.key] = max(peakByKey[e.key], byKey[e.key])
-		if e.delta > 0 && now > limLimits.Concurrency {
-			if overAll++; overAll <= 5 {
-				bad("%s: %d runs executing at once at %d, global limit %d", limQueue, now, e.at, limLimits.Concurrency)
-			}
-		}
-		if e.delta > 0 && byKey[e.key] > limLimits.KeyConcurrency {
-			if overKey++; overKey <= 5 {
-				bad("%s: %d runs of key %s executing at once at %d, key limit %d", limQueue, byKey[e.key], e.key, e.at, limLimits.KeyConcurrency)
-			}
-		}
-	}
-	if overAll > 5 || overKey > 5 {
-		bad("%s: %d starts over the global limit and %d over a key's in all", limQueue, overAll, overKey)
-	}
-	t.Logf("%d bodies killed mid-way; %s: %d executions, at most %d at once (limit %d), per key %v (limit %d)",
-		killedBodies, limQueue, len(edges)/2, peak, limLimits.Concurrency, peakByKey, limLimits.KeyConcurrency)
-	if peak < 2 {
-		bad("%s: never more than %d run at once: the global limit was never reached, the test proved nothing", limQueue, peak)
-	}
+	t.Logf("%d bodies killed mid-way", killedBodies)
+	problems = append(problems, sweepLimits(t, limQueue, edges[limQueue], limLimits)...)
+	problems = append(problems, sweepLimits(t, globQueue, edges[globQueue], globLimits)...)
 	t.Logf("the slots of killed bodies were held at most %s after the kill (lease %s)", maxHold, limLease)
 	if killedBodies == 0 {
 		bad("no kill hit a body in flight: no slot was held by a dead worker, the test proved nothing")
@@ -703,6 +689,69 @@ func checkLimitLedger(t *testing.T, lines []limLine, killedAt map[int]int64, cla
 		if span := time.Duration(rateClaims[n-1]-rateClaims[0]) * time.Millisecond; span < time.Duration(n/rl.Limit-1)*rl.Period {
 			bad("%s: %d claims within %s, faster than %d per %s allows", rateQueue, n, span, rl.Limit, rl.Period)
 		}
+	}
+	return problems
+}
+
+// edge is where an execution of a body begins (delta +1) or ends (-1).
+type edge struct {
+	at    int64 // unix ns
+	delta int
+	key   string
+}
+
+// queueOfRun names the queue of a run by its ID's prefix.
+func queueOfRun(run string) string {
+	switch {
+	case strings.HasPrefix(run, "lk-"):
+		return limQueue
+	case strings.HasPrefix(run, "lg-"):
+		return globQueue
+	}
+	return rateQueue
+}
+
+// sweepLimits walks the executions of queue in time order (ends before
+// starts at the same nanosecond) and reports every instant at which more
+// ran than l allows, in all or with one key.
+func sweepLimits(t *testing.T, queue string, edges []edge, l flow.QueueLimits) []string {
+	t.Helper()
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return a.delta - b.delta
+	})
+	now, peak := 0, 0
+	byKey, peakByKey := map[string]int{}, map[string]int{}
+	overAll, overKey := 0, 0
+	for _, e := range edges {
+		now += e.delta
+		byKey[e.key] += e.delta
+		peak = max(peak, now)
+		if e.key != "-" {
+			peakByKey[e.key] = max(peakByKey[e.key], byKey[e.key])
+		}
+		if e.delta > 0 && l.Concurrency > 0 && now > l.Concurrency {
+			if overAll++; overAll <= 5 {
+				bad("%s: %d runs executing at once at %d, global limit %d", queue, now, e.at, l.Concurrency)
+			}
+		}
+		if e.delta > 0 && e.key != "-" && l.KeyConcurrency > 0 && byKey[e.key] > l.KeyConcurrency {
+			if overKey++; overKey <= 5 {
+				bad("%s: %d runs of key %s executing at once at %d, key limit %d", queue, byKey[e.key], e.key, e.at, l.KeyConcurrency)
+			}
+		}
+	}
+	if overAll > 5 || overKey > 5 {
+		bad("%s: %d starts over the global limit and %d over a key's in all", queue, overAll, overKey)
+	}
+	t.Logf("%s: %d executions, at most %d at once (limit %d), per key %v (limit %d)",
+		queue, len(edges)/2, peak, l.Concurrency, peakByKey, l.KeyConcurrency)
+	if peak < l.Concurrency {
+		bad("%s: never more than %d runs at once: the global limit of %d was never reached, the test proved little", queue, peak, l.Concurrency)
 	}
 	return problems
 }
