@@ -12,6 +12,18 @@
 // server that restarts and sessions that are terminated
 // (pgfaults_test.go).
 //
+// Flow control under kills (limits_crash_test.go, issue 21): three
+// workers on one SQLite file (TestLimitsWorkersKilled) or PostgreSQL schema
+// (TestPGLimitsWorkersKilled) work a queue limited to 3 runs at once and 1
+// per concurrency key, a queue limited to 2 at once and a queue limited to
+// 20 starts per 500ms, while the parent SIGKILLs them at random; the job
+// bodies' ledger must show the limits held at every instant, every run
+// complete and no slot stay held. Bounded to 260 runs and 6 kills (6-10 s
+// each); the long form is 1,300 runs and 40 kills (about 30 s each):
+//
+//	FLOWLITE_CRASH_LONG=1 go test -count=1 -run 'LimitsWorkersKilled' ./internal/crashtest
+//	FLOWLITE_PG_TEST=1 FLOWLITE_CRASH_LONG=1 go test -count=1 -run 'LimitsWorkersKilled' ./internal/crashtest
+//
 // Run the long crash test with FLOWLITE_CRASH_LONG=1 or -args -long.
 //
 // Its tests import flow, flow/flowsqlite and flow/flowpg (the engines'

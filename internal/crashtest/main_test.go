@@ -48,6 +48,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == childFeed {
 		os.Exit(feedChildMain())
 	}
+	if os.Getenv(envChild) == childLimits {
+		os.Exit(limitsChildMain())
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(pgtest.OwnDatabase()))
 }
 
