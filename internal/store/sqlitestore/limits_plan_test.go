@@ -36,10 +36,14 @@ func TestLimitQueryPlans(t *testing.T) {
 			"SEARCH flowlite_runs USING INDEX sqlite_autoindex_flowlite_runs_1 (id=?)",
 			"SEARCH r USING INDEX flowlite_runs_ready (queue=?)",
 		}, noScan},
+		// A seek for a key's first run, one for the next priority of a
+		// key whose first run sleeps, one for the next key: never along
+		// every entry of the queue, or of a key's priority.
 		{"RunReadyKeys", []string{
 			"SEARCH r USING INDEX flowlite_runs_ready_key (queue=? AND concurrency_key>?)",
-			"SEARCH r EXISTS USING INDEX flowlite_runs_ready_key (queue=? AND concurrency_key=?)",
-		}, noScan},
+			"SEARCH x USING INDEX flowlite_runs_ready_key (queue=? AND concurrency_key=? AND priority<?)",
+			"SEARCH x USING INDEX flowlite_runs_ready_key (queue=? AND concurrency_key>?)",
+		}, append([]string{"(queue=?)\n", "(queue=? AND concurrency_key=?)\n"}, noScan...)},
 		{"RunLeasedCounts", []string{"flowlite_runs USING INDEX flowlite_runs_leased"}, []string{"SCAN flowlite_runs\n", "flowlite_runs_ready"}},
 		{"RateStartsCount", []string{"SEARCH flowlite_rate_starts USING COVERING INDEX flowlite_rate_starts_at (queue=? AND concurrency_key=? AND at>?)"}, nil},
 		{"RateStartsPrune", []string{"SEARCH flowlite_rate_starts USING INDEX flowlite_rate_starts_at (queue=?)"}, nil},
