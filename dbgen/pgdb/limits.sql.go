@@ -447,15 +447,30 @@ func (q *Queries) RunClaimAndBeginLimited(ctx context.Context, arg RunClaimAndBe
 }
 
 const runClaimKey = `-- name: RunClaimKey :many
-WITH picked AS MATERIALIZED (
+WITH picked_key AS MATERIALIZED (
     SELECT r.id FROM flowlite.runs AS r
-    WHERE r.queue = $4::text
-      AND r.concurrency_key = $5::text
+    WHERE $4::text <> ''
+      AND r.queue = $5::text
+      AND r.concurrency_key = $4::text AND r.concurrency_key <> ''
       AND r.lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= $3::bigint
       AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text($6::text::jsonb)))
-      AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $4::text AND q.paused)
+      AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $5::text AND q.paused)
+    ORDER BY r.priority DESC, r.run_at, r.seq
+    LIMIT $7::bigint
+    FOR UPDATE OF r SKIP LOCKED
+),
+picked_plain AS MATERIALIZED (
+    SELECT r.id FROM flowlite.runs AS r
+    WHERE $4::text = ''
+      AND r.queue = $5::text
+      AND r.concurrency_key = ''
+      AND r.lease_owner IS NULL
+      AND r.status IN ('pending', 'waiting', 'compensating')
+      AND r.run_at <= $3::bigint
+      AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text($6::text::jsonb)))
+      AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $5::text AND q.paused)
     ORDER BY r.priority DESC, r.run_at, r.seq
     LIMIT $7::bigint
     FOR UPDATE OF r SKIP LOCKED
@@ -470,7 +485,7 @@ SET lease_owner      = $1::text,
                             THEN LEAST(COALESCE(u.deadline, $3::bigint + u.timeout), $3::bigint + u.timeout)
                             ELSE u.deadline END,
     updated_at       = $3::bigint
-FROM picked
+FROM (SELECT id FROM picked_key UNION ALL SELECT id FROM picked_plain) AS picked
 WHERE u.id = picked.id
   AND u.lease_owner IS NULL
 RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as, u.timeout, u.detached, u.context_values, u.concurrency_key
@@ -480,22 +495,27 @@ type RunClaimKeyParams struct {
 	Owner          string
 	LeaseExpiresAt int64
 	Now            int64
-	Queue          string
 	Key            string
+	Queue          string
 	Known          string
 	MaxRuns        int64
 }
 
 // RunClaimKey is RunClaim for the runs of one concurrency key of a queue
 // (” for the runs without one), of every priority, highest first: along
-// runs_ready_key for a key, runs_ready for the runs without.
+// runs_ready_key for a key (picked_key), runs_ready for the runs without
+// (picked_plain). Only one of the two reads runs, by @key. They are two
+// so that the literal concurrency_key <> ” of picked_key proves
+// runs_ready_key's predicate in the generic plan of the prepared
+// statement too, which otherwise goes along runs_ready and reads every
+// ready run of the queue ahead of the key's.
 func (q *Queries) RunClaimKey(ctx context.Context, arg RunClaimKeyParams) ([]Run, error) {
 	rows, err := q.db.QueryContext(ctx, runClaimKey,
 		arg.Owner,
 		arg.LeaseExpiresAt,
 		arg.Now,
-		arg.Queue,
 		arg.Key,
+		arg.Queue,
 		arg.Known,
 		arg.MaxRuns,
 	)
@@ -590,42 +610,61 @@ func (q *Queries) RunLeasedCounts(ctx context.Context, queue string) ([]RunLease
 }
 
 const runReadyKeys = `-- name: RunReadyKeys :many
-WITH RECURSIVE k(ckey, n) AS (
-    SELECT (SELECT min(r.concurrency_key) FROM flowlite.runs AS r
-            WHERE r.queue = $1::text AND r.concurrency_key > $4::text
-              AND r.concurrency_key <> ''
-              AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')), 1
+WITH RECURSIVE k(ckey, priority, run_at, n) AS (
+    (SELECT r.concurrency_key, r.priority, r.run_at, 1::bigint FROM flowlite.runs AS r
+     WHERE r.queue = $3::text AND r.concurrency_key > $4::text
+       AND r.concurrency_key <> ''
+       AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
+     ORDER BY r.concurrency_key, r.priority DESC, r.run_at LIMIT 1)
     UNION ALL
-    SELECT (SELECT min(r.concurrency_key) FROM flowlite.runs AS r
-            WHERE r.queue = $1::text AND r.concurrency_key > k.ckey AND r.concurrency_key <> ''
-              AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')), k.n + 1
-    FROM k WHERE k.ckey IS NOT NULL AND k.n < $5::bigint
+    SELECT nx.concurrency_key, nx.priority, nx.run_at,
+           CASE WHEN nx.concurrency_key = k.ckey THEN k.n ELSE k.n + 1 END
+    FROM k CROSS JOIN LATERAL (
+        (SELECT r.concurrency_key, r.priority, r.run_at FROM flowlite.runs AS r
+         WHERE k.run_at > $1::bigint
+           AND r.queue = $3::text AND r.concurrency_key = k.ckey AND r.concurrency_key <> ''
+           AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
+           AND r.priority < k.priority
+         ORDER BY r.priority DESC, r.run_at LIMIT 1)
+        UNION ALL
+        (SELECT r.concurrency_key, r.priority, r.run_at FROM flowlite.runs AS r
+         WHERE k.n < $5::bigint
+           AND r.queue = $3::text AND r.concurrency_key > k.ckey AND r.concurrency_key <> ''
+           AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
+         ORDER BY r.concurrency_key, r.priority DESC, r.run_at LIMIT 1)
+        LIMIT 1
+    ) AS nx
 )
 SELECT k.ckey::text AS concurrency_key FROM k
-WHERE k.ckey IS NOT NULL AND EXISTS (
-    SELECT 1 FROM flowlite.runs AS r
-    WHERE r.queue = $1::text AND r.concurrency_key = k.ckey AND r.concurrency_key <> ''
-      AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
-      AND r.run_at <= $2::bigint)
-LIMIT $3::bigint
+WHERE k.run_at <= $1::bigint
+LIMIT $2::bigint
 `
 
 type RunReadyKeysParams struct {
-	Queue   string
 	Now     int64
 	MaxKeys int64
+	Queue   string
 	After   string
 	MaxScan int64
 }
 
 // RunReadyKeys returns up to @max_keys concurrency keys after @after, in
-// order, that have runs of the queue ready at @now: a loose index scan of
-// runs_ready_key, one seek per key, bounded to @max_scan keys.
+// order, that have runs of the queue ready at @now. The recursive CTE k is
+// a loose index scan of runs_ready_key that reads the first run of a
+// key's highest priority (one seek), then, while that run waits for a
+// later time, the first run of the key's next priority, and otherwise the
+// first run of the next key, bounded to @max_scan keys (n counts them). A
+// key is ready when one of the runs read is due. Runs waiting for a later
+// time are never read past the first of each priority of a key, and a
+// ready key costs one seek: a min() per key and an EXISTS per key, as
+// this was, let the planner read every entry of the index (an aggregate
+// for the min, a hash join of every ready run of the queue for the
+// EXISTS).
 func (q *Queries) RunReadyKeys(ctx context.Context, arg RunReadyKeysParams) ([]string, error) {
 	rows, err := q.db.QueryContext(ctx, runReadyKeys,
-		arg.Queue,
 		arg.Now,
 		arg.MaxKeys,
+		arg.Queue,
 		arg.After,
 		arg.MaxScan,
 	)

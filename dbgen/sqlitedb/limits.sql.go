@@ -430,43 +430,59 @@ func (q *Queries) RunLeasedCounts(ctx context.Context, queue string) ([]RunLease
 }
 
 const runReadyKeys = `-- name: RunReadyKeys :many
-WITH RECURSIVE k(ckey, n) AS (
-    SELECT (SELECT min(r.concurrency_key) FROM flowlite_runs AS r
-            WHERE r.queue = ?1 AND r.concurrency_key > ?4 AND r.concurrency_key != ''
-              AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')), 1
+WITH RECURSIVE k(code, m) AS (
+    SELECT -(SELECT r.rowid FROM flowlite_runs AS r
+             WHERE r.queue = ?3 AND r.concurrency_key > ?4 AND r.concurrency_key != ''
+               AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
+             ORDER BY r.concurrency_key, r.priority DESC, r.run_at LIMIT 1), 0
     UNION ALL
-    SELECT (SELECT min(r.concurrency_key) FROM flowlite_runs AS r
-            WHERE r.queue = ?1 AND r.concurrency_key > k.ckey AND r.concurrency_key != ''
-              AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')), k.n + 1
-    FROM k WHERE k.ckey IS NOT NULL AND k.n < CAST(?5 AS INTEGER)
+    SELECT COALESCE(
+        (SELECT x.rowid FROM flowlite_runs AS c CROSS JOIN flowlite_runs AS x
+         WHERE c.rowid = abs(k.code) AND c.run_at > ?1
+           AND x.queue = ?3 AND x.concurrency_key = c.concurrency_key AND x.concurrency_key != ''
+           AND x.lease_owner IS NULL AND x.status IN ('pending', 'waiting', 'compensating')
+           AND x.priority < c.priority
+         ORDER BY x.priority DESC, x.run_at LIMIT 1),
+        -(SELECT x.rowid FROM flowlite_runs AS c CROSS JOIN flowlite_runs AS x
+          WHERE c.rowid = abs(k.code) AND k.m + (k.code < 0) < CAST(?5 AS INTEGER)
+            AND x.queue = ?3 AND x.concurrency_key > c.concurrency_key AND x.concurrency_key != ''
+            AND x.lease_owner IS NULL AND x.status IN ('pending', 'waiting', 'compensating')
+          ORDER BY x.concurrency_key, x.priority DESC, x.run_at LIMIT 1)),
+        k.m + (k.code < 0)
+    FROM k WHERE k.code IS NOT NULL
 )
-SELECT CAST(k.ckey AS TEXT) AS concurrency_key FROM k
-WHERE k.ckey IS NOT NULL AND EXISTS (
-    SELECT 1 FROM flowlite_runs AS r
-    WHERE r.queue = ?1 AND r.concurrency_key = k.ckey AND r.concurrency_key != ''
-      AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
-      AND r.run_at <= ?2)
-LIMIT CAST(?3 AS INTEGER)
+SELECT CAST(r.concurrency_key AS TEXT) AS concurrency_key
+FROM k JOIN flowlite_runs AS r ON r.rowid = abs(k.code)
+WHERE r.run_at <= ?1
+LIMIT CAST(?2 AS INTEGER)
 `
 
 type RunReadyKeysParams struct {
-	Queue   string
 	Now     int64
 	MaxKeys int64
+	Queue   string
 	After   string
 	MaxScan int64
 }
 
 // RunReadyKeys returns up to @max_keys concurrency keys after @after, in
-// order, that have runs of the queue ready at @now. The recursive CTE is a
-// loose index scan of runs_ready_key, one seek per key, bounded to
-// @max_scan keys; runs waiting for a later time are never read past the
-// first of each priority of a key.
+// order, that have runs of the queue ready at @now. The recursive CTE k is
+// a loose index scan of runs_ready_key that reads the first run of a
+// key's highest priority (one seek), then, while that run waits for a
+// later time, the first run of the key's next priority, and otherwise the
+// first run of the next key, bounded to @max_scan keys. A key is ready
+// when one of the runs read is due. Runs waiting for a later time are
+// never read past the first of each priority of a key (an EXISTS per key,
+// as this was, read every run of the key's highest priority while they
+// all waited). Each row of k is the rowid of the run read, negated when
+// it is the first of a new key, and m, the keys looked at before it.
+// CROSS JOIN keeps SQLite from reading x before c, the run it starts
+// from, which once analyzed it does, along every entry of the queue.
 func (q *Queries) RunReadyKeys(ctx context.Context, arg RunReadyKeysParams) ([]string, error) {
 	rows, err := q.query(ctx, q.runReadyKeysStmt, runReadyKeys,
-		arg.Queue,
 		arg.Now,
 		arg.MaxKeys,
+		arg.Queue,
 		arg.After,
 		arg.MaxScan,
 	)

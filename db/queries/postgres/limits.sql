@@ -59,35 +59,74 @@ DELETE FROM flowlite.rate_starts WHERE queue = sqlc.arg(queue)::text AND at <= s
 
 -- name: RunReadyKeys :many
 -- RunReadyKeys returns up to @max_keys concurrency keys after @after, in
--- order, that have runs of the queue ready at @now: a loose index scan of
--- runs_ready_key, one seek per key, bounded to @max_scan keys.
-WITH RECURSIVE k(ckey, n) AS (
-    SELECT (SELECT min(r.concurrency_key) FROM flowlite.runs AS r
-            WHERE r.queue = sqlc.arg(queue)::text AND r.concurrency_key > sqlc.arg(after)::text
-              AND r.concurrency_key <> ''
-              AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')), 1
+-- order, that have runs of the queue ready at @now. The recursive CTE k is
+-- a loose index scan of runs_ready_key that reads the first run of a
+-- key's highest priority (one seek), then, while that run waits for a
+-- later time, the first run of the key's next priority, and otherwise the
+-- first run of the next key, bounded to @max_scan keys (n counts them). A
+-- key is ready when one of the runs read is due. Runs waiting for a later
+-- time are never read past the first of each priority of a key, and a
+-- ready key costs one seek: a min() per key and an EXISTS per key, as
+-- this was, let the planner read every entry of the index (an aggregate
+-- for the min, a hash join of every ready run of the queue for the
+-- EXISTS).
+WITH RECURSIVE k(ckey, priority, run_at, n) AS (
+    (SELECT r.concurrency_key, r.priority, r.run_at, 1::bigint FROM flowlite.runs AS r
+     WHERE r.queue = sqlc.arg(queue)::text AND r.concurrency_key > sqlc.arg(after)::text
+       AND r.concurrency_key <> ''
+       AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
+     ORDER BY r.concurrency_key, r.priority DESC, r.run_at LIMIT 1)
     UNION ALL
-    SELECT (SELECT min(r.concurrency_key) FROM flowlite.runs AS r
-            WHERE r.queue = sqlc.arg(queue)::text AND r.concurrency_key > k.ckey AND r.concurrency_key <> ''
-              AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')), k.n + 1
-    FROM k WHERE k.ckey IS NOT NULL AND k.n < sqlc.arg(max_scan)::bigint
+    SELECT nx.concurrency_key, nx.priority, nx.run_at,
+           CASE WHEN nx.concurrency_key = k.ckey THEN k.n ELSE k.n + 1 END
+    FROM k CROSS JOIN LATERAL (
+        (SELECT r.concurrency_key, r.priority, r.run_at FROM flowlite.runs AS r
+         WHERE k.run_at > sqlc.arg(now)::bigint
+           AND r.queue = sqlc.arg(queue)::text AND r.concurrency_key = k.ckey AND r.concurrency_key <> ''
+           AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
+           AND r.priority < k.priority
+         ORDER BY r.priority DESC, r.run_at LIMIT 1)
+        UNION ALL
+        (SELECT r.concurrency_key, r.priority, r.run_at FROM flowlite.runs AS r
+         WHERE k.n < sqlc.arg(max_scan)::bigint
+           AND r.queue = sqlc.arg(queue)::text AND r.concurrency_key > k.ckey AND r.concurrency_key <> ''
+           AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
+         ORDER BY r.concurrency_key, r.priority DESC, r.run_at LIMIT 1)
+        LIMIT 1
+    ) AS nx
 )
 SELECT k.ckey::text AS concurrency_key FROM k
-WHERE k.ckey IS NOT NULL AND EXISTS (
-    SELECT 1 FROM flowlite.runs AS r
-    WHERE r.queue = sqlc.arg(queue)::text AND r.concurrency_key = k.ckey AND r.concurrency_key <> ''
-      AND r.lease_owner IS NULL AND r.status IN ('pending', 'waiting', 'compensating')
-      AND r.run_at <= sqlc.arg(now)::bigint)
+WHERE k.run_at <= sqlc.arg(now)::bigint
 LIMIT sqlc.arg(max_keys)::bigint;
 
 -- name: RunClaimKey :many
 -- RunClaimKey is RunClaim for the runs of one concurrency key of a queue
 -- ('' for the runs without one), of every priority, highest first: along
--- runs_ready_key for a key, runs_ready for the runs without.
-WITH picked AS MATERIALIZED (
+-- runs_ready_key for a key (picked_key), runs_ready for the runs without
+-- (picked_plain). Only one of the two reads runs, by @key. They are two
+-- so that the literal concurrency_key <> '' of picked_key proves
+-- runs_ready_key's predicate in the generic plan of the prepared
+-- statement too, which otherwise goes along runs_ready and reads every
+-- ready run of the queue ahead of the key's.
+WITH picked_key AS MATERIALIZED (
     SELECT r.id FROM flowlite.runs AS r
-    WHERE r.queue = sqlc.arg(queue)::text
-      AND r.concurrency_key = sqlc.arg(key)::text
+    WHERE sqlc.arg(key)::text <> ''
+      AND r.queue = sqlc.arg(queue)::text
+      AND r.concurrency_key = sqlc.arg(key)::text AND r.concurrency_key <> ''
+      AND r.lease_owner IS NULL
+      AND r.status IN ('pending', 'waiting', 'compensating')
+      AND r.run_at <= sqlc.arg(now)::bigint
+      AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb)))
+      AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = sqlc.arg(queue)::text AND q.paused)
+    ORDER BY r.priority DESC, r.run_at, r.seq
+    LIMIT sqlc.arg(max_runs)::bigint
+    FOR UPDATE OF r SKIP LOCKED
+),
+picked_plain AS MATERIALIZED (
+    SELECT r.id FROM flowlite.runs AS r
+    WHERE sqlc.arg(key)::text = ''
+      AND r.queue = sqlc.arg(queue)::text
+      AND r.concurrency_key = ''
       AND r.lease_owner IS NULL
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= sqlc.arg(now)::bigint
@@ -107,7 +146,7 @@ SET lease_owner      = sqlc.arg(owner)::text,
                             THEN LEAST(COALESCE(u.deadline, sqlc.arg(now)::bigint + u.timeout), sqlc.arg(now)::bigint + u.timeout)
                             ELSE u.deadline END,
     updated_at       = sqlc.arg(now)::bigint
-FROM picked
+FROM (SELECT id FROM picked_key UNION ALL SELECT id FROM picked_plain) AS picked
 WHERE u.id = picked.id
   AND u.lease_owner IS NULL
 RETURNING u.*;
