@@ -155,9 +155,11 @@ func prettyJSON(raw json.RawMessage) string {
 
 // overviewData is the overview page.
 type overviewData struct {
-	Counts  []statusCount
-	Total   int64
-	Queues  []queueRow
+	Counts []statusCount
+	Total  int64
+	Queues []queueRow
+	// Limits are the queues with limits, with their use.
+	Limits  []limitRow
 	Health  *flow.FileHealth
 	Engines []flow.Report
 	// Unworked are the queues with pending runs that no live engine works.
@@ -184,6 +186,10 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	if data.Queues, err = d.queueRows(ctx); err != nil {
 		d.failErr(w, r, "queue statistics", err)
+		return
+	}
+	if data.Limits, err = d.limitRows(ctx); err != nil {
+		d.failErr(w, r, "queue limits", err)
 		return
 	}
 	if h, err := d.fileHealth(ctx); err == nil {
@@ -260,7 +266,10 @@ func (d *Dashboard) runs(w http.ResponseWriter, r *http.Request) {
 
 // runData is the run page.
 type runData struct {
-	Run      flow.RunInfo
+	Run flow.RunInfo
+	// HeldBy says which limit of its queue holds the ready run back, if one
+	// does.
+	HeldBy   string
 	Events   []flow.Event
 	Timeline timeline
 	Actions  []action
@@ -326,6 +335,11 @@ func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 	}
 	data := runData{Run: info, Events: events, Timeline: buildTimeline(info, events[:sc.At], now), Scrub: sc}
 	data.DAG = d.dag(ctx, info)
+	if info.Status == flow.StatusPending && !sc.Past {
+		if data.HeldBy, err = d.e.HeldBy(ctx, id); err != nil {
+			d.log.Warn("run: held by", "run", id, "err", err)
+		}
+	}
 	if !d.readOnly && !sc.Past {
 		data.Actions = d.actionsFor(info)
 		data.StepActions = d.stepActionsFor(info)
