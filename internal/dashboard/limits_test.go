@@ -3,6 +3,8 @@ package dashboard
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,78 @@ func TestQueueLimits(t *testing.T) {
 		if got := sample(t, body, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
+	}
+}
+
+// The limits form sets a queue's limits, refuses bad input naming it
+// without changing anything, and clears them; a read-only dashboard
+// refuses it.
+func TestQueueLimitsForm(t *testing.T) {
+	t.Parallel()
+	path := fixtureDB(t)
+	srv, e := server(t, path, nil)
+	ctx := context.Background()
+	limitsOf := func() flow.QueueLimits {
+		uses, err := e.QueueLimits(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range uses {
+			if u.Queue == "batch" {
+				return u.Limits
+			}
+		}
+		return flow.QueueLimits{}
+	}
+	if r := do(t, http.MethodGet, srv.URL+"/", nil); !strings.Contains(r.body, `href="/queues/batch/limits"`) {
+		t.Errorf("overview offers no limits form")
+	}
+	r := postForm(t, srv.URL+"/queues/batch/limits", url.Values{"concurrency": {"4"}, "rate": {"10/1s"}, "key_concurrency": {"2"},
+		"fair": {"1"}, "keys": {"tenant:big=8,weight=3,rate=5/1m\r\ntenant:small=1\r\n"}})
+	if r.status != http.StatusSeeOther {
+		t.Fatalf("set limits: %d %s", r.status, r.body)
+	}
+	want := flow.QueueLimits{Concurrency: 4, KeyConcurrency: 2, Rate: flow.RateLimit{Limit: 10, Period: time.Second}, Fair: true,
+		Keys: []flow.KeyLimit{{Prefix: "tenant:big", Concurrency: 8, Weight: 3, Rate: flow.RateLimit{Limit: 5, Period: time.Minute}}, {Prefix: "tenant:small", Concurrency: 1}}}
+	if got := limitsOf(); !reflect.DeepEqual(got, want) {
+		t.Errorf("limits after the form: %+v, want %+v", got, want)
+	}
+	form := do(t, http.MethodGet, srv.URL+"/queues/batch/limits", nil).body
+	for _, w := range []string{`name="concurrency" value="4"`, `name="rate" value="10/1s"`, `checked`, "tenant:big=8,weight=3,rate=5/1m0s\ntenant:small=1"} {
+		if !strings.Contains(form, w) {
+			t.Errorf("limits form lacks %q:\n%s", w, form)
+		}
+	}
+	for _, tt := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"concurrency": {"many"}}, `concurrency &#34;many&#34;`},
+		{url.Values{"rate": {"10"}}, `rate &#34;10&#34;`},
+		{url.Values{"key_rate": {"1/0s"}}, `key_rate &#34;1/0s&#34;`},
+		{url.Values{"keys": {"tenant"}}, "no concurrency"},
+		{url.Values{"keys": {"t=1,weight=-1"}}, "weight"},
+	} {
+		r := postForm(t, srv.URL+"/queues/batch/limits", tt.form)
+		if r.status != http.StatusBadRequest || !strings.Contains(r.body, tt.want) {
+			t.Errorf("POST %v: %d, want 400 naming %q:\n%s", tt.form, r.status, tt.want, r.body)
+		}
+	}
+	if got := limitsOf(); !reflect.DeepEqual(got, want) {
+		t.Errorf("a refused form changed the limits: %+v", got)
+	}
+	if r := postForm(t, srv.URL+"/queues/batch/limits", url.Values{"clear": {"1"}, "concurrency": {"3"}}); r.status != http.StatusSeeOther {
+		t.Fatalf("clear: %d", r.status)
+	}
+	if got := limitsOf(); !got.IsZero() {
+		t.Errorf("limits after clear: %+v", got)
+	}
+
+	ro, _ := server(t, fixtureDB(t), &Options{ReadOnly: true})
+	if r := do(t, http.MethodGet, ro.URL+"/queues/batch/limits", nil); r.status != http.StatusForbidden {
+		t.Errorf("read-only limits form: %d", r.status)
+	}
+	if r := postForm(t, ro.URL+"/queues/batch/limits", url.Values{"concurrency": {"3"}}); r.status != http.StatusForbidden {
+		t.Errorf("read-only limits POST: %d", r.status)
 	}
 }

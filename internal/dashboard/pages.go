@@ -212,6 +212,8 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		p.Flash = "Queue paused: engines stop claiming its runs at their next poll."
 	case "resume":
 		p.Flash = "Queue resumed: engines claim its runs again within their poll interval."
+	case "limits":
+		p.Flash = "Queue limits set: this engine applies them at once, the others within a second."
 	}
 	d.render(w, r, http.StatusOK, "overview", p)
 }
@@ -514,8 +516,9 @@ type confirmData struct {
 	Matched  int
 	Workflow string
 
-	Queue          string // dead (the filter) and queue
-	Label, Explain string // queue
+	Queue          string     // dead (the filter) and queue
+	Label, Explain string     // queue
+	Limits         limitsForm // limits
 
 	Value string // run: the first value of the action's Input
 }
