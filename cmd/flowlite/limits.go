@@ -153,7 +153,7 @@ func (a *app) queuesLimitCommand() *cobra.Command {
 	var (
 		conc, keyConc int
 		rate, keyRate string
-		fair, clear   bool
+		fair, clearIt bool
 		keys          []string
 	)
 	cmd := &cobra.Command{
@@ -183,16 +183,16 @@ second. Bad input is an error naming it, and changes nothing.`,
 				set = set || cmd.Flags().Changed(f)
 			}
 			switch {
-			case clear && set:
+			case clearIt && set:
 				return usageErrorf("--clear takes no other limit flag")
-			case !clear && !set:
+			case !clearIt && !set:
 				return usageErrorf("no limit given: set one (--concurrency, --rate, …) or --clear")
 			case conc < 0:
 				return usageErrorf("--concurrency %d: want a positive number of runs", conc)
 			case keyConc < 0:
 				return usageErrorf("--key-concurrency %d: want a positive number of runs", keyConc)
 			}
-			if !clear {
+			if !clearIt {
 				l = flow.QueueLimits{Concurrency: conc, KeyConcurrency: keyConc, Fair: fair}
 				var err error
 				if rate != "" {
@@ -228,7 +228,7 @@ second. Bad input is an error naming it, and changes nothing.`,
 	f.StringVar(&keyRate, "key-rate", "", "the most runs with one key starting per period, as `N/PERIOD`")
 	f.BoolVar(&fair, "fair", false, "claim ready runs round-robin across concurrency keys")
 	f.StringArrayVar(&keys, "key", nil, "limits of the keys with a prefix, as `PREFIX=CONC[,weight=W][,rate=N/PERIOD]` (repeatable)")
-	f.BoolVar(&clear, "clear", false, "remove the queue's limits")
+	f.BoolVar(&clearIt, "clear", false, "remove the queue's limits")
 	return cmd
 }
 
