@@ -401,6 +401,7 @@ type queueJSON struct {
 	AvgSeconds         float64                  `json:"avg_duration_seconds"`
 	P95Seconds         float64                  `json:"p95_duration_seconds"`
 	DurationSamples    int                      `json:"duration_samples"`
+	Limits             *limitUseJSON            `json:"limits,omitempty"`
 }
 
 func (a *app) queuesCommand() *cobra.Command {
@@ -415,14 +416,24 @@ hour.
 
   queues pause QUEUE   stop every engine from claiming runs of QUEUE
   queues resume QUEUE  let them claim again
+  queues limit QUEUE   set or clear its flow control (queues limit --help)
 
 A pause is recorded in the database: it outlives restarts until resumed.
-Runs in flight go on; runs can still be started in a paused queue.`,
+Runs in flight go on; runs can still be started in a paused queue.
+
+The queues with limits get a second table: each limit (CONCURRENCY, RATE,
+KEY.CONC, KEY.RATE, KEYS per prefix), the runs executing (RUNNING), started
+within the rate period (STARTED), ready (READY), and the ready runs the
+global limits hold back now (HELD).`,
 		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			return a.withReader(ctx, func(e *flow.Engine) error {
 				stats, err := e.QueueStats(ctx)
+				if err != nil {
+					return err
+				}
+				uses, err := e.QueueLimits(ctx)
 				if err != nil {
 					return err
 				}
@@ -436,6 +447,14 @@ Runs in flight go on; runs can still be started in a paused queue.`,
 						if out[i].Runs == nil {
 							out[i].Runs = map[flow.RunStatus]int64{}
 						}
+					}
+					for _, u := range uses {
+						i := slices.IndexFunc(out, func(q queueJSON) bool { return q.Queue == u.Queue })
+						if i < 0 {
+							i = len(out)
+							out = append(out, queueJSON{Queue: u.Queue, Runs: map[flow.RunStatus]int64{}})
+						}
+						out[i].Limits = newLimitUseJSON(u)
 					}
 					return writeJSON(a.stdout, out)
 				}
@@ -451,7 +470,10 @@ Runs in flight go on; runs can still be started in a paused queue.`,
 						strconv.FormatInt(s.DeadLetters, 10), strconv.FormatInt(s.FinishedLastMinute, 10), strconv.FormatInt(s.FinishedLastHour, 10),
 						age(s.AvgDuration), age(s.P95Duration))
 				}
-				return t.flush()
+				if err := t.flush(); err != nil {
+					return err
+				}
+				return a.printLimits(uses)
 			})
 		}),
 	}
@@ -496,6 +518,7 @@ Runs in flight go on; runs can still be started in a paused queue.`,
 			}),
 		})
 	}
+	cmd.AddCommand(a.queuesLimitCommand())
 	return cmd
 }
 

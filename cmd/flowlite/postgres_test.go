@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,22 @@ func TestPostgres(t *testing.T) {
 	pg("history", done)
 	pg("stats")
 	pg("queues")
+	// Limits are set, shown and cleared on PostgreSQL as on SQLite.
+	pg("queues", "limit", "default", "--concurrency", "3", "--rate", "10/1s", "--key", "t=2,weight=2")
+	qs := decode[[]queueJSON](t, pg("queues", "--json"))
+	if i := slices.IndexFunc(qs, func(q queueJSON) bool { return q.Queue == "default" }); i < 0 || qs[i].Limits == nil ||
+		qs[i].Limits.Limits.Concurrency != 3 || qs[i].Limits.Limits.Rate.Limit != 10 || len(qs[i].Limits.Limits.Keys) != 1 {
+		t.Errorf("queues --json limits on PostgreSQL: %+v", qs)
+	}
+	if out := pg("queues"); !strings.Contains(out, "CONCURRENCY") || !strings.Contains(out, "10/1s") {
+		t.Errorf("queues lacks the limits:\n%s", out)
+	}
+	pg("show", pending)
+	fails(t, exitUsage, `--rate "ten/1s"`, append(db, "queues", "limit", "default", "--rate", "ten/1s")...)
+	pg("queues", "limit", "default", "--clear")
+	if out := pg("queues"); strings.Contains(out, "CONCURRENCY") {
+		t.Errorf("queues shows limits after --clear:\n%s", out)
+	}
 	if out := pg("health"); !strings.Contains(out, "PostgreSQL") || !strings.Contains(out, "unworked") {
 		t.Errorf("health:\n%s", out)
 	}

@@ -31,7 +31,9 @@ type stepJSON struct {
 type runDetailJSON struct {
 	runJSON
 	startJSON
-	Steps []stepJSON `json:"steps"`
+	ConcurrencyKey string     `json:"concurrency_key,omitempty"`
+	HeldBy         string     `json:"held_by,omitempty"`
+	Steps          []stepJSON `json:"steps"`
 }
 
 func (a *app) showCommand() *cobra.Command {
@@ -60,10 +62,18 @@ times history --relative prints).`,
 				if err != nil {
 					return runError(id, err)
 				}
-				if a.json {
-					return writeJSON(a.stdout, newRunDetailJSON(info))
+				held := ""
+				if info.Status == flow.StatusPending {
+					if held, err = e.HeldBy(cmd.Context(), id); err != nil {
+						return runError(id, err)
+					}
 				}
-				return a.printRun(info)
+				if a.json {
+					out := newRunDetailJSON(info)
+					out.ConcurrencyKey, out.HeldBy = info.ConcurrencyKey, held
+					return writeJSON(a.stdout, out)
+				}
+				return a.printRun(info, held)
 			})
 		}),
 	}
@@ -84,7 +94,7 @@ func newRunDetailJSON(info flow.RunInfo) runDetailJSON {
 	return out
 }
 
-func (a *app) printRun(info flow.RunInfo) error {
+func (a *app) printRun(info flow.RunInfo, held string) error {
 	h := newTable(a.stdout, "Run", cell(info.ID, 0))
 	h.row("Status", statusText(info))
 	h.row("Workflow", cell(info.Workflow, 0)+" version "+strconv.Itoa(info.Version))
@@ -96,6 +106,12 @@ func (a *app) printRun(info flow.RunInfo) error {
 	}
 	h.row("Finished", rfcMillis(info.FinishedAt))
 	startRows(h, info)
+	if info.ConcurrencyKey != "" {
+		h.row("Concurrency key", cell(info.ConcurrencyKey, 0))
+	}
+	if held != "" {
+		h.row("Held back", cell(held, 0))
+	}
 	if info.Error != "" {
 		h.row("Error", cell(info.Error, 0))
 	}

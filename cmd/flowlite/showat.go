@@ -52,7 +52,7 @@ func (a *app) showAt(ctx context.Context, e *flow.Engine, id, when string) error
 		return writeJSON(a.stdout, out)
 	}
 	fmt.Fprintf(a.stdout, "As of %s (after %d events of its history)\n\n", rfcMillis(st.At), st.Events)
-	if err := a.printRun(st.Run); err != nil {
+	if err := a.printRun(st.Run, ""); err != nil {
 		return err
 	}
 	if len(st.Waits) > 0 {

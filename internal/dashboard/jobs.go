@@ -204,12 +204,16 @@ func queueOp(op string) (label, explain string, ok bool) {
 func (d *Dashboard) confirmQueue(w http.ResponseWriter, r *http.Request) {
 	q, op := r.PathValue("queue"), r.PathValue("op")
 	label, explain, ok := queueOp(op)
-	if !ok {
+	if !ok && op != "limits" {
 		d.fail(w, r, http.StatusNotFound, fmt.Sprintf("No queue operation %q.", op))
 		return
 	}
 	if d.readOnly {
 		d.fail(w, r, http.StatusForbidden, "The dashboard is read-only: actions are disabled.")
+		return
+	}
+	if op == "limits" {
+		d.confirmLimits(w, r, q)
 		return
 	}
 	data := confirmData{Kind: "queue", Queue: q, Label: label, Explain: explain, Post: d.path("/queues/" + url.PathEscape(q) + "/" + op), Back: d.path("/")}
@@ -224,6 +228,9 @@ func (d *Dashboard) actQueue(w http.ResponseWriter, r *http.Request) {
 	q, op := r.PathValue("queue"), r.PathValue("op")
 	var err error
 	switch op {
+	case "limits":
+		d.actLimits(w, r, q)
+		return
 	case "pause":
 		err = d.e.PauseQueue(r.Context(), q)
 	case "resume":

@@ -155,9 +155,11 @@ func prettyJSON(raw json.RawMessage) string {
 
 // overviewData is the overview page.
 type overviewData struct {
-	Counts  []statusCount
-	Total   int64
-	Queues  []queueRow
+	Counts []statusCount
+	Total  int64
+	Queues []queueRow
+	// Limits are the queues with limits, with their use.
+	Limits  []limitRow
 	Health  *flow.FileHealth
 	Engines []flow.Report
 	// Unworked are the queues with pending runs that no live engine works.
@@ -186,6 +188,10 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.failErr(w, r, "queue statistics", err)
 		return
 	}
+	if data.Limits, err = d.limitRows(ctx); err != nil {
+		d.failErr(w, r, "queue limits", err)
+		return
+	}
 	if h, err := d.fileHealth(ctx); err == nil {
 		data.Health = &h
 	} else if !errors.Is(err, flow.ErrNotSupported) { // PostgreSQL keeps no file
@@ -206,6 +212,8 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		p.Flash = "Queue paused: engines stop claiming its runs at their next poll."
 	case "resume":
 		p.Flash = "Queue resumed: engines claim its runs again within their poll interval."
+	case "limits":
+		p.Flash = "Queue limits set: this engine applies them at once, the others within a second."
 	}
 	d.render(w, r, http.StatusOK, "overview", p)
 }
@@ -260,7 +268,10 @@ func (d *Dashboard) runs(w http.ResponseWriter, r *http.Request) {
 
 // runData is the run page.
 type runData struct {
-	Run      flow.RunInfo
+	Run flow.RunInfo
+	// HeldBy says which limit of its queue holds the ready run back, if one
+	// does.
+	HeldBy   string
 	Events   []flow.Event
 	Timeline timeline
 	Actions  []action
@@ -326,6 +337,11 @@ func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 	}
 	data := runData{Run: info, Events: events, Timeline: buildTimeline(info, events[:sc.At], now), Scrub: sc}
 	data.DAG = d.dag(ctx, info)
+	if info.Status == flow.StatusPending && !sc.Past {
+		if data.HeldBy, err = d.e.HeldBy(ctx, id); err != nil {
+			d.log.Warn("run: held by", "run", id, "err", err)
+		}
+	}
 	if !d.readOnly && !sc.Past {
 		data.Actions = d.actionsFor(info)
 		data.StepActions = d.stepActionsFor(info)
@@ -500,8 +516,9 @@ type confirmData struct {
 	Matched  int
 	Workflow string
 
-	Queue          string // dead (the filter) and queue
-	Label, Explain string // queue
+	Queue          string     // dead (the filter) and queue
+	Label, Explain string     // queue
+	Limits         limitsForm // limits
 
 	Value string // run: the first value of the action's Input
 }

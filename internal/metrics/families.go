@@ -58,6 +58,7 @@ func Write(ctx context.Context, e *flow.Engine, mw Sink, log *slog.Logger) {
 		}
 	}
 	queueMetrics(ctx, e, mw, log)
+	limitMetrics(ctx, e, mw, log)
 	unworkedMetrics(ctx, e, mw, log)
 
 	if h, err := FileHealth(ctx, e); err == nil {
@@ -119,6 +120,37 @@ func queueMetrics(ctx context.Context, e *flow.Engine, mw Sink, log *slog.Logger
 	gauge("flowlite_dead_letters", "Failed runs not requeued, per queue.", func(q flow.QueueStats) float64 { return float64(q.DeadLetters) })
 	gauge("flowlite_queue_finished_last_hour", "Runs of the queue that finished in the last hour.", func(q flow.QueueStats) float64 { return float64(q.FinishedLastHour) })
 	gauge("flowlite_queue_run_duration_p95_seconds", "95th percentile duration of the runs completed in the last hour (claim to completion).", func(q flow.QueueStats) float64 { return q.P95Duration.Seconds() })
+}
+
+// limitMetrics writes, for each queue with limits (flow control), its
+// global limits and what they hold now; no family when no queue has any.
+func limitMetrics(ctx context.Context, e *flow.Engine, mw Sink, log *slog.Logger) {
+	uses, err := e.QueueLimits(ctx)
+	if err != nil {
+		log.Warn("metrics: queue limits", "err", err)
+		return
+	}
+	if len(uses) == 0 {
+		return
+	}
+	gauge := func(name, help string, v func(flow.QueueLimitUse) float64) {
+		mw.Family(name, Gauge, help)
+		for _, u := range uses {
+			mw.Sample(name, L("queue", u.Queue), v(u))
+		}
+	}
+	gauge("flowlite_queue_limit_concurrency", "The most runs of the queue executing at once across engines (QueueLimits.Concurrency; 0: no limit).",
+		func(u flow.QueueLimitUse) float64 { return float64(u.Limits.Concurrency) })
+	gauge("flowlite_queue_limit_rate", "The most runs of the queue starting per rate period (QueueLimits.Rate.Limit; 0: no limit).",
+		func(u flow.QueueLimitUse) float64 { return float64(u.Limits.Rate.Limit) })
+	gauge("flowlite_queue_limit_rate_period_seconds", "The length of the queue's rate window (QueueLimits.Rate.Period; 0: no rate).",
+		func(u flow.QueueLimitUse) float64 { return u.Limits.Rate.Period.Seconds() })
+	gauge("flowlite_queue_limit_running", "Runs of a limited queue executing now.",
+		func(u flow.QueueLimitUse) float64 { return float64(u.Running) })
+	gauge("flowlite_queue_limit_started", "Runs of a limited queue started within its rate window (0 without a rate).",
+		func(u flow.QueueLimitUse) float64 { return float64(u.Started) })
+	gauge("flowlite_queue_limit_held_back", "Ready runs of a limited queue that its global limits keep from starting now.",
+		func(u flow.QueueLimitUse) float64 { return float64(u.HeldBack) })
 }
 
 // unworkedMetrics writes, for each queue with pending runs that no live
