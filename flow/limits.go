@@ -19,6 +19,14 @@ type RateLimit = flowtype.RateLimit
 // [flowtype.KeyLimit].
 type KeyLimit = flowtype.KeyLimit
 
+// ParseRateLimit reads a rate written N/PERIOD ("100/1s"); see
+// [flowtype.ParseRateLimit].
+func ParseRateLimit(s string) (RateLimit, error) { return flowtype.ParseRateLimit(s) }
+
+// ParseKeyLimit reads a key limit written
+// PREFIX=CONCURRENCY[,weight=W][,rate=N/PERIOD]; see [flowtype.ParseKeyLimit].
+func ParseKeyLimit(s string) (KeyLimit, error) { return flowtype.ParseKeyLimit(s) }
+
 // QueueLimitUse is what a queue's limits hold at one moment; see
 // [flowtype.QueueLimitUse].
 type QueueLimitUse = flowtype.QueueLimitUse

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,14 +25,6 @@ type limitUseJSON struct {
 func newLimitUseJSON(u flow.QueueLimitUse) *limitUseJSON {
 	return &limitUseJSON{Limits: u.Limits, Running: u.Running, RunningByKey: u.RunningByKey,
 		Started: u.Started, Ready: u.Ready, HeldBack: u.HeldBack}
-}
-
-// rateText prints a rate as N/PERIOD, "-" when it limits nothing.
-func rateText(r flow.RateLimit) string {
-	if r.IsZero() {
-		return "-"
-	}
-	return strconv.Itoa(r.Limit) + "/" + r.Period.String()
 }
 
 // countText prints a limit, "-" for none.
@@ -57,21 +48,9 @@ func keysText(l flow.QueueLimits) string {
 		parts = append(parts, "fair")
 	}
 	for _, k := range l.Keys {
-		parts = append(parts, keyText(k))
+		parts = append(parts, k.String())
 	}
 	return strings.Join(parts, " ")
-}
-
-// keyText prints a KeyLimit as --key takes it.
-func keyText(k flow.KeyLimit) string {
-	s := k.Prefix + "=" + strconv.Itoa(k.Concurrency)
-	if k.Weight > 0 {
-		s += ",weight=" + strconv.Itoa(k.Weight)
-	}
-	if !k.Rate.IsZero() {
-		s += ",rate=" + rateText(k.Rate)
-	}
-	return s
 }
 
 // printLimits prints the table of the queues' limits and their use, after
@@ -84,67 +63,26 @@ func (a *app) printLimits(uses []flow.QueueLimitUse) error {
 	t := newTable(a.stdout, "QUEUE", "CONCURRENCY", "RATE", "KEY.CONC", "KEY.RATE", "KEYS", "RUNNING", "STARTED", "READY", "HELD")
 	for _, u := range uses {
 		l := u.Limits
-		t.row(cell(u.Queue, 0), countText(l.Concurrency), rateText(l.Rate), countText(l.KeyConcurrency), rateText(l.KeyRate),
+		t.row(cell(u.Queue, 0), countText(l.Concurrency), l.Rate.String(), countText(l.KeyConcurrency), l.KeyRate.String(),
 			cell(keysText(l), 60), strconv.Itoa(u.Running), strconv.Itoa(u.Started), strconv.Itoa(u.Ready), strconv.Itoa(u.HeldBack))
 	}
 	return t.flush()
 }
 
-// parseRate parses N/PERIOD (100/1s, 10/m): at most N starts per PERIOD.
+// parseRate parses --flag's N/PERIOD (flow.ParseRateLimit).
 func parseRate(flag, s string) (flow.RateLimit, error) {
-	n, p, found := strings.Cut(s, "/")
-	limit, err := strconv.Atoi(n)
-	if !found || err != nil || limit <= 0 {
-		return flow.RateLimit{}, usageErrorf("%s %q: want N/PERIOD with N a positive number, e.g. 100/1s", flag, s)
-	}
-	d, err := time.ParseDuration(p)
+	r, err := flow.ParseRateLimit(s)
 	if err != nil {
-		d, err = time.ParseDuration("1" + p) // 10/s, 10/m
+		return flow.RateLimit{}, usageErrorf("%s: %v", flag, err)
 	}
-	if err != nil || d < time.Millisecond {
-		return flow.RateLimit{}, usageErrorf("%s %q: want N/PERIOD with PERIOD a duration of at least 1ms, e.g. 100/1s", flag, s)
-	}
-	return flow.RateLimit{Limit: limit, Period: d}, nil
+	return r, nil
 }
 
-// parseKeyLimit parses PREFIX=CONCURRENCY[,weight=W][,rate=N/PERIOD].
+// parseKeyLimit parses a --key (flow.ParseKeyLimit).
 func parseKeyLimit(s string) (flow.KeyLimit, error) {
-	bad := func(why string) (flow.KeyLimit, error) {
-		return flow.KeyLimit{}, usageErrorf("--key %q: %s; want PREFIX=CONCURRENCY[,weight=W][,rate=N/PERIOD]", s, why)
-	}
-	first, _, _ := strings.Cut(s, ",")
-	i := strings.LastIndex(first, "=")
-	if i < 0 {
-		return bad("no concurrency")
-	}
-	k := flow.KeyLimit{Prefix: s[:i]}
-	if k.Prefix == "" {
-		return bad("empty prefix")
-	}
-	fields := strings.Split(s[i+1:], ",")
-	c, err := strconv.Atoi(fields[0])
-	if err != nil || c < 0 {
-		return bad("concurrency " + strconv.Quote(fields[0]) + " is not a number of runs")
-	}
-	k.Concurrency = c
-	for _, f := range fields[1:] {
-		name, v, _ := strings.Cut(f, "=")
-		switch name {
-		case "weight":
-			w, err := strconv.Atoi(v)
-			if err != nil || w <= 0 {
-				return bad("weight " + strconv.Quote(v) + " is not a positive number")
-			}
-			k.Weight = w
-		case "rate":
-			r, err := parseRate("--key rate", v)
-			if err != nil {
-				return flow.KeyLimit{}, err
-			}
-			k.Rate = r
-		default:
-			return bad("unknown field " + strconv.Quote(f))
-		}
+	k, err := flow.ParseKeyLimit(s)
+	if err != nil {
+		return flow.KeyLimit{}, usageErrorf("--key: %v", err)
 	}
 	return k, nil
 }
@@ -237,7 +175,7 @@ func (a *app) printSetLimits(ctx context.Context, e *flow.Engine, q string, l fl
 	msg := fmt.Sprintf("queue %s limits cleared", q)
 	if !l.IsZero() {
 		msg = fmt.Sprintf("queue %s limited: concurrency %s, rate %s, key concurrency %s, key rate %s, keys %s; other engines apply it within a second",
-			q, countText(l.Concurrency), rateText(l.Rate), countText(l.KeyConcurrency), rateText(l.KeyRate), keysText(l))
+			q, countText(l.Concurrency), l.Rate.String(), countText(l.KeyConcurrency), l.KeyRate.String(), keysText(l))
 	}
 	if a.json {
 		uses, err := e.QueueLimits(ctx)

@@ -96,17 +96,17 @@ func TestQueuesLimit(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--rate", "100"}, `--rate "100"`},
-		{[]string{"--rate", "0/1s"}, `--rate "0/1s"`},
-		{[]string{"--rate", "5/soon"}, `--rate "5/soon"`},
-		{[]string{"--key-rate", "5/0s"}, `--key-rate "5/0s"`},
+		{[]string{"--rate", "100"}, `--rate: rate "100"`},
+		{[]string{"--rate", "0/1s"}, `--rate: rate "0/1s"`},
+		{[]string{"--rate", "5/soon"}, `--rate: rate "5/soon"`},
+		{[]string{"--key-rate", "5/0s"}, `--key-rate: rate "5/0s"`},
 		{[]string{"--concurrency", "-1"}, "--concurrency -1"},
 		{[]string{"--concurrency", "x"}, `invalid argument "x"`},
-		{[]string{"--key", "tenant"}, `--key "tenant": no concurrency`},
-		{[]string{"--key", "=3"}, `--key "=3": empty prefix`},
-		{[]string{"--key", "t=3,weight=0"}, `--key "t=3,weight=0": weight "0"`},
+		{[]string{"--key", "tenant"}, `--key: key limit "tenant": no concurrency`},
+		{[]string{"--key", "=3"}, `--key: key limit "=3": empty prefix`},
+		{[]string{"--key", "t=3,weight=0"}, `--key: key limit "t=3,weight=0": weight "0"`},
 		{[]string{"--key", "t=3,size=2"}, `unknown field "size=2"`},
-		{[]string{"--key", "t=3,rate=9"}, `--key rate "9"`},
+		{[]string{"--key", "t=3,rate=9"}, `key limit "t=3,rate=9": rate "9"`},
 		{[]string{"--clear", "--concurrency", "3"}, "--clear takes no other limit flag"},
 		{nil, "no limit given"},
 	} {

@@ -146,7 +146,7 @@ func TestPostgres(t *testing.T) {
 		t.Errorf("queues lacks the limits:\n%s", out)
 	}
 	pg("show", pending)
-	fails(t, exitUsage, `--rate "ten/1s"`, append(db, "queues", "limit", "default", "--rate", "ten/1s")...)
+	fails(t, exitUsage, `--rate: rate "ten/1s"`, append(db, "queues", "limit", "default", "--rate", "ten/1s")...)
 	pg("queues", "limit", "default", "--clear")
 	if out := pg("queues"); strings.Contains(out, "CONCURRENCY") {
 		t.Errorf("queues shows limits after --clear:\n%s", out)

@@ -3,6 +3,7 @@ package flowtype
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -179,4 +180,86 @@ type QueueLimitUse struct {
 	// and Rate) keep from starting now; runs held back by a per-key limit
 	// alone are not counted.
 	HeldBack int
+}
+
+// String is the rate as ParseRateLimit reads it, N/PERIOD ("100/1s"), or
+// "-" when it limits nothing.
+func (l RateLimit) String() string {
+	if l.IsZero() {
+		return "-"
+	}
+	return strconv.Itoa(l.Limit) + "/" + l.Period.String()
+}
+
+// ParseRateLimit reads a rate written N/PERIOD: at most N starts per
+// PERIOD, a duration of at least a millisecond ("100/1s", "10/m", as the
+// CLI's --rate and the dashboard's form take it).
+func ParseRateLimit(s string) (RateLimit, error) {
+	n, p, found := strings.Cut(s, "/")
+	limit, err := strconv.Atoi(n)
+	if !found || err != nil || limit <= 0 {
+		return RateLimit{}, fmt.Errorf("rate %q: want N/PERIOD with N a positive number, e.g. 100/1s", s)
+	}
+	d, err := time.ParseDuration(p)
+	if err != nil {
+		d, err = time.ParseDuration("1" + p) // 10/s, 10/m
+	}
+	if err != nil || d < time.Millisecond {
+		return RateLimit{}, fmt.Errorf("rate %q: want N/PERIOD with PERIOD a duration of at least 1ms, e.g. 100/1s", s)
+	}
+	return RateLimit{Limit: limit, Period: d}, nil
+}
+
+// String is the key limit as ParseKeyLimit reads it:
+// PREFIX=CONCURRENCY[,weight=W][,rate=N/PERIOD].
+func (k KeyLimit) String() string {
+	s := k.Prefix + "=" + strconv.Itoa(k.Concurrency)
+	if k.Weight > 0 {
+		s += ",weight=" + strconv.Itoa(k.Weight)
+	}
+	if !k.Rate.IsZero() {
+		s += ",rate=" + k.Rate.String()
+	}
+	return s
+}
+
+// ParseKeyLimit reads a key limit written
+// PREFIX=CONCURRENCY[,weight=W][,rate=N/PERIOD] ("vip-=3,weight=4").
+func ParseKeyLimit(s string) (KeyLimit, error) {
+	bad := func(why string) (KeyLimit, error) {
+		return KeyLimit{}, fmt.Errorf("key limit %q: %s; want PREFIX=CONCURRENCY[,weight=W][,rate=N/PERIOD]", s, why)
+	}
+	first, _, _ := strings.Cut(s, ",")
+	i := strings.LastIndex(first, "=")
+	if i < 0 {
+		return bad("no concurrency")
+	}
+	k := KeyLimit{Prefix: s[:i]}
+	if k.Prefix == "" {
+		return bad("empty prefix")
+	}
+	fields := strings.Split(s[i+1:], ",")
+	c, err := strconv.Atoi(fields[0])
+	if err != nil || c < 0 {
+		return bad("concurrency " + strconv.Quote(fields[0]) + " is not a number of runs")
+	}
+	k.Concurrency = c
+	for _, f := range fields[1:] {
+		name, v, _ := strings.Cut(f, "=")
+		switch name {
+		case "weight":
+			w, err := strconv.Atoi(v)
+			if err != nil || w <= 0 {
+				return bad("weight " + strconv.Quote(v) + " is not a positive number")
+			}
+			k.Weight = w
+		case "rate":
+			if k.Rate, err = ParseRateLimit(v); err != nil {
+				return bad(err.Error())
+			}
+		default:
+			return bad("unknown field " + strconv.Quote(f))
+		}
+	}
+	return k, nil
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/flowlite/flowlite/flow"
 )
@@ -30,8 +29,8 @@ func (d *Dashboard) limitRows(ctx context.Context) ([]limitRow, error) {
 	rows := make([]limitRow, len(uses))
 	for i, u := range uses {
 		l := u.Limits
-		rows[i] = limitRow{Queue: u.Queue, Concurrency: countText(l.Concurrency), Rate: rateText(l.Rate),
-			KeyConcurrency: countText(l.KeyConcurrency), KeyRate: rateText(l.KeyRate), Keys: keysText(l),
+		rows[i] = limitRow{Queue: u.Queue, Concurrency: countText(l.Concurrency), Rate: l.Rate.String(),
+			KeyConcurrency: countText(l.KeyConcurrency), KeyRate: l.KeyRate.String(), Keys: keysText(l),
 			Running: u.Running, Started: u.Started, Ready: u.Ready, HeldBack: u.HeldBack}
 	}
 	return rows, nil
@@ -45,14 +44,6 @@ func countText(n int) string {
 	return strconv.Itoa(n)
 }
 
-// rateText is a rate as N/PERIOD, "-" for none.
-func rateText(r flow.RateLimit) string {
-	if r.IsZero() {
-		return "-"
-	}
-	return strconv.Itoa(r.Limit) + "/" + r.Period.String()
-}
-
 // keysText is a queue's fairness and per-prefix limits, "-" for none.
 func keysText(l flow.QueueLimits) string {
 	var parts []string
@@ -62,7 +53,7 @@ func keysText(l flow.QueueLimits) string {
 	for _, k := range l.Keys {
 		s := k.Prefix + "*: " + countText(k.Concurrency) + " running"
 		if !k.Rate.IsZero() {
-			s += ", " + rateText(k.Rate)
+			s += ", " + k.Rate.String()
 		}
 		if k.Weight > 0 {
 			s += ", weight " + strconv.Itoa(k.Weight)
@@ -87,21 +78,14 @@ type limitsForm struct {
 func newLimitsForm(l flow.QueueLimits) limitsForm {
 	f := limitsForm{Concurrency: l.Concurrency, KeyConcurrency: l.KeyConcurrency, Fair: l.Fair}
 	if !l.Rate.IsZero() {
-		f.Rate = rateText(l.Rate)
+		f.Rate = l.Rate.String()
 	}
 	if !l.KeyRate.IsZero() {
-		f.KeyRate = rateText(l.KeyRate)
+		f.KeyRate = l.KeyRate.String()
 	}
 	var lines []string
 	for _, k := range l.Keys {
-		s := k.Prefix + "=" + strconv.Itoa(k.Concurrency)
-		if k.Weight > 0 {
-			s += ",weight=" + strconv.Itoa(k.Weight)
-		}
-		if !k.Rate.IsZero() {
-			s += ",rate=" + rateText(k.Rate)
-		}
-		lines = append(lines, s)
+		lines = append(lines, k.String())
 	}
 	f.Keys = strings.Join(lines, "\n")
 	return f
@@ -143,7 +127,7 @@ func parseLimitsForm(r *http.Request) (flow.QueueLimits, error) {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		k, err := parseKeyLimit(line)
+		k, err := flow.ParseKeyLimit(line)
 		if err != nil {
 			return l, err
 		}
@@ -152,61 +136,13 @@ func parseLimitsForm(r *http.Request) (flow.QueueLimits, error) {
 	return l, nil
 }
 
-// parseRate parses N/PERIOD (100/1s, 10/m).
+// parseRate parses the form field's N/PERIOD (flow.ParseRateLimit).
 func parseRate(field, s string) (flow.RateLimit, error) {
-	n, p, found := strings.Cut(s, "/")
-	limit, err := strconv.Atoi(n)
-	if !found || err != nil || limit <= 0 {
-		return flow.RateLimit{}, fmt.Errorf("%s %q: want N/PERIOD with N a positive number, e.g. 100/1s", field, s)
-	}
-	d, err := time.ParseDuration(p)
+	r, err := flow.ParseRateLimit(s)
 	if err != nil {
-		d, err = time.ParseDuration("1" + p)
+		return flow.RateLimit{}, fmt.Errorf("%s: %w", field, err)
 	}
-	if err != nil || d < time.Millisecond {
-		return flow.RateLimit{}, fmt.Errorf("%s %q: want N/PERIOD with PERIOD a duration of at least 1ms, e.g. 100/1s", field, s)
-	}
-	return flow.RateLimit{Limit: limit, Period: d}, nil
-}
-
-// parseKeyLimit parses PREFIX=CONC[,weight=W][,rate=N/PERIOD].
-func parseKeyLimit(s string) (flow.KeyLimit, error) {
-	bad := func(why string) (flow.KeyLimit, error) {
-		return flow.KeyLimit{}, fmt.Errorf("key limit %q: %s; want PREFIX=CONC[,weight=W][,rate=N/PERIOD]", s, why)
-	}
-	first, _, _ := strings.Cut(s, ",")
-	i := strings.LastIndex(first, "=")
-	if i < 0 {
-		return bad("no concurrency")
-	}
-	k := flow.KeyLimit{Prefix: s[:i]}
-	if k.Prefix == "" {
-		return bad("empty prefix")
-	}
-	fields := strings.Split(s[i+1:], ",")
-	c, err := strconv.Atoi(fields[0])
-	if err != nil || c < 0 {
-		return bad("concurrency " + strconv.Quote(fields[0]) + " is not a number of runs")
-	}
-	k.Concurrency = c
-	for _, f := range fields[1:] {
-		name, v, _ := strings.Cut(f, "=")
-		switch name {
-		case "weight":
-			w, err := strconv.Atoi(v)
-			if err != nil || w <= 0 {
-				return bad("weight " + strconv.Quote(v) + " is not a positive number")
-			}
-			k.Weight = w
-		case "rate":
-			if k.Rate, err = parseRate("rate", v); err != nil {
-				return bad(err.Error())
-			}
-		default:
-			return bad("unknown field " + strconv.Quote(f))
-		}
-	}
-	return k, nil
+	return r, nil
 }
 
 // confirmLimits shows the form that sets queue's limits.

@@ -137,7 +137,7 @@ func TestQueueLimitsForm(t *testing.T) {
 	}{
 		{url.Values{"concurrency": {"many"}}, `concurrency &#34;many&#34;`},
 		{url.Values{"rate": {"10"}}, `rate &#34;10&#34;`},
-		{url.Values{"key_rate": {"1/0s"}}, `key_rate &#34;1/0s&#34;`},
+		{url.Values{"key_rate": {"1/0s"}}, `key_rate: rate &#34;1/0s&#34;`},
 		{url.Values{"keys": {"tenant"}}, "no concurrency"},
 		{url.Values{"keys": {"t=1,weight=-1"}}, "weight"},
 	} {
