@@ -128,10 +128,10 @@ func (l QueueLimits) Validate() error {
 	errs = append(errs, l.Rate.validate("Rate"), l.KeyRate.validate("KeyRate"))
 	seen := make(map[string]bool, len(l.Keys))
 	for i, k := range l.Keys {
-		name := fmt.Sprintf("Keys[%d] (prefix %q)", i, k.Prefix)
+		name := fmt.Sprintf("key limit %d (prefix %q)", i, k.Prefix)
 		switch {
 		case k.Prefix == "":
-			errs = append(errs, fmt.Errorf("Keys[%d]: empty Prefix (KeyConcurrency and KeyRate set the default)", i))
+			errs = append(errs, fmt.Errorf("key limit %d: empty Prefix (KeyConcurrency and KeyRate set the default)", i))
 		case seen[k.Prefix]:
 			errs = append(errs, fmt.Errorf("%s: prefix listed twice", name))
 		}
