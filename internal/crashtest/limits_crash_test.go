@@ -184,34 +184,7 @@ func limitsChildMain() int {
 	if err := flow.RegisterJobSafely(e, globJob(l)); err != nil {
 		return fail("register: %v", err)
 	}
-	if err := e.Start(ctx); err != nil {
-		if ctx.Err() != nil {
-			return 0
-		}
-		return fail("start: %v", err)
-	}
-	fmt.Println("ready")
-	drain := os.Getenv(envDrain) == "1"
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return stopEngine(e)
-		case <-tick.C:
-		}
-		if !drain {
-			continue
-		}
-		counts, err := e.CountRuns(ctx)
-		if err != nil {
-			return fail("count runs: %v", err)
-		}
-		if counts[flow.StatusPending]+counts[flow.StatusRunning]+counts[flow.StatusWaiting] == 0 &&
-			counts[flow.StatusCompleted]+counts[flow.StatusFailed] >= int64(total) {
-			return stopEngine(e)
-		}
-	}
+	return workChildUntil(ctx, e, fail, int64(total))
 }
 
 // spawnLimits starts flow-control worker inc.

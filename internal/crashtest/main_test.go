@@ -257,7 +257,17 @@ func childMain() int {
 // ends (SIGTERM) or, in the draining child (envDrain), until no run is left
 // unfinished; fail reports a failure and gives the exit code.
 func workChild(ctx context.Context, e *flow.Engine, fail func(format string, args ...any) int) int {
+	return workChildUntil(ctx, e, fail, 0)
+}
+
+// workChildUntil is workChild whose draining child also waits until at
+// least finished runs completed or failed (runs another child is still
+// enqueueing are not there yet).
+func workChildUntil(ctx context.Context, e *flow.Engine, fail func(format string, args ...any) int, finished int64) int {
 	if err := e.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return 0
+		}
 		return fail("start: %v", err)
 	}
 	fmt.Println("ready")
@@ -277,7 +287,8 @@ func workChild(ctx context.Context, e *flow.Engine, fail func(format string, arg
 		if err != nil {
 			return fail("count runs: %v", err)
 		}
-		if counts[flow.StatusPending]+counts[flow.StatusRunning]+counts[flow.StatusWaiting]+counts[flow.StatusCompensating] == 0 {
+		if counts[flow.StatusPending]+counts[flow.StatusRunning]+counts[flow.StatusWaiting]+counts[flow.StatusCompensating] == 0 &&
+			counts[flow.StatusCompleted]+counts[flow.StatusFailed] >= finished {
 			return stopEngine(e)
 		}
 	}
