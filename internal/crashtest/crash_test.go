@@ -114,6 +114,15 @@ func crashResume(t *testing.T, shards, runs, kills int, drainTimeout time.Durati
 	perChild := runs / (kills + 1)
 	readyKills := 0
 	for inc := 1; inc <= kills; inc++ {
+		if inc == kills {
+			// The last kill surely hits a run in flight, whatever the
+			// random ones before it did.
+			c := h.spawn(inc, false, envHold+"=1")
+			startRuns(perChild)
+			h.killInFlight(c, 30*time.Second)
+			readyKills++
+			continue
+		}
 		c := h.spawn(inc, false)
 		startRuns(perChild)
 		if rng.IntN(5) == 0 {
@@ -574,11 +583,12 @@ type child struct {
 	once  sync.Once
 }
 
-func (h *harness) spawn(inc int, drain bool) *child {
+func (h *harness) spawn(inc int, drain bool, env ...string) *child {
 	h.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"=1", envDB+"="+h.db, envLedger+"="+h.ledger,
 		envInc+"="+strconv.Itoa(inc), envDrain+"="+map[bool]string{true: "1", false: "0"}[drain])
+	cmd.Env = append(cmd.Env, env...)
 	c := &child{inc: inc, cmd: cmd, ready: make(chan struct{}), done: make(chan error, 1)}
 	cmd.Stdout = &readyWriter{ready: c.ready}
 	logf, err := os.Create(h.logPath(inc))
@@ -593,6 +603,37 @@ func (h *harness) spawn(inc int, drain bool) *child {
 	go func() { c.done <- cmd.Wait() }()
 	h.cur = c
 	return c
+}
+
+// killInFlight kills c, a child spawned with envHold=1, once the ledger
+// shows its first step attempt started (and parked), so that the kill
+// certainly leaves a run leased by a dead worker; it fails the test if that
+// line does not come within timeout.
+func (h *harness) killInFlight(c *child, timeout time.Duration) {
+	h.t.Helper()
+	prefix := []byte(strconv.Itoa(c.inc) + " start ")
+	for deadline := time.Now().Add(timeout); ; time.Sleep(5 * time.Millisecond) {
+		data, err := os.ReadFile(h.ledger)
+		if err != nil && !os.IsNotExist(err) {
+			h.t.Fatal(err)
+		}
+		if bytes.HasPrefix(data, prefix) || bytes.Contains(data, append([]byte("\n"), prefix...)) {
+			break
+		}
+		select {
+		case err := <-c.done:
+			c.done <- err
+			h.fail("child %d exited before it started a step: %v", c.inc, err)
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			c.kill()
+			h.fail("child %d started no step within %s", c.inc, timeout)
+			return
+		}
+	}
+	c.kill()
 }
 
 // wait returns the result of the child's Wait once it exited.

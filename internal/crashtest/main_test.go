@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ const (
 	envLedger = "FLOWLITE_CRASH_LEDGER" // ledger file
 	envInc    = "FLOWLITE_CRASH_INC"    // incarnation number, 1-based
 	envDrain  = "FLOWLITE_CRASH_DRAIN"  // "1": exit once every run settled
+	envHold   = "FLOWLITE_CRASH_HOLD"   // "1": park the first step attempt (see ledgerWriter.hold)
 )
 
 func TestMain(m *testing.M) {
@@ -313,10 +315,18 @@ func stopEngine(e *flow.Engine) int {
 // comp-fail for a compensation attempt. "start" is written after the
 // engine recorded the attempt's begin and before the body runs; "done"
 // after the body returned and before the engine commits its checkpoint.
+//
+// A child started with envHold=1 parks its first step attempt after its
+// "start" line until it is killed (or 30s pass), so that the parent, which
+// waits for that line (harness.killInFlight), kills it with a run certainly
+// in flight: a random kill moment alone can miss every run on a fast
+// machine, and then the test proves nothing.
 type ledgerWriter struct {
-	mu  sync.Mutex
-	f   *os.File
-	inc int
+	mu     sync.Mutex
+	f      *os.File
+	inc    int
+	hold   bool
+	parked atomic.Bool
 }
 
 func openLedger(path string, inc int) (*ledgerWriter, error) {
@@ -324,7 +334,7 @@ func openLedger(path string, inc int) (*ledgerWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	return &ledgerWriter{f: f, inc: inc}, nil
+	return &ledgerWriter{f: f, inc: inc, hold: os.Getenv(envHold) == "1"}, nil
 }
 
 func (l *ledgerWriter) record(kind string, info flow.AttemptInfo) error {
@@ -347,6 +357,12 @@ func (l *ledgerWriter) intercept(ctx context.Context, info flow.AttemptInfo, cal
 	if err := l.record(prefix+"start", info); err != nil {
 		// Not recorded means not run: the oracle must see every execution.
 		return fmt.Errorf("ledger: %w", err)
+	}
+	if l.hold && !info.Compensation && l.parked.CompareAndSwap(false, true) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(30 * time.Second):
+		}
 	}
 	n, _ := runNumber(info.RunID)
 	var err error
