@@ -47,6 +47,10 @@ type Job[Args any] struct {
 	Retry *RetryPolicy
 	// Timeout bounds each attempt through its context; zero means no bound.
 	Timeout time.Duration
+	// RateLimit bounds how many attempts of the job (retries included)
+	// begin per period across engines, as Step.RateLimit does; a queue's
+	// rate (QueueLimits.Rate) counts first claims only.
+	RateLimit *StepRateLimit
 	// Handler does the work. It may run more than once (a retry, or a crash
 	// after it returned but before its success was recorded), so make its
 	// side effects idempotent: IdempotencyKey(ctx) and Attempt(ctx) work in
@@ -74,6 +78,11 @@ func (j Job[Args]) validate() error {
 	case j.Timeout < 0:
 		return fmt.Errorf("job %s: negative Timeout %s", j.Name, j.Timeout)
 	}
+	if j.RateLimit != nil {
+		if err := j.RateLimit.Validate(j.Name); err != nil {
+			return fmt.Errorf("job %s: %w", j.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -90,17 +99,25 @@ func (j Job[Args]) Workflow() Workflow[Args, struct{}] {
 		}
 		retry = &r
 	}
+	// The claim begins a job's attempt in its own statement (firstStep),
+	// which takes nothing from a rate limiter: a rate-limited job begins
+	// its attempts as a workflow's steps do.
+	first := j.Name
+	if j.RateLimit != nil {
+		first = ""
+	}
 	return Workflow[Args, struct{}]{
 		Name:      j.Name,
 		Version:   jobVersion,
-		firstStep: j.Name,
+		firstStep: first,
 		Run: func(wc Context, args Args) (struct{}, error) {
 			// The step's recorded input is empty: the arguments are the
 			// run's input already, and the body hands them to the step.
 			step := Step[struct{}, struct{}]{
-				Name:    j.Name,
-				Retry:   retry,
-				Timeout: j.Timeout,
+				Name:      j.Name,
+				Retry:     retry,
+				Timeout:   j.Timeout,
+				RateLimit: j.RateLimit,
 				Run: func(ctx context.Context, _ struct{}) (struct{}, error) {
 					return struct{}{}, j.Handler(ctx, args)
 				},

@@ -63,7 +63,18 @@ type Step[In, Out any] struct {
 	// Timeout bounds each attempt (and each compensation attempt) through
 	// its context; zero means no bound.
 	Timeout time.Duration
+	// RateLimit, when set, bounds how many attempts of the step (and of
+	// every step naming the same limiter) begin per period across every
+	// engine of the database, for a step that calls a rate-limited API. A
+	// run whose attempt the limit holds back waits as a pending row,
+	// holding no worker slot, and tries again when a start frees up. Steps
+	// sharing a limiter must declare the same Rate. See
+	// [flowtype.StepRateLimit] and docs/jobs.md.
+	RateLimit *StepRateLimit
 }
+
+// StepRateLimit bounds the attempts of a step per period across engines.
+type StepRateLimit = flowtype.StepRateLimit
 
 // definition builds the engine's untyped view of one call of s with in.
 func (s Step[In, Out]) definition(runID string, in In, def RetryPolicy) (engine.Step, error) {
@@ -72,6 +83,19 @@ func (s Step[In, Out]) definition(runID string, in In, def RetryPolicy) (engine.
 		return engine.Step{}, &engine.DefinitionError{RunID: runID, Problem: "a step has no Name"}
 	case (s.Run == nil) == (s.RunTx == nil):
 		return engine.Step{}, &engine.DefinitionError{RunID: runID, Problem: fmt.Sprintf("step %s must set exactly one of Run and RunTx", s.Name)}
+	}
+	var rate *flowtype.StepRateLimit
+	if s.RateLimit != nil {
+		if err := s.RateLimit.Validate(s.Name); err != nil {
+			return engine.Step{}, &engine.DefinitionError{RunID: runID, Problem: err.Error()}
+		}
+		l := *s.RateLimit
+		if l.Name == "" {
+			l.Name = s.Name
+		} else if err := engine.CheckName("rate limiter", l.Name); err != nil {
+			return engine.Step{}, &engine.DefinitionError{RunID: runID, Problem: fmt.Sprintf("step %s: %v", s.Name, err)}
+		}
+		rate = &l
 	}
 	input, err := codec.Encode(in)
 	if err != nil {
@@ -87,7 +111,7 @@ func (s Step[In, Out]) definition(runID string, in In, def RetryPolicy) (engine.
 	}
 	d := engine.Step{
 		Name: s.Name, Input: input, Transactional: s.RunTx != nil,
-		Retry: retry, CompensateRetry: compRetry, Timeout: s.Timeout,
+		Retry: retry, CompensateRetry: compRetry, Timeout: s.Timeout, RateLimit: rate,
 		Run: func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
 			var out Out
 			var err error

@@ -160,6 +160,20 @@ func (q *Queries) QueueLimitsSet(ctx context.Context, arg QueueLimitsSetParams) 
 	return err
 }
 
+const rateLock = `-- name: RateLock :exec
+SELECT pg_advisory_xact_lock($1::bigint)
+`
+
+// RateLock takes the transaction-level advisory lock of a rate limiter's
+// bucket (a 64-bit hash of schema and bucket), so that the transactions
+// counting and logging its starts take turns: under READ COMMITTED each
+// one's count, read after the lock, sees every start the previous holder
+// committed.
+func (q *Queries) RateLock(ctx context.Context, lockKey int64) error {
+	_, err := q.db.ExecContext(ctx, rateLock, lockKey)
+	return err
+}
+
 const rateStartAdd = `-- name: RateStartAdd :exec
 INSERT INTO flowlite.rate_starts (queue, concurrency_key, at, run_id)
 VALUES ($1::text, $2::text, $3::bigint, $4::text)

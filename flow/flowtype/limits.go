@@ -263,3 +263,32 @@ func ParseKeyLimit(s string) (KeyLimit, error) {
 	}
 	return k, nil
 }
+
+// StepRateLimit bounds how many attempts of a step begin per period across
+// every engine of the database: for a step that calls an API with a rate
+// limit of its own. An attempt the limit holds back does not begin: its run
+// gives its lease back and waits, a pending row due when the limit frees a
+// start (holding no worker slot), and tries again then. A retry is an
+// attempt like the first, and counts.
+type StepRateLimit struct {
+	// Name names the limiter: steps naming the same limiter, in any
+	// workflow, share its budget. Empty takes the step's name.
+	Name string `json:"name,omitempty"`
+	// Rate is the budget: at most Rate.Limit attempts begin in any period
+	// of Rate.Period.
+	Rate RateLimit `json:"rate"`
+	// PerKey gives each concurrency key of the runs (StartOptions.
+	// ConcurrencyKey) a budget of its own; runs without a key share one.
+	PerKey bool `json:"perKey,omitempty"`
+}
+
+// Validate reports what is wrong with l, named as step's limit.
+func (l StepRateLimit) Validate(step string) error {
+	if l.Rate.IsZero() {
+		return fmt.Errorf("step %s: RateLimit has no Rate (a Limit and a Period)", step)
+	}
+	if err := l.Rate.validate("RateLimit.Rate"); err != nil {
+		return fmt.Errorf("step %s: %w", step, err)
+	}
+	return nil
+}

@@ -50,4 +50,7 @@ type Step struct {
 	Retry           flowtype.RetryPolicy
 	CompensateRetry flowtype.RetryPolicy
 	Timeout         time.Duration // per attempt; zero means none
+	// RateLimit, when set (its Name resolved), bounds the attempts that
+	// begin per period (see steprate.go).
+	RateLimit *flowtype.StepRateLimit
 }

@@ -200,6 +200,7 @@ type Engine struct {
 	outage         outages        // loops whose polls find the database unavailable (outage.go)
 	outcomes       outcomeBatcher // outcomes of runs written together (outcome.go)
 	limits         limitCache     // the queues' flow control, as last read (limits.go)
+	stepRatePruned sync.Map       // step rate limiter bucket: when this engine last pruned its starts (steprate.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc

@@ -110,11 +110,14 @@ func (x *execution) abort(rc *RunContext, cause error) {
 	case errors.Is(cause, errParked):
 		st := rc.st
 		st.mu.Lock()
-		at, waiting := st.parkAt, !st.parkRetry
+		at, waiting, why := st.parkAt, !st.parkRetry, st.parkWhy
 		st.mu.Unlock()
-		why := "until " + time.UnixMilli(at).UTC().Format(time.RFC3339Nano)
-		if at >= never {
+		switch {
+		case why != "":
+		case at >= never:
 			why = "until woken"
+		default:
+			why = "until " + time.UnixMilli(at).UTC().Format(time.RFC3339Nano)
 		}
 		x.releaseUntil(at, waiting, why)
 	case errors.Is(cause, flowtype.ErrCancelled):

@@ -41,9 +41,10 @@ type runState struct {
 	history    history
 	replayOnly bool // no step may execute: the run is unwinding
 	aborted    error
-	parked     bool  // some branch asked to release the run until parkAt
-	parkAt     int64 // earliest due time asked for
-	parkRetry  bool  // a retry (not only waits) asked for the release
+	parked     bool   // some branch asked to release the run until parkAt
+	parkAt     int64  // earliest due time asked for
+	parkRetry  bool   // a retry (not only waits) asked for the release
+	parkWhy    string // why the earliest due time was asked for ("": until then)
 }
 
 func newRunContext(x *execution, steps []store.Step) *RunContext {
@@ -122,11 +123,17 @@ func (st *runState) abortLocked(cause error) error {
 // in, and no branch waits for a sibling's backoff or timer. Join then parks
 // the caller. retry says a step retry asked, rather than a wait.
 func (rc *RunContext) park(at int64, retry bool) error {
+	return rc.parkFor(at, retry, "")
+}
+
+// parkFor is park, saying why the run waits until at, for the release's
+// record.
+func (rc *RunContext) parkFor(at int64, retry bool, why string) error {
 	st := rc.st
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.parked || at < st.parkAt {
-		st.parkAt = at
+		st.parkAt, st.parkWhy = at, why
 	}
 	st.parked = true
 	st.parkRetry = st.parkRetry || retry

@@ -98,8 +98,14 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 	}
 	attempt, begun := x.takeBegun(key)
 	if !begun {
+		var heldUntil int64 // the step's rate limiter had no start left
 		err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
 			var err error
+			if def.RateLimit != nil {
+				if heldUntil, err = x.takeStepRate(ctx, tx, def.RateLimit, now); err != nil || heldUntil > 0 {
+					return err
+				}
+			}
 			// The execution read every record of the run when it began
 			// (or there were none), so an unrecorded step is most likely new.
 			p := store.StepBeginParams{Key: key, Input: def.Input, Position: rc.st.position(key), Now: now, New: !recorded}
@@ -110,6 +116,9 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 		})
 		if err != nil {
 			return nil, rc.Abort(err)
+		}
+		if heldUntil > 0 {
+			return nil, rc.parkFor(heldUntil, true, rateHeldWhy(key.Name, def.RateLimit, heldUntil))
 		}
 	}
 	var err error

@@ -118,6 +118,11 @@ type LimitTx interface {
 	RateStartAdd(ctx context.Context, queue, key, runID string, at int64) error
 	// RateStartsPrune deletes the starts of queue at or before until.
 	RateStartsPrune(ctx context.Context, queue string, until int64) error
+	// RateLock makes the transactions that count and log the starts of
+	// the limiter bucket take turns until they end, on a database without
+	// a global write lock; a step's rate limit (which has no queue_limits
+	// row to lock) takes it before RateStartsCount.
+	RateLock(ctx context.Context, bucket string) error
 }
 
 // keyLimitRow is one entry of queue_limits.keys, as the migration

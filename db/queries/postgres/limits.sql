@@ -261,3 +261,11 @@ SELECT c.id, c.seq, c.workflow, c.version, c.queue, c.priority, c.status, c.inpu
        COALESCE(b.name, '')::text AS begun
 FROM claimed AS c LEFT JOIN begun AS b ON b.run_id = c.id
 ORDER BY c.priority DESC, c.run_at, c.seq;
+
+-- name: RateLock :exec
+-- RateLock takes the transaction-level advisory lock of a rate limiter's
+-- bucket (a 64-bit hash of schema and bucket), so that the transactions
+-- counting and logging its starts take turns: under READ COMMITTED each
+-- one's count, read after the lock, sees every start the previous holder
+-- committed.
+SELECT pg_advisory_xact_lock(sqlc.arg(lock_key)::bigint);

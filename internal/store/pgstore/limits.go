@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
 	"github.com/flowlite/flowlite/flow/flowtype"
@@ -138,6 +139,21 @@ func (t *tx) RateStartAdd(ctx context.Context, queue, key, runID string, at int6
 func (t *tx) RateStartsPrune(ctx context.Context, queue string, until int64) error {
 	if err := t.q.RateStartsPrune(ctx, pgdb.RateStartsPruneParams{Queue: queue, Until: until}); err != nil {
 		return fmt.Errorf("prune the starts of queue %s: %w", queue, interpretError(ctx, err))
+	}
+	return nil
+}
+
+// rateLockID returns the advisory lock of a rate limiter's bucket in a
+// schema (see RateLock in db/queries/postgres/limits.sql).
+func rateLockID(schema, bucket string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("flowlite\x00rate\x00" + schema + "\x00" + bucket))
+	return int64(h.Sum64())
+}
+
+func (t *tx) RateLock(ctx context.Context, bucket string) error {
+	if err := t.q.RateLock(ctx, rateLockID(t.s.schema, bucket)); err != nil {
+		return fmt.Errorf("lock rate limiter %q: %w", bucket, interpretError(ctx, err))
 	}
 	return nil
 }

@@ -141,3 +141,6 @@ func (t *tx) RateStartsPrune(ctx context.Context, queue string, until int64) err
 	}
 	return nil
 }
+
+// RateLock is a no-op: SQLite's writers take turns already.
+func (t *tx) RateLock(context.Context, string) error { return nil }
