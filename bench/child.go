@@ -52,6 +52,9 @@ type result struct {
 	// time, split between the database and the engine.
 	ServerCPUPer float64 `json:"server_cpu_us_per,omitempty"`
 	WorkerCPUPer float64 `json:"worker_cpu_us_per,omitempty"`
+	// Held says how closely a flow control scenario's limit held (see
+	// limits.go).
+	Held string `json:"held,omitempty"`
 }
 
 // scenarioFunc runs one scenario of one system in this process.

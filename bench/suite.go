@@ -77,7 +77,7 @@ func plan() []scenario {
 		scenario{Name: "p99 start→first step at 200/s, in-process", Key: "latency", Unit: "ms p99", LowerBetter: true, N: 1000,
 			Systems: []string{"flowlite", "go-workflows", "river-sqlite", "bullmq"}},
 	)
-	return s
+	return append(s, limitsPlan()...)
 }
 
 // childScenarios maps "system/scenario" to its implementation.
@@ -94,6 +94,10 @@ func childScenarios() map[string]scenarioFunc {
 	}
 	for _, k := range []string{"drain", "bulk", "enqueue1", "enqueue16", "workflows", "latency"} {
 		m["river-sqlite/"+k] = riverSQLite
+	}
+	for k := range limitScenarios() {
+		m["flowlite-limited/"+k] = limitsDrain(k, true)
+		m["flowlite/"+k] = limitsDrain(k, false)
 	}
 	for _, sys := range []pgSystem{flowlitePG, riverPG} {
 		m[sys.name+"/pg-drain"] = sys.throughput
@@ -129,6 +133,8 @@ type measurement struct {
 	WallSec  float64 `json:"wall_s"`
 	Err      string  `json:"error,omitempty"`
 	Warning  string  `json:"warning,omitempty"`
+	// Held says how closely a flow control scenario's limit held.
+	Held string `json:"held,omitempty"`
 	// CommitsPer, RowsPer, ServerCPUPer and WorkerCPUPer: see result.
 	CommitsPer   float64 `json:"commits_per,omitempty"`
 	RowsPer      float64 `json:"rows_per,omitempty"`
@@ -170,8 +176,8 @@ func runSuite(ctx context.Context, cfg suiteConfig, out io.Writer) (report, erro
 		for _, s := range rep.Scenarios {
 			for _, sys := range s.Systems {
 				m := runOne(ctx, cfg, lk, self, s, sys, round)
-				fmt.Fprintf(os.Stderr, "round %d  %-60s %-13s %10.2f %-12s rss %6.1f MiB  cpu %6.2f s  wall %6.1f s  %s%s\n",
-					round, s.Name, sys, m.Value, s.Unit, m.RSSMiB, m.CPUSec, m.WallSec, m.Err, m.Warning)
+				fmt.Fprintf(os.Stderr, "round %d  %-60s %-13s %10.2f %-12s rss %6.1f MiB  cpu %6.2f s  wall %6.1f s  %s%s%s\n",
+					round, s.Name, sys, m.Value, s.Unit, m.RSSMiB, m.CPUSec, m.WallSec, m.Err, m.Warning, m.Held)
 				rep.Measurements = append(rep.Measurements, m)
 				if ctx.Err() != nil {
 					return rep, ctx.Err()
@@ -315,7 +321,7 @@ func runOne(ctx context.Context, cfg suiteConfig, lk *pgLock, self string, s sce
 		return m
 	}
 	m.Value, m.P50, m.Done, m.CommitsPer, m.RowsPer = r.Value, r.P50, r.Done, r.CommitsPer, r.RowsPer
-	m.ServerCPUPer, m.WorkerCPUPer = r.ServerCPUPer, r.WorkerCPUPer
+	m.ServerCPUPer, m.WorkerCPUPer, m.Held = r.ServerCPUPer, r.WorkerCPUPer, r.Held
 	if r.RSSKB > 0 {
 		m.RSSMiB = float64(r.RSSKB) / 1024
 	}
@@ -403,6 +409,7 @@ type summary struct {
 	ServerCPUPer, WorkerCPUPer float64
 	Values                     []float64
 	Failed, Unlocked           int
+	Held                       string
 }
 
 func summarize(rep report, s scenario, sys string) summary {
@@ -418,6 +425,9 @@ func summarize(rep report, s scenario, sys string) summary {
 		}
 		if m.Warning != "" {
 			sum.Unlocked++
+		}
+		if m.Held != "" {
+			sum.Held = m.Held // the last round's
 		}
 		v, p, r, c = append(v, m.Value), append(p, m.P50), append(r, m.RSSMiB), append(c, m.CPUSec)
 		cp, rp = append(cp, m.CommitsPer), append(rp, m.RowsPer)
@@ -469,6 +479,9 @@ func markdownTable(rep report) string {
 					val += fmt.Sprintf("; CPU µs each: server %s, workers %s", fmtNum(sum.ServerCPUPer), fmtNum(sum.WorkerCPUPer))
 				}
 				val += ")"
+			}
+			if sum.Held != "" {
+				val += " (" + sum.Held + ")"
 			}
 			var rounds []string
 			for _, v := range sum.Values {
