@@ -21,6 +21,7 @@ package defgen
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"go/format"
 	"path/filepath"
@@ -168,16 +169,30 @@ func Generate(d *flowdef.Definition, o Options) (Files, error) {
 	p("// %s is %s, compiled by New%s.", src, base, prefix)
 	p("const %s = %s", src, strconv.Quote(string(d.Source)))
 	p("")
-	p("// %sInput is the input of the workflow %s version %d. A zero field of", prefix, d.Name, d.Version)
-	p("// an input with a default is left out, so that the default applies.")
+	p("// %sInput is the input of the workflow %s version %d. Every field is", prefix, d.Name, d.Version)
+	p("// passed as it is, zero values included, so a field set to false, 0 or")
+	p("// \"\" wins over the definition's default: start from New%sInput to get", prefix)
+	p("// the defaults.")
 	p("type %sInput struct {", prefix)
 	for _, in := range d.Inputs {
-		tag := in.Name
 		if in.HasDefault {
-			tag += ",omitempty"
+			def, _ := json.Marshal(in.Default)
+			p("\t// %s defaults to %s (New%sInput sets it).", Exported(in.Name), def, prefix)
 		}
-		p("\t%s %s `json:%q`", Exported(in.Name), goTypes[in.Type], tag)
+		p("\t%s %s `json:%q`", Exported(in.Name), goTypes[in.Type], in.Name)
 	}
+	p("}")
+	p("")
+	p("// New%sInput returns the input with the definition's defaults set; the", prefix)
+	p("// inputs without a default are zero.")
+	p("func New%sInput() %sInput {", prefix, prefix)
+	p("\treturn %sInput{", prefix)
+	for _, in := range d.Inputs {
+		if in.HasDefault && in.Default != nil {
+			p("\t\t%s: %s,", Exported(in.Name), goLiteral(in.Default))
+		}
+	}
+	p("\t}")
 	p("}")
 	p("")
 	p("// %sOutput is the output of the workflow %s version %d.", prefix, d.Name, d.Version)
