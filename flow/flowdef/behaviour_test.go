@@ -329,7 +329,7 @@ steps:
     call: child_def
     with: {word: '1', other: '2'}
 `), cat)
-	if err == nil || !strings.Contains(err.Error(), "int where string") || !strings.Contains(err.Error(), `no field "other"`) {
+	if err == nil || !strings.Contains(err.Error(), "int where string") || !strings.Contains(err.Error(), `the inputs of workflow child_def {word: string} has no field named "other" in JSON (it has word)`) {
 		t.Fatalf("err = %v", err)
 	}
 }
