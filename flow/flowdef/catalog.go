@@ -35,7 +35,7 @@ type stepEntry struct {
 	// for messages: a manifest's types are rebuilt without them.
 	inName, outName string
 	hasComp         bool
-	run     func(wc flow.Context, input []byte, o overrides) ([]byte, error)
+	run             func(wc flow.Context, input []byte, o overrides) ([]byte, error)
 }
 
 // overrides are what a node changes in the step it uses.
