@@ -193,8 +193,9 @@ func (p *Pipeline) Start(ctx context.Context, e *flow.Engine, in PipelineInput, 
 	return &PipelineRun{Run: run}, nil
 }
 
-// PipelineRun is a run of the workflow with a typed Result.
-type PipelineRun struct{ *flow.Run[flowdef.Values] }
+// PipelineRun is a run of the workflow with a typed Result; flowtest.Await
+// takes it too.
+type PipelineRun struct{ *flowdef.Run }
 
 // Result waits for the run and returns its typed output; see flow.Run.Result.
 func (r *PipelineRun) Result(ctx context.Context) (PipelineOutput, error) {

@@ -130,7 +130,7 @@ func (l *Library) Version(name string, version int) *Workflow {
 
 // Start starts a run of the newest version of name; runs started before
 // keep the version they started with.
-func (l *Library) Start(ctx context.Context, e *flow.Engine, name string, in Values, opts *flow.StartOptions) (*flow.Run[Values], error) {
+func (l *Library) Start(ctx context.Context, e *flow.Engine, name string, in Values, opts *flow.StartOptions) (*Run, error) {
 	w := l.Latest(name)
 	if w == nil {
 		return nil, fmt.Errorf("start %s: no such definition in the library: %w", name, flow.ErrDefinitionNotFound)

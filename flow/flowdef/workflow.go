@@ -110,7 +110,12 @@ func Register(e *flow.Engine, w *Workflow) error {
 	return flow.RegisterSafely(e, w.Flow())
 }
 
-// Start starts a run of w with in, as flow.Start does.
-func Start(ctx context.Context, e *flow.Engine, w *Workflow, in Values, opts *flow.StartOptions) (*flow.Run[Values], error) {
-	return flow.Start(ctx, e, w.Flow(), in, opts)
+// Start starts a run of w with in, as flow.Start does. The run's Result
+// types its outputs (see Workflow.Output).
+func Start(ctx context.Context, e *flow.Engine, w *Workflow, in Values, opts *flow.StartOptions) (*Run, error) {
+	run, err := flow.Start(ctx, e, w.Flow(), in, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Run: run, w: w}, nil
 }
