@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := p.Register(eng); err != nil {
+	if err := p.Register(ctx, eng); err != nil {
 		return err
 	}
 	if err := eng.Start(ctx); err != nil {

@@ -177,8 +177,12 @@ func ValidatePipeline() error {
 // Workflow returns the compiled definition.
 func (p *Pipeline) Workflow() *flowdef.Workflow { return p.w }
 
-// Register registers the workflow on e.
-func (p *Pipeline) Register(e *flow.Engine) error { return flowdef.Register(e, p.w) }
+// Register stores the definition in e's database (so that flowlite def
+// list, def show and the dashboard see it) and registers the workflow on
+// e; see flowdef.Install.
+func (p *Pipeline) Register(ctx context.Context, e *flow.Engine) error {
+	return flowdef.Install(ctx, e, p.w)
+}
 
 // Start starts a run with in; see flow.Start.
 func (p *Pipeline) Start(ctx context.Context, e *flow.Engine, in PipelineInput, opts *flow.StartOptions) (*PipelineRun, error) {

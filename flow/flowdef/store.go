@@ -35,6 +35,27 @@ func Apply(ctx context.Context, e *flow.Engine, file string, src []byte, cat *Ca
 	return d, res, nil
 }
 
+// Install stores w's document in e's database, as Apply does, then
+// registers w on e (see Register): one call that makes a definition the
+// program compiled (from a file, or embedded by flowdefgen's generated
+// code) both runnable and visible to `flowlite def list` and `def show`
+// and to the dashboard, which draws a run's DAG from the stored document.
+// Installing the same document again changes nothing; a different
+// document under a (name, version) that runs or engines use is refused
+// with flow.ErrDefinitionFrozen, before anything is registered: publish a
+// change as a new version.
+func Install(ctx context.Context, e *flow.Engine, w *Workflow) error {
+	d := w.def
+	file := d.Pos.File
+	if _, err := e.PutDefinition(ctx, flow.StoredDefinition{Name: d.Name, Version: d.Version, Hash: w.hash, Body: d.Source, File: file}); err != nil {
+		return fmt.Errorf("install definition %s version %d: %w", d.Name, d.Version, err)
+	}
+	if err := Register(e, w); err != nil {
+		return fmt.Errorf("install definition %s version %d: %w", d.Name, d.Version, err)
+	}
+	return nil
+}
+
 // Library holds the compiled versions of stored definitions, each
 // registered on an engine: runs in flight find the version they started
 // on, and Start gives new runs the newest.

@@ -105,7 +105,10 @@ func (w *Workflow) Flow() flow.Workflow[Values, Values] {
 	return flow.Workflow[Values, Values]{Name: w.def.Name, Version: w.def.Version, Run: w.run}
 }
 
-// Register registers w on e, as flow.Register does for Go workflows.
+// Register registers w on e, as flow.Register does for Go workflows. It
+// does not store w's document: Install does both, so that the CLI and the
+// dashboard see the definition (LoadLibrary's definitions are stored
+// already).
 func Register(e *flow.Engine, w *Workflow) error {
 	return flow.RegisterSafely(e, w.Flow())
 }
