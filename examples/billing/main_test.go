@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/flowlite/flowlite/flow/flowtest"
+	"github.com/flowlite/flowlite/flow/flowui"
 )
 
 // TestRun runs the program.
@@ -67,6 +71,16 @@ func TestGeneratedWorkflow(t *testing.T) {
 	src, err := os.ReadFile("billing.yaml")
 	if err != nil || !bytes.Equal(def.Body, src) {
 		t.Fatalf("stored body differs from billing.yaml (%v)", err)
+	}
+	// So the dashboard draws the run's DAG.
+	ui, err := flowui.New(env.Engine, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	ui.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/runs/"+run.ID(), nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `id="dag"`) {
+		t.Errorf("GET /runs/%s: %d, no DAG:\n%s", run.ID(), rec.Code, rec.Body.String())
 	}
 }
 
