@@ -1,3 +1,3 @@
 package main
 
-//go:generate go run github.com/flowlite/flowlite/cmd/flowdefgen pipeline.yaml
+//go:generate go tool flowdefgen pipeline.yaml

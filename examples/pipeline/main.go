@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := p.Register(eng); err != nil {
+	if err := p.Register(ctx, eng); err != nil {
 		return err
 	}
 	if err := eng.Start(ctx); err != nil {
@@ -88,7 +88,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}{{"clicks", true}, {"orders", false}, {"refunds", true}}
 	runs := make([]*PipelineRun, len(decisions))
 	for i, d := range decisions {
-		r, err := p.Start(ctx, eng, PipelineInput{Dataset: d.dataset}, &flow.StartOptions{RunID: "pipeline-" + d.dataset})
+		// NewPipelineInput has the definition's defaults (a batch size of
+		// 3); a field set on it, even to its zero value, is passed as set.
+		in := NewPipelineInput()
+		in.Dataset = d.dataset
+		r, err := p.Start(ctx, eng, in, &flow.StartOptions{RunID: "pipeline-" + d.dataset})
 		if err != nil {
 			return err
 		}

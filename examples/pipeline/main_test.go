@@ -53,7 +53,9 @@ func TestRefusedPublishCompensatesLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := flowtest.New(t, nil)
-	in, err := flowdef.ToValues(PipelineInput{Dataset: "refunds"})
+	typed := NewPipelineInput()
+	typed.Dataset = "refunds"
+	in, err := flowdef.ToValues(typed)
 	if err != nil {
 		t.Fatal(err)
 	}

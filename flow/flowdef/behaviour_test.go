@@ -329,7 +329,7 @@ steps:
     call: child_def
     with: {word: '1', other: '2'}
 `), cat)
-	if err == nil || !strings.Contains(err.Error(), "int where string") || !strings.Contains(err.Error(), `no field "other"`) {
+	if err == nil || !strings.Contains(err.Error(), "int where string") || !strings.Contains(err.Error(), `the inputs of workflow child_def {word: string} has no field named "other" in JSON (it has word)`) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -446,7 +446,7 @@ func TestResumeAfterRestartMidDAG(t *testing.T) {
 	if _, err := flow.Signal(ctx, eng, "mid-dag", "approve", true, nil); err != nil {
 		t.Fatal(err)
 	}
-	run, err = flow.Lookup(ctx, eng, w.Flow(), "mid-dag")
+	run, err = flowdef.Lookup(ctx, eng, w, "mid-dag")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,11 +572,11 @@ outputs:
 			t.Fatal(err)
 		}
 	}
-	oldRun, err := flow.Lookup(ctx, eng, lib.Version("versions", 1).Flow(), "old")
+	oldRun, err := flowdef.Lookup(ctx, eng, lib.Version("versions", 1), "old")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for run, want := range map[*flow.Run[flowdef.Values]]string{oldRun: "v1", fresh: "v2"} {
+	for run, want := range map[*flowdef.Run]string{oldRun: "v1", fresh: "v2"} {
 		out, err := run.Result(ctx)
 		if err != nil || out["v"] != want {
 			t.Errorf("run %s: %v, %v; want %s", run.ID(), out, err, want)

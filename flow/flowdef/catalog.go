@@ -31,8 +31,11 @@ func NewCatalog() *Catalog {
 type stepEntry struct {
 	name    string
 	in, out reflect.Type
-	hasComp bool
-	run     func(wc flow.Context, input []byte, o overrides) ([]byte, error)
+	// inName and outName are the Go names of in and out (OpenBatchInput),
+	// for messages: a manifest's types are rebuilt without them.
+	inName, outName string
+	hasComp         bool
+	run             func(wc flow.Context, input []byte, o overrides) ([]byte, error)
 }
 
 // overrides are what a node changes in the step it uses.
@@ -71,6 +74,7 @@ func AddStep[In, Out any](c *Catalog, s flow.Step[In, Out]) error {
 	}
 	c.steps[s.Name] = &stepEntry{
 		name: s.Name, in: reflect.TypeFor[In](), out: reflect.TypeFor[Out](), hasComp: s.Compensate != nil,
+		inName: goName(reflect.TypeFor[In]()), outName: goName(reflect.TypeFor[Out]()),
 		run: func(wc flow.Context, input []byte, o overrides) ([]byte, error) {
 			in, err := decodeStrict[In](input)
 			if err != nil {

@@ -59,6 +59,9 @@ type compiler struct {
 	inputs map[string]Param
 	vars   map[string]int // field index in varsT
 	plan   *plan
+	// labels name the made-up types of step inputs and outputs in
+	// messages, by their Go types (see label).
+	labels map[reflect.Type]string
 }
 
 // stepsField is the type of steps.ID in expressions.
@@ -323,10 +326,14 @@ func (c *compiler) types() {
 		switch {
 		case n.step != nil:
 			n.outT = mirror(n.step.out)
+			c.label(n.outT, n.step.outName, "the output of step "+n.Uses)
+			c.label(mirror(n.step.in), n.step.inName, "the input of step "+n.Uses)
 		case n.child != nil && n.child.def != nil:
 			n.outT = n.child.def.plan.outT
+			c.label(n.outT, "", "the outputs of workflow "+n.child.name)
 		case n.child != nil:
 			n.outT = mirror(n.child.out)
+			c.label(n.outT, goName(n.child.out), "the output of workflow "+n.child.name)
 		}
 		t := n.outT
 		if n.ForEach != nil {
@@ -453,8 +460,10 @@ func (c *compiler) inputExprs(n *cnode, env map[string]any, sc scope) {
 		want = mirror(n.step.in)
 	case n.child != nil && n.child.def != nil:
 		want = n.child.def.plan.inputT
+		c.label(want, "", "the inputs of workflow "+n.child.name)
 	case n.child != nil:
 		want = mirror(n.child.in)
+		c.label(want, goName(n.child.in), "the input of workflow "+n.child.name)
 	}
 	if n.Input != nil {
 		if p, ok := c.compileExpr(*n.Input, env, sc, "input"); ok {
@@ -484,7 +493,7 @@ func (c *compiler) inputExprs(n *cnode, env map[string]any, sc scope) {
 		if fields != nil {
 			t, known := fields[e.Name]
 			if !known {
-				c.ps.add(e.Pos, "step %s: with.%s: %s has no field %q", n.ID, e.Name, describe(want), e.Name)
+				c.ps.add(e.Pos, "step %s: with.%s: %s", n.ID, e.Name, c.noField(want, e.Name))
 				continue
 			}
 			ft = t

@@ -14,7 +14,12 @@
 //     problem at once (cycles, duplicate IDs, unknown steps, variables and
 //     fields, expressions that do not compile, type mismatches between a
 //     step's output and the input that uses it), and returns a Workflow.
-//   - Register adds the Workflow to an engine; Start starts a run.
+//   - Register adds the Workflow to an engine, Install stores its document
+//     too (so the CLI and the dashboard see it) and registers it; Start
+//     starts a run, whose Result keeps the outputs' declared types.
+//
+// An input with a default takes it when the run's input lacks the key
+// (or holds null); a value the caller set wins, false, 0 and "" included.
 //
 // A node's step is recorded under the node's ID, so that the history, the
 // dashboard's DAG and flowtest.FailStep name nodes as the definition does;

@@ -35,7 +35,7 @@ steps:
 	fmt.Println(err)
 	// Output:
 	// hello.yaml:9:18: step greet: with.name: type mismatch: int where string is expected
-	// hello.yaml:9:35: step greet: with.mood: {name: string} has no field "mood"
+	// hello.yaml:9:35: step greet: with.mood: the Go type Greeting (the input of step greet) has no field named "mood" in JSON (it has name)
 	// hello.yaml:12:20: step again needs unknown step "later"
 }
 

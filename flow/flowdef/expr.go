@@ -121,7 +121,7 @@ func (c *compiler) compileExpr(e Expr, env map[string]any, sc scope, what string
 func (c *compiler) exprError(e Expr, what string, err error) {
 	var fe *file.Error
 	if errors.As(err, &fe) {
-		c.ps.add(e.Pos, "%s: %s (expression %q, column %d)", what, fe.Message, e.Code, fe.Column+1)
+		c.ps.add(e.Pos, "%s: %s (expression %q, column %d)", what, c.rewrite(fe.Message), e.Code, fe.Column+1)
 		return
 	}
 	c.ps.add(e.Pos, "%s: %v", what, err)

@@ -38,6 +38,9 @@ type jsonSchema struct {
 	Order                []string               `json:"x-order,omitempty"` // the properties in field order
 	Items                *jsonSchema            `json:"items,omitempty"`
 	AdditionalProperties any                    `json:"additionalProperties,omitempty"`
+	// GoType is the Go type's name (OpenBatchInput) of a step's input or
+	// output, so that messages from a manifest's catalog name it too.
+	GoType string `json:"x-go-type,omitempty"`
 }
 
 // Manifest returns the catalog's manifest as JSON: what `flowlite def
@@ -48,7 +51,9 @@ func (c *Catalog) Manifest() ([]byte, error) {
 	var m manifest
 	for _, name := range c.StepNames() {
 		s := c.steps[name]
-		m.Steps = append(m.Steps, manifestEntry{Name: name, Input: schemaOf(mirror(s.in)), Output: schemaOf(mirror(s.out)), Compensate: s.hasComp})
+		in, out := schemaOf(mirror(s.in)), schemaOf(mirror(s.out))
+		in.GoType, out.GoType = s.inName, s.outName
+		m.Steps = append(m.Steps, manifestEntry{Name: name, Input: in, Output: out, Compensate: s.hasComp})
 	}
 	names := make([]string, 0, len(c.comps))
 	for n := range c.comps {
@@ -94,6 +99,7 @@ func CatalogFromManifest(data []byte) (*Catalog, error) {
 		name := s.Name
 		c.steps[name] = &stepEntry{
 			name: name, in: typeOf(&s.Input), out: typeOf(&s.Output), hasComp: s.Compensate,
+			inName: s.Input.GoType, outName: s.Output.GoType,
 			run: func(flow.Context, []byte, overrides) ([]byte, error) {
 				return nil, flow.Permanent(fmt.Errorf("step %s comes from a catalog manifest and cannot run", name))
 			},

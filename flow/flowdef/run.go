@@ -125,7 +125,8 @@ func runWave(wc flow.Context, branches []func(flow.Context) (json.RawMessage, er
 }
 
 // newState checks the run's input against the declared inputs (unknown
-// names refused, defaults applied, required ones present) and sets the
+// names refused, defaults applied to absent or null keys, required ones
+// present) and sets the
 // variables to their defaults.
 func (w *Workflow) newState(in Values) (*state, error) {
 	p := w.plan
@@ -141,6 +142,12 @@ func (w *Workflow) newState(in Values) (*state, error) {
 	for k, v := range in {
 		if !declared[k] {
 			unknown = append(unknown, k)
+		}
+		// A key the caller set wins over the default, whatever its value
+		// (false, 0, ""): only an absent key, or null (no value at all),
+		// takes the default.
+		if _, hasDefault := merged[k]; hasDefault && v == nil {
+			continue
 		}
 		merged[k] = v
 	}

@@ -35,6 +35,27 @@ func Apply(ctx context.Context, e *flow.Engine, file string, src []byte, cat *Ca
 	return d, res, nil
 }
 
+// Install stores w's document in e's database, as Apply does, then
+// registers w on e (see Register): one call that makes a definition the
+// program compiled (from a file, or embedded by flowdefgen's generated
+// code) both runnable and visible to `flowlite def list` and `def show`
+// and to the dashboard, which draws a run's DAG from the stored document.
+// Installing the same document again changes nothing; a different
+// document under a (name, version) that runs or engines use is refused
+// with flow.ErrDefinitionFrozen, before anything is registered: publish a
+// change as a new version.
+func Install(ctx context.Context, e *flow.Engine, w *Workflow) error {
+	d := w.def
+	file := d.Pos.File
+	if _, err := e.PutDefinition(ctx, flow.StoredDefinition{Name: d.Name, Version: d.Version, Hash: w.hash, Body: d.Source, File: file}); err != nil {
+		return fmt.Errorf("install definition %s version %d: %w", d.Name, d.Version, err)
+	}
+	if err := Register(e, w); err != nil {
+		return fmt.Errorf("install definition %s version %d: %w", d.Name, d.Version, err)
+	}
+	return nil
+}
+
 // Library holds the compiled versions of stored definitions, each
 // registered on an engine: runs in flight find the version they started
 // on, and Start gives new runs the newest.
@@ -130,7 +151,7 @@ func (l *Library) Version(name string, version int) *Workflow {
 
 // Start starts a run of the newest version of name; runs started before
 // keep the version they started with.
-func (l *Library) Start(ctx context.Context, e *flow.Engine, name string, in Values, opts *flow.StartOptions) (*flow.Run[Values], error) {
+func (l *Library) Start(ctx context.Context, e *flow.Engine, name string, in Values, opts *flow.StartOptions) (*Run, error) {
 	w := l.Latest(name)
 	if w == nil {
 		return nil, fmt.Errorf("start %s: no such definition in the library: %w", name, flow.ErrDefinitionNotFound)

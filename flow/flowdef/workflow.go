@@ -105,12 +105,20 @@ func (w *Workflow) Flow() flow.Workflow[Values, Values] {
 	return flow.Workflow[Values, Values]{Name: w.def.Name, Version: w.def.Version, Run: w.run}
 }
 
-// Register registers w on e, as flow.Register does for Go workflows.
+// Register registers w on e, as flow.Register does for Go workflows. It
+// does not store w's document: Install does both, so that the CLI and the
+// dashboard see the definition (LoadLibrary's definitions are stored
+// already).
 func Register(e *flow.Engine, w *Workflow) error {
 	return flow.RegisterSafely(e, w.Flow())
 }
 
-// Start starts a run of w with in, as flow.Start does.
-func Start(ctx context.Context, e *flow.Engine, w *Workflow, in Values, opts *flow.StartOptions) (*flow.Run[Values], error) {
-	return flow.Start(ctx, e, w.Flow(), in, opts)
+// Start starts a run of w with in, as flow.Start does. The run's Result
+// types its outputs (see Workflow.Output).
+func Start(ctx context.Context, e *flow.Engine, w *Workflow, in Values, opts *flow.StartOptions) (*Run, error) {
+	run, err := flow.Start(ctx, e, w.Flow(), in, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Run{Run: run, w: w}, nil
 }

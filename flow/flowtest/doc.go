@@ -37,6 +37,13 @@
 // the run's state. Per-attempt timeouts (Step.Timeout) are real durations
 // and are not affected by the clock.
 //
+// Await takes any Handle: a *flow.Run, or a handle that wraps one with a
+// typed Result, such as *flowdef.Run (whose outputs keep their declared
+// types) or the run handle flowdefgen generates for a definition:
+//
+//	run, err := billing.Start(ctx, env.Engine, in, nil) // a *BillingRun
+//	out, err := flowtest.Await(env, run)                 // a BillingOutput
+//
 // # Injected failures
 //
 // FailStep and FailCompensation make the next attempts of a step, or of its

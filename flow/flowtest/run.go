@@ -54,6 +54,14 @@ func Start[In, Out any](env *Env, wf flow.Workflow[In, Out], in In, opts *flow.S
 	return run
 }
 
+// Handle is a run with a typed result: a *flow.Run[Out], or a handle that
+// wraps one, such as *flowdef.Run or the run handle flowdefgen generates
+// (whose Result is the definition's typed output struct).
+type Handle[Out any] interface {
+	ID() string
+	Result(ctx context.Context) (Out, error)
+}
+
 // Await waits until run settles and returns its result, as run.Result does:
 // the output, or a *flow.RolledBackError, *flow.SuspendedError or
 // *flow.CancelledError. Whenever the engine is idle (no run in flight, none
@@ -68,7 +76,7 @@ func Start[In, Out any](env *Env, wf flow.Workflow[In, Out], in In, opts *flow.S
 // time ends (a Receive without timeout whose signal nobody sends) is not
 // skipped: if the run has not settled after WaitLimit of real time, Await
 // fails the test with the run's state.
-func Await[Out any](env *Env, run *flow.Run[Out]) (Out, error) {
+func Await[Out any](env *Env, run Handle[Out]) (Out, error) {
 	env.t.Helper()
 	var out Out
 	var err error

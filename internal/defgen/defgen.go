@@ -21,6 +21,7 @@ package defgen
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"go/format"
 	"path/filepath"
@@ -168,16 +169,30 @@ func Generate(d *flowdef.Definition, o Options) (Files, error) {
 	p("// %s is %s, compiled by New%s.", src, base, prefix)
 	p("const %s = %s", src, strconv.Quote(string(d.Source)))
 	p("")
-	p("// %sInput is the input of the workflow %s version %d. A zero field of", prefix, d.Name, d.Version)
-	p("// an input with a default is left out, so that the default applies.")
+	p("// %sInput is the input of the workflow %s version %d. Every field is", prefix, d.Name, d.Version)
+	p("// passed as it is, zero values included, so a field set to false, 0 or")
+	p("// \"\" wins over the definition's default: start from New%sInput to get", prefix)
+	p("// the defaults.")
 	p("type %sInput struct {", prefix)
 	for _, in := range d.Inputs {
-		tag := in.Name
 		if in.HasDefault {
-			tag += ",omitempty"
+			def, _ := json.Marshal(in.Default)
+			p("\t// %s defaults to %s (New%sInput sets it).", Exported(in.Name), def, prefix)
 		}
-		p("\t%s %s `json:%q`", Exported(in.Name), goTypes[in.Type], tag)
+		p("\t%s %s `json:%q`", Exported(in.Name), goTypes[in.Type], in.Name)
 	}
+	p("}")
+	p("")
+	p("// New%sInput returns the input with the definition's defaults set; the", prefix)
+	p("// inputs without a default are zero.")
+	p("func New%sInput() %sInput {", prefix, prefix)
+	p("\treturn %sInput{", prefix)
+	for _, in := range d.Inputs {
+		if in.HasDefault && in.Default != nil {
+			p("\t\t%s: %s,", Exported(in.Name), goLiteral(in.Default))
+		}
+	}
+	p("\t}")
 	p("}")
 	p("")
 	p("// %sOutput is the output of the workflow %s version %d.", prefix, d.Name, d.Version)
@@ -291,8 +306,12 @@ func Generate(d *flowdef.Definition, o Options) (Files, error) {
 	p("// Workflow returns the compiled definition.")
 	p("func (p *%s) Workflow() *flowdef.Workflow { return p.w }", prefix)
 	p("")
-	p("// Register registers the workflow on e.")
-	p("func (p *%s) Register(e *flow.Engine) error { return flowdef.Register(e, p.w) }", prefix)
+	p("// Register stores the definition in e's database (so that flowlite def")
+	p("// list, def show and the dashboard see it) and registers the workflow on")
+	p("// e; see flowdef.Install.")
+	p("func (p *%s) Register(ctx context.Context, e *flow.Engine) error {", prefix)
+	p("\treturn flowdef.Install(ctx, e, p.w)")
+	p("}")
 	p("")
 	p("// Start starts a run with in; see flow.Start.")
 	p("func (p *%s) Start(ctx context.Context, e *flow.Engine, in %sInput, opts *flow.StartOptions) (*%sRun, error) {", prefix, prefix, prefix)
@@ -307,8 +326,9 @@ func Generate(d *flowdef.Definition, o Options) (Files, error) {
 	p("\treturn &%sRun{Run: run}, nil", prefix)
 	p("}")
 	p("")
-	p("// %sRun is a run of the workflow with a typed Result.", prefix)
-	p("type %sRun struct{ *flow.Run[flowdef.Values] }", prefix)
+	p("// %sRun is a run of the workflow with a typed Result; flowtest.Await", prefix)
+	p("// takes it too.")
+	p("type %sRun struct{ *flowdef.Run }", prefix)
 	p("")
 	p("// Result waits for the run and returns its typed output; see flow.Run.Result.")
 	p("func (r *%sRun) Result(ctx context.Context) (%sOutput, error) {", prefix, prefix)

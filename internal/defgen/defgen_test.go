@@ -28,26 +28,28 @@ func TestExported(t *testing.T) {
 // generator writes today (go generate ./examples/pipeline after a change).
 func TestExampleIsUpToDate(t *testing.T) {
 	t.Parallel()
-	dir := "../../examples/pipeline"
-	src, err := os.ReadFile(filepath.Join(dir, "pipeline.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := flowdef.Validate("pipeline.yaml", src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := defgen.Generate(d, defgen.Options{Package: "main", File: "pipeline.yaml", Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, want := range map[string][]byte{"pipeline_flowdef.go": files.Code, "pipeline_flowdef_test.go": files.Test} {
-		got, err := os.ReadFile(filepath.Join(dir, name))
+	for _, example := range []string{"pipeline", "billing"} {
+		dir := "../../examples/" + example
+		src, err := os.ReadFile(filepath.Join(dir, example+".yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s is stale: run go generate ./examples/pipeline", name)
+		d, err := flowdef.Validate(example+".yaml", src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := defgen.Generate(d, defgen.Options{Package: "main", File: example + ".yaml", Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range map[string][]byte{example + "_flowdef.go": files.Code, example + "_flowdef_test.go": files.Test} {
+			got, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s is stale: run go generate ./examples/%s", name, example)
+			}
 		}
 	}
 }
