@@ -161,7 +161,11 @@ type overviewData struct {
 	// Limits are the queues with limits, with their use.
 	Limits  []limitRow
 	Health  *flow.FileHealth
-	Engines []flow.Report
+	// Engines are the reports of the engines that did not stop, or of all
+	// with ?engines=all (AllEngines); StoppedHidden counts the others.
+	Engines       []flow.Report
+	AllEngines    bool
+	StoppedHidden int
 	// Unworked are the queues with pending runs that no live engine works.
 	Unworked []flow.UnworkedQueue
 	Now      time.Time // for the engines' liveness
@@ -197,8 +201,9 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	} else if !errors.Is(err, flow.ErrNotSupported) { // PostgreSQL keeps no file
 		d.log.Warn("overview: file health", "err", err)
 	}
+	data.AllEngines = r.URL.Query().Get("engines") == "all"
 	if reports, err := d.e.Reports(ctx); err == nil {
-		data.Engines = reports
+		data.Engines, data.StoppedHidden = runningEngines(reports, data.AllEngines)
 	} else {
 		d.log.Warn("overview: engine reports", "err", err)
 	}
@@ -216,6 +221,24 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		p.Flash = "Queue limits set: this engine applies them at once, the others within a second."
 	}
 	d.render(w, r, http.StatusOK, "overview", p)
+}
+
+// runningEngines returns the reports of the engines that did not stop
+// (live or silent: a silent one may have crashed), or all of them when all
+// is set, and how many it left out: every short-lived process leaves the
+// report of a stopped engine until the cleaner deletes it
+// (Config.StoppedReportRetention), and those would bury the running ones.
+func runningEngines(reports []flow.Report, all bool) ([]flow.Report, int) {
+	if all {
+		return reports, 0
+	}
+	out := reports[:0:0]
+	for _, r := range reports {
+		if r.StoppedAt.IsZero() {
+			out = append(out, r)
+		}
+	}
+	return out, len(reports) - len(out)
 }
 
 // runsData is the runs page.
