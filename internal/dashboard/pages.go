@@ -159,8 +159,8 @@ type overviewData struct {
 	Total  int64
 	Queues []queueRow
 	// Limits are the queues with limits, with their use.
-	Limits  []limitRow
-	Health  *flow.FileHealth
+	Limits []limitRow
+	Health *flow.FileHealth
 	// Engines are the reports of the engines that did not stop, or of all
 	// with ?engines=all (AllEngines); StoppedHidden counts the others.
 	Engines       []flow.Report
