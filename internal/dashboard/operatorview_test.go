@@ -29,7 +29,7 @@ func TestRunsSearch(t *testing.T) {
 		want  []string
 	}{
 		{"id=sag", []string{"saga-1"}},
-		{"id=1", nil}, // a prefix, not a substring
+		{"id=1", nil},                                     // a prefix, not a substring
 		{"error=DECLINED", []string{"stuck-1", "saga-1"}}, // newest first
 		{"error=unreachable", []string{"stuck-1"}},
 		{"input=item%3Dlamp", []string{"saga-1"}},
