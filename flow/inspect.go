@@ -146,6 +146,10 @@ type RunFilter struct {
 	// with the top-level field InputField whose value reads InputValue: a
 	// string's own text, a number as written, true, false or null. A
 	// field name holding a quote or a backslash is refused.
+	//
+	// No index serves these three: they read every run the other fields
+	// leave (Limit bounds the answer, not the work), which a person's
+	// search can afford and a hot path should not rely on.
 	InputField, InputValue string
 	Limit                  int // default 100
 }
