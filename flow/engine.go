@@ -112,6 +112,11 @@ type Config struct {
 	// ReportRetention is how long the reports of engines that stopped
 	// writing them are kept. Default 7 days; negative: forever.
 	ReportRetention time.Duration
+	// StoppedReportRetention is how long the report of an engine that
+	// stopped (Stop) is kept, counted from its stop: every short-lived
+	// process leaves one. The cleaner and every Start delete older ones.
+	// Default 24h; negative: only ReportRetention applies.
+	StoppedReportRetention time.Duration
 	// MaxPayloadBytes caps the JSON encoding of every value the engine
 	// stores: run inputs (Start, StartTx, Enqueue, EnqueueTx, StartChild,
 	// Schedule), signal payloads, step outputs and workflow outputs. A
@@ -249,6 +254,7 @@ func engineConfig(cfg *Config, busy time.Duration) engine.Config {
 		RetentionWaitsForConsumers: cfg.RetentionWaitsForConsumers,
 		ReportInterval:             cfg.ReportInterval,
 		ReportRetention:            cfg.ReportRetention,
+		StoppedReportRetention:     cfg.StoppedReportRetention,
 		MaxPayloadBytes:            cfg.MaxPayloadBytes,
 	}
 }

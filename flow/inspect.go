@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
@@ -136,7 +137,21 @@ type RunFilter struct {
 	Queue    string
 	Since    time.Time // created at or after; zero: no bound
 	Until    time.Time // created before; zero: no bound
-	Limit    int       // default 100
+	// IDPrefix keeps the runs whose ID starts with it.
+	IDPrefix string
+	// ErrorText keeps the runs whose error or reason (of a suspended run)
+	// holds it, ignoring ASCII case.
+	ErrorText string
+	// InputField and InputValue keep the runs whose input is a JSON object
+	// with the top-level field InputField whose value reads InputValue: a
+	// string's own text, a number as written, true, false or null. A
+	// field name holding a quote or a backslash is refused.
+	//
+	// No index serves these three: they read every run the other fields
+	// leave (Limit bounds the answer, not the work), which a person's
+	// search can afford and a hot path should not rely on.
+	InputField, InputValue string
+	Limit                  int // default 100
 }
 
 // WaitingWorkflow counts ready runs of a workflow version this engine does
@@ -247,10 +262,17 @@ func readHistory(ctx context.Context, r store.Reader, runID string) ([]Event, er
 
 // ListRuns returns runs, newest first, without their steps.
 func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]RunInfo, error) {
+	if strings.ContainsAny(f.InputField, "\"\\") {
+		return nil, fmt.Errorf("list runs: input field %q: a field name holds no quote or backslash", f.InputField)
+	}
+	if f.InputField == "" && f.InputValue != "" {
+		return nil, fmt.Errorf("list runs: input value %q without an input field", f.InputValue)
+	}
 	runs, err := gather(ctx, e, func(ctx context.Context, inner *Engine) ([]store.Run, error) {
 		return inner.store.Reader().RunList(ctx, store.RunListParams{
 			Status: f.Status, Workflow: f.Workflow, Queue: f.Queue, Limit: f.Limit,
 			Since: unixMillis(f.Since), Before: unixMillis(f.Until),
+			IDPrefix: f.IDPrefix, ErrorText: f.ErrorText, InputField: f.InputField, InputValue: f.InputValue,
 		})
 	}, newestRuns(f.Limit))
 	if err != nil {

@@ -116,6 +116,7 @@ func TestCleanDeletesOldReports(t *testing.T) {
 	for _, id := range []string{"old", "new"} {
 		cfg := maintenanceConfig(clk)
 		cfg.WorkerID = id
+		cfg.StoppedReportRetention = -1 // this test is about ReportRetention
 		e := openEngine(t, path, cfg)
 		flow.Register(e, doubler("clean-"+id, 1))
 		startEngine(t, e)
@@ -126,6 +127,7 @@ func TestCleanDeletesOldReports(t *testing.T) {
 	}
 	// "old" reported 8 days ago, "new" 4 days ago.
 	cfg := maintenanceConfig(clk)
+	cfg.StoppedReportRetention = -1
 	e := openEngine(t, path, cfg)
 	if _, err := e.Clean(ctx); err != nil {
 		t.Fatal(err)

@@ -203,9 +203,10 @@ func (p *pgDatabase) inspect(ctx context.Context, schema string) (flowpg.SchemaI
 	return st, nil
 }
 
-// require refuses a schema that is missing, is not flowlite's, or whose
-// version differs from this binary's (when current).
-func (p *pgDatabase) require(ctx context.Context, current bool) (string, flowpg.SchemaInfo, error) {
+// require refuses a schema that is missing, is not flowlite's, newer than
+// this binary (unless newer is allowed: migrate status reports that), or
+// older than this binary's (when current).
+func (p *pgDatabase) require(ctx context.Context, current, newer bool) (string, flowpg.SchemaInfo, error) {
 	schema, err := p.schema()
 	if err != nil {
 		return "", flowpg.SchemaInfo{}, err
@@ -220,7 +221,7 @@ func (p *pgDatabase) require(ctx context.Context, current bool) (string, flowpg.
 		return schema, st, fmt.Errorf("open %s: schema %s does not exist (flowlite does not create databases; an engine opened with flowpg creates it, or pass --schema)", name, schema)
 	case !st.Flowlite:
 		return schema, st, fmt.Errorf("open %s: %w: schema %s has no flowlite migration table; flowlite leaves it alone", name, errNotFlowlite, schema)
-	case st.Current > st.Latest:
+	case st.Current > st.Latest && !newer:
 		return schema, st, fmt.Errorf("open %s: %w: schema %s is at version %d, this flowlite knows up to %d; upgrade flowlite",
 			name, flow.ErrSchemaTooNew, schema, st.Current, st.Latest)
 	case current && st.Current < st.Latest:
@@ -231,12 +232,12 @@ func (p *pgDatabase) require(ctx context.Context, current bool) (string, flowpg.
 }
 
 func (p *pgDatabase) requireCurrent(ctx context.Context) error {
-	_, _, err := p.require(ctx, true)
+	_, _, err := p.require(ctx, true, false)
 	return err
 }
 
 func (p *pgDatabase) version(ctx context.Context) (schemaVersion, error) {
-	schema, st, err := p.require(ctx, false)
+	schema, st, err := p.require(ctx, false, true)
 	return schemaVersion{Schema: schema, Current: st.Current, Latest: st.Latest, Behind: int(st.Latest - st.Current)}, err
 }
 

@@ -357,7 +357,7 @@ func TestMaintenance(t *testing.T) {
 func TestHealth(t *testing.T) {
 	t.Parallel()
 	path := fixtureDB(t)
-	h := decode[healthJSON](t, ok(t, path, "health", "--json"))
+	h := decode[healthJSON](t, ok(t, path, "health", "--json", "--all"))
 	if h.Path != path || h.DBBytes == 0 || h.LastCheckpoint != nil || len(h.Engines) != 1 {
 		t.Fatalf("health --json of the fixture: %+v", h)
 	}
@@ -366,7 +366,7 @@ func TestHealth(t *testing.T) {
 		fx.Metrics.AttemptSeconds["step"].Count == 0 || fx.ReportedAt.Before(fx.StartedAt) {
 		t.Errorf("the fixture's engine: %+v", fx)
 	}
-	out := ok(t, path, "health")
+	out := ok(t, path, "health", "--all")
 	if got := rowOf(t, out, "last"); strings.Join(got, " ") != "last checkpoint none recorded" {
 		t.Errorf("health before a checkpoint: %q", got)
 	}

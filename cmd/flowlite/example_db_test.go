@@ -82,7 +82,7 @@ func TestCommandsOnExampleDatabase(t *testing.T) {
 		t.Errorf("queues: %q", out)
 	}
 	// The example's engine reported what it did before it stopped.
-	h := decode[healthJSON](t, ok(t, path, "health", "--json"))
+	h := decode[healthJSON](t, ok(t, path, "health", "--json", "--all"))
 	if len(h.Engines) != 1 || h.Engines[0].Metrics.RunsStarted != 20 ||
 		h.Engines[0].Metrics.RunsFinished[flow.StatusCompleted] != 15 || h.Engines[0].Metrics.RunsFinished[flow.StatusFailed] != 4 ||
 		h.Engines[0].Metrics.RunsFinished[flow.StatusSuspended] != 1 {

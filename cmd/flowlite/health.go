@@ -30,7 +30,12 @@ type healthJSON struct {
 	// replicates it last reported; null when flowlite does not replicate
 	// the file.
 	Replication *replicationJSON `json:"replication,omitempty"`
-	Engines     []engineJSON     `json:"engines"`
+	// Engines are the running engines' reports (live or silent); with
+	// --all, the stopped ones' too.
+	Engines []engineJSON `json:"engines"`
+	// StoppedHidden is how many reports of stopped engines Engines leaves
+	// out (0 with --all).
+	StoppedHidden int `json:"stopped_engines_hidden"`
 	// UnworkedQueues are the queues with pending runs that no live engine
 	// works: their runs will not start. Empty when there are none.
 	UnworkedQueues []unworkedJSON `json:"unworked_queues"`
@@ -101,7 +106,8 @@ type engineJSON struct {
 }
 
 func (a *app) healthCommand() *cobra.Command {
-	return &cobra.Command{
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Show the database file's WAL and last checkpoint, and the engines' reports",
 		Long: `Show the health of the database file (its size, the size of its write-ahead
@@ -115,8 +121,10 @@ Engines write their report when they start, every report interval while they
 work (10s by default), at least once a minute while idle, and when they stop.
 An engine is live when it has not stopped and reported recently (within three
 minutes, or three report intervals if longer); a crashed one stops being live
-then. Reports of engines silent for longer than the report retention (7 days
-by default) are deleted by the cleaner.
+then. Engines that stopped are left out (their number is shown): --all lists
+them too. The cleaner deletes the reports of engines stopped for longer than
+Config.StoppedReportRetention (24 hours by default) and of engines silent
+for longer than Config.ReportRetention (7 days by default).
 
 Last, it names each queue that has pending runs but that no live engine
 works, with the number of its pending runs and the age of the oldest: those
@@ -128,7 +136,7 @@ To check the file's integrity, use flowlite check.`,
 			ctx := cmd.Context()
 			return a.withReader(ctx, func(e *flow.Engine) error {
 				if e.Shards() > 1 {
-					return a.shardHealth(ctx, e)
+					return a.shardHealth(ctx, e, all)
 				}
 				h, err := e.FileHealth(ctx)
 				file := true
@@ -144,21 +152,43 @@ To check the file's integrity, use flowlite check.`,
 				if err != nil {
 					return err
 				}
+				reports, hidden := runningEngines(reports, all)
 				unworked, err := e.UnworkedQueues(ctx)
 				if err != nil {
 					return err
 				}
 				if a.json {
 					out := newHealthJSON(h, reports, unworked)
+					out.StoppedHidden = hidden
 					if !file {
 						out.Backend = "postgres"
 					}
 					return writeJSON(a.stdout, out)
 				}
-				return a.printHealth(h, file, reports, unworked)
+				return a.printHealth(h, file, reports, hidden, unworked)
 			})
 		}),
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "list the engines that stopped too")
+	return cmd
+}
+
+// runningEngines returns the reports of the engines that did not stop
+// (live or silent: a silent one may have crashed, which an operator must
+// see), or all of them when all is set, and how many it left out. Every
+// short-lived process leaves a stopped report behind until the cleaner
+// deletes it: listed by default, they would bury the engines that run.
+func runningEngines(reports []flow.Report, all bool) ([]flow.Report, int) {
+	if all {
+		return reports, 0
+	}
+	out := reports[:0:0]
+	for _, r := range reports {
+		if r.StoppedAt.IsZero() {
+			out = append(out, r)
+		}
+	}
+	return out, len(reports) - len(out)
 }
 
 func newHealthJSON(h flow.FileHealth, reports []flow.Report, unworked []flow.UnworkedQueue) healthJSON {
@@ -198,26 +228,27 @@ func engineState(r flow.Report) string {
 	}
 }
 
-func (a *app) printHealth(h flow.FileHealth, file bool, reports []flow.Report, unworked []flow.UnworkedQueue) error {
+func (a *app) printHealth(h flow.FileHealth, file bool, reports []flow.Report, hidden int, unworked []flow.UnworkedQueue) error {
 	if !file {
 		if _, err := fmt.Fprintf(a.stdout, "DATABASE  %s (PostgreSQL, schema %s: no file or WAL to show)\n\n", cell(h.Path, 0), a.schema); err != nil {
 			return err
 		}
-		return a.printEngines(reports, unworked)
+		return a.printEngines(reports, hidden, unworked)
 	}
 	if err := a.printFile(h); err != nil {
 		return err
 	}
-	return a.printEngines(reports, unworked)
+	return a.printEngines(reports, hidden, unworked)
 }
 
 // shardHealth is health on a shard set: each file's section, then the
 // engines of all shards.
-func (a *app) shardHealth(ctx context.Context, e *flow.Engine) error {
+func (a *app) shardHealth(ctx context.Context, e *flow.Engine, all bool) error {
 	reports, err := e.Reports(ctx)
 	if err != nil {
 		return err
 	}
+	reports, hidden := runningEngines(reports, all)
 	unworked, err := e.UnworkedQueues(ctx)
 	if err != nil {
 		return err
@@ -230,6 +261,7 @@ func (a *app) shardHealth(ctx context.Context, e *flow.Engine) error {
 	}
 	if a.json {
 		out := newHealthJSON(flow.FileHealth{Path: a.dbName()}, reports, unworked)
+		out.StoppedHidden = hidden
 		for _, h := range files {
 			out.DBBytes += h.DBBytes
 			out.WALBytes += h.WALBytes
@@ -243,7 +275,7 @@ func (a *app) shardHealth(ctx context.Context, e *flow.Engine) error {
 			return err
 		}
 	}
-	return a.printEngines(reports, unworked)
+	return a.printEngines(reports, hidden, unworked)
 }
 
 // printFile prints the sizes and the last checkpoint of a database file.
@@ -285,13 +317,19 @@ func (a *app) printFile(h flow.FileHealth) error {
 	return err
 }
 
-// printEngines prints the engines' reports and the unworked queues.
-func (a *app) printEngines(reports []flow.Report, unworked []flow.UnworkedQueue) error {
-	if len(reports) == 0 {
+// printEngines prints the engines' reports, how many stopped ones it
+// leaves out, and the unworked queues.
+func (a *app) printEngines(reports []flow.Report, hidden int, unworked []flow.UnworkedQueue) error {
+	switch {
+	case len(reports) == 0 && hidden == 0:
 		if _, err := fmt.Fprintln(a.stdout, "no engine has reported"); err != nil {
 			return err
 		}
-	} else {
+	case len(reports) == 0:
+		if _, err := fmt.Fprintln(a.stdout, "no engine is running"); err != nil {
+			return err
+		}
+	default:
 		t := newTable(a.stdout, "ENGINE", "HOST", "PID", "STATE", "QUEUES", "STARTED", "REPORTED", "STARTED RUNS", "FINISHED RUNS", "STEP ATTEMPTS", "WRITE FAILURES")
 		var failing []flow.Report
 		for _, r := range reports {
@@ -311,6 +349,11 @@ func (a *app) printEngines(reports []flow.Report, unworked []flow.UnworkedQueue)
 			if err != nil {
 				return err
 			}
+		}
+	}
+	if hidden > 0 {
+		if _, err := fmt.Fprintf(a.stdout, "%s not shown (--all lists them)\n", plural(hidden, "stopped engine")); err != nil {
+			return err
 		}
 	}
 	if len(unworked) == 0 {
@@ -360,4 +403,12 @@ func replicaLag(r *flowtype.ReplicationHealth) string {
 		s += fmt.Sprintf("; as the replicating engine reported %s ago", roughAge(time.Since(r.ReportedAt)))
 	}
 	return s
+}
+
+// plural returns "1 noun" or "n nouns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -3,14 +3,19 @@ package main
 import (
 	"fmt"
 
+	"github.com/flowlite/flowlite/flow"
+
 	"github.com/spf13/cobra"
 )
 
 // migrateJSON is the --json output of migrate status and migrate up.
 type migrateJSON struct {
-	Current int64  `json:"current"`          // version applied (after up: now)
-	Latest  int64  `json:"latest"`           // highest version this binary knows
-	Pending bool   `json:"pending"`          // migrations remain
+	Current int64 `json:"current"` // version applied (after up: now)
+	Latest  int64 `json:"latest"`  // highest version this binary knows
+	Pending bool  `json:"pending"` // migrations remain
+	// TooNew: a newer flowlite migrated the schema; this binary cannot
+	// work it (status then exits with code 1, after this output).
+	TooNew  bool   `json:"too_new"`
 	From    *int64 `json:"from,omitempty"`   // up: the version before
 	Message string `json:"message,omitzero"` // up: what happened
 }
@@ -33,7 +38,16 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 	cmd.AddCommand(&cobra.Command{
 		Use:   "status",
 		Short: "Show the schema version; changes nothing",
-		Args:  cobra.NoArgs,
+		Long: `Show the schema version of the database, the latest this flowlite knows,
+and its state: up to date, migrations pending (run 'flowlite migrate up'),
+or newer than this flowlite.
+
+A schema that a newer flowlite migrated is reported like the others, and
+then status exits with code 1 and says so on stderr: this binary cannot
+work that database (every other command refuses it), and a deploy script
+checking 'flowlite migrate status' must stop. Pending migrations exit 0:
+this binary can apply them.`,
+		Args: cobra.NoArgs,
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			if err := a.oneFile("migrate", "it upgrades one file's schema"); err != nil {
 				return err
@@ -47,7 +61,10 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 				return err
 			}
 			if a.json {
-				return writeJSON(a.stdout, migrateJSON{Current: st.Current, Latest: st.Latest, Pending: st.pending()})
+				if err := writeJSON(a.stdout, migrateJSON{Current: st.Current, Latest: st.Latest, Pending: st.pending(), TooNew: st.tooNew()}); err != nil {
+					return err
+				}
+				return st.tooNewError(db.label())
 			}
 			t := newTable(a.stdout, "Database", cell(db.label(), 0))
 			if st.Schema != "" {
@@ -56,14 +73,17 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 			t.row("Version", fmt.Sprint(st.Current))
 			t.row("Latest", fmt.Sprint(st.Latest))
 			switch {
-			case st.Current > st.Latest:
+			case st.tooNew():
 				t.row("State", "newer than this flowlite: upgrade flowlite")
 			case st.pending():
 				t.row("State", fmt.Sprintf("%d migration(s) pending: run 'flowlite migrate up'", st.Behind))
 			default:
 				t.row("State", "up to date")
 			}
-			return t.flush()
+			if err := t.flush(); err != nil {
+				return err
+			}
+			return st.tooNewError(db.label())
 		}),
 	})
 	cmd.AddCommand(&cobra.Command{
@@ -106,4 +126,22 @@ Neither subcommand touches a SQLite file that is not a flowlite database.`,
 		}),
 	})
 	return cmd
+}
+
+// tooNew says a newer flowlite migrated the schema.
+func (v schemaVersion) tooNew() bool { return v.Current > v.Latest }
+
+// tooNewError is migrate status's exit: nil, or an error matching
+// flow.ErrSchemaTooNew when this binary cannot work the database, so that
+// scripts see it in the exit code on both backends.
+func (v schemaVersion) tooNewError(label string) error {
+	if !v.tooNew() {
+		return nil
+	}
+	subject := "database"
+	if v.Schema != "" {
+		subject = "schema " + v.Schema
+	}
+	return fmt.Errorf("migrate status of %s: %w: %s is at version %d, this flowlite knows up to %d; upgrade flowlite",
+		label, flow.ErrSchemaTooNew, subject, v.Current, v.Latest)
 }

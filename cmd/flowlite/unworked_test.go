@@ -18,7 +18,7 @@ import (
 func TestHealthNamesUnworkedQueues(t *testing.T) {
 	t.Parallel()
 	path := fixtureDB(t)
-	h := decode[healthJSON](t, ok(t, path, "health", "--json"))
+	h := decode[healthJSON](t, ok(t, path, "health", "--json", "--all"))
 	if len(h.UnworkedQueues) != 1 || h.UnworkedQueues[0].Queue != "batch" || h.UnworkedQueues[0].Pending != 1 ||
 		h.UnworkedQueues[0].OldestAgeSecs <= 0 {
 		t.Fatalf("unworked_queues = %+v, want batch with 1 pending run", h.UnworkedQueues)

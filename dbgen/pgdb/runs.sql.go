@@ -946,8 +946,16 @@ WHERE ($1::text = '' OR status = $1::text)
   AND ($3::text = '' OR queue = $3::text)
   AND ($4::bigint = 0 OR created_at >= $4::bigint)
   AND ($5::bigint = 0 OR created_at < $5::bigint)
+  AND ($6::text = '' OR starts_with(id, $6::text))
+  AND ($7::text = '' OR strpos(lower(error), lower($7::text)) > 0
+       OR strpos(lower(reason), lower($7::text)) > 0)
+  AND ($8::text = '' OR (
+    CASE WHEN jsonb_typeof(convert_from(input, 'UTF8')::jsonb) = 'object'
+         THEN COALESCE(convert_from(input, 'UTF8')::jsonb ->> $8::text,
+                       CASE WHEN convert_from(input, 'UTF8')::jsonb ? $8::text THEN 'null' END)
+    END) = $9::text)
 ORDER BY created_at DESC, id
-LIMIT $6::bigint
+LIMIT $10::bigint
 `
 
 type RunListParams struct {
@@ -956,9 +964,19 @@ type RunListParams struct {
 	Queue         string
 	CreatedSince  int64
 	CreatedBefore int64
+	IDPrefix      string
+	ErrorText     string
+	InputField    string
+	InputValue    string
 	MaxRuns       int64
 }
 
+// RunList lists runs, newest first, matching every filter that is not
+// empty: @id_prefix starts the ID; @error_text is in the error or the
+// reason, ignoring ASCII case (lower() of the database's collation); the
+// top-level field @input_field of the input (a JSON object) has
+// @input_value as its text (->>: a string's own text, a number's digits,
+// true, false; a JSON null is 'null' as on SQLite).
 func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error) {
 	rows, err := q.db.QueryContext(ctx, runList,
 		arg.Status,
@@ -966,6 +984,10 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 		arg.Queue,
 		arg.CreatedSince,
 		arg.CreatedBefore,
+		arg.IDPrefix,
+		arg.ErrorText,
+		arg.InputField,
+		arg.InputValue,
 		arg.MaxRuns,
 	)
 	if err != nil {

@@ -103,6 +103,20 @@ func (q *Queries) EngineReportDeleteBefore(ctx context.Context, reportedBefore i
 	return result.RowsAffected()
 }
 
+const engineReportDeleteStoppedBefore = `-- name: EngineReportDeleteStoppedBefore :execrows
+DELETE FROM flowlite_engine_reports WHERE stopped_at > 0 AND stopped_at < ?1
+`
+
+// EngineReportDeleteStoppedBefore deletes the reports of engines that
+// stopped before @stopped_before (a stopped engine writes no more reports).
+func (q *Queries) EngineReportDeleteStoppedBefore(ctx context.Context, stoppedBefore int64) (int64, error) {
+	result, err := q.exec(ctx, q.engineReportDeleteStoppedBeforeStmt, engineReportDeleteStoppedBefore, stoppedBefore)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const engineReportList = `-- name: EngineReportList :many
 SELECT owner, host, pid, started_at, reported_at, metrics, queues, live_until, stopped_at
 FROM flowlite_engine_reports

@@ -604,8 +604,15 @@ WHERE (?1 = '' OR status = ?1)
   AND (?3 = '' OR queue = ?3)
   AND (?4 = 0 OR created_at >= ?4)
   AND (?5 = 0 OR created_at < ?5)
+  AND (?6 = '' OR substr(id, 1, length(?6)) = ?6)
+  AND (?7 = '' OR instr(lower(error), lower(?7)) > 0 OR instr(lower(reason), lower(?7)) > 0)
+  AND (?8 = '' OR (
+    CASE json_type(CAST(input AS TEXT), '$."' || ?8 || '"')
+      WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+      ELSE CAST(json_extract(CAST(input AS TEXT), '$."' || ?8 || '"') AS TEXT)
+    END) = CAST(?9 AS TEXT))
 ORDER BY created_at DESC, id
-LIMIT ?6
+LIMIT ?10
 `
 
 type RunListParams struct {
@@ -614,9 +621,19 @@ type RunListParams struct {
 	Queue         interface{}
 	CreatedSince  interface{}
 	CreatedBefore interface{}
+	IDPrefix      interface{}
+	ErrorText     interface{}
+	InputField    interface{}
+	InputValue    string
 	MaxRuns       int64
 }
 
+// RunList lists runs, newest first, matching every filter that is not
+// empty: @id_prefix starts the ID; @error_text is in the error or the
+// reason, ignoring ASCII case; the top-level field @input_field of the
+// input (a JSON object) has @input_value as its text (a string's own
+// text, a number's digits, true, false or null). The caller checks that
+// @input_field holds no quote or backslash, which would escape its path.
 func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error) {
 	rows, err := q.query(ctx, q.runListStmt, runList,
 		arg.Status,
@@ -624,6 +641,10 @@ func (q *Queries) RunList(ctx context.Context, arg RunListParams) ([]Run, error)
 		arg.Queue,
 		arg.CreatedSince,
 		arg.CreatedBefore,
+		arg.IDPrefix,
+		arg.ErrorText,
+		arg.InputField,
+		arg.InputValue,
 		arg.MaxRuns,
 	)
 	if err != nil {

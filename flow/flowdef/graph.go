@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Graph formats.
@@ -191,11 +192,30 @@ func mermaid(nodes []graphNode, states States) string {
 // it as they are.
 func SVG(d *Definition, states States) string {
 	const (
-		boxW, boxH = 170, 48
+		minBoxW    = 170
 		gapX, gapY = 50, 18
 		pad        = 12
+		lineH      = 16
+		charW      = 7 // an average character of the 12px font, bold a little wider
 	)
 	nodes := layout(d)
+	// Each node's lines: its label, then its state on a line of its own, so
+	// that no label is cut ("price ×each · completed" used to be); every
+	// box is as wide as the longest line and as tall as the most lines.
+	nodeLines := make(map[string][]string, len(nodes))
+	boxW, most := minBoxW, 0
+	for _, n := range nodes {
+		lines := strings.Split(n.label, "\n")
+		if state := states[n.id]; state != "" {
+			lines = append(lines, state)
+		}
+		for _, line := range lines {
+			boxW = max(boxW, 16+utf8.RuneCountInString(line)*charW+charW)
+		}
+		most = max(most, len(lines))
+		nodeLines[n.id] = lines
+	}
+	boxH := 16 + most*lineH
 	rows := map[int]int{}
 	pos := map[string][2]int{}
 	maxDepth, maxRows := 0, 0
@@ -225,29 +245,22 @@ func SVG(d *Definition, states States) string {
 	for _, n := range nodes {
 		p := pos[n.id]
 		state := states[n.id]
+		lines := nodeLines[n.id]
 		fmt.Fprintf(&b, `<g class="node" data-id="%s" data-state="%s">`, html.EscapeString(n.id), html.EscapeString(state))
+		fmt.Fprintf(&b, "<title>%s</title>", html.EscapeString(strings.Join(lines, "\n")))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="%s" stroke="#333"/>`, p[0], p[1], boxW, boxH, fill(state))
-		lines := strings.Split(n.label, "\n")
-		if state != "" {
-			lines[len(lines)-1] += " · " + state
-		}
 		for i, line := range lines {
-			weight := ""
-			if i == 0 {
-				weight = ` font-weight="bold"`
+			attrs := ""
+			switch {
+			case i == 0:
+				attrs = ` font-weight="bold"`
+			case state != "" && i == len(lines)-1:
+				attrs = ` class="state" font-style="italic"`
 			}
-			fmt.Fprintf(&b, `<text x="%d" y="%d"%s>%s</text>`, p[0]+8, p[1]+18+i*16, weight, html.EscapeString(truncate(line, 26)))
+			fmt.Fprintf(&b, `<text x="%d" y="%d"%s>%s</text>`, p[0]+8, p[1]+18+i*lineH, attrs, html.EscapeString(line))
 		}
 		b.WriteString("</g>\n")
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

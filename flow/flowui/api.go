@@ -94,7 +94,17 @@ func (a *api) routes(mux *http.ServeMux) {
 
 func (a *api) runs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := flow.RunFilter{Workflow: strings.TrimSpace(q.Get("workflow")), Queue: strings.TrimSpace(q.Get("queue"))}
+	f := flow.RunFilter{Workflow: strings.TrimSpace(q.Get("workflow")), Queue: strings.TrimSpace(q.Get("queue")),
+		IDPrefix: strings.TrimSpace(q.Get("id")), ErrorText: strings.TrimSpace(q.Get("error"))}
+	if s := strings.TrimSpace(q.Get("input")); s != "" {
+		field, value, ok := strings.Cut(s, "=")
+		field = strings.TrimSpace(field)
+		if !ok || field == "" || strings.ContainsAny(field, "\"\\") {
+			writeJSON(w, http.StatusBadRequest, apiError{Error: fmt.Sprintf("invalid input %q: want field=value with a top-level field of the run's input", s)})
+			return
+		}
+		f.InputField, f.InputValue = field, strings.TrimSpace(value)
+	}
 	if s := q.Get("status"); s != "" {
 		st, ok := parseStatus(s)
 		if !ok {

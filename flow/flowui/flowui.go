@@ -10,7 +10,8 @@
 //	GET  /                          the dashboard's overview (HTML); /runs, /runs/{id}, /suspended, /dead
 //	GET  /metrics                   Prometheus text format (see flow/flowprom for collectors)
 //	GET  /healthz                   200 when the database can be read, 503 otherwise
-//	GET  /api/runs                  runs, newest first: ?status=&workflow=&queue=&limit= (1–1000, default 50)
+//	GET  /api/runs                  runs, newest first: ?status=&workflow=&queue=&limit= (1–1000, default 50),
+//	                                search: &id= (ID prefix) &error= (text in error or reason) &input=field=value
 //	GET  /api/runs/{id}             one run with its steps
 //	GET  /api/runs/{id}/history     a run's event history
 //	GET  /api/queues                queue statistics

@@ -172,7 +172,11 @@ type page struct {
 	ReadOnly bool
 	Flash    string
 	CSRF     string // the token forms that change state carry
-	Data     any
+	// Refresh, when above 0, reloads the page after that many seconds
+	// (a meta refresh: no script needed, and a page whose run finished
+	// carries none, so the reloads stop by themselves).
+	Refresh int
+	Data    any
 }
 
 // render executes a page into a buffer first, so a template error becomes

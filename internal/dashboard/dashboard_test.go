@@ -65,7 +65,8 @@ func TestPages(t *testing.T) {
 		status int
 		want   []string
 	}{
-		{"/", 200, []string{`class="card status-suspended"`, ">all runs<", `href="/runs?queue=batch"`, `id="last-checkpoint"`, `<table class="grid" id="engines">`}},
+		{"/", 200, []string{`class="card status-suspended"`, ">all runs<", `href="/runs?queue=batch"`, `id="last-checkpoint"`, `id="engines-hidden">1 stopped engine not shown. <a href="/?engines=all">`}},
+		{"/?engines=all", 200, []string{`<table class="grid" id="engines">`, `<td>stopped</td>`}},
 		{"/runs", 200, []string{`data-run="done-1"`, `data-run="pending-1"`, `id="filters"`}},
 		{"/runs?status=failed", 200, []string{`data-run="saga-1"`, `<option value="failed" selected>`}},
 		{"/runs?status=FAILED&workflow=nope", 200, []string{"No runs match."}},
@@ -286,7 +287,10 @@ func TestMetrics(t *testing.T) {
 	}
 	body := r.body
 	// The overview shows the worker's report and checkpoint too.
-	if page := do(t, http.MethodGet, srv.URL+"/", nil).body; strings.Count(page, "data-engine=") != 2 ||
+	if page := do(t, http.MethodGet, srv.URL+"/", nil).body; strings.Count(page, "data-engine=") != 0 || !strings.Contains(page, "2 stopped engines not shown") {
+		t.Errorf("overview lists stopped engines by default:\n%s", page)
+	}
+	if page := do(t, http.MethodGet, srv.URL+"/?engines=all", nil).body; strings.Count(page, "data-engine=") != 2 ||
 		!regexp.MustCompile(`id="last-checkpoint">just now \(PASSIVE of [0-9.]+ [KM]?i?B, by <code>[^<]+</code>\)</dd>`).MatchString(page) {
 		t.Errorf("overview lacks the engines or the worker's checkpoint:\n%s", page)
 	}

@@ -159,9 +159,13 @@ type overviewData struct {
 	Total  int64
 	Queues []queueRow
 	// Limits are the queues with limits, with their use.
-	Limits  []limitRow
-	Health  *flow.FileHealth
-	Engines []flow.Report
+	Limits []limitRow
+	Health *flow.FileHealth
+	// Engines are the reports of the engines that did not stop, or of all
+	// with ?engines=all (AllEngines); StoppedHidden counts the others.
+	Engines       []flow.Report
+	AllEngines    bool
+	StoppedHidden int
 	// Unworked are the queues with pending runs that no live engine works.
 	Unworked []flow.UnworkedQueue
 	Now      time.Time // for the engines' liveness
@@ -197,8 +201,9 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	} else if !errors.Is(err, flow.ErrNotSupported) { // PostgreSQL keeps no file
 		d.log.Warn("overview: file health", "err", err)
 	}
+	data.AllEngines = r.URL.Query().Get("engines") == "all"
 	if reports, err := d.e.Reports(ctx); err == nil {
-		data.Engines = reports
+		data.Engines, data.StoppedHidden = runningEngines(reports, data.AllEngines)
 	} else {
 		d.log.Warn("overview: engine reports", "err", err)
 	}
@@ -218,17 +223,49 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "overview", p)
 }
 
+// runningEngines returns the reports of the engines that did not stop
+// (live or silent: a silent one may have crashed), or all of them when all
+// is set, and how many it left out: every short-lived process leaves the
+// report of a stopped engine until the cleaner deletes it
+// (Config.StoppedReportRetention), and those would bury the running ones.
+func runningEngines(reports []flow.Report, all bool) ([]flow.Report, int) {
+	if all {
+		return reports, 0
+	}
+	out := reports[:0:0]
+	for _, r := range reports {
+		if r.StoppedAt.IsZero() {
+			out = append(out, r)
+		}
+	}
+	return out, len(reports) - len(out)
+}
+
 // runsData is the runs page.
 type runsData struct {
 	Status, Workflow, Queue string
-	Limit                   int
-	Runs                    []flow.RunInfo
-	More                    bool // the limit cut the list
+	// The search: ID is a prefix of the run ID, Error a text in its error
+	// or reason, Input a top-level input field as field=value.
+	ID, Error, Input string
+	Limit            int
+	Runs             []flow.RunInfo
+	More             bool // the limit cut the list
 }
 
 func (d *Dashboard) runs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	data := runsData{Status: q.Get("status"), Workflow: strings.TrimSpace(q.Get("workflow")), Queue: strings.TrimSpace(q.Get("queue")), Limit: 50}
+	data := runsData{Status: q.Get("status"), Workflow: strings.TrimSpace(q.Get("workflow")), Queue: strings.TrimSpace(q.Get("queue")),
+		ID: strings.TrimSpace(q.Get("id")), Error: strings.TrimSpace(q.Get("error")), Input: strings.TrimSpace(q.Get("input")), Limit: 50}
+	filter := flow.RunFilter{Workflow: data.Workflow, Queue: data.Queue, IDPrefix: data.ID, ErrorText: data.Error}
+	if data.Input != "" {
+		field, value, ok := strings.Cut(data.Input, "=")
+		field = strings.TrimSpace(field)
+		if !ok || field == "" || strings.ContainsAny(field, "\"\\") {
+			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Invalid input search %q: want field=value, such as customer=dana, with a top-level field of the run's input.", data.Input))
+			return
+		}
+		filter.InputField, filter.InputValue = field, strings.TrimSpace(value)
+	}
 	var status flow.RunStatus
 	if data.Status != "" {
 		for _, st := range statuses() {
@@ -250,7 +287,8 @@ func (d *Dashboard) runs(w http.ResponseWriter, r *http.Request) {
 		}
 		data.Limit = n
 	}
-	runs, err := d.e.ListRuns(r.Context(), flow.RunFilter{Status: status, Workflow: data.Workflow, Queue: data.Queue, Limit: data.Limit + 1})
+	filter.Status, filter.Limit = status, data.Limit+1
+	runs, err := d.e.ListRuns(r.Context(), filter)
 	if err != nil {
 		d.failErr(w, r, "list runs", err)
 		return
@@ -274,7 +312,9 @@ type runData struct {
 	HeldBy   string
 	Events   []flow.Event
 	Timeline timeline
-	Actions  []action
+	// Labels name the step calls for people ("price (2 of 5)").
+	Labels  stepLabels
+	Actions []action
 	// StepActions are offered on each row of a top-level step call.
 	StepActions []action
 	// DAG is the picture of the run's definition with each node's state,
@@ -284,6 +324,10 @@ type runData struct {
 	// page shows the run as it stood after an earlier event.
 	Scrub scrubber
 }
+
+// runRefreshSeconds is how often the page of an unfinished run reloads
+// itself: often enough to follow a run, rarely enough to read the page.
+const runRefreshSeconds = 5
 
 // scrubber is the position of the run page in the run's history: the page
 // shows the run as it stood after event At (1 to Total) of its history.
@@ -335,7 +379,8 @@ func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 	if sc.At < sc.Total {
 		sc.Next = sc.At + 1
 	}
-	data := runData{Run: info, Events: events, Timeline: buildTimeline(info, events[:sc.At], now), Scrub: sc}
+	data := runData{Run: info, Events: events, Timeline: buildTimeline(info, events[:sc.At], now), Scrub: sc, Labels: newStepLabels(info.Steps)}
+
 	data.DAG = d.dag(ctx, info)
 	if info.Status == flow.StatusPending && !sc.Past {
 		if data.HeldBy, err = d.e.HeldBy(ctx, id); err != nil {
@@ -347,6 +392,11 @@ func (d *Dashboard) run(w http.ResponseWriter, r *http.Request) {
 		data.StepActions = d.stepActionsFor(info)
 	}
 	p := page{Title: "Run " + id, Nav: "runs", Data: data}
+	// A run that moves on by itself reloads; a finished one, a suspended
+	// one (it waits for a person) and a past state do not.
+	if !sc.Past && !info.Status.Finished() && info.Status != flow.StatusSuspended {
+		p.Refresh = runRefreshSeconds
+	}
 	if a, ok := d.action(r.URL.Query().Get("done")); ok {
 		p.Flash = a.Done
 	}

@@ -24,9 +24,10 @@ type tick struct {
 }
 
 type timelineRow struct {
-	Y      int // top of the row
-	TextY  int // baseline of the label
-	Label  string
+	Y      int    // top of the row
+	TextY  int    // baseline of the label
+	Label  string // the step for people: "price (2 of 5)" (stepLabels)
+	Key    string // the call as recorded: "all0.1/price#0"
 	Bars   []bar
 	Stripe bool // shade every other row
 }
@@ -137,10 +138,12 @@ func buildTimeline(run flow.RunInfo, events []flow.Event, now time.Time) timelin
 	}
 	tl.Total = fmtDur(span)
 
+	labels := newStepLabels(run.Steps)
 	for i, s := range run.Steps {
 		key := fmt.Sprintf("%s#%d", s.Name, s.Occurrence)
+		label := labels.Of(s.Name, s.Occurrence)
 		y := tlTop + i*tlRowH
-		row := timelineRow{Y: y, TextY: y + 18, Label: key, Stripe: i%2 == 1}
+		row := timelineRow{Y: y, TextY: y + 18, Label: label, Key: key, Stripe: i%2 == 1}
 		end := barEnd(s.StartedAt, s.FinishedAt)
 		b := bar{X: x(s.StartedAt), Y: y + 4, H: tlStepH, Class: "step-" + s.Status}
 		b.W = max(x(end)-b.X, tlMinBarW)
@@ -149,7 +152,7 @@ func buildTimeline(run flow.RunInfo, events []flow.Event, now time.Time) timelin
 		if s.FinishedAt.IsZero() {
 			b.Text += " (" + s.Status + ")"
 		}
-		b.Title = fmt.Sprintf("%s: %s, %d attempt(s), %s", key, s.Status, s.Attempts, fmtDur(d))
+		b.Title = fmt.Sprintf("%s: %s, %d attempt(s), %s", label, s.Status, s.Attempts, fmtDur(d))
 		if s.Error != "" {
 			b.Title += "\n" + trunc(200, s.Error)
 		}
@@ -161,7 +164,7 @@ func buildTimeline(run flow.RunInfo, events []flow.Event, now time.Time) timelin
 			cb := bar{X: x(c.start), Y: y + 4 + tlStepH + 2, H: tlCompH, Class: "comp-" + s.Compensation}
 			cb.W = max(x(cend)-cb.X, tlMinBarW)
 			cd := cend.Sub(c.start)
-			cb.Title = fmt.Sprintf("compensation of %s: %s, %d attempt(s), %s", key, s.Compensation, s.CompensationAttempts, fmtDur(cd))
+			cb.Title = fmt.Sprintf("compensation of %s: %s, %d attempt(s), %s", label, s.Compensation, s.CompensationAttempts, fmtDur(cd))
 			if s.CompensationError != "" {
 				cb.Title += "\n" + trunc(200, s.CompensationError)
 			}

@@ -15,6 +15,10 @@ const (
 	DefaultCleanBatch      = 500
 	DefaultReportInterval  = 10 * time.Second
 	DefaultReportRetention = 7 * 24 * time.Hour
+	// DefaultStoppedReportRetention is how long the report of an engine
+	// that stopped is kept: long enough to see what yesterday's processes
+	// did, short enough that short-lived processes do not pile up.
+	DefaultStoppedReportRetention = 24 * time.Hour
 )
 
 // retentionWithDefaults returns r with its zero fields set to the defaults.
@@ -47,6 +51,9 @@ func (c Config) withMaintenanceDefaults() Config {
 	if c.ReportRetention == 0 {
 		c.ReportRetention = DefaultReportRetention
 	}
+	if c.StoppedReportRetention == 0 {
+		c.StoppedReportRetention = DefaultStoppedReportRetention
+	}
 	return c
 }
 
@@ -57,7 +64,7 @@ func (e *Engine) runCleaner(ctx context.Context) {
 		return
 	}
 	r := e.cfg.Retention
-	if r.Completed < 0 && r.Failed < 0 && r.Cancelled < 0 && e.cfg.ReportRetention < 0 {
+	if r.Completed < 0 && r.Failed < 0 && r.Cancelled < 0 && e.cfg.ReportRetention < 0 && e.cfg.StoppedReportRetention < 0 {
 		return
 	}
 	every(ctx, e.cfg.CleanInterval, func() {
@@ -87,7 +94,8 @@ func (e *Engine) runCleaner(ctx context.Context) {
 // batches, none waiting for another's (store.MaintenanceTx.RunDeleteFinished).
 //
 // It also deletes the reports of engines silent for longer than
-// ReportRetention (report.go); they are not counted in the result.
+// ReportRetention and of engines stopped for longer than
+// StoppedReportRetention (report.go); they are not counted in the result.
 func (e *Engine) Clean(ctx context.Context) (int, error) {
 	now := e.now()
 	r := e.cfg.Retention
@@ -141,6 +149,12 @@ func (e *Engine) Clean(ctx context.Context) (int, error) {
 	}
 	if n > 0 {
 		e.log.Info("deleted the reports of engines silent past their retention", "reports", n)
+	}
+	if n, err = e.cleanStoppedReports(ctx); err != nil {
+		return total, err
+	}
+	if n > 0 {
+		e.log.Info("deleted the reports of engines stopped past their retention", "reports", n)
 	}
 	return total, nil
 }

@@ -85,6 +85,11 @@ type Config struct {
 	// ReportRetention is how long the cleaner keeps the reports of engines
 	// that stopped writing them. Default 7 days; negative: forever.
 	ReportRetention time.Duration
+	// StoppedReportRetention is how long the reports of engines that
+	// stopped cleanly are kept, counted from their stop; the cleaner and
+	// every Start delete older ones. Default 24h; negative: only
+	// ReportRetention applies.
+	StoppedReportRetention time.Duration
 	// MaxPayloadBytes caps the encoded size of every value the engine
 	// stores (run inputs, signal payloads, step and workflow outputs; see
 	// CheckPayload). Default DefaultMaxPayloadBytes; negative: no limit.
@@ -320,6 +325,14 @@ func (e *Engine) Start(ctx context.Context) error {
 		if err := e.report(ctx, true); err != nil {
 			return fmt.Errorf("start engine: %w", err)
 		}
+	}
+	// A short-lived process never lives to its cleaner's first pass: each
+	// start prunes the reports of engines stopped past their retention, so
+	// a series of short runs does not pile up stopped engines.
+	if n, err := e.cleanStoppedReports(ctx); err != nil {
+		e.log.Warn("delete the reports of engines stopped past their retention", "err", err)
+	} else if n > 0 {
+		e.log.Debug("deleted the reports of engines stopped past their retention", "reports", n)
 	}
 
 	e.mu.Lock()

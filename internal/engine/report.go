@@ -29,7 +29,9 @@ import (
 // moved since the last one, except once every reportRefresh, so that
 // readers can tell a quiet engine from a crashed one. The rows of engines
 // that stopped reporting longer than ReportRetention ago are deleted by the
-// cleaner.
+// cleaner, and so are, sooner, those of engines that stopped cleanly more
+// than StoppedReportRetention ago (also at every Start): each short-lived
+// process leaves a stopped report, and they must not pile up.
 
 // reportRefresh is how often, at least, a running engine rewrites its
 // report even when nothing changed: its liveness beat.
@@ -141,6 +143,25 @@ func (e *Engine) cleanReports(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return 0, fmt.Errorf("clean engine reports: %w", err)
+	}
+	return n, nil
+}
+
+// cleanStoppedReports deletes the reports of engines stopped longer than
+// StoppedReportRetention ago.
+func (e *Engine) cleanStoppedReports(ctx context.Context) (int, error) {
+	if e.cfg.StoppedReportRetention < 0 {
+		return 0, nil
+	}
+	before := e.now().Add(-e.cfg.StoppedReportRetention).UnixMilli()
+	var n int
+	err := e.store.Write(ctx, func(tx store.Tx) error {
+		var err error
+		n, err = tx.EngineReportDeleteStoppedBefore(ctx, before)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("clean reports of stopped engines: %w", err)
 	}
 	return n, nil
 }

@@ -57,6 +57,10 @@ type ReportTx interface {
 	// EngineReportDeleteBefore deletes the reports last written before
 	// reportedBefore and returns how many it deleted.
 	EngineReportDeleteBefore(ctx context.Context, reportedBefore int64) (int, error)
+	// EngineReportDeleteStoppedBefore deletes the reports of engines that
+	// stopped (StoppedAt > 0) before stoppedBefore and returns how many it
+	// deleted; the reports of running or silent engines stay.
+	EngineReportDeleteStoppedBefore(ctx context.Context, stoppedBefore int64) (int, error)
 	// CheckpointSave replaces the record of the last checkpoint.
 	CheckpointSave(ctx context.Context, c CheckpointRecord) error
 }

@@ -191,7 +191,17 @@ type RunListParams struct {
 	Queue    string
 	Since    int64 // created at or after, Unix ms; zero: no bound
 	Before   int64 // created before, Unix ms; zero: no bound
-	Limit    int
+	// IDPrefix matches the runs whose ID starts with it.
+	IDPrefix string
+	// ErrorText matches the runs whose error or reason holds it, ignoring
+	// ASCII case.
+	ErrorText string
+	// InputField and InputValue match the runs whose input is a JSON
+	// object with the top-level field InputField, whose text is
+	// InputValue: a string's own text, a number as written, true, false
+	// or null. InputField must hold no quote or backslash.
+	InputField, InputValue string
+	Limit                  int
 }
 
 // UnfinishedStates returns the states of an unfinished run, in which a run

@@ -23,6 +23,11 @@ ORDER BY started_at, owner;
 -- @reported_before.
 DELETE FROM flowlite.engine_reports WHERE reported_at < @reported_before;
 
+-- name: EngineReportDeleteStoppedBefore :execrows
+-- EngineReportDeleteStoppedBefore deletes the reports of engines that
+-- stopped before @stopped_before (a stopped engine writes no more reports).
+DELETE FROM flowlite.engine_reports WHERE stopped_at > 0 AND stopped_at < @stopped_before;
+
 -- name: CheckpointRecord :exec
 -- CheckpointRecord replaces the record of the last checkpoint.
 INSERT INTO flowlite.checkpoints (id, at, owner, mode, wal_bytes, busy, error)

@@ -503,12 +503,26 @@ GROUP BY workflow, version
 ORDER BY workflow, version;
 
 -- name: RunList :many
+-- RunList lists runs, newest first, matching every filter that is not
+-- empty: @id_prefix starts the ID; @error_text is in the error or the
+-- reason, ignoring ASCII case (lower() of the database's collation); the
+-- top-level field @input_field of the input (a JSON object) has
+-- @input_value as its text (->>: a string's own text, a number's digits,
+-- true, false; a JSON null is 'null' as on SQLite).
 SELECT * FROM flowlite.runs
 WHERE (sqlc.arg(status)::text = '' OR status = sqlc.arg(status)::text)
   AND (sqlc.arg(workflow)::text = '' OR workflow = sqlc.arg(workflow)::text)
   AND (sqlc.arg(queue)::text = '' OR queue = sqlc.arg(queue)::text)
   AND (sqlc.arg(created_since)::bigint = 0 OR created_at >= sqlc.arg(created_since)::bigint)
   AND (sqlc.arg(created_before)::bigint = 0 OR created_at < sqlc.arg(created_before)::bigint)
+  AND (sqlc.arg(id_prefix)::text = '' OR starts_with(id, sqlc.arg(id_prefix)::text))
+  AND (sqlc.arg(error_text)::text = '' OR strpos(lower(error), lower(sqlc.arg(error_text)::text)) > 0
+       OR strpos(lower(reason), lower(sqlc.arg(error_text)::text)) > 0)
+  AND (sqlc.arg(input_field)::text = '' OR (
+    CASE WHEN jsonb_typeof(convert_from(input, 'UTF8')::jsonb) = 'object'
+         THEN COALESCE(convert_from(input, 'UTF8')::jsonb ->> sqlc.arg(input_field)::text,
+                       CASE WHEN convert_from(input, 'UTF8')::jsonb ? sqlc.arg(input_field)::text THEN 'null' END)
+    END) = sqlc.arg(input_value)::text)
 ORDER BY created_at DESC, id
 LIMIT sqlc.arg(max_runs)::bigint;
 

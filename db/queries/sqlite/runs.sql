@@ -247,12 +247,25 @@ GROUP BY workflow, version
 ORDER BY workflow, version;
 
 -- name: RunList :many
+-- RunList lists runs, newest first, matching every filter that is not
+-- empty: @id_prefix starts the ID; @error_text is in the error or the
+-- reason, ignoring ASCII case; the top-level field @input_field of the
+-- input (a JSON object) has @input_value as its text (a string's own
+-- text, a number's digits, true, false or null). The caller checks that
+-- @input_field holds no quote or backslash, which would escape its path.
 SELECT * FROM flowlite_runs
 WHERE (@status = '' OR status = @status)
   AND (@workflow = '' OR workflow = @workflow)
   AND (@queue = '' OR queue = @queue)
   AND (@created_since = 0 OR created_at >= @created_since)
   AND (@created_before = 0 OR created_at < @created_before)
+  AND (@id_prefix = '' OR substr(id, 1, length(@id_prefix)) = @id_prefix)
+  AND (@error_text = '' OR instr(lower(error), lower(@error_text)) > 0 OR instr(lower(reason), lower(@error_text)) > 0)
+  AND (@input_field = '' OR (
+    CASE json_type(CAST(input AS TEXT), '$."' || @input_field || '"')
+      WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' WHEN 'null' THEN 'null'
+      ELSE CAST(json_extract(CAST(input AS TEXT), '$."' || @input_field || '"') AS TEXT)
+    END) = CAST(@input_value AS TEXT))
 ORDER BY created_at DESC, id
 LIMIT @max_runs;
 

@@ -72,6 +72,14 @@ func (t *tx) EngineReportDeleteBefore(ctx context.Context, reportedBefore int64)
 	return int(n), nil
 }
 
+func (t *tx) EngineReportDeleteStoppedBefore(ctx context.Context, stoppedBefore int64) (int, error) {
+	n, err := t.q.EngineReportDeleteStoppedBefore(ctx, stoppedBefore)
+	if err != nil {
+		return 0, fmt.Errorf("delete reports of stopped engines: %w", interpretError(ctx, err))
+	}
+	return int(n), nil
+}
+
 func (t *tx) CheckpointSave(ctx context.Context, c store.CheckpointRecord) error {
 	err := t.q.CheckpointRecord(ctx, pgdb.CheckpointRecordParams{
 		At: c.At, Owner: c.Owner, Mode: string(c.Mode), WalBytes: c.WALBytes,

@@ -28,6 +28,7 @@ func (r reader) RunList(ctx context.Context, p store.RunListParams) ([]store.Run
 	rows, err := r.q.RunList(ctx, sqlitedb.RunListParams{
 		Status: string(p.Status), Workflow: p.Workflow, Queue: p.Queue,
 		CreatedSince: p.Since, CreatedBefore: p.Before, MaxRuns: int64(limit),
+		IDPrefix: p.IDPrefix, ErrorText: p.ErrorText, InputField: p.InputField, InputValue: p.InputValue,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", interpretError(err))

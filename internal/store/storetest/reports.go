@@ -19,6 +19,7 @@ func reportTests() []struct {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"EngineReports", testEngineReports},
+		{"EngineReportDeleteStopped", testEngineReportDeleteStopped},
 		{"CheckpointRecord", testCheckpointRecord},
 	}
 }
@@ -82,6 +83,36 @@ func testEngineReports(t *testing.T, s store.Store) {
 	got = reports(t, s)
 	if owners := ownersOf(got); !slices.Equal(owners, []string{"a"}) {
 		t.Errorf("after delete: owners %v, want [a]", owners)
+	}
+}
+
+// testEngineReportDeleteStopped: deleting the reports of stopped engines
+// by their stop time keeps every running or silent engine's report, however
+// old, and a stopped one's stopped at or after the cutoff.
+func testEngineReportDeleteStopped(t *testing.T, s store.Store) {
+	running := store.EngineReport{Owner: "running", StartedAt: base, ReportedAt: base + 10, LiveUntil: base + 1000, Metrics: []byte(`{}`)}
+	silent := store.EngineReport{Owner: "silent", StartedAt: base + 1, ReportedAt: base + 20, LiveUntil: base + 30, Metrics: []byte(`{}`)}
+	old := store.EngineReport{Owner: "old", StartedAt: base + 2, ReportedAt: base + 40, StoppedAt: base + 40, Metrics: []byte(`{}`)}
+	recent := store.EngineReport{Owner: "recent", StartedAt: base + 3, ReportedAt: base + 500, StoppedAt: base + 500, Metrics: []byte(`{}`)}
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		for _, r := range []store.EngineReport{running, silent, old, recent} {
+			if err := tx.EngineReportSave(ctx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var n int
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		var err error
+		n, err = tx.EngineReportDeleteStoppedBefore(ctx, base+500)
+		return err
+	})
+	if n != 1 {
+		t.Errorf("deleted %d reports, want 1 (old)", n)
+	}
+	if owners := ownersOf(reports(t, s)); !slices.Equal(owners, []string{"running", "silent", "recent"}) {
+		t.Errorf("after delete: owners %v, want [running silent recent]", owners)
 	}
 }
 
