@@ -92,7 +92,9 @@
 // What comes from outside is checked before anything is recorded, so that
 // a bad value gets a clear error instead of a run that cannot go on. Names
 // of workflows, jobs, steps, queues, signals and schedules follow the rules
-// of MaxNameBytes (a *NameError quotes the name and the rule it breaks).
+// of MaxNameBytes (a *NameError quotes the name and the rule it breaks);
+// run IDs, unique keys, concurrency keys and debounce keys follow them too,
+// with a longer limit (MaxKeyBytes).
 // Stored values are bounded by Config.MaxPayloadBytes (ErrPayloadTooLarge
 // names the value, its size and the limit), because SQLite's single writer
 // stalls every run while it writes a huge one. A signal whose payload does

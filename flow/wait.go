@@ -256,6 +256,9 @@ func StartChild[In, Out any](wc Context, wf Workflow[In, Out], in In, opts *Chil
 			return nil, fmt.Errorf("start child %s: %w", wf.Name, err)
 		}
 	}
+	if err := checkKeys("run ID", opts.RunID); err != nil {
+		return nil, fmt.Errorf("start child %s: %w", wf.Name, err)
+	}
 	input, err := codec.Encode(in)
 	if err != nil {
 		return nil, rc.Abort(&engine.DefinitionError{RunID: rc.RunID(), Problem: fmt.Sprintf("child %s: %v", wf.Name, err)})

@@ -265,8 +265,6 @@ func oneRunArg(_ *cobra.Command, args []string) error {
 		return usageErrorf("missing run ID")
 	case len(args) > 1:
 		return usageErrorf("expected one run ID, got %d arguments", len(args))
-	case args[0] == "":
-		return usageErrorf("empty run ID")
 	}
-	return nil
+	return checkRunIDArg(args[0])
 }

@@ -54,8 +54,8 @@ payload only when it does, so it cannot be reported here: see its history.`,
 				return usageErrorf("expected a run ID and a signal name")
 			case len(args) > 3:
 				return usageErrorf("expected a run ID, a signal name and at most one JSON payload, got %d arguments", len(args))
-			case args[0] == "":
-				return usageErrorf("empty run ID")
+			case checkRunIDArg(args[0]) != nil:
+				return checkRunIDArg(args[0])
 			case args[1] == "":
 				return usageErrorf("empty signal name")
 			}
