@@ -106,6 +106,11 @@ func TestOpenMalformedDSN(t *testing.T) {
 		if c.secret != "" && strings.Contains(err.Error(), c.secret) {
 			t.Errorf("%s: error %q repeats the password", c.dsn, err)
 		}
+		// It says why the DSN is left out, as a statement (it read "the DSN
+		// is not quoted: …", like an instruction to quote it).
+		if hidden := strings.Contains(err.Error(), "(DSN not shown: it holds a password)"); hidden != (c.secret != "") {
+			t.Errorf("%s: error %q; want the DSN said to be hidden exactly when it holds a password", c.dsn, err)
+		}
 		if errors.Is(err, flow.ErrUnavailable) {
 			t.Errorf("%s: error %q matches ErrUnavailable", c.dsn, err)
 		}

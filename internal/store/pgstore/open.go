@@ -212,7 +212,8 @@ func parseError(dsn string, err error) error {
 	if !mayHoldPassword(dsn) {
 		return err
 	}
-	const unquoted = "the DSN is not quoted: it holds a password"
+	// A statement of what the message leaves out, not an instruction.
+	const unquoted = "DSN not shown: it holds a password"
 	var pce *pgconn.ParseConfigError
 	if !errors.As(err, &pce) {
 		return errors.New("cannot parse DSN (" + unquoted + ")")
@@ -234,7 +235,7 @@ func parseError(dsn string, err error) error {
 	if inner != nil && !strings.HasPrefix(reason, "failed to parse as ") {
 		reason += " (" + inner.Error() + ")"
 	}
-	return fmt.Errorf("cannot parse DSN: %s; %s", reason, unquoted)
+	return fmt.Errorf("cannot parse DSN: %s (%s)", reason, unquoted)
 }
 
 // mayHoldPassword reports whether dsn may hold a password, erring towards
