@@ -42,8 +42,11 @@
 // PostgreSQL checkpoints and backs up outside the application, and the
 // engine falls back to flowtype.ErrNotSupported.
 //
-// It imports internal/store, db/migrations, dbgen/pgdb, goose and pgx;
-// no other package of the project may import pgx (internal/archtest).
+// It imports internal/store, flow/flowtype, internal/migrate,
+// internal/broadcast (the change feed's wakes), db/migrations, dbgen/pgdb,
+// goose, pgx and golang.org/x/sys/unix (TCP_USER_TIMEOUT on Linux, in
+// network_linux.go); no other package of the project may import pgx
+// (internal/archtest).
 package pgstore
 
 import (
