@@ -47,7 +47,9 @@ payload the run rejects (it does not decode into the type the workflow
 receives, e.g. a string for a bool; fields the type lacks are ignored) is
 reported as "rejected: <reason>" with exit code 1: the run goes on waiting
 for a signal of that name. A run that does not wait for NAME yet checks the
-payload only when it does, so it cannot be reported here: see its history.`,
+payload only when it does, and a run in a queue no live engine works (as
+the engines' reports tell) only when one does: signal does not watch them
+(see the run's history).`,
 		Args: func(_ *cobra.Command, args []string) error {
 			switch {
 			case len(args) < 2:
@@ -87,6 +89,14 @@ payload only when it does, so it cannot be reported here: see its history.`,
 					return runError(id, err)
 				}
 				var verdict signalVerdict
+				if sent && waiting && wait > 0 && before.Queue != "" {
+					// No engine would take the run now: nothing to watch.
+					worked, err := queueWorked(ctx, e, before.Queue)
+					if err != nil {
+						return runError(id, err)
+					}
+					waiting = worked
+				}
 				if sent && waiting && wait > 0 {
 					if verdict, _, err = watchSignal(ctx, e, id, name, lastEventID(events), wait); err != nil {
 						return runError(id, err)

@@ -83,6 +83,19 @@ func checkSignalVerdicts(t *testing.T, ctx context.Context, e *flow.Engine, db [
 	if d := time.Since(start); d > defaultSignalWait {
 		t.Errorf("signal not waited for took %s", d)
 	}
+	// Once no engine works the run's queue, nothing would receive the
+	// signal now: it is stored, and the CLI does not wait for a verdict.
+	if err := e.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if out := flowlite(t, nil, append(db, "signal", other, "decision", `{"approved":"maybe"}`)...); out.code != exitOK ||
+		out.stdout != "signal decision sent to run "+other+" (it is waiting)\n" {
+		t.Errorf("signal with no engine: exit %d, stdout %q, stderr %q", out.code, out.stdout, out.stderr)
+	}
+	if d := time.Since(start); d > defaultSignalWait {
+		t.Errorf("signal with no engine took %s", d)
+	}
 }
 
 func TestSignalReportsRejection(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,24 @@ func waitsForSignal(events []flow.Event, name string) bool {
 		}
 	}
 	return open > 0
+}
+
+// queueWorked reports whether a live engine works queue, as far as the
+// engines' reports tell (flow.Report.Live): when none does, nothing takes
+// the woken run until one starts. Engines that write no reports are not
+// seen, so their queues are not watched either.
+func queueWorked(ctx context.Context, e *flow.Engine, queue string) (bool, error) {
+	reports, err := e.Reports(ctx)
+	if err != nil {
+		return false, err
+	}
+	now := time.Now()
+	for _, r := range reports {
+		if r.Live(now) && slices.Contains(r.Queues, queue) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // lastEventID returns the ID of the last of events, 0 when there are none.
