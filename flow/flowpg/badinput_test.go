@@ -17,6 +17,7 @@ import (
 	"github.com/flowlite/flowlite/flow/flowpg"
 	"github.com/flowlite/flowlite/internal/pgtest"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The bad inputs of Open: each is refused, soon, with an error that names
@@ -76,6 +77,37 @@ func TestOpenUnreachableServer(t *testing.T) {
 		t.Errorf("Open of a closed port: %v, want ErrUnavailable", err)
 	}
 	mentions(t, "closed port", err, addr)
+}
+
+// An unreachable server is said to be so once: with sslmode=prefer (the
+// default) pgx tries each address with and without TLS and listed both
+// failures, in identical lines, as Open's and Inspect's error (and so
+// flowlite's). No server is needed.
+func TestUnreachableServerIsToldOnce(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dsn := "postgres://postgres@" + addr + "/postgres"
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, inspectErr := flowpg.Inspect(ctx, dsn, nil)
+	for what, err := range map[string]error{"Open": openFails(t, 5*time.Second, dsn, nil), "Inspect": inspectErr} {
+		if err == nil {
+			t.Fatalf("%s of a closed port succeeded", what)
+		}
+		if n := strings.Count(err.Error(), "connection refused"); n != 1 || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %q says connection refused %d times, over %d lines; want once, on one line", what, err, n, strings.Count(err.Error(), "\n")+1)
+		}
+		mentions(t, what, err, addr)
+	}
+	var ce *pgconn.ConnectError
+	if !errors.As(inspectErr, &ce) {
+		t.Errorf("Inspect: %v does not unwrap to a *pgconn.ConnectError", inspectErr)
+	}
 }
 
 // TestOpenMalformedDSN: a DSN pgx cannot parse is refused before any

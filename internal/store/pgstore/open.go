@@ -522,7 +522,7 @@ func interpretError(ctx context.Context, err error) error {
 		return err
 	}
 	if unreachable(err) {
-		return fmt.Errorf("%w (%v)", flowtype.ErrUnavailable, err)
+		return fmt.Errorf("%w (%v)", flowtype.ErrUnavailable, tellAttemptsOnce(err))
 	}
 	// database/sql's words for a pool used after Close, which it has no
 	// sentinel for.
