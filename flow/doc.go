@@ -67,10 +67,12 @@
 // An Engine runs on a backend, chosen by the package a program imports:
 // flow/flowsqlite for a SQLite file, flow/flowpg for PostgreSQL. flowsqlite.Open opens an engine on a
 // file with every default, flowsqlite.New on a *sql.DB the caller opened
-// with flowsqlite.DSN; both call New with their Backend. flow itself
+// with flowsqlite.DSN; flowpg.Open connects to a PostgreSQL database and
+// flowpg.New takes the caller's pool; each calls New with its Backend. flow itself
 // imports no backend and no database driver, and Config holds only what
 // every backend shares; what only SQLite has (synchronous, busy timeout,
-// WAL bounds) is flowsqlite.Options. Register workflows, Start the engine,
+// WAL bounds) is flowsqlite.Options, and what only PostgreSQL has (its
+// schema, pool size) is flowpg.Options. Register workflows, Start the engine,
 // then start runs with Start (or StartTx inside your own transaction) and
 // wait with Run.Result. Stop drains gracefully.
 //
@@ -92,13 +94,18 @@
 // What comes from outside is checked before anything is recorded, so that
 // a bad value gets a clear error instead of a run that cannot go on. Names
 // of workflows, jobs, steps, queues, signals and schedules follow the rules
-// of MaxNameBytes (a *NameError quotes the name and the rule it breaks).
+// of MaxNameBytes (a *NameError quotes the name and the rule it breaks);
+// run IDs, unique keys, concurrency keys and debounce keys follow them too,
+// with a longer limit (MaxKeyBytes).
 // Stored values are bounded by Config.MaxPayloadBytes (ErrPayloadTooLarge
 // names the value, its size and the limit), because SQLite's single writer
 // stalls every run while it writes a huge one. A signal whose payload does
 // not decode into the type Receive expects is rejected and recorded
 // (EventSignalRejected) while the run keeps waiting: the sender cannot know
 // that type, and a payload recorded as received would fail every replay.
+// Fields of a payload that the type lacks are ignored, so that a sender may
+// add one first (TypedSignal.Strict refuses them); NewSignal declares a
+// signal's name and type once, for the workflow and its senders.
 //
 // # Types
 //
@@ -115,7 +122,8 @@
 // workflows-as-data.md, operations.md, backups.md, shards.md, postgresql.md,
 // architecture.md and performance.md.
 //
-// It imports flow/flowtype and flowlite's internal packages (engine, store,
-// codec, clock), never a store adapter or a database driver
+// It imports flow/flowtype, flow/flowhistory (the exported history format),
+// flowlite's internal packages (engine, store, codec, feed, timetravel) and
+// golang.org/x/sync/errgroup, never a store adapter or a database driver
 // (internal/archtest checks it).
 package flow

@@ -22,8 +22,8 @@ import (
 //
 // One exception is deliberate: Backend's method returns internal/store's
 // Opened. That is what seals the seam: no package outside this module can
-// name the type, so only flowlite's own backend packages (flow/flowsqlite,
-// later flow/flowpg) can implement Backend, and users choose a backend by
+// name the type, so only flowlite's own backend packages (flow/flowsqlite
+// and flow/flowpg) can implement Backend, and users choose a backend by
 // importing its package, never by writing one. sealedSeam lists it; a new
 // entry needs the same reason.
 func TestAPIHidesNoInternalTypes(t *testing.T) {

@@ -75,7 +75,8 @@ var (
 	ErrPayloadTooLarge = flowtype.ErrPayloadTooLarge
 	// ErrInvalidName matches the *NameError returned for a workflow, job,
 	// step, queue, signal or schedule name that breaks the naming rules
-	// (see MaxNameBytes).
+	// (see MaxNameBytes), and for a run ID, unique key, concurrency key or
+	// debounce key that breaks them (see MaxKeyBytes).
 	ErrInvalidName = flowtype.ErrInvalidName
 	// ErrBusy is returned by a call that writes (Start, Signal, Cancel,
 	// operator actions…) when another connection, usually another process
@@ -104,6 +105,19 @@ var (
 // (signal names), Schedule, and Do (step names, at each call: steps are
 // not registered). A refused name changes nothing recorded.
 const MaxNameBytes = flowtype.MaxNameBytes
+
+// MaxKeyBytes is the longest run ID, unique key, concurrency key or
+// debounce key, in bytes (concurrency and debounce keys have their own,
+// shorter limit of 256 bytes). IDs and keys follow the other rules of names, and for
+// the same reasons: they are stored, indexed, and printed one per line by
+// flowlite, so a newline or a NUL in a run ID would make lists and
+// histories ambiguous. They may be longer than names, as they are often
+// composed of several values (a child's default ID extends its parent's).
+// They are checked where they enter: the options of Start, StartTx,
+// StartMany, Enqueue, EnqueueTx, EnqueueMany and StartChild, with a
+// *NameError whose Kind is "run ID", "unique key", "concurrency key" or
+// "debounce key"; nothing is recorded then.
+const MaxKeyBytes = flowtype.MaxKeyBytes
 
 // DefaultMaxPayloadBytes is the default of Config.MaxPayloadBytes: 4 MiB.
 const DefaultMaxPayloadBytes = engine.DefaultMaxPayloadBytes

@@ -313,6 +313,11 @@ func enqueueParams[Args any](e *Engine, job Job[Args], args Args, opts *EnqueueO
 	if err := engine.ValidUniqueStates(opts.UniqueStates); err != nil {
 		return engine.StartParams{}, fmt.Errorf("enqueue job %s: UniqueStates: %w", job.Name, err)
 	}
+	// The run ID, the concurrency key and the debounce key are checked
+	// by startParams; the unique key before it is joined with the rest.
+	if err := checkKeys("unique key", opts.UniqueKey); err != nil {
+		return engine.StartParams{}, fmt.Errorf("enqueue job %s: %w", job.Name, err)
+	}
 	queue := job.Queue
 	if opts.Queue != "" {
 		queue = opts.Queue

@@ -200,6 +200,14 @@ func startParams[In, Out any](e *Engine, wf Workflow[In, Out], in In, opts *Star
 			return engine.StartParams{}, fmt.Errorf("start %s: %w", key, err)
 		}
 	}
+	var debounceKey string
+	if opts.Debounce != nil {
+		debounceKey = opts.Debounce.Key // an empty one is refused with its own error
+	}
+	if err := checkKeys("run ID", opts.RunID, "unique key", opts.UniqueKey,
+		"concurrency key", opts.ConcurrencyKey, "debounce key", debounceKey); err != nil {
+		return engine.StartParams{}, fmt.Errorf("start %s: %w", key, err)
+	}
 	input, err := codec.Encode(in)
 	if err != nil {
 		return engine.StartParams{}, fmt.Errorf("start %s: %w", key, err)
@@ -247,4 +255,19 @@ func Lookup[In, Out any](ctx context.Context, e *Engine, wf Workflow[In, Out], r
 
 func workflowKey(name string, version int) flowtype.WorkflowKey {
 	return flowtype.WorkflowKey{Name: name, Version: version}
+}
+
+// checkKeys checks the IDs and keys a start was given, in pairs of a kind
+// and a value, with the rules of names (engine.CheckKey): a run ID with a
+// newline would be ambiguous in every list the CLI prints and in the
+// history of its parent. An empty value is not given and not checked.
+func checkKeys(kindsAndValues ...string) error {
+	for i := 0; i+1 < len(kindsAndValues); i += 2 {
+		if v := kindsAndValues[i+1]; v != "" {
+			if err := engine.CheckKey(kindsAndValues[i], v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

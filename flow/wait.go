@@ -40,20 +40,34 @@ func SleepUntil(wc Context, t time.Time) error {
 // kept until received; signals of one name are received in the order they
 // were sent, each once. The run holds no worker slot while it waits.
 //
-// A signal whose payload does not decode into T (see the decoding rules of
-// stored values: unknown fields of a struct are refused) is rejected, not
+// Compatibility: fields of the payload that T does not have are ignored,
+// at any depth, as protobuf and JSON APIs ignore them, so a sender may add
+// a field to its signal type before every receiver knows it (a rolling
+// deploy). A field T has but the payload lacks keeps its zero value. To
+// refuse unknown fields instead, declare the signal with NewSignal and
+// receive it through TypedSignal.Strict; TypedSignal also lets the
+// compiler check that the sender and the receiver agree on T.
+//
+// A signal whose payload does not decode into T (not one JSON value, or a
+// field of another type, e.g. a string for a bool) is rejected, not
 // received: it is marked so in the database, the run's history gets an
 // EventSignalRejected entry naming it and the decoding error, and the run
 // goes on waiting for the next signal of that name (within the same
-// timeout). A sender cannot be told, as it may be another process that
-// does not know T; Signal's sent only says the signal was stored. A run
-// that recorded such a payload as received before flowlite rejected them
-// (it was suspended with a DecodeError on every resume) is mended when it
-// is resumed: that receive is reopened and its signal rejected.
+// timeout). Signal only says that the signal was stored, as the sender may
+// be another process that does not know T; `flowlite signal` watches the
+// history of a run that waits for the signal and reports a rejection. A
+// run that recorded such a payload as received before flowlite rejected
+// them (it was suspended with a DecodeError on every resume) is mended when
+// it is resumed: that receive is reopened and its signal rejected.
 //
 // An invalid name (see MaxNameBytes) fails the call with a *NameError and
 // records nothing; the run is not suspended.
 func Receive[T any](wc Context, name string, timeout time.Duration) (T, error) {
+	return receive[T](wc, name, timeout, false)
+}
+
+// receive is Receive; strict refuses the fields of a payload T lacks.
+func receive[T any](wc Context, name string, timeout time.Duration, strict bool) (T, error) {
 	var zero T
 	if err := engine.CheckName("signal", name); err != nil {
 		return zero, fmt.Errorf("receive: %w", err)
@@ -65,7 +79,7 @@ func Receive[T any](wc Context, name string, timeout time.Duration) (T, error) {
 	var v T
 	decoded := false
 	accept := func(payload []byte) error {
-		got, err := decodeSignal[T](payload)
+		got, err := decodeSignal[T](payload, strict)
 		if err == nil {
 			v, decoded = got, true
 		}
@@ -82,16 +96,21 @@ func Receive[T any](wc Context, name string, timeout time.Duration) (T, error) {
 		return v, nil
 	}
 	// Only an unwind replays a receive without vetting it.
-	v, err = decodeSignal[T](r.Payload)
+	v, err = decodeSignal[T](r.Payload, strict)
 	if err != nil {
 		return zero, rc.Abort(&DecodeError{RunID: rc.RunID(), Step: "signal " + name, What: "payload", Type: codec.TypeName[T](), Err: err})
 	}
 	return v, nil
 }
 
-// decodeSignal decodes a signal's payload into a T, as Receive does.
-func decodeSignal[T any](payload []byte) (T, error) {
-	v, err := codec.Decode[T](payload)
+// decodeSignal decodes a signal's payload into a T, as Receive does;
+// strict refuses the fields of a struct that T does not have.
+func decodeSignal[T any](payload []byte, strict bool) (T, error) {
+	decode := codec.DecodeTolerant[T]
+	if strict {
+		decode = codec.Decode[T]
+	}
+	v, err := decode(payload)
 	if err != nil {
 		return v, fmt.Errorf("decode into %s: %w", codec.TypeName[T](), err)
 	}
@@ -117,7 +136,8 @@ type SignalOptions struct {
 // which the sender does not know in general (it may be another process or
 // the flowlite CLI): a payload that does not decode into Receive's T is
 // rejected when the run receives it (see Receive), and the run keeps
-// waiting. Send the type the workflow's Receive names.
+// waiting. A TypedSignal (NewSignal) shared by the workflow and the sender
+// makes the compiler check that both use one type.
 func Signal[T any](ctx context.Context, e *Engine, runID, name string, payload T, opts *SignalOptions) (sent bool, err error) {
 	b, err := codec.Encode(payload)
 	if err != nil {
@@ -235,6 +255,9 @@ func StartChild[In, Out any](wc Context, wf Workflow[In, Out], in In, opts *Chil
 		if err := engine.CheckName("queue", opts.Queue); err != nil {
 			return nil, fmt.Errorf("start child %s: %w", wf.Name, err)
 		}
+	}
+	if err := checkKeys("run ID", opts.RunID); err != nil {
+		return nil, fmt.Errorf("start child %s: %w", wf.Name, err)
 	}
 	input, err := codec.Encode(in)
 	if err != nil {

@@ -35,5 +35,27 @@ func (a *app) exportHistory(ctx context.Context, e *flow.Engine, id, path string
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("export history of run %s: %w", id, err)
 	}
-	return nil
+	// Say what was written: with the file elsewhere, silence would leave
+	// an operator to guess whether anything was.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("export history of run %s: %w", id, err)
+	}
+	done := exportJSON{Run: id, File: path, Bytes: fi.Size(), Steps: len(h.Steps), Signals: len(h.Signals), Events: len(h.Events)}
+	if a.json {
+		return writeJSON(a.stdout, done)
+	}
+	_, err = fmt.Fprintf(a.stdout, "exported the history of run %s to %s: %d step call(s), %d signal(s), %d event(s), %d bytes\n",
+		id, path, done.Steps, done.Signals, done.Events, done.Bytes)
+	return err
+}
+
+// exportJSON is the --json output of history --export --output.
+type exportJSON struct {
+	Run     string `json:"run"`
+	File    string `json:"file"`
+	Bytes   int64  `json:"bytes"`
+	Steps   int    `json:"steps"`
+	Signals int    `json:"signals"`
+	Events  int    `json:"events"`
 }

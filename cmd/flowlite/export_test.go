@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/flowlite/flowlite/flow/flowhistory"
@@ -16,8 +17,14 @@ func TestHistoryExport(t *testing.T) {
 	t.Parallel()
 	path := fixtureDB(t)
 	file := filepath.Join(t.TempDir(), "saga.json")
-	if out := ok(t, path, "history", sagaRun, "--export", "--output", file); out != "" {
-		t.Errorf("stdout %q with --output, want none", out)
+	// With --output it says what it wrote (before, it printed nothing).
+	out := ok(t, path, "history", sagaRun, "--export", "--output", file)
+	if !strings.HasPrefix(out, "exported the history of run "+sagaRun+" to "+file+": ") || !strings.HasSuffix(out, " bytes\n") ||
+		!strings.Contains(out, " step call(s), ") || strings.Count(out, "\n") != 1 {
+		t.Errorf("stdout %q with --output, want one line saying what was written", out)
+	}
+	if got := decode[exportJSON](t, ok(t, path, "--json", "history", sagaRun, "--export", "--output", file)); got.Run != sagaRun || got.File != file || got.Bytes == 0 || got.Events == 0 {
+		t.Errorf("--json: %+v", got)
 	}
 	f, err := os.Open(file)
 	if err != nil {

@@ -248,8 +248,10 @@ dead letter whose unique key an unfinished run holds is left as it is.`,
 				if rq.narrowed() || rq.all || rq.dryRun {
 					return usageErrorf("give run IDs or filters, not both")
 				}
-				if slices.Contains(args, "") {
-					return usageErrorf("empty run ID")
+				for _, id := range args {
+					if err := checkRunIDArg(id); err != nil {
+						return err
+					}
 				}
 			}
 			f, err := rq.filter(time.Now())
@@ -287,8 +289,10 @@ parent, the command says which and why, and deletes nothing.`,
 				if pg.narrowed() || pg.all || pg.dryRun {
 					return usageErrorf("give run IDs or filters, not both")
 				}
-				if slices.Contains(args, "") {
-					return usageErrorf("empty run ID")
+				for _, id := range args {
+					if err := checkRunIDArg(id); err != nil {
+						return err
+					}
 				}
 			}
 			f, err := pg.filter(time.Now())

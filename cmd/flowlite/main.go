@@ -1,17 +1,22 @@
-// Command flowlite inspects and operates a flowlite database file.
+// Command flowlite inspects and operates a flowlite database: a SQLite file,
+// or a schema of a PostgreSQL database.
 //
 //	flowlite --db app.db runs --status suspended
 //	flowlite --db app.db show RUN
-//	flowlite --db app.db history RUN
+//	flowlite --db app.db history RUN [--export [-o FILE]]
 //	flowlite --db app.db changes [--follow] [--json] [--consumer NAME]
-//	flowlite --db app.db stats
-//	flowlite --db app.db cancel|resume|skip|retry RUN
-//	flowlite --db app.db run-now|delete RUN
+//	flowlite --db app.db stats; health
+//	flowlite --db app.db cancel|resume|skip|retry|revive RUN
+//	flowlite --db app.db run-now|delete RUN; run-at RUN WHEN
+//	flowlite --db app.db reset|fork RUN STEP
 //	flowlite --db app.db signal RUN NAME '{"ok":true}'
 //	flowlite --db app.db dead list|requeue|purge
 //	flowlite --db app.db queues; flowlite --db app.db queues pause|resume QUEUE
+//	flowlite --db app.db def validate|apply|list|show|graph
 //	flowlite --db app.db migrate status|up
+//	flowlite --db app.db clean
 //	flowlite --db app.db backup DST; check; checkpoint
+//	flowlite --db app.db copy --to postgres://HOST/DB
 //	flowlite restore --replica DIR [--at TIME] DST
 //	flowlite --db app.db serve --addr localhost:8080 [--read-only]
 //
@@ -41,6 +46,7 @@
 // database with "database is read-only", naming the file or directory.
 //
 // It imports flow (the public API) and flow/flowtype (its vocabulary),
+// flow/flowdef (def, and the DAG of a defined workflow's runs),
 // flow/flowsqlite and flow/flowpg (the backends, in backend.go alone, which
 // opens what --db names and reads its schema through their Inspect, and
 // migrates a file with flowsqlite.Migrate), internal/store/storecopy (copy, which needs both
@@ -265,8 +271,6 @@ func oneRunArg(_ *cobra.Command, args []string) error {
 		return usageErrorf("missing run ID")
 	case len(args) > 1:
 		return usageErrorf("expected one run ID, got %d arguments", len(args))
-	case args[0] == "":
-		return usageErrorf("empty run ID")
 	}
-	return nil
+	return checkRunIDArg(args[0])
 }

@@ -90,7 +90,7 @@ func TestRunWeek(t *testing.T) {
 		errs = append(errs, a.Expense+": "+errString(a.Err))
 	}
 	wantErrs := []string{"exp-001: <nil>", "exp-005: <nil>", "exp-005: <nil>", "exp-002: <nil>", "exp-004: <nil>",
-		"exp-007: signal decision to run exp-007: run already finished: run exp-007 is failed"}
+		"exp-007: signal decision to run exp-007: run already finished: run is failed"}
 	if !reflect.DeepEqual(errs, wantErrs) {
 		t.Errorf("signal errors %q, want %q", errs, wantErrs)
 	}
@@ -151,7 +151,7 @@ func TestRunWeek(t *testing.T) {
 		`database: ` + regexp.QuoteMeta(path) + ` \(kept\)`,
 		`(?m)^72 simulated hours passed in \d+ms of real time; times below are since Mon 2025-03-03 09:00 UTC\.$`,
 		`(?m)^  \+5h00m02s  sara +exp-005  approve +accepted, dropped: same key \(History: 1 signal_sent\)$`,
-		`(?m)^ +\+50h00m  oscar +exp-007  approve +refused: .*run exp-007 is failed$`,
+		`(?m)^ +\+50h00m  oscar +exp-007  approve +refused: signal decision to run exp-007: run already finished: run is failed$`,
 		`(?m)^  exp-003  carol +€389\.00  nina +rolled back  \+48h00m  no decision from nina within 48 hours$`,
 		`(?m)^  exp-005  erin +€612\.00  sara +paid +\+5h10m  tr-exp-005, approved by sara$`,
 		`(?m)^  paid +3 +3$`,

@@ -77,6 +77,7 @@
 // encoding) and the declared types of inputs and variables. The builtin
 // now() is disabled: a workflow body must be deterministic.
 //
-// The package imports flow and the expression and YAML libraries; it never
+// The package imports flow, the expression library (expr-lang/expr), the
+// YAML library (goccy/go-yaml) and golang.org/x/sync/semaphore; it never
 // imports internal packages, so it uses nothing a user could not.
 package flowdef

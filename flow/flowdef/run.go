@@ -82,7 +82,7 @@ func (w *Workflow) run(wc flow.Context, in Values) (Values, error) {
 			branches[i] = func(bc flow.Context) (json.RawMessage, error) {
 				out, err := w.exec(bc, st, n)
 				if err != nil {
-					return nil, fmt.Errorf("step %s: %w", n.ID, err)
+					return nil, nameNode(n.ID, err)
 				}
 				return out, nil
 			}

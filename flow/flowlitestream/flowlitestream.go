@@ -14,8 +14,8 @@
 // See docs/backups.md for the recovery point, restores and the set-up with
 // Litestream as a process of its own.
 //
-// It imports flow/flowsqlite, flow/flowtype and Litestream's core and file
-// packages.
+// It imports flow/flowsqlite, flow/flowtype, Litestream's core and file
+// packages (benbjohnson/litestream) and its LTX format (superfly/ltx).
 package flowlitestream
 
 import (

@@ -17,6 +17,7 @@ import (
 	"github.com/flowlite/flowlite/flow/flowpg"
 	"github.com/flowlite/flowlite/internal/pgtest"
 	"github.com/flowlite/flowlite/internal/store/pgstore"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The bad inputs of Open: each is refused, soon, with an error that names
@@ -78,6 +79,37 @@ func TestOpenUnreachableServer(t *testing.T) {
 	mentions(t, "closed port", err, addr)
 }
 
+// An unreachable server is said to be so once: with sslmode=prefer (the
+// default) pgx tries each address with and without TLS and listed both
+// failures, in identical lines, as Open's and Inspect's error (and so
+// flowlite's). No server is needed.
+func TestUnreachableServerIsToldOnce(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dsn := "postgres://postgres@" + addr + "/postgres"
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, inspectErr := flowpg.Inspect(ctx, dsn, nil)
+	for what, err := range map[string]error{"Open": openFails(t, 5*time.Second, dsn, nil), "Inspect": inspectErr} {
+		if err == nil {
+			t.Fatalf("%s of a closed port succeeded", what)
+		}
+		if n := strings.Count(err.Error(), "connection refused"); n != 1 || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %q says connection refused %d times, over %d lines; want once, on one line", what, err, n, strings.Count(err.Error(), "\n")+1)
+		}
+		mentions(t, what, err, addr)
+	}
+	var ce *pgconn.ConnectError
+	if !errors.As(inspectErr, &ce) {
+		t.Errorf("Inspect: %v does not unwrap to a *pgconn.ConnectError", inspectErr)
+	}
+}
+
 // TestOpenMalformedDSN: a DSN pgx cannot parse is refused before any
 // connection is tried, with the part that is wrong named, and without the
 // password, also when the DSN is too malformed for pgx's own masking (an
@@ -105,6 +137,11 @@ func TestOpenMalformedDSN(t *testing.T) {
 		mentions(t, c.dsn, err, c.want...)
 		if c.secret != "" && strings.Contains(err.Error(), c.secret) {
 			t.Errorf("%s: error %q repeats the password", c.dsn, err)
+		}
+		// It says why the DSN is left out, as a statement (it read "the DSN
+		// is not quoted: …", like an instruction to quote it).
+		if hidden := strings.Contains(err.Error(), "(DSN not shown: it holds a password)"); hidden != (c.secret != "") {
+			t.Errorf("%s: error %q; want the DSN said to be hidden exactly when it holds a password", c.dsn, err)
 		}
 		if errors.Is(err, flow.ErrUnavailable) {
 			t.Errorf("%s: error %q matches ErrUnavailable", c.dsn, err)

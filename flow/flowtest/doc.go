@@ -76,6 +76,6 @@
 // a change to its tests.
 //
 // Package flowtest imports flow, its backends flow/flowsqlite and
-// flow/flowpg, internal/clock and internal/pgtest (which reads the
-// environment).
+// flow/flowpg, flow/flowhistory (ReplayFile), internal/clock and
+// internal/pgtest (which reads the environment).
 package flowtest

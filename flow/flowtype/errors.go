@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors matched by the error types below, with errors.Is.
@@ -36,7 +39,8 @@ var (
 	ErrPayloadTooLarge = errors.New("payload too large")
 	// ErrInvalidName matches the NameError returned for a workflow, job,
 	// step, queue, signal or schedule name that breaks the naming rules
-	// (see MaxNameBytes).
+	// (see MaxNameBytes), and for a run ID, unique key, concurrency key
+	// or debounce key that breaks them (see MaxKeyBytes).
 	ErrInvalidName = errors.New("invalid name")
 
 	// The sentinels below are the engine's and its stores'; package flow
@@ -111,13 +115,22 @@ const (
 	// valid UTF-8, not empty or only white space, and free of control
 	// characters (newline, tab, NUL…).
 	MaxNameBytes = 200
+	// MaxKeyBytes is the longest run ID, unique key, concurrency key or
+	// debounce key, in bytes (concurrency and debounce keys have their
+	// own, shorter limit of 256 bytes).
+	// IDs and keys follow the other rules of names (valid UTF-8, not only
+	// white space, no control characters) and are refused with the same
+	// *NameError; they may be longer, as they are often composed of
+	// several values, but stay under the size PostgreSQL can index.
+	MaxKeyBytes = 1024
 )
 
 // NameError reports a name that breaks the naming rules (see MaxNameBytes).
 // It matches ErrInvalidName. Nothing is recorded when a name is refused.
 type NameError struct {
 	// Kind says what the name names: "workflow", "job", "step", "queue",
-	// "signal" or "schedule".
+	// "signal" or "schedule"; or which ID or key it is: "run ID",
+	// "unique key", "concurrency key" or "debounce key".
 	Kind string
 	// Name is the offending name.
 	Name string
@@ -125,8 +138,12 @@ type NameError struct {
 	Rule string
 }
 
-// Error names the kind, the quoted name and the rule it breaks.
+// Error names the kind, the quoted name and the rule it breaks. An ID or
+// a key is not called a name: "invalid run ID …", "invalid unique key …".
 func (e *NameError) Error() string {
+	if strings.HasSuffix(e.Kind, " ID") || strings.HasSuffix(e.Kind, " key") {
+		return fmt.Sprintf("invalid %s %s: %s", e.Kind, quoteName(e.Name), e.Rule)
+	}
 	return fmt.Sprintf("invalid %s name %s: %s", e.Kind, quoteName(e.Name), e.Rule)
 }
 
@@ -325,7 +342,19 @@ func (e *ItemError) Error() string {
 	if e.RunID == "" {
 		return "item " + strconv.Itoa(e.Index) + ": " + e.Err.Error()
 	}
-	return "item " + strconv.Itoa(e.Index) + " (run " + e.RunID + "): " + e.Err.Error()
+	return "item " + strconv.Itoa(e.Index) + " (run " + printableID(e.RunID) + "): " + e.Err.Error()
+}
+
+// printableID returns id as it is, or quoted when it holds what would
+// break the message's line or hide in it (a refused run ID with a newline
+// or invalid UTF-8): an error is printed on one line.
+func printableID(id string) string {
+	if !utf8.ValidString(id) || strings.ContainsFunc(id, func(r rune) bool {
+		return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+	}) {
+		return strconv.Quote(id)
+	}
+	return id
 }
 
 // Unwrap returns Err.

@@ -49,6 +49,18 @@ func Decode[T any](data []byte) (T, error) {
 	return v, nil
 }
 
+// DecodeTolerant decodes a value into a T as Decode does, but ignores the
+// fields of a struct (at any depth) that T does not have. It is the rule
+// for messages between programs that are deployed apart, as signals are:
+// a sender that added a field must not break a receiver that does not know
+// it yet, as in protobuf and JSON APIs. A value that is not exactly one
+// JSON value, or does not fit T's fields, is still refused.
+func DecodeTolerant[T any](data []byte) (T, error) {
+	var v T
+	err := json.Unmarshal(data, &v) // trailing data: "invalid character … after top-level value"
+	return v, err
+}
+
 // TypeName names T for error messages.
 func TypeName[T any]() string {
 	return reflect.TypeFor[T]().String()

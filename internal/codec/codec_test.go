@@ -101,3 +101,21 @@ func TestDecodeRefusesWhatIsNotOneValueOfT(t *testing.T) {
 		t.Errorf("Decode[record] = %+v, %v; want n 7", v, err)
 	}
 }
+
+// DecodeTolerant ignores the fields a struct does not have, at any depth,
+// and refuses everything else Decode refuses.
+func TestDecodeTolerantIgnoresUnknownFieldsOnly(t *testing.T) {
+	t.Parallel()
+	v, err := DecodeTolerant[record]([]byte(`{"name":"a","extra":1,"next":{"n":2,"added":[true]}}`))
+	if err != nil {
+		t.Fatalf("unknown fields: %v", err)
+	}
+	if v.Name != "a" || v.Next == nil || v.Next.N != 2 {
+		t.Fatalf("decoded %+v", v)
+	}
+	for _, bad := range []string{`{"n":1} {}`, `{"n":1}]`, `{"n":"one"}`, ``, `{"n":`} {
+		if _, err := DecodeTolerant[record]([]byte(bad)); err == nil {
+			t.Errorf("DecodeTolerant(%q) accepted", bad)
+		}
+	}
+}

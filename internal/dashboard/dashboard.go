@@ -12,8 +12,8 @@
 //
 // It reads and acts through flow's public API on an engine it does not
 // start: it is an observer and operator, never a worker. It imports flow
-// (and flow/flowtype, its vocabulary), internal/metrics and the standard
-// library.
+// (and flow/flowtype, its vocabulary), flow/flowdef (to draw a defined
+// workflow's DAG), internal/metrics and the standard library.
 //
 // flow/flowui is its public face: it mounts the dashboard under a prefix
 // (Options.Prefix), wraps it in the application's authorization, checks

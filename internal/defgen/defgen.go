@@ -14,8 +14,8 @@
 // is checked by the generated Validate function and its generated test,
 // and by New<Name> at start-up.
 //
-// It imports flow/flowdef, the expression parser flowdef uses and the
-// standard library, and runs the go command (go list -export) for the
+// It imports flow/flowdef, the expression parser flowdef uses
+// (expr-lang/expr) and the standard library, and runs the go command (go list -export) for the
 // export data of the package's imports.
 package defgen
 

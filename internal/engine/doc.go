@@ -6,7 +6,8 @@
 //
 // The engine is untyped: workflows and steps reach it as byte-level
 // definitions built by package flow, which owns the typed API. It imports
-// internal/store, internal/clock and golang.org/x/sync, never flow or an
+// internal/store, internal/clock, golang.org/x/sync and robfig/cron (the
+// schedules' cron expressions), never flow or an
 // adapter; the one exception is flow/flowtype, the leaf package that defines
 // the types flow shows its users (errors, RetryPolicy, metrics…), which the
 // engine uses under their flowtype names, so that each has one name.

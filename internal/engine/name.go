@@ -24,13 +24,31 @@ func CheckName(kind, name string) error {
 	return &flowtype.NameError{Kind: kind, Name: name, Rule: rule}
 }
 
+// CheckKey returns a *NameError when s, a run ID or a key (a unique,
+// concurrency or debounce key) of the kind given ("run ID", "unique key"…),
+// breaks the rules of names (see CheckName) for the same reasons: IDs and
+// keys are stored, indexed and printed one per line as names are. Only
+// the length limit differs, flowtype.MaxKeyBytes, as IDs and keys are
+// often composed of several names or values (a child's default ID extends
+// its parent's).
+func CheckKey(kind, s string) error {
+	if rule := ruleOf(s, flowtype.MaxKeyBytes); rule != "" {
+		return &flowtype.NameError{Kind: kind, Name: s, Rule: rule}
+	}
+	return nil
+}
+
 // nameRule returns the first rule name breaks, or "".
-func nameRule(name string) string {
+func nameRule(name string) string { return ruleOf(name, flowtype.MaxNameBytes) }
+
+// ruleOf returns the first rule s breaks as a name at most limit bytes
+// long, or "".
+func ruleOf(name string, limit int) string {
 	switch {
 	case name == "":
 		return "is empty"
-	case len(name) > flowtype.MaxNameBytes:
-		return fmt.Sprintf("is %d bytes long, over the limit of %d", len(name), flowtype.MaxNameBytes)
+	case len(name) > limit:
+		return fmt.Sprintf("is %d bytes long, over the limit of %d", len(name), limit)
 	case !utf8.ValidString(name):
 		return "is not valid UTF-8"
 	case strings.TrimFunc(name, unicode.IsSpace) == "":

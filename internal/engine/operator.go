@@ -122,7 +122,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) error {
 			return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventRunCancelled, Detail: "cancelled while suspended"})
 		}
 		if run.Status.Finished() {
-			return fmt.Errorf("%w: run %s is %s", flowtype.ErrRunFinished, id, run.Status)
+			return fmt.Errorf("%w: run is %s", flowtype.ErrRunFinished, run.Status) // the caller names the run
 		}
 		if run.LeaseOwner == "" && (run.Status == flowtype.StatusPending || run.Status == flowtype.StatusWaiting) {
 			// No worker executes it: nobody would see a request, so the run
@@ -136,7 +136,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) error {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: run %s is %s", flowtype.ErrRunFinished, id, run.Status)
+			return fmt.Errorf("%w: run is %s", flowtype.ErrRunFinished, run.Status) // the caller names the run
 		}
 		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventCancelRequested})
 	})

@@ -28,7 +28,7 @@ func (e *Engine) Signal(ctx context.Context, runID, name string, payload []byte,
 			return err
 		}
 		if run.Status.Finished() {
-			return fmt.Errorf("%w: run %s is %s", flowtype.ErrRunFinished, runID, run.Status)
+			return fmt.Errorf("%w: run is %s", flowtype.ErrRunFinished, run.Status) // the caller names the run
 		}
 		queue = run.Queue
 		now := e.nowMs()

@@ -4,7 +4,7 @@
 // for the Go API (flow.Engine.Changes), the CLI and the dashboard's
 // stream.
 //
-// It imports internal/store and the standard library only.
+// It imports internal/store, flow/flowtype and the standard library only.
 package feed
 
 import (

@@ -16,8 +16,9 @@
 // records here (run.go: RunReader, RunTx), each adapter's methods
 // (sqlitestore/runs.go) and its conformance tests (storetest/runs.go). The
 // entities are runs, steps, signals, events, workflows, schedules, queues,
-// reports, maintenance, operator actions, workflow definitions and the
-// change feed. store.go only assembles them:
+// reports, maintenance, operator actions, workflow definitions, the change
+// feed, queue limits, debounce keys, shard sets, run options and copies
+// between stores (storecopy). store.go only assembles them:
 // Reader embeds every XReader, Tx every XTx.
 //
 // # The contract
@@ -183,13 +184,13 @@
 //
 // # Adding an adapter
 //
-// A new adapter (pgstore, say) adds these files, in this order, translating
-// one entity at a time:
+// A new adapter adds these files, in this order, translating one entity
+// at a time, as pgstore did after sqlitestore:
 //
 //  1. db/queries/<dialect>/*.sql: the queries of each entity, one file per
-//     entity, with the same query names as db/queries/sqlite (runs.sql,
-//     steps.sql, signals.sql, events.sql, workflows.sql, schedules.sql,
-//     queues.sql, reports.sql, maintenance.sql).
+//     entity, with the same file and query names as every file of
+//     db/queries/sqlite (runs.sql, steps.sql, signals.sql, events.sql, …,
+//     limits.sql, debounce.sql, shards.sql).
 //  2. db/migrations/<dialect>/: the goose migrations, the one source of
 //     that dialect's schema, embedded by db/migrations/migrations.go, with
 //     every table in flowlite's own namespace (a prefix on SQLite, a schema
@@ -200,8 +201,7 @@
 //  4. internal/store/<adapter>/: an Open, a Store with Write, WriteInTx,
 //     Reader and Close, and one file per entity holding the reader and tx
 //     methods of that entity (runs.go, steps.go, signals.go, events.go,
-//     workflows.go, schedules.go, queues.go, reports.go, maintenance.go,
-//     operator.go), as in sqlitestore.
+//     …, operator.go, limits.go), as in sqlitestore and pgstore.
 //  5. A test calling storetest.Exercise with a function that opens a fresh,
 //     empty store; the adapter is done when it passes.
 //

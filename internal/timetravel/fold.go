@@ -24,8 +24,8 @@
 // next due (RunAt) and lease heartbeats. UpdatedAt is the time of the last
 // event folded.
 //
-// It imports internal/store (records) and internal/engine (event kinds and
-// the shape of a receive's outcome).
+// It imports internal/store (records), flow/flowtype (event kinds, run
+// states) and internal/engine (the shape of a receive's outcome).
 package timetravel
 
 import (

@@ -26,6 +26,11 @@ type SchemaInfo struct {
 // store's, they are not turned into store's sentinels, and a statement is
 // not sent again on a session the server ended, which a tool reports.
 func Inspect(ctx context.Context, dsn, schema string) (SchemaInfo, error) {
+	info, err := inspect(ctx, dsn, schema)
+	return info, tellAttemptsOnce(err)
+}
+
+func inspect(ctx context.Context, dsn, schema string) (SchemaInfo, error) {
 	var info SchemaInfo
 	if err := validSchema(schema); err != nil {
 		return info, err

@@ -42,8 +42,11 @@
 // PostgreSQL checkpoints and backs up outside the application, and the
 // engine falls back to flowtype.ErrNotSupported.
 //
-// It imports internal/store, db/migrations, dbgen/pgdb, goose and pgx;
-// no other package of the project may import pgx (internal/archtest).
+// It imports internal/store, flow/flowtype, internal/migrate,
+// internal/broadcast (the change feed's wakes), db/migrations, dbgen/pgdb,
+// goose, pgx and golang.org/x/sys/unix (TCP_USER_TIMEOUT on Linux, in
+// network_linux.go); no other package of the project may import pgx
+// (internal/archtest).
 package pgstore
 
 import (
@@ -212,7 +215,8 @@ func parseError(dsn string, err error) error {
 	if !mayHoldPassword(dsn) {
 		return err
 	}
-	const unquoted = "the DSN is not quoted: it holds a password"
+	// A statement of what the message leaves out, not an instruction.
+	const unquoted = "DSN not shown: it holds a password"
 	var pce *pgconn.ParseConfigError
 	if !errors.As(err, &pce) {
 		return errors.New("cannot parse DSN (" + unquoted + ")")
@@ -234,7 +238,7 @@ func parseError(dsn string, err error) error {
 	if inner != nil && !strings.HasPrefix(reason, "failed to parse as ") {
 		reason += " (" + inner.Error() + ")"
 	}
-	return fmt.Errorf("cannot parse DSN: %s; %s", reason, unquoted)
+	return fmt.Errorf("cannot parse DSN: %s (%s)", reason, unquoted)
 }
 
 // mayHoldPassword reports whether dsn may hold a password, erring towards
@@ -518,7 +522,7 @@ func interpretError(ctx context.Context, err error) error {
 		return err
 	}
 	if unreachable(err) {
-		return fmt.Errorf("%w (%v)", flowtype.ErrUnavailable, err)
+		return fmt.Errorf("%w (%v)", flowtype.ErrUnavailable, tellAttemptsOnce(err))
 	}
 	// database/sql's words for a pool used after Close, which it has no
 	// sentinel for.

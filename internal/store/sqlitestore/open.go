@@ -17,8 +17,9 @@
 // or when Litestream replicates the file from a process of its own
 // (replicate.go). It does not link Litestream.
 //
-// It imports internal/store, internal/migrate, db/migrations, dbgen/sqlitedb,
-// modernc.org/sqlite and goose (for its dialect's name).
+// It imports internal/store, flow/flowtype, internal/migrate,
+// internal/broadcast (the change feed's wakes), db/migrations,
+// dbgen/sqlitedb, modernc.org/sqlite and goose (for its dialect's name).
 package sqlitestore
 
 import (

@@ -7,7 +7,8 @@
 // adapters); write.go tests the contract of Store.Write itself. This file
 // holds Exercise and the helpers the tests share.
 //
-// It imports internal/store, the standard library and x/sync only.
+// It imports internal/store, flow/flowtype, the standard library and
+// golang.org/x/sync only.
 package storetest
 
 import (
