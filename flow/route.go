@@ -47,6 +47,7 @@ func newSet(shards []*Engine) *Engine {
 	for i, s := range shards {
 		s.route.place = &shardPlace{index: i, count: len(shards)}
 	}
+	shareLimits(shards)
 	first := shards[0]
 	return &Engine{core: first.core, store: first.store, readOnly: first.readOnly, limits: first.limits, route: router{engines: shards}}
 }

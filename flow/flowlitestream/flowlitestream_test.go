@@ -273,3 +273,38 @@ func TestShardsReplicateEveryFile(t *testing.T) {
 		}
 	}
 }
+
+// An engine closed before Litestream's first sync (its monitor copies the
+// WAL every quarter of the sync interval) still leaves every commit on the
+// replica: Close uploads them.
+func TestCloseBeforeTheFirstSyncUploads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, replica := filepath.Join(dir, "app.db"), filepath.Join(dir, "replica")
+	e, err := flowsqlite.Open(ctx, path, nil,
+		&flowsqlite.Options{Replication: &flowlitestream.Replication{URL: replica, SyncInterval: time.Hour, Logger: quietLog}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow.RegisterJob(e, noopJob)
+	r, err := flow.Enqueue(ctx, e, noopJob, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "restored.db")
+	if err := flowlitestream.Restore(ctx, replica, dst, nil); err != nil {
+		t.Fatal(err)
+	}
+	back, err := flowsqlite.OpenReadOnly(ctx, dst, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	if _, err := back.Inspect(ctx, r.ID()); err != nil {
+		t.Errorf("the run enqueued before Close: %v", err)
+	}
+}

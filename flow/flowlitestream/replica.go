@@ -94,8 +94,16 @@ func (r *replicator) Close() error {
 	<-r.done
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// Litestream's own Close syncs a last time only a database it has
+	// begun to replicate (its first monitor tick opens it): an engine
+	// closed within its first sync interval would leave its commits off
+	// the replica. SyncAndWait opens it first, then copies and uploads.
+	syncErr := r.db.SyncAndWait(ctx)
 	if err := r.ls.Close(ctx); err != nil {
 		return fmt.Errorf("stop replication to %s: %w", r.name, err)
+	}
+	if syncErr != nil {
+		return fmt.Errorf("stop replication to %s: last upload: %w", r.name, syncErr)
 	}
 	return nil
 }

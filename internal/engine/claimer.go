@@ -81,17 +81,22 @@ func (e *Engine) claim(ctx context.Context, queue string, max int) ([]store.Run,
 	if c, ok := e.store.(store.Claimer); ok && !limited {
 		return e.claimAlone(ctx, c.ClaimAndBegin, queue, known, max)
 	}
-	if c, ok := e.store.(store.LimitedClaimer); ok && limited && globalOnly(l) {
+	if c, ok := e.store.(store.LimitedClaimer); ok && limited && globalOnly(l) && e.setLimits == nil {
 		// No run claimed means the statement could not be sure of its
 		// count: claim the careful way below.
 		if runs, err := e.claimAlone(ctx, c.ClaimAndBeginLimited, queue, known, max); err != nil || len(runs) > 0 {
 			return runs, err
 		}
 	}
+	set, unlock, err := e.lockSetClaim(ctx, queue, limited)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock() // after the claim committed
 	var runs []store.Run
-	err := e.store.Write(ctx, func(tx store.Tx) error {
+	err = e.store.Write(ctx, func(tx store.Tx) error {
 		var err error
-		runs, err = e.claimIn(ctx, tx, queue, known, max, limited)
+		runs, err = e.claimIn(ctx, tx, queue, known, max, limited, set)
 		return err
 	})
 	if err != nil {
@@ -154,8 +159,10 @@ func (e *Engine) firstSteps() []store.FirstStep {
 // claimIn leases up to max ready runs of queue, of the workflow versions
 // known, in tx, and records a run_claimed event for each. A queue this
 // engine knows to be limited is claimed as its limits allow
-// (claimLimited), which reads them again in tx.
-func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known []flowtype.WorkflowKey, max int, limited bool) ([]store.Run, error) {
+// (claimLimited), which reads them again in tx; set is what the other
+// files of a shard set hold of it, read under the set's lock (nil: not
+// locked).
+func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known []flowtype.WorkflowKey, max int, limited bool, set *elsewhere) ([]store.Run, error) {
 	now := e.nowMs()
 	p := store.RunClaimParams{
 		Queue: queue, Known: known, Owner: e.cfg.WorkerID, Max: max,
@@ -164,7 +171,7 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 	var runs []store.Run
 	var err error
 	if limited {
-		c, err := e.claimLimited(ctx, tx, p)
+		c, err := e.claimLimited(ctx, tx, p, set)
 		if err != nil {
 			return nil, err
 		}

@@ -206,6 +206,7 @@ type Engine struct {
 	outcomes       outcomeBatcher // outcomes of runs written together (outcome.go)
 	limits         limitCache     // the queues' flow control, as last read (limits.go)
 	stepRatePruned sync.Map       // step rate limiter bucket: when this engine last pruned its starts (steprate.go)
+	setLimits      SetLimits      // a shard set's count of global limits across its files, or nil (setlimits.go)
 
 	stopLoops context.CancelFunc // stops claiming and maintenance
 	hardStop  context.CancelCauseFunc

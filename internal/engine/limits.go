@@ -303,10 +303,23 @@ type limitedClaim struct {
 
 // claimLimited leases, in tx, up to p.Max runs of a queue that has limits,
 // as many as they allow.
-func (e *Engine) claimLimited(ctx context.Context, tx store.Tx, p store.RunClaimParams) (limitedClaim, error) {
+func (e *Engine) claimLimited(ctx context.Context, tx store.Tx, p store.RunClaimParams, set *elsewhere) (limitedClaim, error) {
 	l, ok, err := tx.QueueLimitsLock(ctx, p.Queue)
 	if err != nil {
 		return limitedClaim{}, err
+	}
+	if ok && e.countsAcrossSet(l) && set == nil {
+		// Set elsewhere in the shard set since this engine read them: no
+		// claim without the set's lock. The next claim reads them again
+		// and takes it.
+		e.limits.mu.Lock()
+		e.limits.loadedAt = time.Time{}
+		e.limits.mu.Unlock()
+		now := e.nowMs()
+		return limitedClaim{now: now, retryAt: now + 1}, nil
+	}
+	if set == nil {
+		set = &elsewhere{}
 	}
 	// The lock may have waited for other claims of the queue: the claim,
 	// its leases and its starts are as of now, when it holds the lock.
@@ -325,13 +338,13 @@ func (e *Engine) claimLimited(ctx context.Context, tx store.Tx, p store.RunClaim
 	var b budget
 	b.max = p.Max
 	if l.Concurrency > 0 {
-		total := 0
+		total := set.running
 		for _, n := range running {
 			total += n
 		}
 		b.max = min(b.max, l.Concurrency-total)
 	}
-	if err := b.rate(ctx, tx, p.Queue, "", l.Rate, p.Now); err != nil {
+	if err := b.rate(ctx, tx, p.Queue, "", l.Rate, p.Now, set.started); err != nil {
 		return limitedClaim{}, err
 	}
 	var c limitedClaim
@@ -380,9 +393,9 @@ type budget struct {
 }
 
 // rate lowers b to what the rate l of key (” for the queue's) allows at
-// now.
-func (b *budget) rate(ctx context.Context, tx store.Tx, queue, key string, l flowtype.RateLimit, now int64) error {
-	left, retryAt, err := rateLeft(ctx, tx, queue, key, l, now)
+// now, with the starts logged in the other files of a shard set.
+func (b *budget) rate(ctx context.Context, tx store.Tx, queue, key string, l flowtype.RateLimit, now int64, elsewhere store.RateStarts) error {
+	left, retryAt, err := rateLeftWith(ctx, tx, queue, key, l, now, elsewhere)
 	if err != nil {
 		return err
 	}
@@ -402,6 +415,11 @@ func (b *budget) hold(at int64) {
 // rateLeft returns how many starts the rate l of key leaves at now, and,
 // when none, when the oldest start in the period leaves it.
 func rateLeft(ctx context.Context, tx store.Tx, queue, key string, l flowtype.RateLimit, now int64) (int, int64, error) {
+	return rateLeftWith(ctx, tx, queue, key, l, now, store.RateStarts{})
+}
+
+// rateLeftWith is rateLeft counting, besides tx's, the starts elsewhere.
+func rateLeftWith(ctx context.Context, tx store.Tx, queue, key string, l flowtype.RateLimit, now int64, elsewhere store.RateStarts) (int, int64, error) {
 	if l.IsZero() {
 		return int(^uint(0) >> 1), 0, nil
 	}
@@ -409,6 +427,10 @@ func rateLeft(ctx context.Context, tx store.Tx, queue, key string, l flowtype.Ra
 	rs, err := tx.RateStartsCount(ctx, queue, key, now-period)
 	if err != nil {
 		return 0, 0, err
+	}
+	rs.Count += elsewhere.Count
+	if elsewhere.Oldest > 0 && (rs.Oldest == 0 || elsewhere.Oldest < rs.Oldest) {
+		rs.Oldest = elsewhere.Oldest
 	}
 	left := max(l.Limit-rs.Count, 0)
 	if left == 0 {

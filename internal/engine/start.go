@@ -89,14 +89,17 @@ func (e *Engine) StartRun(ctx context.Context, p StartParams) (Started, error) {
 	}
 	var st Started
 	var claimed []store.Run
-	_, limited := e.limitsOf(ctx, queue)
+	l, limited := e.limitsOf(ctx, queue)
+	// A start does not take a shard set's lock of a queue whose limits
+	// count across the set: its claimer claims the run.
+	claim := slots != nil && !(limited && e.countsAcrossSet(l))
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		var err error
 		st, err = e.insertRun(ctx, tx, &p)
-		if err != nil || st.Existing || slots == nil || st.Run.RunAt > e.nowMs() {
+		if err != nil || st.Existing || !claim || st.Run.RunAt > e.nowMs() {
 			return err
 		}
-		claimed, err = e.claimIn(ctx, tx, queue, e.Known(), 1, limited)
+		claimed, err = e.claimIn(ctx, tx, queue, e.Known(), 1, limited, nil)
 		return err
 	})
 	if slots != nil && len(claimed) == 0 {

@@ -22,3 +22,14 @@ type Sharder interface {
 	// of a set whose creation did not finish.
 	ShardPut(ctx context.Context, rec ShardRecord) error
 }
+
+// SetLocker is the optional interface of a store that can lock, across
+// every process, something of the shard set it is shard 0 of: the claims
+// of a queue whose global limits count across the set take turns on it
+// (engine.SetLimits). A lock a process held is given back when the process
+// ends, however it ends.
+type SetLocker interface {
+	// LockSet waits until this caller holds the lock named name, or ctx
+	// ends; unlock gives it back.
+	LockSet(ctx context.Context, name string) (unlock func(), err error)
+}

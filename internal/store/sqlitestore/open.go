@@ -106,6 +106,8 @@ type Store struct {
 	path        string
 	busyTimeout time.Duration
 
+	setLocks setLocks // the shard set's locks, on shard 0 (setlock_*.go)
+
 	// Statements are prepared once: parsing SQL would otherwise cost more
 	// CPU than executing it. Transactions bind writeQ with WithTx, which
 	// reuses the statements already prepared on the writer connection.
@@ -466,6 +468,7 @@ func (s *Store) Close() error {
 		}
 		close(s.closing)
 		<-s.writerDone
+		s.closeSetLocks()
 		err = errors.Join(err, s.writeQ.Close(), s.readQ.Close())
 		if s.ownsDBs {
 			err = errors.Join(err, s.reader.Close(), s.writer.Close())

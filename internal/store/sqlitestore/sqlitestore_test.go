@@ -28,6 +28,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv(envSetLockHolder); path != "" {
+		os.Exit(holdSetLock(path))
+	}
 	goleak.VerifyTestMain(m)
 }
 
