@@ -20,10 +20,10 @@ import (
 type chargeCode int
 
 const (
-	oldCharge      chargeCode = iota // before the patch: step "charge"
-	patchedCharge                    // flow.Patched("charge-v2") picks "charge_v2" or "charge"
-	deprecatedPatch                  // flow.DeprecatePatch("charge-v2"), then "charge_v2"
-	removedPatch                     // the patch removed: "charge_v2" alone
+	oldCharge       chargeCode = iota // before the patch: step "charge"
+	patchedCharge                     // flow.Patched("charge-v2") picks "charge_v2" or "charge"
+	deprecatedPatch                   // flow.DeprecatePatch("charge-v2"), then "charge_v2"
+	removedPatch                      // the patch removed: "charge_v2" alone
 )
 
 // patchOrder is an order workflow whose charge changed in place: reserve,

@@ -46,12 +46,12 @@ type runState struct {
 	// marker name (patch.go).
 	patches map[string]bool
 	// size is how much the run's history holds (historylimit.go).
-	size historySize
-	aborted    error
-	parked     bool   // some branch asked to release the run until parkAt
-	parkAt     int64  // earliest due time asked for
-	parkRetry  bool   // a retry (not only waits) asked for the release
-	parkWhy    string // why the earliest due time was asked for ("": until then)
+	size      historySize
+	aborted   error
+	parked    bool   // some branch asked to release the run until parkAt
+	parkAt    int64  // earliest due time asked for
+	parkRetry bool   // a retry (not only waits) asked for the release
+	parkWhy   string // why the earliest due time was asked for ("": until then)
 }
 
 func newRunContext(x *execution, steps []store.Step) *RunContext {
