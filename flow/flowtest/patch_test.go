@@ -182,6 +182,26 @@ func TestPatchedBranchesOldRunsDownTheRecordedPath(t *testing.T) {
 	if !marked {
 		t.Errorf("new run's history has no completed marker: %v", env.History(fresh.ID()))
 	}
+
+	// The change feed carries the marker, and time travel shows it.
+	ctx := context.Background()
+	var fed bool
+	for c, err := range env.Engine.Changes(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		fed = fed || (c.RunID == fresh.ID() && c.Kind == flow.EventStepCompleted && c.Step == "flow.patch:charge-v2")
+	}
+	if !fed {
+		t.Error("the change feed has no marker")
+	}
+	then, err := env.Engine.InspectAt(ctx, fresh.ID(), env.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := stepNames(then.Run); !slices.Contains(names, "flow.patch:charge-v2") || slices.Contains(names, "ship") {
+		t.Errorf("new run an hour ago had records %v, want the marker and no ship yet", names)
+	}
 }
 
 // A history recorded before the patch replays down the old path against
