@@ -349,3 +349,18 @@ func awaitWaiting(t *testing.T, env *flowtest.Env, runID string) {
 	}
 	t.Fatalf("run %s does not wait: %+v", runID, env.Inspect(runID))
 }
+
+// testdata/order-before-patch.json is the exported history of a run of
+// patchOrder's code before the patch (oldCharge), kept as a file so that
+// the patched code goes on replaying histories recorded by earlier
+// releases down the old path.
+func TestPatchedReplaysAHistoryFileRecordedBeforeThePatch(t *testing.T) {
+	t.Parallel()
+	rep, err := replayPatch(t, filepath.Join("testdata", "order-before-patch.json"), patchedCharge)
+	if err != nil || !rep.Returned || rep.Calls != 4 || rep.RunID != "order-before-patch" {
+		t.Fatalf("replay: %+v, %v; want the 4 recorded calls and the recorded output", rep, err)
+	}
+	if _, err := replayPatch(t, filepath.Join("testdata", "order-before-patch.json"), removedPatch); err == nil {
+		t.Error("the file replays against code without its old path; the test proves nothing")
+	}
+}
