@@ -364,3 +364,59 @@ func TestPatchedReplaysAHistoryFileRecordedBeforeThePatch(t *testing.T) {
 		t.Error("the file replays against code without its old path; the test proves nothing")
 	}
 }
+
+// Each branch of flow.All decides a patch on its own, in its own scope:
+// a branch recorded before the patch stays on the old path while its
+// sibling, which had not got there, takes the new one, whatever order the
+// branches replay in.
+func TestPatchedDecidesPerParallelBranch(t *testing.T) {
+	t.Parallel()
+	env := flowtest.New(t, nil)
+	var patched atomic.Bool
+	add := func(name string, n int) flow.Step[int, int] {
+		return flow.Step[int, int]{Name: name, Run: func(_ context.Context, v int) (int, error) { return v + n, nil }}
+	}
+	oldStep, newStep := add("old", 1), add("new", 10)
+	charge := func(wc flow.Context, v int) (int, error) {
+		if patched.Load() && flow.Patched(wc, "split") {
+			return flow.Do(wc, newStep, v)
+		}
+		return flow.Do(wc, oldStep, v)
+	}
+	wf := flow.Workflow[int, int]{Name: "patched_branches", Run: func(wc flow.Context, _ int) (int, error) {
+		out, err := flow.All(wc,
+			func(wc flow.Context) (int, error) { return charge(wc, 0) },
+			func(wc flow.Context) (int, error) {
+				if err := flow.Sleep(wc, time.Hour); err != nil {
+					return 0, err
+				}
+				return charge(wc, 100)
+			},
+		)
+		if err != nil {
+			return 0, err
+		}
+		return out[0] + out[1], nil
+	}}
+	r := flowtest.Start(env, wf, 0, &flow.StartOptions{RunID: "branches"})
+	awaitWaiting(t, env, r.ID())
+	patched.Store(true)
+	env.Advance(time.Hour)
+	if out, err := flowtest.Await(env, r); err != nil || out != 1+110 {
+		t.Fatalf("run: %d, %v; want 111 (first branch old, second new)", out, err)
+	}
+	var markers []string
+	for _, name := range stepNames(env.Inspect(r.ID())) {
+		if strings.Contains(name, "flow.patch:") {
+			markers = append(markers, name)
+		}
+	}
+	if len(markers) != 1 || !strings.HasSuffix(markers[0], "/flow.patch:split") {
+		t.Errorf("markers %v, want one, in the second branch's scope", markers)
+	}
+	path := exportHistory(t, env, r.ID())
+	rep, err := flowtest.ReplayFile(flowtest.New(t, nil), wf, path)
+	if err != nil || !rep.Returned {
+		t.Errorf("replay of the run: %+v, %v", rep, err)
+	}
+}
