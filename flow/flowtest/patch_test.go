@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowhistory"
 	"github.com/flowlite/flowlite/flow/flowtest"
 )
 
@@ -418,5 +419,38 @@ func TestPatchedDecidesPerParallelBranch(t *testing.T) {
 	rep, err := flowtest.ReplayFile(flowtest.New(t, nil), wf, path)
 	if err != nil || !rep.Returned {
 		t.Errorf("replay of the run: %+v, %v", rep, err)
+	}
+}
+
+// A history recorded before calls had positions predates every patch:
+// Patched takes the old path there too, even where the history ends.
+func TestPatchedTakesTheOldPathOfAHistoryWithoutPositions(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open(filepath.Join("testdata", "order-before-patch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := flowhistory.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run as it stood before its sleep (reserve and charge recorded),
+	// from a release that recorded no positions.
+	h.Steps = h.Steps[:2]
+	for i := range h.Steps {
+		h.Steps[i].Position = -1
+	}
+	h.Events = slices.DeleteFunc(h.Events, func(ev flowhistory.Event) bool { return ev.Kind == flow.EventRunCompleted })
+	h.Run.Status, h.Run.Output = string(flow.StatusRunning), nil
+	var code atomic.Int32
+	code.Store(int32(patchedCharge))
+	ran := &stepLog{}
+	rep, err := flowtest.Replay(flowtest.New(t, nil), patchOrder(&code, ran), h)
+	if err != nil || rep.Returned || rep.Frontier != "sleep" {
+		t.Fatalf("replay: %+v, %v; want the old path up to the sleep", rep, err)
+	}
+	if names := ran.take(); len(names) != 0 {
+		t.Errorf("replay ran step bodies %v", names)
 	}
 }
