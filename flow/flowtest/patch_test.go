@@ -454,3 +454,35 @@ func TestPatchedTakesTheOldPathOfAHistoryWithoutPositions(t *testing.T) {
 		t.Errorf("replay ran step bodies %v", names)
 	}
 }
+
+// A patch that adds calls after the last one of a finished run: its
+// history ends where Patched is called, and since the recorded body
+// returned there, the replay takes the old path and returns as it did.
+func TestPatchedAtTheEndOfAFinishedHistoryTakesTheOldPath(t *testing.T) {
+	t.Parallel()
+	env := flowtest.New(t, nil)
+	var patched atomic.Bool
+	var notified atomic.Int64
+	ship := flow.Step[int, int]{Name: "ship", Run: func(_ context.Context, n int) (int, error) { return n + 1, nil }}
+	notify := flow.Step[int, int]{Name: "notify", Run: func(_ context.Context, n int) (int, error) { notified.Add(1); return n, nil }}
+	wf := flow.Workflow[int, int]{Name: "patched_tail", Run: func(wc flow.Context, n int) (int, error) {
+		n, err := flow.Do(wc, ship, n)
+		if err != nil || !patched.Load() || !flow.Patched(wc, "notify") {
+			return n, err
+		}
+		return flow.Do(wc, notify, n)
+	}}
+	out, run, err := flowtest.RunWorkflow(env, wf, 1)
+	if err != nil || out != 2 {
+		t.Fatalf("run: %d, %v", out, err)
+	}
+	path := exportHistory(t, env, run.ID())
+	patched.Store(true)
+	rep, err := flowtest.ReplayFile(flowtest.New(t, nil), wf, path)
+	if err != nil || !rep.Returned || rep.Calls != 1 {
+		t.Fatalf("replay of the finished history: %+v, %v; want its one call and a body that returned", rep, err)
+	}
+	if out, _, err := flowtest.RunWorkflow(env, wf, 1); err != nil || out != 2 || notified.Load() != 1 {
+		t.Errorf("a new run: %d, %v, %d notifications; want the patched path", out, err, notified.Load())
+	}
+}
