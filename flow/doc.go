@@ -37,7 +37,10 @@
 // recorded call. Code that diverges (a deploy that reorders, renames, adds
 // or removes calls without a new Version) does not run on: the run is
 // suspended with a *NonDeterminismError naming both calls, until matching
-// code is deployed and the run resumed, or it is cancelled.
+// code is deployed and the run resumed, or it is cancelled. Patched
+// branches one body between runs recorded before a change and the others,
+// without a new Version. A run's history is bounded (Config.MaxHistoryCalls,
+// Config.MaxHistoryBytes): every resume replays all of it.
 //
 // A step body runs at least once: it runs again if its worker dies after the
 // body started and before its checkpoint committed. Give side effects an

@@ -128,6 +128,22 @@ type Config struct {
 	// DefaultMaxPayloadBytes (4 MiB); negative: no limit. Each process
 	// applies its own limit to what it writes.
 	MaxPayloadBytes int64
+	// MaxHistoryCalls caps the calls a run's history records (steps,
+	// sleeps, receives, signals sent, children, races, patch markers), and
+	// MaxHistoryBytes their recorded inputs, outputs and errors: every
+	// resume reads and replays the whole history, so a run that grows it
+	// without end resumes ever slower. Past 80% of either the engine logs
+	// a warning (once per execution); at the limit the run is suspended
+	// before its next call with a *HistoryLimitError naming the run, the
+	// count and the limit. Suspended, not failed: nothing is compensated,
+	// and an operator can raise the limit and resume the run, or cancel
+	// it. A workflow that loops for months should split its work into
+	// child workflows, each with a history of its own. Defaults
+	// DefaultMaxHistoryCalls (50,000) and DefaultMaxHistoryBytes (50 MiB);
+	// negative: no limit. The limits of the engine that executes the run
+	// apply.
+	MaxHistoryCalls int
+	MaxHistoryBytes int64
 }
 
 // Engine runs workflows stored in one database, or in a set of SQLite
@@ -256,6 +272,8 @@ func engineConfig(cfg *Config, busy time.Duration) engine.Config {
 		ReportRetention:            cfg.ReportRetention,
 		StoppedReportRetention:     cfg.StoppedReportRetention,
 		MaxPayloadBytes:            cfg.MaxPayloadBytes,
+		MaxHistoryCalls:            cfg.MaxHistoryCalls,
+		MaxHistoryBytes:            cfg.MaxHistoryBytes,
 	}
 }
 

@@ -94,6 +94,11 @@ type Config struct {
 	// stores (run inputs, signal payloads, step and workflow outputs; see
 	// CheckPayload). Default DefaultMaxPayloadBytes; negative: no limit.
 	MaxPayloadBytes int64
+	// MaxHistoryCalls and MaxHistoryBytes cap a run's history (see
+	// historylimit.go). Default DefaultMaxHistoryCalls and
+	// DefaultMaxHistoryBytes; negative: no limit.
+	MaxHistoryCalls int
+	MaxHistoryBytes int64
 }
 
 func (c Config) withDefaults() Config {
@@ -129,6 +134,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxPayloadBytes == 0 {
 		c.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if c.MaxHistoryCalls == 0 {
+		c.MaxHistoryCalls = DefaultMaxHistoryCalls
+	}
+	if c.MaxHistoryBytes == 0 {
+		c.MaxHistoryBytes = DefaultMaxHistoryBytes
 	}
 	c.DefaultRetry = c.DefaultRetry.WithDefaults(DefaultRetryPolicy)
 	c = c.withMaintenanceDefaults()

@@ -27,6 +27,9 @@ type history struct {
 	byPosition map[callPosition]store.Step
 	calls      map[store.StepKey]int  // position of every call this execution made
 	visited    map[store.StepKey]bool // recorded calls this execution made again
+	// unpositioned says the run has calls recorded before positions
+	// existed (and so before patches did).
+	unpositioned bool
 }
 
 // callPosition locates a call: its branch's scope and its index there.
@@ -45,6 +48,8 @@ func newHistory(records map[store.StepKey]store.Step, steps []store.Step) histor
 	for _, s := range steps {
 		if s.Position >= 0 {
 			h.byPosition[callPosition{scopeOf(s.Name), s.Position}] = s
+		} else {
+			h.unpositioned = true
 		}
 	}
 	return h
@@ -118,6 +123,7 @@ func describeCall(name string) string {
 		{"flow.child:", "start of child workflow"},
 		{"flow.await:", "wait for child run"},
 		{"flow.signal:", "send of signal"},
+		{patchPrefix, "patch marker"},
 	}
 	for _, k := range kinds {
 		if rest, ok := strings.CutPrefix(name, k.prefix); ok {

@@ -103,6 +103,7 @@ func (x *execution) abort(rc *RunContext, cause error) {
 	var replayErr *ReplayError
 	var defErr *DefinitionError
 	var divergence *flowtype.NonDeterminismError
+	var historyFull *flowtype.HistoryLimitError
 	switch {
 	case errors.Is(cause, store.ErrLeaseLost):
 		// No longer ours to write: a fenced write failed, or the heartbeat
@@ -124,7 +125,8 @@ func (x *execution) abort(rc *RunContext, cause error) {
 		x.startUnwind(rc, cause.Error())
 	case errors.Is(cause, errStopping):
 		x.release(0, "engine stopping")
-	case errors.As(cause, &decodeErr), errors.As(cause, &replayErr), errors.As(cause, &defErr), errors.As(cause, &divergence):
+	case errors.As(cause, &decodeErr), errors.As(cause, &replayErr), errors.As(cause, &defErr), errors.As(cause, &divergence),
+		errors.As(cause, &historyFull):
 		x.suspend(cause.Error())
 	default:
 		x.e.log.Error("run interrupted", "run", x.run.ID, "err", cause)

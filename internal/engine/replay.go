@@ -44,6 +44,7 @@ func (e *Engine) Replay(ctx context.Context, def Workflow, run store.Run, steps 
 	x := &execution{e: e, run: run, def: def, leaseCtx: runCtx, cancelLease: cancel, runCtx: runCtx, cancelRun: cancel}
 	rc := newRunContext(x, steps)
 	rc.st.replayOnly = true
+	rc.st.finished = finished
 	output, bodyErr := rc.callWorkflow()
 
 	st := rc.st

@@ -40,11 +40,18 @@ type runState struct {
 	// history checks replays against the recorded calls (history.go).
 	history    history
 	replayOnly bool // no step may execute: the run is unwinding
-	aborted    error
-	parked     bool   // some branch asked to release the run until parkAt
-	parkAt     int64  // earliest due time asked for
-	parkRetry  bool   // a retry (not only waits) asked for the release
-	parkWhy    string // why the earliest due time was asked for ("": until then)
+	// finished marks the replay (Replay) of a history whose body returned.
+	finished bool
+	// patches holds the patches decided in this execution, by scope and
+	// marker name (patch.go).
+	patches map[string]bool
+	// size is how much the run's history holds (historylimit.go).
+	size      historySize
+	aborted   error
+	parked    bool   // some branch asked to release the run until parkAt
+	parkAt    int64  // earliest due time asked for
+	parkRetry bool   // a retry (not only waits) asked for the release
+	parkWhy   string // why the earliest due time was asked for ("": until then)
 }
 
 func newRunContext(x *execution, steps []store.Step) *RunContext {
@@ -52,11 +59,13 @@ func newRunContext(x *execution, steps []store.Step) *RunContext {
 		x:       x,
 		records: make(map[store.StepKey]store.Step, len(steps)),
 		defs:    make(map[store.StepKey]Step),
+		patches: make(map[string]bool),
 	}
 	for _, s := range steps {
 		st.records[s.Key()] = s
 	}
 	st.history = newHistory(st.records, steps)
+	st.size = sizeOf(steps)
 	return &RunContext{Context: x.runCtx, st: st, occurrences: make(map[string]int)}
 }
 

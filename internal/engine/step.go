@@ -49,6 +49,15 @@ func (rc *RunContext) lookup(name string, def *Step) (store.StepKey, *store.Step
 	if st.replayOnly {
 		return key, nil, st.abortLocked(&ReplayError{RunID: key.RunID, Step: key.String()})
 	}
+	if _, retried := st.records[key]; !retried {
+		var input []byte
+		if def != nil {
+			input = def.Input
+		}
+		if err := st.admitCall(key, input); err != nil {
+			return key, nil, st.abortLocked(err)
+		}
+	}
 	return key, nil, nil
 }
 
@@ -150,6 +159,7 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 		if err != nil {
 			return nil, rc.Abort(err)
 		}
+		rc.st.addOutput(output)
 		return output, nil
 	}
 	if err != nil && !errors.Is(err, errBodyFailed) {
