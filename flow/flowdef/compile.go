@@ -49,6 +49,7 @@ type plan struct {
 	stepsT  reflect.Type
 	outputs []*program
 	outT    reflect.Type
+	key     *program // the runs' concurrency key, or nil
 }
 
 type compiler struct {
@@ -135,6 +136,7 @@ func check(d *Definition, cat *Catalog) (*plan, error) {
 		c.expressions(n)
 	}
 	c.outputs()
+	c.concurrencyKey()
 	if err := c.ps.err(); err != nil {
 		return nil, err
 	}
@@ -509,6 +511,25 @@ func (c *compiler) inputExprs(n *cnode, env map[string]any, sc scope) {
 		}
 		n.with = append(n.with, p)
 	}
+}
+
+// concurrencyKey compiles the definition's concurrency key, which sees the
+// input only: it is evaluated as the run starts.
+func (c *compiler) concurrencyKey() {
+	e := c.def.ConcurrencyKey
+	if e == nil {
+		return
+	}
+	sc := scope{steps: map[string]bool{}, vars: map[string]bool{}}
+	p, ok := c.compileExpr(*e, c.baseEnv(), sc, "concurrencyKey")
+	if !ok {
+		return
+	}
+	if ok, why := compatible(p.typ, declaredTypes["string"]); !ok {
+		c.ps.add(e.Pos, "concurrencyKey must be a string: %s", why)
+		return
+	}
+	c.plan.key = p
 }
 
 // outputs compiles the definition's outputs, which see every node.

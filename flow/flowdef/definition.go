@@ -31,6 +31,12 @@ type Definition struct {
 	Vars        []Param
 	Steps       []*Node
 	Outputs     []Expr
+	// ConcurrencyKey, when set, is an expression over the input whose
+	// string value is the concurrency key of every run started through
+	// this package (Start, Library.Start, generated code) without
+	// one in its StartOptions: the key a queue's per-key limits and fair
+	// claims group runs by (docs/jobs.md, Flow control).
+	ConcurrencyKey *Expr
 
 	// Source is the document the definition was parsed from; stored with
 	// it, and hashed to tell versions apart.

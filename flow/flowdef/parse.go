@@ -183,6 +183,10 @@ func (r *reader) definition(d *Definition, v *value) {
 			d.Vars = r.params(f.val, "vars")
 		case "outputs":
 			d.Outputs = r.outputs(f.val)
+		case "concurrencyKey":
+			if e, ok := r.expr("concurrencyKey", f.val, "concurrencyKey"); ok {
+				d.ConcurrencyKey = &e
+			}
 		case "steps":
 			d.Steps = r.nodes(f.val)
 		default:

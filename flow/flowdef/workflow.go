@@ -116,9 +116,39 @@ func Register(e *flow.Engine, w *Workflow) error {
 // Start starts a run of w with in, as flow.Start does. The run's Result
 // types its outputs (see Workflow.Output).
 func Start(ctx context.Context, e *flow.Engine, w *Workflow, in Values, opts *flow.StartOptions) (*Run, error) {
+	opts, err := w.startOptions(in, opts)
+	if err != nil {
+		return nil, err
+	}
 	run, err := flow.Start(ctx, e, w.Flow(), in, opts)
 	if err != nil {
 		return nil, err
 	}
 	return &Run{Run: run, w: w}, nil
+}
+
+// startOptions returns opts with the concurrency key the definition
+// derives from in, unless opts sets one.
+func (w *Workflow) startOptions(in Values, opts *flow.StartOptions) (*flow.StartOptions, error) {
+	if w.plan.key == nil || opts != nil && opts.ConcurrencyKey != "" {
+		return opts, nil
+	}
+	st, err := w.newState(in)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", w.def.Name, err)
+	}
+	v, err := w.plan.key.eval(st.env())
+	if err != nil {
+		return nil, fmt.Errorf("start %s: concurrencyKey: %w", w.def.Name, err)
+	}
+	key, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("start %s: concurrencyKey gave %T, not a string", w.def.Name, v)
+	}
+	o := flow.StartOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.ConcurrencyKey = key
+	return &o, nil
 }
