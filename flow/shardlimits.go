@@ -65,29 +65,39 @@ func (l *shardLimits) Lock(ctx context.Context, queue string) (func(), error) {
 
 func (l *shardLimits) Elsewhere(ctx context.Context, queue string, since int64) (int, store.RateStarts, error) {
 	running := 0
+	for i, s := range l.stores {
+		if i == l.self {
+			continue
+		}
+		counts, err := s.Reader().RunLeasedCounts(ctx, queue)
+		if err != nil {
+			return 0, store.RateStarts{}, err
+		}
+		for _, n := range counts {
+			running += n
+		}
+	}
+	if since <= 0 {
+		return running, store.RateStarts{}, nil
+	}
+	started, err := l.StartsElsewhere(ctx, queue, "", since)
+	return running, started, err
+}
+
+func (l *shardLimits) StartsElsewhere(ctx context.Context, bucket, key string, since int64) (store.RateStarts, error) {
 	var started store.RateStarts
 	for i, s := range l.stores {
 		if i == l.self {
 			continue
 		}
-		r := s.Reader()
-		counts, err := r.RunLeasedCounts(ctx, queue)
+		rs, err := s.Reader().RateStartsCount(ctx, bucket, key, since)
 		if err != nil {
-			return 0, started, err
+			return started, err
 		}
-		for _, n := range counts {
-			running += n
-		}
-		if since > 0 {
-			rs, err := r.RateStartsCount(ctx, queue, "", since)
-			if err != nil {
-				return 0, started, err
-			}
-			started.Count += rs.Count
-			if rs.Oldest > 0 && (started.Oldest == 0 || rs.Oldest < started.Oldest) {
-				started.Oldest = rs.Oldest
-			}
+		started.Count += rs.Count
+		if rs.Oldest > 0 && (started.Oldest == 0 || rs.Oldest < started.Oldest) {
+			started.Oldest = rs.Oldest
 		}
 	}
-	return running, started, nil
+	return started, nil
 }

@@ -82,3 +82,36 @@ func TestShardSetRateLimit(t *testing.T) {
 		t.Errorf("12 runs at 4 per %s took %s, under the two periods they need", period, took)
 	}
 }
+
+// A step's rate limiter holds across the files of a shard set.
+func TestShardSetStepRateLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLedger()
+	period := 300 * time.Millisecond
+	limit := flow.StepRateLimit{Name: "sms-gateway", Rate: flow.RateLimit{Limit: 3, Period: period}}
+	job := flow.Job[limitedArgs]{Name: "sms", RateLimit: &limit, Handler: l.body(0)}
+	e := openShards(t, shardPaths(t, 2), nil)
+	flow.RegisterJob(e, job)
+	placed := map[int]int{}
+	for i := range 9 {
+		id := fmt.Sprintf("sms-%d", i)
+		placed[e.PlaceRun(id, "")]++
+		if _, err := flow.Enqueue(ctx, e, job, limitedArgs{N: i}, &flow.EnqueueOptions{RunID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if placed[0] == 0 || placed[1] == 0 {
+		t.Fatalf("the runs are all in one file (%v): the test would not cross files", placed)
+	}
+	began := time.Now()
+	startAll(t, e)
+	waitFinished(t, l, 9)
+	window := period * 2 / 3 // see TestRateLimit
+	if got := l.maxInWindow(window); got > 3 {
+		t.Errorf("%d attempts began within %s across the shard set, limiter 3 per %s", got, window, period)
+	}
+	if took := time.Since(began); took < 2*period-50*time.Millisecond {
+		t.Errorf("9 attempts at 3 per %s took %s, under the two periods they need", period, took)
+	}
+}

@@ -31,6 +31,9 @@ type SetLimits interface {
 	// other files, and, when since > 0, the starts of the queue's own rate
 	// logged there after since (the oldest: the earliest of them).
 	Elsewhere(ctx context.Context, queue string, since int64) (running int, started store.RateStarts, err error)
+	// StartsElsewhere returns the starts of bucket's key logged in the
+	// set's other files after since: a step rate limiter's (steprate.go).
+	StartsElsewhere(ctx context.Context, bucket, key string, since int64) (store.RateStarts, error)
 }
 
 // SetShardLimits makes e, the engine of one file of a shard set, count the

@@ -108,10 +108,14 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 	attempt, begun := x.takeBegun(key)
 	if !begun {
 		var heldUntil int64 // the step's rate limiter had no start left
-		err := x.write(func(ctx context.Context, tx store.Tx, now int64) error {
+		elsewhere, unlock, err := x.lockStepRate(rc.Context, def.RateLimit)
+		if err != nil {
+			return nil, rc.Abort(err)
+		}
+		err = x.write(func(ctx context.Context, tx store.Tx, now int64) error {
 			var err error
 			if def.RateLimit != nil {
-				if heldUntil, err = x.takeStepRate(ctx, tx, def.RateLimit, now); err != nil || heldUntil > 0 {
+				if heldUntil, err = x.takeStepRate(ctx, tx, def.RateLimit, now, elsewhere); err != nil || heldUntil > 0 {
 					return err
 				}
 			}
@@ -123,6 +127,7 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 			}
 			return x.event(ctx, tx, now, store.Event{Kind: flowtype.EventStepStarted, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt})
 		})
+		unlock() // after the commit that took the start
 		if err != nil {
 			return nil, rc.Abort(err)
 		}

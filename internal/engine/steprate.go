@@ -24,18 +24,45 @@ import (
 // never count toward a queue's rate, nor a queue's toward a limiter's.
 func stepRateBucket(name string) string { return "\x1fstep\x1f" + name }
 
-// takeStepRate takes a start from the limiter l of the run's step inside
-// tx, and returns 0; or, when l has no start left, takes none and returns
-// when the next one frees up (Unix ms).
-func (x *execution) takeStepRate(ctx context.Context, tx store.Tx, l *flowtype.StepRateLimit, now int64) (int64, error) {
-	bucket, key := stepRateBucket(l.Name), ""
+// stepRateKey is the bucket and key of the run's attempts with limiter l.
+func (x *execution) stepRateKey(l *flowtype.StepRateLimit) (bucket, key string) {
 	if l.PerKey {
 		key = x.run.ConcurrencyKey
 	}
+	return stepRateBucket(l.Name), key
+}
+
+// lockStepRate, on the engine of a shard set's file, takes the set's lock
+// of limiter l and reads the starts the other files logged, as a claim of a
+// queue with a global rate does (setlimits.go); unlock goes after the
+// commit of the write that takes the start. Elsewhere it does nothing.
+func (x *execution) lockStepRate(ctx context.Context, l *flowtype.StepRateLimit) (store.RateStarts, func(), error) {
+	if l == nil || x.e.setLimits == nil {
+		return store.RateStarts{}, func() {}, nil
+	}
+	bucket, key := x.stepRateKey(l)
+	unlock, err := x.e.setLimits.Lock(ctx, "rate limiter "+l.Name)
+	if err != nil {
+		return store.RateStarts{}, nil, fmt.Errorf("lock rate limiter %s across the shard set: %w", l.Name, err)
+	}
+	others, err := x.e.setLimits.StartsElsewhere(ctx, bucket, key, x.e.nowMs()-l.Rate.Period.Milliseconds())
+	if err != nil {
+		unlock()
+		return store.RateStarts{}, nil, fmt.Errorf("count the attempts of rate limiter %s across the shard set: %w", l.Name, err)
+	}
+	return others, unlock, nil
+}
+
+// takeStepRate takes a start from the limiter l of the run's step inside
+// tx, counting the starts logged elsewhere in a shard set with the file's,
+// and returns 0; or, when l has no start left, takes none and returns when
+// the next one frees up (Unix ms).
+func (x *execution) takeStepRate(ctx context.Context, tx store.Tx, l *flowtype.StepRateLimit, now int64, elsewhere store.RateStarts) (int64, error) {
+	bucket, key := x.stepRateKey(l)
 	if err := tx.RateLock(ctx, bucket); err != nil {
 		return 0, err
 	}
-	left, retryAt, err := rateLeft(ctx, tx, bucket, key, l.Rate, now)
+	left, retryAt, err := rateLeftWith(ctx, tx, bucket, key, l.Rate, now, elsewhere)
 	if err != nil {
 		return 0, fmt.Errorf("count the attempts of rate limiter %s: %w", l.Name, err)
 	}
