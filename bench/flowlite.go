@@ -93,10 +93,20 @@ func flowliteThreeSteps(done *atomic.Int64) flow.Workflow[int, int] {
 // transaction, as River's InsertManyTx does. It is the one place the bulk
 // insert scenario and the drains' set-up insert through.
 func flowliteEnqueueBulk(ctx context.Context, e *flow.Engine, db *sql.DB, job flow.Job[int], n int) error {
+	return flowliteEnqueueBulkWith(ctx, e, db, job, n, nil)
+}
+
+// flowliteEnqueueBulkWith is flowliteEnqueueBulk with the options opts
+// gives job i (nil: none).
+func flowliteEnqueueBulkWith(ctx context.Context, e *flow.Engine, db *sql.DB, job flow.Job[int], n int, opts func(i int) *flow.EnqueueOptions) error {
 	return inChunks(ctx, db, n, func(tx *sql.Tx, lo, hi int) error {
 		items := make([]flow.EnqueueItem[int], 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			items = append(items, flow.EnqueueItem[int]{Args: i})
+			item := flow.EnqueueItem[int]{Args: i}
+			if opts != nil {
+				item.Opts = opts(i)
+			}
+			items = append(items, item)
 		}
 		_, err := flow.EnqueueManyTx(ctx, e, tx, job, items)
 		return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strconv"
@@ -90,7 +89,10 @@ func limitsDrain(key string, limited bool) scenarioFunc {
 				return result{}, err
 			}
 		}
-		if err := limitsEnqueue(ctx, e, db, job, p.N, ls.keys); err != nil {
+		keyed := func(i int) *flow.EnqueueOptions {
+			return &flow.EnqueueOptions{ConcurrencyKey: limitKey(ls.keys, i, p.N)}
+		}
+		if err := flowliteEnqueueBulkWith(ctx, e, db, job, p.N, keyed); err != nil {
 			return result{}, err
 		}
 		r, err := flowliteDrain(ctx, e, p.N, &handled)
@@ -110,19 +112,6 @@ func limitKey(keys, n, total int) string {
 		return ""
 	}
 	return "k" + strconv.Itoa(n*keys/max(total, 1))
-}
-
-// limitsEnqueue records n runs of job as flowliteEnqueueBulk does, each
-// with its concurrency key.
-func limitsEnqueue(ctx context.Context, e *flow.Engine, db *sql.DB, job flow.Job[int], n, keys int) error {
-	return inChunks(ctx, db, n, func(tx *sql.Tx, lo, hi int) error {
-		items := make([]flow.EnqueueItem[int], 0, hi-lo)
-		for i := lo; i < hi; i++ {
-			items = append(items, flow.EnqueueItem[int]{Args: i, Opts: &flow.EnqueueOptions{ConcurrencyKey: limitKey(keys, i, n)}})
-		}
-		_, err := flow.EnqueueManyTx(ctx, e, tx, job, items)
-		return err
-	})
 }
 
 // limitRecord is what the handlers saw: how many ran at once, in all and
