@@ -340,10 +340,16 @@ func (e *Engine) Stop(ctx context.Context) error {
 func (e *Engine) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	var errs []error
-	for _, inner := range e.route.all() {
+	inners := e.route.all()
+	// Every shard stops before any store closes: a shard's claims read the
+	// other files, and lock beside shard 0's (shardlimits.go), which
+	// closes last.
+	for _, inner := range inners {
 		_ = inner.core.Stop(ctx)
-		errs = append(errs, inner.store.Close())
+	}
+	var errs []error
+	for i := len(inners) - 1; i >= 0; i-- {
+		errs = append(errs, inners[i].store.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -37,6 +37,10 @@ type lockFile struct {
 	f     *os.File
 	refs  int
 	names map[string]chan struct{} // a turn per name: a buffer of one
+	// inUse is held (read) from a lock's taking to its giving back, so
+	// that the last store to let go of the file closes it only between
+	// locks.
+	inUse sync.RWMutex
 }
 
 // lockFiles are this process's lock files, by path.
@@ -71,7 +75,8 @@ func (s *Store) LockSet(ctx context.Context, name string) (func(), error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	release := func() { <-turn }
+	lf.inUse.RLock()
+	release := func() { lf.inUse.RUnlock(); <-turn }
 	if lf.f == nil { // a database in memory: no other process shares it
 		return release, nil
 	}
@@ -152,9 +157,11 @@ func (s *Store) closeSetLocks() {
 	lockFiles.Lock()
 	defer lockFiles.Unlock()
 	if lf.refs--; lf.refs == 0 {
-		if lf.f != nil {
-			lf.f.Close()
-		}
 		delete(lockFiles.byPath, s.setLocks.path)
+		if lf.f != nil {
+			lf.inUse.Lock() // no lock is held on it
+			lf.f.Close()
+			lf.inUse.Unlock()
+		}
 	}
 }
