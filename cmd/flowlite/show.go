@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -34,6 +36,8 @@ type runDetailJSON struct {
 	ConcurrencyKey string     `json:"concurrency_key,omitempty"`
 	HeldBy         string     `json:"held_by,omitempty"`
 	Steps          []stepJSON `json:"steps"`
+	// Published is what the run published (flow.Publish), latest per key.
+	Published map[string]json.RawMessage `json:"published,omitempty"`
 }
 
 func (a *app) showCommand() *cobra.Command {
@@ -91,6 +95,12 @@ func newRunDetailJSON(info flow.RunInfo) runDetailJSON {
 			StartedAt: utc(s.StartedAt), FinishedAt: utc(s.FinishedAt),
 		}
 	}
+	for k, v := range flow.Published(info) {
+		if out.Published == nil {
+			out.Published = map[string]json.RawMessage{}
+		}
+		out.Published[k] = v
+	}
 	return out
 }
 
@@ -121,6 +131,10 @@ func (a *app) printRun(info flow.RunInfo, held string) error {
 	h.row("Input", cell(string(info.Input), 100))
 	if len(info.Output) > 0 {
 		h.row("Output", cell(string(info.Output), 100))
+	}
+	published := flow.Published(info)
+	for _, k := range slices.Sorted(maps.Keys(published)) {
+		h.row("Published "+cell(k, 0), cell(string(published[k]), 100))
 	}
 	if err := h.flush(); err != nil {
 		return err
