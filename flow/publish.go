@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -89,8 +90,8 @@ func WaitPublished[T any](ctx context.Context, e *Engine, runID, key string) (T,
 
 // Published returns the values info's run has published, latest per key,
 // as recorded (JSON), keyed by key.
-func Published(info RunInfo) map[string][]byte {
-	out := map[string][]byte{}
+func Published(info RunInfo) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
 	occ := map[string]int{}
 	for _, st := range info.Steps {
 		key, ok := strings.CutPrefix(st.Name, PublishStepPrefix)

@@ -95,11 +95,8 @@ func newRunDetailJSON(info flow.RunInfo) runDetailJSON {
 			StartedAt: utc(s.StartedAt), FinishedAt: utc(s.FinishedAt),
 		}
 	}
-	for k, v := range flow.Published(info) {
-		if out.Published == nil {
-			out.Published = map[string]json.RawMessage{}
-		}
-		out.Published[k] = v
+	if p := flow.Published(info); len(p) > 0 {
+		out.Published = p
 	}
 	return out
 }
