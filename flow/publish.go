@@ -32,6 +32,10 @@ var ErrNotPublished = errors.New("value not published")
 // WaitPublished). The key follows the rules of names, as a step's name
 // does.
 func Publish[T any](wc Context, key string, value T) error {
+	if key == "" {
+		// Recorded, it would be a step no reader finds.
+		return fmt.Errorf("run %s: publish: empty key", wc.RunID())
+	}
 	s := Step[T, T]{
 		Name: PublishStepPrefix + key,
 		Run:  func(_ context.Context, v T) (T, error) { return v, nil },

@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -14,6 +15,9 @@ import (
 var orderWorkflow = flow.Workflow[string, string]{
 	Name: "publish_order",
 	Run: func(wc flow.Context, id string) (string, error) {
+		if err := flow.Publish(wc, "", "lost"); err == nil || !strings.Contains(err.Error(), "empty key") {
+			return "", fmt.Errorf("publish with an empty key: err = %v, want empty key", err)
+		}
 		if err := flow.Publish(wc, "status", "paid"); err != nil {
 			return "", err
 		}
