@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -34,6 +36,8 @@ type runDetailJSON struct {
 	ConcurrencyKey string     `json:"concurrency_key,omitempty"`
 	HeldBy         string     `json:"held_by,omitempty"`
 	Steps          []stepJSON `json:"steps"`
+	// Published is what the run published (flow.Publish), latest per key.
+	Published map[string]json.RawMessage `json:"published,omitempty"`
 }
 
 func (a *app) showCommand() *cobra.Command {
@@ -91,6 +95,9 @@ func newRunDetailJSON(info flow.RunInfo) runDetailJSON {
 			StartedAt: utc(s.StartedAt), FinishedAt: utc(s.FinishedAt),
 		}
 	}
+	if p := flow.Published(info); len(p) > 0 {
+		out.Published = p
+	}
 	return out
 }
 
@@ -121,6 +128,10 @@ func (a *app) printRun(info flow.RunInfo, held string) error {
 	h.row("Input", cell(string(info.Input), 100))
 	if len(info.Output) > 0 {
 		h.row("Output", cell(string(info.Output), 100))
+	}
+	published := flow.Published(info)
+	for _, k := range slices.Sorted(maps.Keys(published)) {
+		h.row("Published "+cell(k, 0), cell(string(published[k]), 100))
 	}
 	if err := h.flush(); err != nil {
 		return err

@@ -175,3 +175,36 @@ func TestShowContextValues(t *testing.T) {
 		}
 	})
 }
+
+// show lists the values a run published, latest per key, in the table and
+// in --json.
+func TestShowPublished(t *testing.T) {
+	t.Parallel()
+	onBothBackends(t, func(t *testing.T, ctx context.Context, e *flow.Engine, cli func(args ...string) string) {
+		wf := flow.Workflow[int, int]{Name: "publisher", Run: func(wc flow.Context, n int) (int, error) {
+			if err := flow.Publish(wc, "status", "started"); err != nil {
+				return 0, err
+			}
+			return n, flow.Publish(wc, "status", "exported")
+		}}
+		flow.Register(e, wf)
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		run, err := flow.Start(ctx, e, wf, 7, &flow.StartOptions{RunID: "pub"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run.Result(ctx); err != nil {
+			t.Fatal(err)
+		}
+		out := cli("show", "pub")
+		if row := rowOf(t, out, "Published"); strings.Join(row, " ") != `Published status "exported"` {
+			t.Errorf("published row %q in:\n%s", row, out)
+		}
+		got := decode[runDetailJSON](t, cli("show", "--json", "pub"))
+		if string(got.Published["status"]) != `"exported"` || len(got.Published) != 1 {
+			t.Errorf("show --json: published %q", got.Published)
+		}
+	})
+}

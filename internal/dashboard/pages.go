@@ -29,12 +29,14 @@ func statuses() []flow.RunStatus {
 
 func (d *Dashboard) funcs() template.FuncMap {
 	return template.FuncMap{
-		"time":     fmtTime,
-		"ago":      d.ago,
-		"dur":      fmtDur,
-		"trunc":    trunc,
-		"pretty":   prettyJSON,
-		"statuses": statuses,
+		"time":   fmtTime,
+		"ago":    d.ago,
+		"dur":    fmtDur,
+		"trunc":  trunc,
+		"pretty": prettyJSON,
+		// published lists what a run published (flow.Publish), latest per key.
+		"published": flow.Published,
+		"statuses":  statuses,
 		"step": func(name string, occ int) string {
 			return fmt.Sprintf("%s#%d", name, occ)
 		},
