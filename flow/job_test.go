@@ -699,3 +699,36 @@ func BenchmarkEnqueueConcurrentPG(b *testing.B) {
 	defer e.Close()
 	enqueueConcurrently(b, e)
 }
+
+// BenchmarkEnqueueManyPG records b.N no-op jobs on PostgreSQL (FLOWLITE_PG_DSN,
+// by default the local server) through EnqueueMany, 1,000 per call, with
+// the engine stopped, and reports jobs/s: the bulk insert River's
+// InsertManyFast is measured against in bench/.
+//
+//	go test -run '^$' -bench EnqueueManyPG -benchtime 20000x ./flow/
+func BenchmarkEnqueueManyPG(b *testing.B) {
+	if err := pgtest.Reachable(); err != nil {
+		b.Skipf("no PostgreSQL server: %v", err)
+	}
+	ctx := context.Background()
+	dsn, schema := pgtest.Schema(b)
+	e, err := flowpg.Open(ctx, dsn, &flow.Config{Logger: slog.New(slog.DiscardHandler)}, &flowpg.Options{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	flow.RegisterJob(e, noopJob)
+	items := make([]flow.EnqueueItem[int], 1000)
+	b.ResetTimer()
+	start := time.Now()
+	for lo := 0; lo < b.N; lo += len(items) {
+		n := min(len(items), b.N-lo)
+		for i := range n {
+			items[i].Args = lo + i
+		}
+		if _, err := flow.EnqueueMany(ctx, e, noopJob, items[:n]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+}

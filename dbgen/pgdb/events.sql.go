@@ -10,11 +10,12 @@ import (
 	"encoding/json"
 )
 
-const eventAppend = `-- name: EventAppend :exec
+const eventAppend = `-- name: EventAppend :execrows
 INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
 SELECT $1::text, $2::bigint, $3::text, $4::text,
        $5::bigint, $6::bigint, $7::text
 WHERE pg_current_xact_id() IS NOT NULL
+  AND EXISTS (SELECT 1 FROM flowlite.runs AS r WHERE r.id = $1::text)
 `
 
 type EventAppendParams struct {
@@ -33,9 +34,11 @@ type EventAppendParams struct {
 // transaction its ID before the row's ID is drawn from the sequence (a
 // scan's filter runs before its projection): the change feed's holdback
 // (pgstore/feed.go) relies on every transaction that drew an event ID
-// having a transaction ID already.
-func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error {
-	_, err := q.db.ExecContext(ctx, eventAppend,
+// having a transaction ID already. It inserts nothing for a run that does
+// not exist, which the adapter reports (events have no foreign key: see
+// migration 00012).
+func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, eventAppend,
 		arg.RunID,
 		arg.At,
 		arg.Kind,
@@ -44,24 +47,33 @@ func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error 
 		arg.Attempt,
 		arg.Detail,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
-const eventAppendMany = `-- name: EventAppendMany :exec
+const eventAppendMany = `-- name: EventAppendMany :execrows
 INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
 SELECT j.v ->> 'run_id', (j.v ->> 'at')::bigint, j.v ->> 'kind', j.v ->> 'step',
        (j.v ->> 'occurrence')::bigint, (j.v ->> 'attempt')::bigint, j.v ->> 'detail'
 FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(v, n)
 WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
+  AND EXISTS (SELECT 1 FROM flowlite.runs AS r WHERE r.id = j.v ->> 'run_id')
 ORDER BY j.n
 `
 
 // EventAppendMany appends the events of @events, a JSON array of objects
 // (run_id, at, kind, step, occurrence, attempt, detail), in array order:
-// their IDs grow in that order, as RunInsertMany's runs are inserted.
-func (q *Queries) EventAppendMany(ctx context.Context, events json.RawMessage) error {
-	_, err := q.db.ExecContext(ctx, eventAppendMany, events)
-	return err
+// their IDs grow in that order, as RunInsertMany's runs are inserted. It
+// leaves out the events of runs that do not exist, which the adapter
+// reports, as EventAppend does.
+func (q *Queries) EventAppendMany(ctx context.Context, events json.RawMessage) (int64, error) {
+	result, err := q.db.ExecContext(ctx, eventAppendMany, events)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const eventList = `-- name: EventList :many

@@ -11,6 +11,38 @@ import (
 	"encoding/json"
 )
 
+const runBulkRelease = `-- name: RunBulkRelease :exec
+RELEASE SAVEPOINT flowlite_bulk
+`
+
+// RunBulkRelease forgets the mark of a COPY that succeeded.
+func (q *Queries) RunBulkRelease(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, runBulkRelease)
+	return err
+}
+
+const runBulkRollback = `-- name: RunBulkRollback :exec
+ROLLBACK TO SAVEPOINT flowlite_bulk
+`
+
+// RunBulkRollback undoes a COPY that failed, back to its mark.
+func (q *Queries) RunBulkRollback(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, runBulkRollback)
+	return err
+}
+
+const runBulkSavepoint = `-- name: RunBulkSavepoint :exec
+SAVEPOINT flowlite_bulk
+`
+
+// RunBulkSavepoint marks where a bulk insert by COPY (pgstore/bulk.go)
+// begins: a COPY that meets a taken ID fails as a whole, and rolling back
+// to the mark undoes it alone, leaving the rest of the transaction.
+func (q *Queries) RunBulkSavepoint(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, runBulkSavepoint)
+	return err
+}
+
 const runCancelChildren = `-- name: RunCancelChildren :many
 UPDATE flowlite.runs
 SET cancel_requested = true, wake_seq = wake_seq + 1,

@@ -546,3 +546,17 @@ WHERE d.id = @id AND d.status IN ('completed', 'failed', 'cancelled')
 -- or one due already.
 UPDATE flowlite.runs SET run_at = sqlc.arg(now)::bigint, updated_at = sqlc.arg(now)::bigint
 WHERE id = sqlc.arg(id)::text AND status = 'pending' AND lease_owner IS NULL AND run_at > sqlc.arg(now)::bigint;
+
+-- name: RunBulkSavepoint :exec
+-- RunBulkSavepoint marks where a bulk insert by COPY (pgstore/bulk.go)
+-- begins: a COPY that meets a taken ID fails as a whole, and rolling back
+-- to the mark undoes it alone, leaving the rest of the transaction.
+SAVEPOINT flowlite_bulk;
+
+-- name: RunBulkRelease :exec
+-- RunBulkRelease forgets the mark of a COPY that succeeded.
+RELEASE SAVEPOINT flowlite_bulk;
+
+-- name: RunBulkRollback :exec
+-- RunBulkRollback undoes a COPY that failed, back to its mark.
+ROLLBACK TO SAVEPOINT flowlite_bulk;

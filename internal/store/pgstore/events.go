@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -50,12 +51,15 @@ func (t *tx) flushEvents(ctx context.Context) error {
 		return nil
 	case 1:
 		e := events[0]
-		err := t.raw.EventAppend(ctx, pgdb.EventAppendParams{
+		n, err := t.raw.EventAppend(ctx, pgdb.EventAppendParams{
 			RunID: e.RunID, At: e.At, Kind: e.Kind, Step: e.Step,
 			Occurrence: int64(e.Occurrence), Attempt: int64(e.Attempt), Detail: e.Detail,
 		})
-		if err != nil {
+		switch {
+		case err != nil:
 			t.flushErr = fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, interpretError(ctx, err))
+		case n == 0:
+			t.flushErr = fmt.Errorf("append %s event to run %s: %w", e.Kind, e.RunID, errNoSuchRun)
 		}
 	default:
 		t.flushErr = t.appendMany(ctx, events)
@@ -68,6 +72,11 @@ func (t *tx) flushEvents(ctx context.Context) error {
 func seesEvents(query string) bool {
 	return strings.Contains(query, DefaultSchema+".events") || strings.Contains(query, "DELETE")
 }
+
+// errNoSuchRun fails an append of events to a run that does not exist, as
+// the foreign key did before migration 00012: the transaction is then
+// rolled back, and nothing of it is kept.
+var errNoSuchRun = errors.New("no such run")
 
 // eventRow is one event of EventAppendMany's JSON document.
 type eventRow struct {
@@ -90,6 +99,9 @@ func (t *tx) EventAppendMany(ctx context.Context, events []store.Event) error {
 }
 
 func (t *tx) appendMany(ctx context.Context, events []store.Event) error {
+	if copied, err := t.copyEvents(ctx, events); copied || err != nil {
+		return err
+	}
 	for start := 0; start < len(events); start += store.InsertManyChunk {
 		chunk := events[start:min(start+store.InsertManyChunk, len(events))]
 		rows := make([]eventRow, len(chunk))
@@ -100,8 +112,12 @@ func (t *tx) appendMany(ctx context.Context, events []store.Event) error {
 		if err != nil {
 			return fmt.Errorf("append %d events: %w", len(rows), err)
 		}
-		if err := t.raw.EventAppendMany(ctx, doc); err != nil {
+		n, err := t.raw.EventAppendMany(ctx, doc)
+		if err != nil {
 			return fmt.Errorf("append %d events: %w", len(rows), interpretError(ctx, err))
+		}
+		if n != int64(len(rows)) {
+			return fmt.Errorf("append %d events: %d of them: %w", len(rows), int64(len(rows))-n, errNoSuchRun)
 		}
 		t.appended = true
 	}

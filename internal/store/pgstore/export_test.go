@@ -3,6 +3,8 @@ package pgstore
 import (
 	"database/sql"
 	"time"
+
+	"github.com/flowlite/flowlite/internal/store"
 )
 
 // SetListenIdle shortens how long the listener of s waits without a
@@ -22,3 +24,6 @@ func SetClaimGrace(s *Store, d time.Duration) { s.claimGrace = d }
 // SchemaLockID returns the advisory lock of one purpose ("create",
 // "migrate") in a schema.
 func SchemaLockID(schema, purpose string) int64 { return schemaLockID(schema, purpose) }
+
+// CopiedRuns returns how many runs the transaction t inserted by COPY.
+func CopiedRuns(t store.Tx) int { return len(t.(*tx).copied) }

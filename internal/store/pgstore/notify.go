@@ -404,3 +404,25 @@ func receive(ctx context.Context, conn *pgx.Conn, idle time.Duration, fn func(pa
 		}
 	}
 }
+
+// wakeInserted sends the ready wakes of runs just inserted: one per queue
+// for the runs due at once, however many (a wake only says where to look:
+// the engines claim what is there), and one per run for the runs due
+// later, whose due time the receiver may wait for.
+func (t *tx) wakeInserted(ctx context.Context, runs []store.RunInsertParams) error {
+	var later []string
+	var queues []string
+	for _, p := range runs {
+		if p.RunAt > p.Now {
+			later = append(later, p.ID)
+		} else if !slices.Contains(queues, p.Queue) {
+			queues = append(queues, p.Queue)
+		}
+	}
+	for _, q := range queues {
+		if err := t.wakeQueue(ctx, q); err != nil {
+			return err
+		}
+	}
+	return t.wakeRuns(ctx, store.WakeReady, later...)
+}

@@ -424,57 +424,103 @@ func nonNil(b []byte) []byte {
 }
 
 // RunInsertMany inserts ps with one statement per chunk of store.InsertManyChunk
-// runs. It first takes the advisory locks of the chunk's unique keys, in
-// the order of their lock IDs so that two batches sharing keys cannot
-// deadlock, as RunInsert takes its key's. A repeated ID is tried at its
-// first occurrence only: the later ones are reported false.
+// runs, or one COPY when the chunk has no unique key (bulk.go). It first
+// takes the advisory locks of the chunk's unique keys, in the order of
+// their lock IDs so that two batches sharing keys cannot deadlock, as
+// RunInsert takes its key's. A repeated ID is tried at its first
+// occurrence only: the later ones are reported false.
 func (t *tx) RunInsertMany(ctx context.Context, ps []store.RunInsertParams) ([]bool, error) {
 	inserted := make([]bool, len(ps))
 	first := make(map[string]int, len(ps)) // ID → index of its first occurrence
 	for start := 0; start < len(ps); start += store.InsertManyChunk {
 		chunk := ps[start:min(start+store.InsertManyChunk, len(ps))]
-		rows := make([]store.RunInsertRow, 0, len(chunk))
+		var kept []int // indexes in ps of the chunk's runs to insert
+		var states []int64
 		var locks []int64
 		for i, p := range chunk {
 			if _, dup := first[p.ID]; dup {
 				continue
 			}
 			first[p.ID] = start + i
-			states, err := store.UniqueStatesMask(p)
+			mask, err := store.UniqueStatesMask(p)
 			if err != nil {
 				return nil, err
 			}
 			if p.UniqueKey != "" {
 				locks = append(locks, uniqueKeyLockID(t.s.schema, p.Workflow.Name, p.UniqueKey))
 			}
-			rows = append(rows, store.NewRunInsertRow(p, states))
+			kept = append(kept, start+i)
+			states = append(states, mask)
 		}
-		if len(rows) == 0 {
+		if len(kept) == 0 {
 			continue
 		}
-		slices.Sort(locks)
-		for _, id := range slices.Compact(locks) {
-			if err := t.q.UniqueKeyLock(ctx, id); err != nil {
-				return nil, fmt.Errorf("insert %d runs: lock unique key: %w", len(rows), interpretError(ctx, err))
-			}
-		}
-		doc, err := json.Marshal(rows)
+		ids, err := t.insertChunk(ctx, ps, kept, states, locks)
 		if err != nil {
-			return nil, fmt.Errorf("insert %d runs: %w", len(rows), err)
+			return nil, fmt.Errorf("insert %d runs: %w", len(kept), err)
 		}
-		ids, err := t.q.RunInsertMany(ctx, doc)
-		if err != nil {
-			return nil, fmt.Errorf("insert %d runs: %w", len(rows), interpretError(ctx, err))
-		}
+		done := make([]store.RunInsertParams, 0, len(ids))
 		for _, id := range ids {
 			inserted[first[id]] = true
-			if err := t.setStartOptions(ctx, ps[first[id]]); err != nil {
-				return nil, err
-			}
+			done = append(done, ps[first[id]])
 		}
-		if err := t.wakeRuns(ctx, store.WakeReady, ids...); err != nil {
-			return nil, fmt.Errorf("insert %d runs: %w", len(rows), err)
+		if err := t.wakeInserted(ctx, done); err != nil {
+			return nil, fmt.Errorf("insert %d runs: %w", len(kept), err)
 		}
 	}
 	return inserted, nil
+}
+
+// insertChunk inserts the runs of ps at kept, whose unique states masks are
+// states and whose keys' advisory locks are locks, and returns the IDs it
+// inserted: by COPY when no run has a unique key and COPY can take them
+// all, by RunInsertMany otherwise.
+func (t *tx) insertChunk(ctx context.Context, ps []store.RunInsertParams, kept []int, states, locks []int64) ([]string, error) {
+	if len(locks) == 0 {
+		rows := make([][]any, len(kept))
+		for i, k := range kept {
+			rows[i] = copyRunRow(ps[k], states[i])
+		}
+		copied, err := t.copyRuns(ctx, rows)
+		if err != nil {
+			return nil, err
+		}
+		if copied {
+			ids := make([]string, len(kept))
+			for i, k := range kept {
+				ids[i] = ps[k].ID
+			}
+			return ids, nil
+		}
+	}
+	slices.Sort(locks)
+	for _, id := range slices.Compact(locks) {
+		if err := t.q.UniqueKeyLock(ctx, id); err != nil {
+			return nil, fmt.Errorf("lock unique key: %w", interpretError(ctx, err))
+		}
+	}
+	rows := make([]store.RunInsertRow, len(kept))
+	for i, k := range kept {
+		rows[i] = store.NewRunInsertRow(ps[k], states[i])
+	}
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := t.q.RunInsertMany(ctx, doc)
+	if err != nil {
+		return nil, interpretError(ctx, err)
+	}
+	got := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		got[id] = true
+	}
+	for _, k := range kept {
+		if got[ps[k].ID] {
+			if err := t.setStartOptions(ctx, ps[k]); err != nil { // a statement only for runs that have options
+				return nil, err
+			}
+		}
+	}
+	return ids, nil
 }

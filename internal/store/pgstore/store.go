@@ -52,6 +52,7 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	}()
 	t := s.newTx(sqlTx)
 	t.deferWakes = true
+	t.conn = conn
 	if err := fn(t); err != nil {
 		return t.withFlushErr(err)
 	}
@@ -144,6 +145,12 @@ type reader struct {
 type tx struct {
 	reader
 	sqlTx *sql.Tx
+	// conn is the store's connection the transaction runs on, for COPY
+	// (bulk.go); nil in WriteInTx, whose transaction is the caller's.
+	conn *sql.Conn
+	// copied holds the IDs of the runs the transaction inserted by COPY
+	// (bulk.go).
+	copied map[string]bool
 	// deferWakes keeps the wakes of the transaction's writes in wakes, for
 	// Write to send once it committed; otherwise (WriteInTx) they are sent
 	// in the transaction (notify.go).

@@ -24,6 +24,7 @@ func batchTests() []struct {
 		{"RunInsertManySkipsTakenIDsAndKeys", testRunInsertManySkips},
 		{"RunInsertManyChunks", testRunInsertManyChunks},
 		{"RunInsertManyRefusesBadStates", testRunInsertManyBadStates},
+		{"RunInsertManyLargeBatches", testRunInsertManyLarge},
 		{"EventAppendMany", testEventAppendMany},
 	}
 }
@@ -205,5 +206,84 @@ func testEventAppendMany(t *testing.T, s store.Store) {
 				t.Errorf("run %s event %d: %s", run, i, d)
 			}
 		}
+	}
+}
+
+// testRunInsertManyLarge checks batches large enough for an adapter's bulk
+// path (PostgreSQL's COPY): every field and start option is recorded as
+// RunInsert records it, a taken ID in the batch is reported and changes
+// nothing, and the batch's run_started events, appended in one
+// EventAppendMany, keep batch order. An append naming a run that does not
+// exist fails the write, large batch or not.
+func testRunInsertManyLarge(t *testing.T, s store.Store) {
+	const n = 300
+	model := store.RunInsertParams{
+		Workflow: order2, Queue: "emails", Priority: 3,
+		Input: []byte("{\"note\":\"\u0000\"}\x00\xff"), RunAt: base + 10, Deadline: base + 99, ParentID: "parent",
+		StartOptions: store.StartOptions{Timeout: 5_000, Detached: true, Context: []byte(`{"tenant":"t1"}`), ConcurrencyKey: "customer-1"},
+		Now:          base,
+	}
+	single := model
+	single.ID = "single"
+	insert(t, s, newRun("parent"), single, newRun("taken"))
+	for _, taken := range []bool{false, true} {
+		prefix := map[bool]string{false: "fresh", true: "withtaken"}[taken]
+		batch := make([]store.RunInsertParams, n)
+		events := make([]store.Event, n)
+		for i := range batch {
+			batch[i] = model
+			batch[i].ID = fmt.Sprintf("%s-%03d", prefix, i)
+			events[i] = store.Event{RunID: batch[i].ID, At: base, Kind: "run_started", Detail: batch[i].ID}
+		}
+		if taken {
+			batch[n/2] = newRun("taken")
+			events = slices.Delete(events, n/2, n/2+1)
+		}
+		var inserted []bool
+		do(t, s, func(ctx context.Context, tx store.Tx) error {
+			var err error
+			if inserted, err = tx.RunInsertMany(ctx, batch); err != nil {
+				return err
+			}
+			return tx.EventAppendMany(ctx, events)
+		})
+		for i, ok := range inserted {
+			if ok != (batch[i].ID != "taken") {
+				t.Errorf("%s batch: run %d (%s) inserted %v", prefix, i, batch[i].ID, ok)
+			}
+		}
+		want := get(t, s, "single")
+		for _, i := range []int{0, n/2 + 1, n - 1} {
+			want.ID = batch[i].ID
+			if d := diff(want, get(t, s, batch[i].ID)); d != "" {
+				t.Errorf("%s batch: run %s differs from one inserted by RunInsert: %s", prefix, batch[i].ID, d)
+			}
+		}
+		var last int64
+		for _, e := range events {
+			got, err := s.Reader().EventList(t.Context(), e.RunID)
+			if err != nil || len(got) != 1 || got[0].Kind != "run_started" || got[0].Detail != e.RunID {
+				t.Fatalf("%s batch: events of run %s: %+v, %v; want its run_started", prefix, e.RunID, got, err)
+			}
+			if got[0].ID <= last {
+				t.Errorf("%s batch: event of run %s has ID %d, not above %d: not in batch order", prefix, e.RunID, got[0].ID, last)
+			}
+			last = got[0].ID
+		}
+	}
+	if r := get(t, s, "taken"); string(r.Input) != `{"id":"taken"}` || r.Workflow != order1.Name {
+		t.Errorf("run with a taken ID changed: %+v", r)
+	}
+	ghosts := make([]store.Event, n)
+	for i := range ghosts {
+		ghosts[i] = store.Event{RunID: "parent", At: base, Kind: "lost"}
+	}
+	ghosts[n-1].RunID = "ghost"
+	err := s.Write(t.Context(), func(tx store.Tx) error { return tx.EventAppendMany(t.Context(), ghosts) })
+	if err == nil {
+		t.Error("a batch of events with one of an unknown run was appended")
+	}
+	if got, err := s.Reader().EventList(t.Context(), "parent"); err != nil || len(got) != 0 {
+		t.Errorf("run parent after a failed write of events: %d events, %v; want none", len(got), err)
 	}
 }
