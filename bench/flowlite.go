@@ -374,7 +374,30 @@ var flowlitePG = pgSystem{
 		}
 		return nil
 	},
-	doneQuery: "SELECT count(*) FROM flowlite.runs WHERE status = 'completed'",
+	doneQuery:    "SELECT count(*) FROM flowlite.runs WHERE status = 'completed'",
+	pendingQuery: "SELECT count(*) FROM flowlite.runs WHERE status = 'pending'",
+	bulk: func(ctx context.Context, dsn string, n int) error {
+		// EnqueueMany, each batch in a transaction of the engine's own:
+		// PostgreSQL's bulk path (COPY), as InsertManyFast is River's.
+		e, err := flowpg.Open(ctx, dsn, flowlitePGConfig(), nil)
+		if err != nil {
+			return fmt.Errorf("open engine: %w", err)
+		}
+		defer e.Close()
+		job := flowliteNoop(new(atomic.Int64))
+		flow.RegisterJob(e, job)
+		items := make([]flow.EnqueueItem[int], bulkTxSize)
+		for lo := 0; lo < n; lo += bulkTxSize {
+			hi := min(lo+bulkTxSize, n)
+			for i := lo; i < hi; i++ {
+				items[i-lo].Args = i
+			}
+			if _, err := flow.EnqueueMany(ctx, e, job, items[:hi-lo]); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 	produce: func(ctx context.Context, dsn string, n int) error {
 		e, err := flowpg.Open(ctx, dsn, flowlitePGConfig(), nil)
 		if err != nil {

@@ -23,11 +23,17 @@ type pgSystem struct {
 	// workflows (pg-workflows); finishedQuery overrides it per scenario.
 	doneQuery     string
 	finishedQuery map[string]string
+	// pendingQuery counts the jobs waiting to be worked (pg-bulk).
+	pendingQuery string
 	// produce starts n one-step jobs at latencyRate per second, each
 	// carrying the time of its start call (pg-latency).
 	produce func(ctx context.Context, dsn string, n int) error
 	// worker is one worker process.
 	worker workerFunc
+	// bulk records n no-op jobs in batches of bulkTxSize through the
+	// system's fastest bulk insert, in the database dsn whose schema load
+	// created (pg-bulk, timed).
+	bulk func(ctx context.Context, dsn string, n int) error
 }
 
 // pgPoll is how often the coordinator counts finished work: often enough
@@ -99,6 +105,53 @@ func (s pgSystem) throughput(ctx context.Context, p params) (result, error) {
 	// The server's share includes the counter's polls and the statistics
 	// reads, a few percent of it: the same for every system.
 	if serverAfter, ok := serverCPU(); ok && serverLocal {
+		r.ServerCPUPer = perJob(serverAfter-serverBefore, p.N)
+	}
+	return r, nil
+}
+
+// bulkInsert is pg-bulk: N no-op jobs recorded in batches of bulkTxSize
+// by this process, timed, with no worker running. It reports the rows the
+// database wrote per job, as the drains do.
+func (s pgSystem) bulkInsert(ctx context.Context, p params) (result, error) {
+	dsn, drop, err := freshDatabase(ctx, p.PGDSN, s.name)
+	if err != nil {
+		return result{}, err
+	}
+	defer drop()
+	if err := s.load(ctx, dsn, p.Scenario, 0); err != nil {
+		return result{}, fmt.Errorf("load: %w", err)
+	}
+	before, err := dbStats(ctx, p.PGDSN, dsn)
+	if err != nil {
+		return result{}, err
+	}
+	serverBefore, serverLocal := serverCPU()
+	start := time.Now()
+	if err := s.bulk(ctx, dsn, p.N); err != nil {
+		return result{}, fmt.Errorf("bulk insert: %w", err)
+	}
+	elapsed := time.Since(start)
+	serverAfter, _ := serverCPU()
+	after, err := dbStats(ctx, p.PGDSN, dsn)
+	if err != nil {
+		return result{}, err
+	}
+	count, closeCount, err := pgCounter(ctx, dsn, s.pendingQuery)
+	if err != nil {
+		return result{}, err
+	}
+	defer closeCount()
+	n, err := count()
+	if err != nil {
+		return result{}, err
+	}
+	r := result{
+		Value: float64(p.N) / elapsed.Seconds(), Done: n, RSSKB: selfRSSKB(),
+		CommitsPer: float64(after.commits-before.commits) / float64(p.N),
+		RowsPer:    float64(after.rows-before.rows) / float64(p.N),
+	}
+	if serverLocal {
 		r.ServerCPUPer = perJob(serverAfter-serverBefore, p.N)
 	}
 	return r, nil

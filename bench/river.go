@@ -313,7 +313,30 @@ var riverPG = pgSystem{
 		}
 		return nil
 	},
-	doneQuery: "SELECT count(*) FROM river_job WHERE state = 'completed'",
+	doneQuery:    "SELECT count(*) FROM river_job WHERE state = 'completed'",
+	pendingQuery: "SELECT count(*) FROM river_job WHERE state = 'available'",
+	bulk: func(ctx context.Context, dsn string, n int) error {
+		pool, err := pgxpool.New(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("open pool: %w", err)
+		}
+		defer pool.Close()
+		client, err := river.NewClient(riverpgxv5.New(pool), riverConfig(nil))
+		if err != nil {
+			return fmt.Errorf("new client: %w", err)
+		}
+		params := make([]river.InsertManyParams, 0, bulkTxSize)
+		for lo := 0; lo < n; lo += bulkTxSize {
+			params = params[:0]
+			for i := lo; i < min(lo+bulkTxSize, n); i++ {
+				params = append(params, river.InsertManyParams{Args: riverNoopArgs{N: i}})
+			}
+			if _, err := client.InsertManyFast(ctx, params); err != nil {
+				return fmt.Errorf("insert many fast: %w", err)
+			}
+		}
+		return nil
+	},
 	finishedQuery: map[string]string{
 		"pg-workflows": "SELECT count(*) FROM river_job WHERE state = 'completed' AND kind = 'bench_step3'",
 	},

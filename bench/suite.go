@@ -64,6 +64,8 @@ func plan() []scenario {
 		s = append(s, scenario{Name: fmt.Sprintf("PG: {n} 3-step workflows, %d worker process(es)", procs),
 			Key: "pg-workflows", Unit: "workflows/s", N: 2000, Procs: procs, Systems: pg})
 	}
+	s = append(s, scenario{Name: "PG: bulk insert of {n} jobs, 1,000 per call (EnqueueMany / InsertManyFast)",
+		Key: "pg-bulk", Unit: "jobs/s", N: 20000, Procs: 1, Systems: pg})
 	s = append(s, scenario{Name: "PG: p99 start→first step at 200/s, across processes (LISTEN/NOTIFY)",
 		Key: "pg-latency", Unit: "ms p99", LowerBetter: true, N: 2000, Procs: 1, Systems: pg})
 	queues := []string{"flowlite", "river-sqlite", "bullmq"}
@@ -103,6 +105,7 @@ func childScenarios() map[string]scenarioFunc {
 		m[sys.name+"/pg-drain"] = sys.throughput
 		m[sys.name+"/pg-workflows"] = sys.throughput
 		m[sys.name+"/pg-latency"] = sys.latency
+		m[sys.name+"/pg-bulk"] = sys.bulkInsert
 	}
 	return m
 }
