@@ -44,7 +44,7 @@ func openEngine(t testing.TB, path string, cfg *flow.Config) *flow.Engine {
 		_, s := pgtest.Schema(t)
 		schema, _ = pgSchemas.LoadOrStore(path, s)
 	}
-	e, err := flowpg.Open(context.Background(), pgtest.DSN(), cfg, &flowpg.Options{Schema: schema.(string), MaxConns: 4})
+	e, err := flowpg.Open(context.Background(), pgtest.DSN(), cfg, pgOptions(schema.(string)))
 	if err != nil {
 		t.Fatalf("open engine on PostgreSQL: %v", err)
 	}
@@ -205,4 +205,12 @@ func eventKinds(t *testing.T, e *flow.Engine, runID string) []string {
 		kinds[i] = ev.Kind
 	}
 	return kinds
+}
+
+// pgOptions are the options of an engine of the suite in schema, with the
+// pooler the environment names (pgtest.Options), and a small pool.
+func pgOptions(schema string) *flowpg.Options {
+	o := pgtest.Options(schema)
+	o.MaxConns = 4
+	return o
 }

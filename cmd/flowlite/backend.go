@@ -192,11 +192,24 @@ func (p *pgDatabase) schema() (string, error) {
 	return s, nil
 }
 
+// options are the flowpg options of schema with --pooler and --direct-db.
+func (p *pgDatabase) options(schema string) (*flowpg.Options, error) {
+	pooler, err := flowpg.ParsePooler(p.a.pooler)
+	if err != nil {
+		return nil, usageErrorf("invalid --pooler: %v", err)
+	}
+	return &flowpg.Options{Schema: schema, Pooler: pooler, DirectDSN: p.a.directDB}, nil
+}
+
 // inspect reads the version of schema without changing it.
 func (p *pgDatabase) inspect(ctx context.Context, schema string) (flowpg.SchemaInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, max(p.a.busyTimeout, 10*time.Second))
 	defer cancel()
-	st, err := flowpg.Inspect(ctx, p.dsn, &flowpg.Options{Schema: schema})
+	opts, err := p.options(schema)
+	if err != nil {
+		return flowpg.SchemaInfo{}, err
+	}
+	st, err := flowpg.Inspect(ctx, p.dsn, opts)
 	if err != nil {
 		return st, fmt.Errorf("open %s: %w", p.label(), err)
 	}
@@ -270,6 +283,11 @@ func (p *pgDatabase) open(ctx context.Context, _ bool) (*flow.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts, err := p.options(schema)
+	if err != nil {
+		return nil, err
+	}
+	opts.MaxConns = 4
 	cfg := &flow.Config{Logger: p.a.logger, Retention: p.a.retention}
-	return flowpg.Open(ctx, p.dsn, cfg, &flowpg.Options{Schema: schema, MaxConns: 4})
+	return flowpg.Open(ctx, p.dsn, cfg, opts)
 }

@@ -126,6 +126,8 @@ type app struct {
 
 	dbPath      string         // --db
 	schema      string         // --schema (PostgreSQL)
+	pooler      string         // --pooler (PostgreSQL)
+	directDB    string         // --direct-db (PostgreSQL)
 	json        bool           // --json
 	logLevel    string         // --log-level
 	busyTimeout time.Duration  // --busy-timeout
@@ -177,6 +179,8 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbPath, "db", "", "path of the database file, the files of a shard set in order (a.db,b.db), or a postgres:// URL (default $"+envDB+")")
 	pf.StringVar(&a.schema, "schema", defaultSchema, "PostgreSQL schema of flowlite's tables (with a postgres:// --db)")
+	pf.StringVar(&a.pooler, "pooler", "none", "what stands between a postgres:// --db and the server: none, session or transaction (PgBouncer's pool_mode)")
+	pf.StringVar(&a.directDB, "direct-db", "", "behind a transaction pooler, a postgres:// URL of the server itself, for migrate up")
 	pf.BoolVar(&a.json, "json", false, "print JSON instead of a table")
 	pf.StringVar(&a.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default $"+envLogLevel+", else warn)")
 	pf.DurationVar(&a.busyTimeout, "busy-timeout", 0, "how long a write waits for a lock held by another process (default $"+envBusyTimeout+", else 5s)")

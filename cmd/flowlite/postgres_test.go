@@ -462,3 +462,31 @@ func readAll(t *testing.T, resp *http.Response) string {
 	}
 	return string(b)
 }
+
+// TestPostgresThroughTransactionPooler: with --pooler transaction the CLI
+// reads and acts on a schema through PgBouncer in transaction mode, and
+// migrate up goes over --direct-db; without --pooler its error says what
+// is in the way. It runs where the environment names such a pooler
+// (FLOWLITE_PG_POOLER=transaction, as a step of .ci/run sets it).
+func TestPostgresThroughTransactionPooler(t *testing.T) {
+	if pgtest.Pooler() != "transaction" || pgtest.DirectDSN() == "" {
+		t.Skipf("needs %s=transaction and %s", pgtest.PoolerEnv, pgtest.DirectDSNEnv)
+	}
+	pooled, schema := pgSchema(t)
+	done, pending := pgRuns(t, pgtest.DirectDSN(), schema)
+	pg := pgCLI(t, []string{"--db", pooled, "--schema", schema, "--pooler", "transaction", "--direct-db", pgtest.DirectDSN()})
+	if out := pg("runs"); !strings.Contains(out, done) || !strings.Contains(out, pending) {
+		t.Errorf("runs through the pooler:\n%s\nwant %s and %s", out, done, pending)
+	}
+	pg("cancel", pending)
+	if out := pg("show", pending); !strings.Contains(out, "cancel") {
+		t.Errorf("show of the run cancelled through the pooler:\n%s", out)
+	}
+	if out := pg("migrate", "up"); out == "" {
+		t.Error("migrate up through the pooler printed nothing")
+	}
+	r := flowlite(t, nil, "--db", pooled, "--schema", schema, "runs")
+	if r.code != exitError || !strings.Contains(r.stderr, "--pooler") {
+		t.Errorf("runs without --pooler: exit %d, stderr %q; want exit 1 naming --pooler", r.code, r.stderr)
+	}
+}

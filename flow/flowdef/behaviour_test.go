@@ -372,7 +372,7 @@ func reopener(t *testing.T) func(context.Context) (*flow.Engine, error) {
 	if pgtest.Postgres() {
 		dsn, schema := pgtest.Schema(t)
 		return func(ctx context.Context) (*flow.Engine, error) {
-			return flowpg.Open(ctx, dsn, cfg, &flowpg.Options{Schema: schema, MaxConns: 4})
+			return flowpg.Open(ctx, dsn, cfg, pgOptions(schema))
 		}
 	}
 	path := filepath.Join(t.TempDir(), "flow.db")
@@ -737,4 +737,12 @@ steps:
 	if partial == nil || partial.Latest("m_broken") != nil {
 		t.Fatalf("a definition that does not compile is in the library")
 	}
+}
+
+// pgOptions are the options of an engine of the suite in schema, with the
+// pooler the environment names (pgtest.Options), and a small pool.
+func pgOptions(schema string) *flowpg.Options {
+	o := pgtest.Options(schema)
+	o.MaxConns = 4
+	return o
 }

@@ -46,17 +46,105 @@ type Options struct {
 	// the DSN's application_name, else DefaultApplicationName ("flowlite").
 	// New uses the caller's pool as it is and ignores ApplicationName.
 	ApplicationName string
+	// Pooler says what stands between the DSN and the server: NoPooler
+	// (the default), SessionPooler or TransactionPooler (PgBouncer's
+	// pool_mode). Behind a transaction pooler, Open's pool runs every
+	// statement unnamed (no prepared statements) and sets nothing on its
+	// sessions; New's pool must be set up so by the caller (pgx's
+	// QueryExecModeExec). docs/postgres.md has the matrix of what works
+	// behind each.
+	Pooler Pooler
+	// DirectDSN, when set, reaches the server itself rather than through
+	// the pooler: the wake listeners (LISTEN) and the migrations (which
+	// hold a session advisory lock) use it. Behind a transaction pooler
+	// without it, engines find other processes' work by polling, and a
+	// schema that needs migrating is refused with ErrMigrateThroughPooler
+	// (migrate it with `flowlite migrate up` against the server).
+	DirectDSN string
 }
+
+// Pooler says what stands between a DSN and the server: PgBouncer and the
+// like, in one of their pool modes (docs/postgres.md, "Connection
+// poolers").
+type Pooler int
+
+// The poolers Options.Pooler takes.
+const (
+	// NoPooler: the DSN reaches the server itself.
+	NoPooler Pooler = iota
+	// SessionPooler: a pooler that gives each client connection a server
+	// session for its lifetime (PgBouncer's pool_mode = session). Every
+	// feature works; settings are made on each new connection rather than
+	// in the startup packet, which such poolers refuse.
+	SessionPooler
+	// TransactionPooler: a pooler that gives a client a server session for
+	// one transaction at a time (pool_mode = transaction). Statements run
+	// unnamed, nothing is set on sessions, and LISTEN and migrations need
+	// Options.DirectDSN.
+	TransactionPooler
+)
+
+// String returns the pooler's name as ParsePooler reads it.
+func (p Pooler) String() string {
+	switch p {
+	case NoPooler:
+		return "none"
+	case SessionPooler:
+		return "session"
+	case TransactionPooler:
+		return "transaction"
+	}
+	return fmt.Sprintf("Pooler(%d)", int(p))
+}
+
+// ParsePooler returns the Pooler named "none" (or ""), "session" or
+// "transaction".
+func ParsePooler(s string) (Pooler, error) {
+	for _, p := range []Pooler{NoPooler, SessionPooler, TransactionPooler} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	if s == "" {
+		return NoPooler, nil
+	}
+	return NoPooler, fmt.Errorf("unknown pooler %q: want none, session or transaction", s)
+}
+
+// store is p in the adapter's terms.
+func (p Pooler) store() (pgstore.Pooler, error) {
+	switch p {
+	case NoPooler:
+		return pgstore.NoPooler, nil
+	case SessionPooler:
+		return pgstore.SessionPooler, nil
+	case TransactionPooler:
+		return pgstore.TransactionPooler, nil
+	}
+	return pgstore.NoPooler, fmt.Errorf("unknown pooler %d: want NoPooler, SessionPooler or TransactionPooler", int(p))
+}
+
+// ErrMigrateThroughPooler is returned by Open and New behind a transaction
+// pooler without Options.DirectDSN when the schema is missing or behind:
+// nothing is written.
+var ErrMigrateThroughPooler = pgstore.ErrMigrateThroughPooler
 
 // DefaultApplicationName is the application_name of the sessions Open
 // connects when neither Options.ApplicationName nor the DSN names one.
 const DefaultApplicationName = pgstore.DefaultApplicationName
 
-func (o *Options) storeOptions() pgstore.Options {
+func (o *Options) storeOptions() (pgstore.Options, error) {
 	if o == nil {
-		return pgstore.Options{}
+		return pgstore.Options{}, nil
 	}
-	return pgstore.Options{Schema: o.Schema, MaxConns: o.MaxConns, ApplicationName: o.ApplicationName}
+	pooler, err := o.Pooler.store()
+	if err != nil {
+		return pgstore.Options{}, fmt.Errorf("flowpg: Options.Pooler: %w", err)
+	}
+	return pgstore.Options{
+		Schema: o.Schema, MaxConns: o.MaxConns, ApplicationName: o.ApplicationName,
+		Pooler: pooler, DirectDSN: o.DirectDSN,
+	}, nil
 }
 
 // backend is the flow.Backend of a PostgreSQL schema: open opens its store.
@@ -99,7 +187,10 @@ func (b *backend) OpenStore(ctx context.Context) (store.Opened, error) {
 // DSN's connect_timeout (default the same, up to 10s), tcp_user_timeout (milliseconds) and
 // idle_in_transaction_session_timeout override these.
 func Open(ctx context.Context, dsn string, cfg *flow.Config, opts *Options) (*flow.Engine, error) {
-	so := opts.storeOptions()
+	so, err := opts.storeOptions()
+	if err != nil {
+		return nil, err
+	}
 	so.NetworkTimeout = networkTimeout(cfg)
 	return flow.New(ctx, &backend{open: func(ctx context.Context) (*pgstore.Store, error) {
 		s, err := pgstore.Open(ctx, dsn, so)
@@ -138,7 +229,10 @@ func New(ctx context.Context, db *sql.DB, cfg *flow.Config, opts *Options) (*flo
 	if db == nil {
 		return nil, fmt.Errorf("flowpg: new engine: nil *sql.DB")
 	}
-	so := opts.storeOptions()
+	so, err := opts.storeOptions()
+	if err != nil {
+		return nil, err
+	}
 	return flow.New(ctx, &backend{open: func(ctx context.Context) (*pgstore.Store, error) {
 		s, err := pgstore.OpenDB(ctx, db, so)
 		if err != nil {

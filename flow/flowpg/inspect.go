@@ -3,6 +3,7 @@ package flowpg
 import (
 	"cmp"
 	"context"
+	"fmt"
 
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -26,10 +27,14 @@ func (s SchemaInfo) Pending() bool { return s.Current < s.Latest }
 // and returns the driver's errors as they are. Of opts, only Schema
 // applies.
 func Inspect(ctx context.Context, dsn string, opts *Options) (SchemaInfo, error) {
-	schema := DefaultSchema
+	schema, pooler := DefaultSchema, pgstore.NoPooler
 	if opts != nil {
 		schema = cmp.Or(opts.Schema, DefaultSchema)
+		var err error
+		if pooler, err = opts.Pooler.store(); err != nil {
+			return SchemaInfo{}, fmt.Errorf("flowpg: Options.Pooler: %w", err)
+		}
 	}
-	s, err := pgstore.Inspect(ctx, dsn, schema)
+	s, err := pgstore.Inspect(ctx, dsn, schema, pooler)
 	return SchemaInfo{Exists: s.Exists, Flowlite: s.Flowlite, Current: s.Status.Current, Latest: s.Status.Latest}, err
 }

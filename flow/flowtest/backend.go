@@ -26,7 +26,9 @@ func openEngine(ctx context.Context, t TB, cfg *flow.Config) (*flow.Engine, erro
 		// Registered before the engine's own cleanup, so it runs after the
 		// engine is closed.
 		dsn, schema := pgtest.Schema(t)
-		e, err := flowpg.Open(ctx, dsn, cfg, &flowpg.Options{Schema: schema, MaxConns: 4})
+		opts := pgtest.Options(schema)
+		opts.MaxConns = 4
+		e, err := flowpg.Open(ctx, dsn, cfg, opts)
 		if err != nil {
 			return nil, fmt.Errorf("on PostgreSQL (%s=postgres): %w", BackendEnv, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowpg"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
+	"github.com/flowlite/flowlite/internal/pgtest"
 )
 
 // Several worker processes on one file at once (issue 9): each child starts
@@ -49,7 +50,11 @@ func (p *pgTarget) env() []string {
 // open opens an engine on the target (not started), with the sessions'
 // application_name, so that a test can end exactly those sessions.
 func (p *pgTarget) open(ctx context.Context, cfg *flow.Config) (*flow.Engine, error) {
-	return flowpg.Open(ctx, p.dsn, cfg, &flowpg.Options{Schema: p.schema, ApplicationName: p.app})
+	return flowpg.Open(ctx, p.dsn, cfg, func() *flowpg.Options {
+		o := pgtest.Options(p.schema)
+		o.ApplicationName = p.app
+		return o
+	}())
 }
 
 // openWorkerEngine opens a shared worker's engine on the database its

@@ -26,7 +26,10 @@ func (e *Engine) runListener(ctx context.Context) {
 	switch {
 	case err == nil || ctx.Err() != nil:
 	case errors.Is(err, flowtype.ErrNotSupported): // turned off, or not possible over this pool
-		e.log.Debug("flowlite: not listening for wakes from other processes", "err", err)
+		// Said once at start, at Info: behind a transaction pooler the
+		// operator may not expect other processes' work to wait for a poll.
+		e.log.Info("flowlite: not listening for wakes from other processes; work they start is found by polling",
+			"poll_interval", e.cfg.PollInterval, "why", err)
 	default:
 		e.log.Warn("flowlite: not listening for wakes from other processes; work they start is found by polling",
 			"poll_interval", e.cfg.PollInterval, "err", err)

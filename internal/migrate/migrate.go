@@ -85,9 +85,9 @@ func (d Dialect) retry(ctx context.Context, step func() error) error {
 	return d.Retry(ctx, step)
 }
 
-// tooNew returns store.ErrSchemaTooNew when st is of a schema migrated by
+// TooNew returns store.ErrSchemaTooNew when st is of a schema migrated by
 // a newer flowlite.
-func (d Dialect) tooNew(st Status) error {
+func (d Dialect) TooNew(st Status) error {
 	if st.Current <= st.Latest {
 		return nil
 	}
@@ -202,7 +202,7 @@ func Up(ctx context.Context, db *sql.DB, d Dialect) (Status, error) {
 	}); err != nil {
 		return st, err
 	}
-	if err := d.tooNew(st); err != nil {
+	if err := d.TooNew(st); err != nil {
 		return st, err
 	}
 	if !st.Pending() {
@@ -243,7 +243,7 @@ func apply(ctx context.Context, db *sql.DB, d Dialect) error {
 	}
 	st.Latest, st.Behind = latest(p, st.Current)
 	// A newer flowlite may have migrated the schema in the meantime.
-	if err := d.tooNew(st); err != nil {
+	if err := d.TooNew(st); err != nil {
 		return err
 	}
 	if _, err := p.Up(ctx); err != nil {

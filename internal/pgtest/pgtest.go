@@ -45,7 +45,45 @@ const (
 	BackendEnv = "FLOWLITE_TEST_BACKEND"
 	// DSNEnv names the PostgreSQL database tests create their schemas in.
 	DSNEnv = "FLOWLITE_PG_DSN"
+	// PoolerEnv says what stands between DSNEnv and the server: empty or
+	// "none", "session" or "transaction" (a PgBouncer's pool_mode); the
+	// suites open their engines and stores with that flowpg.Pooler.
+	PoolerEnv = "FLOWLITE_PG_POOLER"
+	// DirectDSNEnv, when DSNEnv is a pooler's, names the same server
+	// reached directly: the engines' DirectDSN, and where this package
+	// creates and drops databases and schemas.
+	DirectDSNEnv = "FLOWLITE_PG_DIRECT_DSN"
 )
+
+// Pooler returns PoolerEnv: what stands between DSN and the server.
+func Pooler() string { return os.Getenv(PoolerEnv) }
+
+// DirectDSN returns the database DSN names reached without the pooler, or
+// "" when DirectDSNEnv is not set.
+func DirectDSN() string {
+	DSN() // creates the package's database first, which sets DirectDSNEnv to it
+	return os.Getenv(DirectDSNEnv)
+}
+
+// Options returns the flowpg options of an engine of the suites in
+// schema: PoolerEnv's pooler, and DirectDSN. An unknown PoolerEnv panics:
+// the environment of the run is wrong.
+func Options(schema string) *flowpg.Options {
+	pooler, err := flowpg.ParsePooler(Pooler())
+	if err != nil {
+		panic(fmt.Sprintf("pgtest: %s: %v", PoolerEnv, err))
+	}
+	return &flowpg.Options{Schema: schema, Pooler: pooler, DirectDSN: DirectDSN()}
+}
+
+// adminDSN is where this package creates and drops: the server itself when
+// DirectDSNEnv names it, else DSN.
+func adminDSN() string {
+	if d := DirectDSN(); d != "" {
+		return d
+	}
+	return DSN()
+}
 
 // DefaultDSN is the database tests use when DSNEnv is not set: the local
 // server CI starts, with trust authentication.
@@ -131,6 +169,10 @@ func createOwnDatabase() {
 	if own.admin == "" {
 		own.admin = DefaultDSN
 	}
+	direct := os.Getenv(DirectDSNEnv)
+	if direct != "" {
+		own.admin = direct
+	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	name := "flowlite_test_" + hex.EncodeToString(b)
@@ -150,6 +192,15 @@ func createOwnDatabase() {
 		return
 	}
 	own.name = name
+	if direct != "" {
+		pooled, err := WithDatabase(os.Getenv(DSNEnv), name)
+		if err != nil {
+			own.err = err
+			return
+		}
+		os.Setenv(DirectDSNEnv, dsn)
+		dsn = pooled
+	}
 	os.Setenv(DSNEnv, dsn)
 	os.Setenv(ownedEnv, name)
 }
@@ -245,7 +296,7 @@ func Schema(t TB) (dsn, schema string) {
 
 // withDB runs f on a pool of DSN that lives only for the call.
 func withDB(ctx context.Context, f func(db *sql.DB) error) error {
-	return withDSN(ctx, DSN(), f)
+	return withDSN(ctx, adminDSN(), f)
 }
 
 // withDSN runs f on a pool of dsn that lives only for the call.

@@ -2,8 +2,10 @@ package pgstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
 	"github.com/flowlite/flowlite/internal/migrate"
@@ -25,20 +27,27 @@ type SchemaInfo struct {
 // driver's, as the tool's user would see them from any client: unlike a
 // store's, they are not turned into store's sentinels, and a statement is
 // not sent again on a session the server ended, which a tool reports.
-func Inspect(ctx context.Context, dsn, schema string) (SchemaInfo, error) {
-	info, err := inspect(ctx, dsn, schema)
-	return info, tellAttemptsOnce(err)
+// Behind a transaction pooler (pooler), its statements run unnamed.
+func Inspect(ctx context.Context, dsn, schema string, pooler Pooler) (SchemaInfo, error) {
+	info, err := inspect(ctx, dsn, schema, pooler)
+	return info, poolerHint(tellAttemptsOnce(err), pooler)
 }
 
-func inspect(ctx context.Context, dsn, schema string) (SchemaInfo, error) {
+func inspect(ctx context.Context, dsn, schema string, pooler Pooler) (SchemaInfo, error) {
 	var info SchemaInfo
 	if err := validSchema(schema); err != nil {
 		return info, err
 	}
-	db, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return info, err
+		return info, parseError(dsn, err)
 	}
+	if pooler == TransactionPooler {
+		// Nothing else of configureForPooler: Inspect sets nothing on its
+		// session, whatever the pooler.
+		configureForPooler(cfg, pooler, 0)
+	}
+	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	d, err := dialect(db, schema, newQualifier(schema))

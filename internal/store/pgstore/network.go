@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -89,20 +88,4 @@ func networkSettings(cfg *pgx.ConnConfig, timeout time.Duration) (idleInTx time.
 		return 0, nil
 	}
 	return timeout, nil
-}
-
-// setIdleInTxTimeout is the AfterConnect of Open's pool: it asks the server
-// to end the session once it sits idle in a transaction for d. It is
-// written here rather than in db/queries because it runs on the pgx
-// connection being set up, before database/sql sees it (as LISTEN does in
-// notify.go); a setting in the startup packet instead would be refused by
-// poolers such as PgBouncer, which accept only a few parameters there.
-func setIdleInTxTimeout(d time.Duration) func(ctx context.Context, conn *pgx.Conn) error {
-	ms := strconv.FormatInt(d.Milliseconds(), 10)
-	return func(ctx context.Context, conn *pgx.Conn) error {
-		if _, err := conn.Exec(ctx, "SELECT set_config('"+paramIdleInTx+"', $1, false)", ms); err != nil {
-			return fmt.Errorf("set %s: %w", paramIdleInTx, err)
-		}
-		return nil
-	}
 }

@@ -312,6 +312,12 @@ func (s *Store) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 	if s.noWakes {
 		return nil, fmt.Errorf("%w: the store was opened with Options.NoWakes", flowtype.ErrNotSupported)
 	}
+	if s.directConfig != nil {
+		return s.directConfig.Copy(), nil
+	}
+	if s.pooler == TransactionPooler {
+		return nil, fmt.Errorf("%w: behind a transaction pooler, LISTEN holds on no session; wakes from other processes are found by polling (Options.DirectDSN would listen on the server itself)", flowtype.ErrNotSupported)
+	}
 	if s.connConfig != nil {
 		return s.connConfig.Copy(), nil
 	}

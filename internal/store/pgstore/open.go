@@ -118,6 +118,18 @@ type Options struct {
 	// caller's pool as it is. With either, a Write waits at most that long
 	// for a connection. Default DefaultNetworkTimeout.
 	NetworkTimeout time.Duration
+	// Pooler says what stands between the DSN and the server (pooler.go):
+	// NoPooler (the default), SessionPooler or TransactionPooler. Behind
+	// a transaction pooler, Open's pool runs every statement unnamed and
+	// sets nothing on its sessions; OpenDB's pool must then be set up so
+	// by the caller (pgx's QueryExecModeExec or simple protocol).
+	Pooler Pooler
+	// DirectDSN, when set, reaches the server itself, not through the
+	// pooler: the wake listeners (LISTEN) and the migrations (a session
+	// advisory lock) use it. Behind a transaction pooler without it,
+	// other processes' work is found by polling, and a schema that needs
+	// migrating is refused with ErrMigrateThroughPooler.
+	DirectDSN string
 }
 
 // DefaultApplicationName is the application_name of the sessions Open
@@ -142,6 +154,11 @@ type Store struct {
 	claimGrace time.Duration   // how long a claim goes on after its caller's end (claim.go)
 	explicitTx bool            // the pool's sessions default to a stronger isolation than READ COMMITTED (alone, claim.go)
 	connConfig *pgx.ConnConfig // of Open's pool, for the listener; nil after OpenDB
+	// pooler is what stands between the pool and the server, and
+	// directConfig reaches the server itself (Options.DirectDSN; nil:
+	// none), for LISTEN and migrations (pooler.go).
+	pooler       Pooler
+	directConfig *pgx.ConnConfig
 
 	// feed is how far the change feed is final, and committed wakes its
 	// readers in this process after every Write (feed.go).
@@ -170,11 +187,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 10
 	}
-	// Every statement of the engine assumes READ COMMITTED (store.go), also
-	// one outside an explicit transaction, as a claim is (claim.go): a
-	// server, database or role whose default is stronger would fail some
-	// with serialization errors.
-	cfg.RuntimeParams["default_transaction_isolation"] = "read committed"
 	switch {
 	case opts.ApplicationName != "":
 		cfg.RuntimeParams["application_name"] = opts.ApplicationName
@@ -186,8 +198,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", where, err)
 	}
 	var connOpts []stdlib.OptionOpenDB
-	if idleInTx > 0 {
-		connOpts = append(connOpts, stdlib.OptionAfterConnect(setIdleInTxTimeout(idleInTx)))
+	if after := configureForPooler(cfg, opts.Pooler, idleInTx.Milliseconds()); after != nil {
+		connOpts = append(connOpts, stdlib.OptionAfterConnect(after))
 	}
 	db := stdlib.OpenDB(*cfg, connOpts...)
 	db.SetMaxOpenConns(opts.MaxConns)
@@ -300,7 +312,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 	// the server restarts, or OpenDB's pool after the server ended its
 	// sessions, may hold nothing but dead connections for a moment.
 	if err := retryDeadSession(ctx, db, "connect", func() error { return db.PingContext(ctx) }); err != nil {
-		return nil, err
+		return nil, poolerHint(err, opts.Pooler)
 	}
 	var isolation string
 	if err := retryDeadSession(ctx, db, "read default_transaction_isolation", func() (err error) {
@@ -310,7 +322,16 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		return nil, err
 	}
 	names := newQualifier(schema)
-	if err := migrateSchema(ctx, db, schema, names); err != nil {
+	direct, err := directConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if direct != nil || opts.Pooler == TransactionPooler {
+		err = migrateBehindPooler(ctx, db, direct, schema, names)
+	} else {
+		err = migrateSchema(ctx, db, schema, names)
+	}
+	if err != nil {
 		return nil, err
 	}
 	closedCtx, closing := context.WithCancel(context.Background())
@@ -319,7 +340,8 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		channel: wakeChannel(schema), feedChannel: feedChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
 		connWait: cmp.Or(max(opts.NetworkTimeout, 0), DefaultNetworkTimeout), claimGrace: claimGrace,
 		explicitTx: isolation != "read committed",
-		closedCtx:  closedCtx, closing: closing,
+		pooler:     opts.Pooler, directConfig: direct,
+		closedCtx: closedCtx, closing: closing,
 	}, nil
 }
 
