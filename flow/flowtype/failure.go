@@ -77,6 +77,9 @@ const (
 	// CodeDeadlineExceeded matches ErrDeadlineExceeded and, as that does,
 	// ErrCancelled.
 	CodeDeadlineExceeded = "flowlite.deadline_exceeded"
+	// CodeScopeCancelled matches ErrScopeCancelled: a call of a
+	// cancellation scope that the scope's cancel ended.
+	CodeScopeCancelled = "flowlite.scope_cancelled"
 	// CodeCancelled matches ErrCancelled: e.g. the result of a cancelled
 	// run (CancelledError).
 	CodeCancelled = "flowlite.cancelled"
@@ -145,6 +148,7 @@ var engineCodes = [...]struct {
 	{CodeUnknownWorkflow, ErrUnknownWorkflow},
 	{CodeConflict, ErrConflict},
 	{CodeDeadlineExceeded, ErrDeadlineExceeded},
+	{CodeScopeCancelled, ErrScopeCancelled},
 	{CodeCancelled, ErrCancelled},
 	{CodeRolledBack, ErrRolledBack},
 	{CodeSuspended, ErrSuspended},
