@@ -150,6 +150,36 @@ func TestScopeCancelEndsTimerInParallelBranch(t *testing.T) {
 	if n := countKind(t, e, run.ID(), flow.EventTimerFired); n != 0 {
 		t.Fatalf("the cancelled timer fired %d times", n)
 	}
+	// Time travel folds the cancel and what it ended as Inspect shows them.
+	history, err := e.History(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range history {
+		if ev.Kind != flow.EventScopeCancelled {
+			continue
+		}
+		got, err := e.InspectAfter(ctx, run.ID(), history[i].ID) // after what the cancel ended
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sleepThen flow.StepRecord
+		for _, s := range got.Run.Steps {
+			if s.Name == "scope0/all0.0/flow.sleep" {
+				sleepThen = s
+			}
+		}
+		if sleepThen.Status != "failed" || sleepThen.Error != "scope cancelled" {
+			t.Fatalf("sleep after the cancel, by time travel: %s %q, want failed, scope cancelled", sleepThen.Status, sleepThen.Error)
+		}
+	}
+	final, err := e.InspectAt(ctx, run.ID(), history[len(history)-1].At)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := compareStates(final.Run, inspect(t, e, run.ID())); diff != "" {
+		t.Fatalf("time travel to the end differs from Inspect:\n%s", diff)
+	}
 }
 
 // A receive in a scope ends when the scope is cancelled; a signal sent
