@@ -233,6 +233,20 @@ func TestScopeCancelEndsReceive(t *testing.T) {
 	if rec.Status != "failed" || rec.ErrorCode != "flowlite.scope_cancelled" {
 		t.Fatalf("receive record %s (%s), want failed, scope cancelled", rec.Status, rec.ErrorCode)
 	}
+	// The change feed carries the cancel and the receive it ended.
+	var feed []string
+	for ch, err := range e.Changes(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.RunID == run.ID() && strings.HasPrefix(ch.Step, "scope0/") && (ch.Kind == flow.EventScopeCancelled || ch.Kind == flow.EventStepFailed) {
+			feed = append(feed, ch.Kind+" "+ch.Step)
+		}
+	}
+	want := []string{"step_failed scope0/all0.0/flow.receive:approve", "scope_cancelled scope0/flow.cancel"}
+	if !slices.Equal(feed, want) {
+		t.Fatalf("change feed has %q, want %q", feed, want)
+	}
 }
 
 // A running step's context ends with ErrScopeCancelled as its cause when
