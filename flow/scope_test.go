@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowhistory"
 	"github.com/flowlite/flowlite/internal/clock"
+	"golang.org/x/sync/errgroup"
 )
 
 // The scenarios of go-workflows' and Temporal's cancellation tests (a
@@ -644,5 +646,77 @@ func TestScopeCancelSurvivesRestart(t *testing.T) {
 	var divergence *flow.NonDeterminismError
 	if _, err := e3.Replay(ctx, h); !errors.As(err, &divergence) {
 		t.Fatalf("replay of a body that does not cancel: %v, want a *NonDeterminismError", err)
+	}
+}
+
+// BenchmarkScopes measures what a cancellation scope costs three no-op
+// steps: none outside a scope, the same steps inside one, and inside one
+// that is cancelled after them (one more write: the cancel's record and
+// its read of the run's calls). Run it with:
+//
+//	go test -run '^$' -bench '^BenchmarkScopes$' -benchtime 3000x ./flow/
+func BenchmarkScopes(b *testing.B) {
+	three := func(wc flow.Context, n int) (int, error) {
+		for range 3 {
+			var err error
+			if n, err = flow.Do(wc, noop, n); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	}
+	for _, bc := range []struct {
+		name string
+		run  func(wc flow.Context, n int) (int, error)
+	}{
+		{"ThreeSteps", three},
+		{"ThreeStepsInScope", func(wc flow.Context, n int) (int, error) {
+			sc, _ := flow.WithCancel(wc)
+			return three(sc, n)
+		}},
+		{"ThreeStepsThenCancel", func(wc flow.Context, n int) (int, error) {
+			sc, cancel := flow.WithCancel(wc)
+			n, err := three(sc, n)
+			cancel()
+			return n, err
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			e := openSQLiteEngine(b, filepath.Join(b.TempDir(), "bench.db"), &flow.Config{
+				Queues:       map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 32}},
+				PollInterval: 50 * time.Millisecond,
+			}, nil)
+			wf := flow.Workflow[int, int]{Name: "scoped", Run: bc.run}
+			flow.Register(e, wf)
+			if err := e.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			defer e.Stop(ctx)
+			b.ResetTimer()
+			start := time.Now()
+			runs := make([]*flow.Run[int], b.N)
+			var g errgroup.Group
+			for p := range producers {
+				g.Go(func() error {
+					for i := p; i < b.N; i += producers {
+						var err error
+						if runs[i], err = flow.Start(ctx, e, wf, i, nil); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			}
+			if err := g.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range runs {
+				if _, err := r.Result(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+		})
 	}
 }
