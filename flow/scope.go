@@ -1,6 +1,10 @@
 package flow
 
 import (
+	"errors"
+	"fmt"
+	"time"
+
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
@@ -63,4 +67,56 @@ type CancelFunc func()
 func WithCancel(wc Context) (Context, CancelFunc) {
 	sc, cancel := wc.runContext().WithCancel()
 	return workflowContext{sc, wc.engine()}, cancel
+}
+
+// Timeout runs fn in a cancellation scope that is cancelled once d has
+// passed on the engine clock, as a durable timer: a timeout that survives
+// restarts and replays the same way. fn's own result is returned when it
+// finishes first, or when it returns a result although the time was up
+// (a step that completed regardless). When the time is up first, fn's
+// calls end as WithCancel describes, and Timeout returns fn's error
+// wrapped with "timed out after d": it matches ErrScopeCancelled (and
+// context.Canceled) when fn returned the error of a call the timeout
+// ended.
+//
+// It is WithCancel and All: fn runs in one branch, a Sleep of d in the
+// other, and whichever finishes first cancels the scope, so the timer's
+// record ends when fn does. The scope's calls are recorded under its name
+// (scope<n>/all0.0/ for fn's), and one more call records its cancel; an
+// execution that parked on the timer while fn finished resumes at once.
+func Timeout[T any](wc Context, d time.Duration, fn func(Context) (T, error)) (T, error) {
+	var zero, out T
+	var fnErr error
+	var timedOut bool
+	sc, cancel := WithCancel(wc)
+	_, err := All(sc,
+		func(b Context) (struct{}, error) {
+			out, fnErr = fn(b)
+			if !b.runContext().Stopped() {
+				cancel() // fn returned: its timer ends
+			}
+			return struct{}{}, fnErr
+		},
+		func(b Context) (struct{}, error) {
+			err := Sleep(b, d)
+			if errors.Is(err, ErrScopeCancelled) {
+				return struct{}{}, nil // fn finished first
+			}
+			if err != nil {
+				return struct{}{}, err // the run stops (the timer parks)
+			}
+			timedOut = true
+			cancel()
+			return struct{}{}, nil
+		})
+	if err != nil && (fnErr == nil || !errors.Is(err, fnErr)) {
+		return zero, err // the run stops: a branch parked, or it must stop
+	}
+	if fnErr != nil && timedOut {
+		return zero, fmt.Errorf("timed out after %s: %w", d, fnErr)
+	}
+	if fnErr != nil {
+		return zero, fnErr
+	}
+	return out, nil
 }

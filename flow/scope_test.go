@@ -649,6 +649,46 @@ func TestScopeCancelSurvivesRestart(t *testing.T) {
 	}
 }
 
+// A Timeout whose run is waiting when its engine closes times out on the
+// next engine once the clock passes it, and a signal sent after that
+// stays for a receive outside the scope.
+func TestScopeTimeoutSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	path := dbPath(t)
+	clk := clock.NewManual(epoch)
+	wf := flow.Workflow[string, string]{Name: "scope-timeout", Run: func(wc flow.Context, in string) (string, error) {
+		_, err := flow.Timeout(wc, time.Hour, func(sc flow.Context) (string, error) {
+			return flow.Receive[string](sc, "answer", 0)
+		})
+		if !isScopeCancelled(err) || !strings.Contains(err.Error(), "timed out after 1h0m0s") {
+			return "", errors.Join(errors.New("want a timeout"), err)
+		}
+		return flow.Receive[string](wc, "answer", 0)
+	}}
+	register := func(e *flow.Engine) { flow.Register(e, wf) }
+	e1, close1 := engineSession(t, path, manualConfig(clk), register)
+	run, err := flow.Start(ctx, e1, wf, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := awaitStatus(t, e1, run.ID(), flow.StatusWaiting); !info.RunAt.Equal(epoch.Add(time.Hour)) {
+		t.Fatalf("waiting run due at %s, want the timeout's %s", info.RunAt.UTC(), epoch.Add(time.Hour))
+	}
+	close1()
+
+	clk.Advance(time.Hour)
+	e2, _ := engineSession(t, path, manualConfig(clk), register)
+	eventually(t, "the timeout's cancel", func() bool { return len(scopeEvents(t, e2, run.ID())) == 1 })
+	awaitStatus(t, e2, run.ID(), flow.StatusWaiting)
+	if _, err := flow.Signal(ctx, e2, run.ID(), "answer", "late", nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := handle(t, e2, wf, run.ID()).Result(ctx); err != nil || out != "late" {
+		t.Fatalf("result = %q, %v", out, err)
+	}
+}
+
 // BenchmarkScopes measures what a cancellation scope costs three no-op
 // steps: none outside a scope, the same steps inside one, and inside one
 // that is cancelled after them (one more write: the cancel's record and

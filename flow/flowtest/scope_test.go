@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +70,48 @@ func TestAwaitPassesATimerCancelledByItsScope(t *testing.T) {
 	report, err := flowtest.ReplayFile(flowtest.New(t, nil), wf, file)
 	if err != nil || !report.Returned {
 		t.Fatalf("ReplayFile: %+v, %v", report, err)
+	}
+}
+
+// flow.Timeout on the test clock: a function that finishes in time keeps
+// its result and the clock does not wait out the timeout; one that waits
+// past it ends with an error matching flow.ErrScopeCancelled once the
+// clock passed it, and the run goes on.
+func TestTimeoutIsADurableTimer(t *testing.T) {
+	t.Parallel()
+	env := quickEnv(t)
+	wf := flow.Workflow[bool, string]{Name: "timeout", Run: func(wc flow.Context, waitForever bool) (string, error) {
+		got, err := flow.Timeout(wc, time.Hour, func(sc flow.Context) (string, error) {
+			if waitForever {
+				return flow.Receive[string](sc, "never", 0)
+			}
+			return flow.Do(sc, echo, "in time")
+		})
+		if errors.Is(err, flow.ErrScopeCancelled) {
+			return flow.Do(wc, echo, "timed out: "+err.Error())
+		}
+		return got, err
+	}}
+	start, realStart := env.Now(), time.Now()
+	out, _, err := flowtest.RunWorkflow(env, wf, false)
+	if err != nil || out != "in time" {
+		t.Fatalf("in time: %q, %v", out, err)
+	}
+	if moved := env.Now().Sub(start); moved >= time.Hour {
+		t.Fatalf("clock moved %s for a function that finished at once", moved)
+	}
+	start = env.Now()
+	out, run, err := flowtest.RunWorkflow(env, wf, true)
+	if err != nil || !strings.HasPrefix(out, "timed out: timed out after 1h0m0s: ") || !strings.HasSuffix(out, "scope cancelled") {
+		t.Fatalf("waiting forever: %q, %v", out, err)
+	}
+	checkClock(t, env, start, time.Hour, realStart)
+
+	h, err := env.Engine.ExportHistory(context.Background(), run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report, err := flowtest.Replay(flowtest.New(t, nil), wf, h); err != nil || !report.Returned {
+		t.Fatalf("Replay: %+v, %v", report, err)
 	}
 }

@@ -312,3 +312,17 @@ func (x *execution) scopeStepFailed(rc *RunContext, key store.StepKey, attempt i
 	}
 	return &flowtype.StepError{RunID: key.RunID, Step: key.Name, Occurrence: key.Occurrence, Attempts: attempt, Err: recordedError(msg, scopeCancelledFailure)}
 }
+
+// Stopped reports whether rc's calls stop in this execution, whatever they
+// returned: its branch parked (a wait, a retry backoff), it lost a race,
+// or the run must stop. A helper that acts once a function of the body
+// returned (flow.Timeout cancels its timer) must not act on a function
+// that only stopped: the next execution takes it further.
+func (rc *RunContext) Stopped() bool {
+	if rc.lostRace() || rc.cause() != nil {
+		return true
+	}
+	rc.st.mu.Lock()
+	defer rc.st.mu.Unlock()
+	return rc.lane().parked
+}
