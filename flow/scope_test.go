@@ -689,6 +689,76 @@ func TestScopeTimeoutSurvivesRestart(t *testing.T) {
 	}
 }
 
+// A reset cuts a cancellation scope as it cuts a parallel call: a call in
+// the scope is no point to go back to, and going back to a call before
+// the scope runs the scope again whole, its cancel included; the cancel of
+// the first pass ended nothing the second pass needs.
+func TestScopeReset(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	e := openEngine(t, dbPath(t), nil)
+	var c counter
+	first, mid := countedStep(&c, "first"), countedStep(&c, "mid")
+	inScope, last := countedStep(&c, "in-scope"), countedStep(&c, "last")
+	wf := flow.Workflow[string, string]{Name: "scope-reset", Run: func(wc flow.Context, in string) (string, error) {
+		s, err := flow.Do(wc, first, in)
+		if err != nil {
+			return "", err
+		}
+		if s, err = flow.Do(wc, mid, s); err != nil {
+			return "", err
+		}
+		sc, cancel := flow.WithCancel(wc)
+		if s, err = flow.Do(sc, inScope, s); err != nil {
+			return "", err
+		}
+		cancel()
+		return flow.Do(wc, last, s)
+	}}
+	flow.Register(e, wf)
+	startEngine(t, e)
+	run, err := flow.Start(ctx, e, wf, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reset(ctx, run.ID(), "scope0/in-scope#0"); !errors.Is(err, flow.ErrConflict) {
+		t.Fatalf("reset at a call of the scope: %v, want ErrConflict", err)
+	}
+	// Every call of the scope started before last: it is kept whole, its
+	// cancel with it, and replays.
+	if err := e.Reset(ctx, run.ID(), "last#0"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := handle(t, e, wf, run.ID()).Result(ctx); err != nil || out != "x+first+mid+in-scope+last" {
+		t.Fatalf("after the reset to last: %q, %v", out, err)
+	}
+	if c.get("first") != 1 || c.get("in-scope") != 1 || c.get("last") != 2 {
+		t.Fatalf("steps ran first=%d in-scope=%d last=%d, want 1, 1, 2", c.get("first"), c.get("in-scope"), c.get("last"))
+	}
+	if got := scopeEvents(t, e, run.ID()); len(got) != 1 {
+		t.Fatalf("scope_cancelled events %q, want the first pass's", got)
+	}
+	// Going back to mid (position 1 at the top level) discards the scope
+	// whole, though its calls' own positions (0 and 1 in the scope) are
+	// not after mid's: it started after mid, so it runs again, and so does
+	// its cancel.
+	if err := e.Reset(ctx, run.ID(), "mid#0"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := handle(t, e, wf, run.ID()).Result(ctx); err != nil || out != "x+first+mid+in-scope+last" {
+		t.Fatalf("after the reset to first: %q, %v", out, err)
+	}
+	if c.get("first") != 1 || c.get("mid") != 2 || c.get("in-scope") != 2 || c.get("last") != 3 {
+		t.Fatalf("steps ran first=%d mid=%d in-scope=%d last=%d, want 1, 2, 2, 3", c.get("first"), c.get("mid"), c.get("in-scope"), c.get("last"))
+	}
+	if got := scopeEvents(t, e, run.ID()); len(got) != 2 {
+		t.Fatalf("scope_cancelled events %q, want one per pass", got)
+	}
+}
+
 // BenchmarkScopes measures what a cancellation scope costs three no-op
 // steps: none outside a scope, the same steps inside one, and inside one
 // that is cancelled after them (one more write: the cancel's record and
