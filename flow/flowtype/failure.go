@@ -218,7 +218,8 @@ type NonDeterminismError struct {
 	// RunID is the run whose replay diverged.
 	RunID string
 	// Branch is the scope of the branch of flow.All or flow.First the call
-	// was made in, such as "all0.1" (the first All's second branch); empty
+	// was made in, such as "all0.1" (the first All's second branch), or of
+	// the cancellation scope (flow.WithCancel), such as "scope0"; empty
 	// for the workflow body itself.
 	Branch string
 	// Position is the index of the call in its branch, from 0.
