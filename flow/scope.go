@@ -14,7 +14,10 @@ import (
 var ErrScopeCancelled = flowtype.ErrScopeCancelled
 
 // CancelFunc cancels a cancellation scope (see WithCancel). Calls after
-// the first do nothing.
+// the first do nothing. It is a call of the workflow body, recorded as
+// such: call it from the body or one of its branches, never from a step's
+// Run (a step's effects belong in the step; a RunTx step would wait for
+// its own transaction).
 type CancelFunc func()
 
 // WithCancel returns the Context of a new cancellation scope inside wc,
