@@ -99,6 +99,7 @@ const (
 	EventChildWaiting          = flowtype.EventChildWaiting
 	EventChildFinished         = flowtype.EventChildFinished
 	EventRaceWon               = flowtype.EventRaceWon
+	EventScopeCancelled        = flowtype.EventScopeCancelled
 	EventRunRescued            = flowtype.EventRunRescued
 	EventStepStarted           = flowtype.EventStepStarted
 	EventStepCompleted         = flowtype.EventStepCompleted

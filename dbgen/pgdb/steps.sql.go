@@ -123,6 +123,47 @@ func (q *Queries) StepBeginNewMany(ctx context.Context, steps json.RawMessage) (
 	return items, nil
 }
 
+const stepCancel = `-- name: StepCancel :execrows
+UPDATE flowlite.steps
+SET status = 'failed', error = $1::text, error_code = $2::text,
+    error_permanent = $3::boolean, error_details = $4::bytea,
+    finished_at = $5::bigint
+WHERE run_id = $6::text AND name = $7::text AND occurrence = $8::bigint
+  AND status IN ('running', 'retrying', 'waiting')
+`
+
+type StepCancelParams struct {
+	Error          string
+	ErrorCode      string
+	ErrorPermanent bool
+	ErrorDetails   []byte
+	Now            int64
+	RunID          string
+	Name           string
+	Occurrence     int64
+}
+
+// StepCancel fails for good a call that has no outcome yet (a running or
+// retrying step, an open wait): the call's cancellation scope was
+// cancelled, and no attempt follows. The run's lease, checked first by the
+// same transaction, keeps other writers off the row.
+func (q *Queries) StepCancel(ctx context.Context, arg StepCancelParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, stepCancel,
+		arg.Error,
+		arg.ErrorCode,
+		arg.ErrorPermanent,
+		arg.ErrorDetails,
+		arg.Now,
+		arg.RunID,
+		arg.Name,
+		arg.Occurrence,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const stepCompensationArm = `-- name: StepCompensationArm :execrows
 UPDATE flowlite.steps
 SET compensation = 'pending'

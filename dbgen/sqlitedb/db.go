@@ -363,6 +363,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.stepBeginNewStmt, err = db.PrepareContext(ctx, stepBeginNew); err != nil {
 		return nil, fmt.Errorf("error preparing query StepBeginNew: %w", err)
 	}
+	if q.stepCancelStmt, err = db.PrepareContext(ctx, stepCancel); err != nil {
+		return nil, fmt.Errorf("error preparing query StepCancel: %w", err)
+	}
 	if q.stepCompensationArmStmt, err = db.PrepareContext(ctx, stepCompensationArm); err != nil {
 		return nil, fmt.Errorf("error preparing query StepCompensationArm: %w", err)
 	}
@@ -993,6 +996,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing stepBeginNewStmt: %w", cerr)
 		}
 	}
+	if q.stepCancelStmt != nil {
+		if cerr := q.stepCancelStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCancelStmt: %w", cerr)
+		}
+	}
 	if q.stepCompensationArmStmt != nil {
 		if cerr := q.stepCompensationArmStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepCompensationArmStmt: %w", cerr)
@@ -1245,6 +1253,7 @@ type Queries struct {
 	signalSendStmt                      *sql.Stmt
 	stepBeginStmt                       *sql.Stmt
 	stepBeginNewStmt                    *sql.Stmt
+	stepCancelStmt                      *sql.Stmt
 	stepCompensationArmStmt             *sql.Stmt
 	stepCompensationBeginStmt           *sql.Stmt
 	stepCompensationClearStmt           *sql.Stmt
@@ -1384,6 +1393,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		signalSendStmt:                      q.signalSendStmt,
 		stepBeginStmt:                       q.stepBeginStmt,
 		stepBeginNewStmt:                    q.stepBeginNewStmt,
+		stepCancelStmt:                      q.stepCancelStmt,
 		stepCompensationArmStmt:             q.stepCompensationArmStmt,
 		stepCompensationBeginStmt:           q.stepCompensationBeginStmt,
 		stepCompensationClearStmt:           q.stepCompensationClearStmt,

@@ -77,6 +77,44 @@ func (q *Queries) StepBeginNew(ctx context.Context, arg StepBeginNewParams) (int
 	return result.RowsAffected()
 }
 
+const stepCancel = `-- name: StepCancel :execrows
+UPDATE flowlite_steps
+SET status = 'failed', error = ?1, error_code = ?2, error_permanent = ?3,
+    error_details = ?4, finished_at = ?5
+WHERE run_id = ?6 AND name = ?7 AND occurrence = ?8 AND status IN ('running', 'retrying', 'waiting')
+`
+
+type StepCancelParams struct {
+	Error          string
+	ErrorCode      string
+	ErrorPermanent int64
+	ErrorDetails   []byte
+	Now            *int64
+	RunID          string
+	Name           string
+	Occurrence     int64
+}
+
+// StepCancel fails for good a call that has no outcome yet (a running or
+// retrying step, an open wait): the call's cancellation scope was
+// cancelled, and no attempt follows.
+func (q *Queries) StepCancel(ctx context.Context, arg StepCancelParams) (int64, error) {
+	result, err := q.exec(ctx, q.stepCancelStmt, stepCancel,
+		arg.Error,
+		arg.ErrorCode,
+		arg.ErrorPermanent,
+		arg.ErrorDetails,
+		arg.Now,
+		arg.RunID,
+		arg.Name,
+		arg.Occurrence,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const stepCompensationArm = `-- name: StepCompensationArm :execrows
 UPDATE flowlite_steps
 SET compensation = 'pending'

@@ -1,6 +1,7 @@
 package flowtype
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -84,6 +85,12 @@ var (
 	// ErrTimedOut is returned by flow.Receive when no signal arrived in
 	// time.
 	ErrTimedOut = errors.New("timed out waiting for signal")
+	// ErrScopeCancelled is what the calls made in a cancellation scope
+	// (flow.WithCancel) return once the scope was cancelled: a wait ends
+	// with it, a step not yet begun is not begun, a running step's context
+	// ends with it as cause and the step fails with it. It matches
+	// context.Canceled too, but not ErrCancelled: the run goes on.
+	ErrScopeCancelled error = scopeCancelledError{}
 	// ErrScheduleNotFound is returned for a schedule name that does not
 	// exist.
 	ErrScheduleNotFound = errors.New("schedule not found")
@@ -359,3 +366,13 @@ func printableID(id string) string {
 
 // Unwrap returns Err.
 func (e *ItemError) Unwrap() error { return e.Err }
+
+// scopeCancelledError is ErrScopeCancelled: an error of its own type so
+// that it can match context.Canceled, as the context of a scope's calls
+// ends with that error.
+type scopeCancelledError struct{}
+
+func (scopeCancelledError) Error() string { return "scope cancelled" }
+
+// Is makes ErrScopeCancelled match context.Canceled.
+func (scopeCancelledError) Is(target error) bool { return target == context.Canceled }

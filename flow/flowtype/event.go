@@ -69,6 +69,12 @@ const (
 	EventChildFinished = "child_finished"
 	// EventRaceWon: a branch of flow.First won; Detail names it.
 	EventRaceWon = "race_won"
+	// EventScopeCancelled: the workflow body cancelled a cancellation
+	// scope (flow.WithCancel); Step names the scope's record
+	// ("<scope>/flow.cancel") and Detail lists what the cancel ended:
+	// waits, steps waiting out a retry, and children, whose own
+	// step_failed and cancel_requested events follow.
+	EventScopeCancelled = "scope_cancelled"
 	// EventRunResumed: an operator resumed the suspended run.
 	EventRunResumed = "run_resumed"
 	// EventRunCompleted: the run completed.

@@ -77,6 +77,9 @@ const (
 	// CodeDeadlineExceeded matches ErrDeadlineExceeded and, as that does,
 	// ErrCancelled.
 	CodeDeadlineExceeded = "flowlite.deadline_exceeded"
+	// CodeScopeCancelled matches ErrScopeCancelled: a call of a
+	// cancellation scope that the scope's cancel ended.
+	CodeScopeCancelled = "flowlite.scope_cancelled"
 	// CodeCancelled matches ErrCancelled: e.g. the result of a cancelled
 	// run (CancelledError).
 	CodeCancelled = "flowlite.cancelled"
@@ -145,6 +148,7 @@ var engineCodes = [...]struct {
 	{CodeUnknownWorkflow, ErrUnknownWorkflow},
 	{CodeConflict, ErrConflict},
 	{CodeDeadlineExceeded, ErrDeadlineExceeded},
+	{CodeScopeCancelled, ErrScopeCancelled},
 	{CodeCancelled, ErrCancelled},
 	{CodeRolledBack, ErrRolledBack},
 	{CodeSuspended, ErrSuspended},
@@ -214,7 +218,8 @@ type NonDeterminismError struct {
 	// RunID is the run whose replay diverged.
 	RunID string
 	// Branch is the scope of the branch of flow.All or flow.First the call
-	// was made in, such as "all0.1" (the first All's second branch); empty
+	// was made in, such as "all0.1" (the first All's second branch), or of
+	// the cancellation scope (flow.WithCancel), such as "scope0"; empty
 	// for the workflow body itself.
 	Branch string
 	// Position is the index of the call in its branch, from 0.

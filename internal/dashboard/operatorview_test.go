@@ -97,6 +97,7 @@ func TestStepLabels(t *testing.T) {
 	steps := []flow.StepRecord{
 		{Name: "open"}, {Name: "all0.0/price"}, {Name: "all0.4/price"}, {Name: "all0.2/price", Occurrence: 1},
 		{Name: "all1.0/all0.1/tax"}, {Name: "first0.1/quote"},
+		{Name: "scope0/all0.1/flow.sleep"}, {Name: "scope0/flow.cancel"},
 	}
 	l := newStepLabels(steps)
 	for _, tt := range []struct {
@@ -112,6 +113,8 @@ func TestStepLabels(t *testing.T) {
 		{"all1.0/all0.1/tax", 0, "tax (1 of 1, 2 of 2)"},
 		{"first0.1/quote", 0, "quote (2 of 2)"},
 		{"all7.3/late", 0, "late (4 of 4)"}, // a call not among the steps: its index bounds it
+		{"scope0/all0.1/flow.sleep", 0, "flow.sleep (scope 1, 2 of 2)"},
+		{"scope0/flow.cancel", 0, "flow.cancel (scope 1)"},
 	} {
 		if got := l.Of(tt.name, tt.occ); got != tt.want {
 			t.Errorf("label of %s#%d = %q, want %q", tt.name, tt.occ, got, tt.want)

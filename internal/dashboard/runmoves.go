@@ -51,9 +51,9 @@ func (d *Dashboard) runOpsActions() []action {
 	}}
 }
 
-// branchCall matches the calls of a parallel call's branches (All, First),
-// which a reset or fork cannot start from.
-var branchCall = regexp.MustCompile(`^(all|first)\d+\.\d+/`)
+// branchCall matches the calls of a parallel call's branches (All, First)
+// and of cancellation scopes, which a reset or fork cannot start from.
+var branchCall = regexp.MustCompile(`^(?:(all|first)\d+\.\d+|scope\d+)/`)
 
 // topLevelCall reports whether a step call is one of the workflow body
 // itself, from which a run can be reset or forked.

@@ -13,11 +13,13 @@ import (
 // name, "all0.1/price" for branch 1 of the body's first All, nested
 // branches one scope per level. People know the step as "price" and the
 // branch by its place in the fan-out, so the pages show "price (2 of 5)"
-// and keep the recorded name in a tooltip.
+// and keep the recorded name in a tooltip. A call of a cancellation scope
+// (flow.WithCancel) is recorded under "scope<n>/", shown as "scope n+1".
 
 // branchScope matches one scope of a branch call's name: the parallel
-// call (kind and number within its own scope) and the branch.
-var branchScope = regexp.MustCompile(`^((?:all|first)\d+)\.(\d+)/`)
+// call (kind and number within its own scope) and the branch, or a
+// cancellation scope and its number.
+var branchScope = regexp.MustCompile(`^(?:((?:all|first)\d+)\.(\d+)|scope(\d+))/`)
 
 // stepLabels names a run's step calls for people.
 type stepLabels struct {
@@ -37,9 +39,11 @@ func newStepLabels(steps []flow.StepRecord) stepLabels {
 			if m == nil {
 				break
 			}
-			call := scope + m[1]
-			i, _ := strconv.Atoi(m[2])
-			l.branches[call] = max(l.branches[call], i+1)
+			if m[1] != "" {
+				call := scope + m[1]
+				i, _ := strconv.Atoi(m[2])
+				l.branches[call] = max(l.branches[call], i+1)
+			}
 			scope += m[0]
 			rest = rest[len(m[0]):]
 		}
@@ -60,10 +64,15 @@ func (l stepLabels) Of(name string, occ int) string {
 		if m == nil {
 			break
 		}
-		call := scope + m[1]
-		i, _ := strconv.Atoi(m[2])
-		n := max(l.branches[call], i+1)
-		places = append(places, fmt.Sprintf("%d of %d", i+1, n))
+		if m[1] == "" {
+			n, _ := strconv.Atoi(m[3])
+			places = append(places, fmt.Sprintf("scope %d", n+1))
+		} else {
+			call := scope + m[1]
+			i, _ := strconv.Atoi(m[2])
+			n := max(l.branches[call], i+1)
+			places = append(places, fmt.Sprintf("%d of %d", i+1, n))
+		}
 		scope += m[0]
 		rest = rest[len(m[0]):]
 	}

@@ -56,8 +56,9 @@ func newHistory(records map[store.StepKey]store.Step, steps []store.Step) histor
 }
 
 // branchScope matches the scope prefix that All and First give the calls of
-// their branches (see RunContext.Branch and NewRace).
-var branchScope = regexp.MustCompile(`^(?:(?:all|first)\d+\.\d+/)*`)
+// their branches (see RunContext.Branch and NewRace), and cancellation
+// scopes the calls made in them (RunContext.WithCancel).
+var branchScope = regexp.MustCompile(`^(?:(?:all|first)\d+\.\d+/|scope\d+/)*`)
 
 // scopeOf returns the branch scope of a recorded call's name.
 func scopeOf(name string) string { return branchScope.FindString(name) }
@@ -137,6 +138,8 @@ func describeCall(name string) string {
 		return "race (First)"
 	case "flow.now":
 		return "Now"
+	case cancelCall:
+		return "cancel of the scope"
 	}
 	return fmt.Sprintf("step %q", name)
 }

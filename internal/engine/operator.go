@@ -93,52 +93,13 @@ func (e *Engine) RunNow(ctx context.Context, id string) error {
 // suspended run is cancelled at once, leaving its unwind where it stopped.
 // Cancelling a finished run is flowtype.ErrRunFinished.
 func (e *Engine) Cancel(ctx context.Context, id string) error {
-	var queues []string
+	var queue string
 	var children []string
 	var finished int
 	err := e.store.Write(ctx, func(tx store.Tx) error {
-		now := e.nowMs()
-		// The run is held from this read to the commit, so that what it
-		// says (does a worker execute the run?) still holds when the
-		// guarded updates below run: a claim in between, possible where
-		// writes do not serialize (PostgreSQL), would make them find the
-		// run changed and fail the call. With the row held, a claim either
-		// committed first, and the cancel becomes a request to the engine
-		// that holds the run, or waits, and claims a cancelled run no
-		// more.
-		run, err := tx.RunGetForUpdate(ctx, id)
-		if err != nil {
-			return err
-		}
-		queues = append(queues, run.Queue)
-		if run.Status == flowtype.StatusSuspended {
-			err := tx.RunSetStatus(ctx, store.RunSetStatusParams{
-				ID: id, Expected: flowtype.StatusSuspended, Status: flowtype.StatusCancelled,
-				Reason: run.Reason, RunAt: run.RunAt, FinishedAt: now, Now: now,
-			})
-			if err != nil {
-				return err
-			}
-			return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventRunCancelled, Detail: "cancelled while suspended"})
-		}
-		if run.Status.Finished() {
-			return fmt.Errorf("%w: run is %s", flowtype.ErrRunFinished, run.Status) // the caller names the run
-		}
-		if run.LeaseOwner == "" && (run.Status == flowtype.StatusPending || run.Status == flowtype.StatusWaiting) {
-			// No worker executes it: nobody would see a request, so the run
-			// is cancelled (or set to unwind) here.
-			var err error
-			children, finished, err = e.cancelIdle(ctx, tx, run, now, "")
-			return err
-		}
-		ok, err := tx.RunRequestCancel(ctx, id, now)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: run is %s", flowtype.ErrRunFinished, run.Status) // the caller names the run
-		}
-		return tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventCancelRequested})
+		var err error
+		queue, children, finished, err = e.cancelTx(ctx, tx, id, e.nowMs(), "")
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("cancel run %s: %w", id, err)
@@ -148,13 +109,57 @@ func (e *Engine) Cancel(ctx context.Context, id string) error {
 		e.metrics.runFinished(flowtype.StatusCancelled)
 	}
 	e.settled()
-	for _, q := range queues {
-		e.Wake(q)
-	}
+	e.Wake(queue)
 	if len(children) > 0 {
 		e.WakeAll()
 	}
 	return nil
+}
+
+// cancelTx cancels the run id inside tx, as Cancel does, and returns its
+// queue, the children it asked to cancel and how many runs it cancelled at
+// once. why (when not empty) is the detail of the request's event. A
+// finished run is flowtype.ErrRunFinished.
+func (e *Engine) cancelTx(ctx context.Context, tx store.Tx, id string, now int64, why string) (queue string, children []string, finished int, err error) {
+	// The run is held from this read to the commit, so that what it says
+	// (does a worker execute the run?) still holds when the guarded
+	// updates below run: a claim in between, possible where writes do not
+	// serialize (PostgreSQL), would make them find the run changed and
+	// fail the call. With the row held, a claim either committed first,
+	// and the cancel becomes a request to the engine that holds the run,
+	// or waits, and claims a cancelled run no more.
+	run, err := tx.RunGetForUpdate(ctx, id)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	queue = run.Queue
+	if run.Status == flowtype.StatusSuspended {
+		err := tx.RunSetStatus(ctx, store.RunSetStatusParams{
+			ID: id, Expected: flowtype.StatusSuspended, Status: flowtype.StatusCancelled,
+			Reason: run.Reason, RunAt: run.RunAt, FinishedAt: now, Now: now,
+		})
+		if err != nil {
+			return queue, nil, 0, err
+		}
+		return queue, nil, 0, tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventRunCancelled, Detail: firstNonEmpty(why, "cancelled while suspended")})
+	}
+	if run.Status.Finished() {
+		return queue, nil, 0, fmt.Errorf("%w: run is %s", flowtype.ErrRunFinished, run.Status) // the caller names the run
+	}
+	if run.LeaseOwner == "" && (run.Status == flowtype.StatusPending || run.Status == flowtype.StatusWaiting) {
+		// No worker executes it: nobody would see a request, so the run is
+		// cancelled (or set to unwind) here.
+		children, finished, err = e.cancelIdle(ctx, tx, run, now, why)
+		return queue, children, finished, err
+	}
+	ok, err := tx.RunRequestCancel(ctx, id, now)
+	if err != nil {
+		return queue, nil, 0, err
+	}
+	if !ok {
+		return queue, nil, 0, fmt.Errorf("%w: run is %s", flowtype.ErrRunFinished, run.Status) // the caller names the run
+	}
+	return queue, nil, 0, tx.EventAppend(ctx, store.Event{RunID: id, At: now, Kind: flowtype.EventCancelRequested, Detail: why})
 }
 
 // cancelIdle cancels a run that no worker executes, inside tx. With nothing

@@ -56,6 +56,7 @@ func (rc *RunContext) NewRace(n int) (*Race, error) {
 			scope:       fmt.Sprintf("%sfirst%d.%d/", rc.scope, key.Occurrence, i),
 			occurrences: make(map[string]int),
 			settled:     r.winner >= 0,
+			cscope:      rc.cscope,
 		})
 	}
 	return r, nil

@@ -23,7 +23,8 @@ import (
 //
 // Where a history can be cut. A call of the workflow body itself (a step,
 // wait or child at the top level, not inside All or First) is a point to
-// go back to. Going back to call S keeps the records of the calls before S
+// go back to (a call in a cancellation scope is not: scopes are cut as
+// parallel calls are). Going back to call S keeps the records of the calls before S
 // and discards S and everything after it, which run again: at the top level
 // the calls at positions before S's; and each parallel call (All, First)
 // whole, kept when every call of its branches started before S, discarded
@@ -50,8 +51,12 @@ const (
 )
 
 // parallelCall matches the prefix of the calls of a top-level parallel
-// call's branches: all<n>. or first<n>., n its occurrence.
-var parallelCall = regexp.MustCompile(`^(all|first)(\d+)\.`)
+// call's branches, all<n>. or first<n>. (n its occurrence), and of a
+// top-level cancellation scope, scope<n>/. A scope's calls have positions
+// of their own, so a cut handles a scope as it does a parallel call:
+// kept whole when every one of its calls started before the point,
+// discarded whole otherwise (its cancel with it), and run again.
+var parallelCall = regexp.MustCompile(`^(?:(all|first)(\d+)\.|scope\d+/)`)
 
 // ParseCall reads a call as the CLI and the dashboard print it,
 // "name#occurrence", or a bare name for its first occurrence (#0). The
@@ -191,7 +196,7 @@ func planFrom(runID string, steps []store.Step, name string, occurrence int) (hi
 	}
 	from := steps[i]
 	if scopeOf(from.Name) != "" {
-		return historyCut{}, fmt.Errorf("%w: step %s is in a branch of a parallel call (All or First): go back to a call of the workflow body itself, the parallel call runs again whole from the call after the ones before it", flowtype.ErrConflict, from.Key().Call())
+		return historyCut{}, fmt.Errorf("%w: step %s is in a branch of a parallel call (All or First) or in a cancellation scope: go back to a call of the workflow body itself, the parallel call or scope runs again whole from the call after the ones before it", flowtype.ErrConflict, from.Key().Call())
 	}
 	keep, discard := cutAt(steps, from.Position, i)
 	for _, s := range keep {

@@ -28,6 +28,12 @@ type RunContext struct {
 	// settled marks a branch of a race whose winner is recorded: it only
 	// replays its recorded calls (see Race).
 	settled bool
+	// cscope is the innermost cancellation scope the context's calls are
+	// made in (scope.go); nil outside any.
+	cscope *cancelScope
+	// owner is the branch (or the top level) a scope's context runs in,
+	// which parks for it; nil for a branch or the top level itself.
+	owner *RunContext
 }
 
 // runState is the state of one execution of a run, shared by its branches.
@@ -46,7 +52,14 @@ type runState struct {
 	// marker name (patch.go).
 	patches map[string]bool
 	// size is how much the run's history holds (historylimit.go).
-	size      historySize
+	size historySize
+	// cancelled holds the key prefixes of the cancellation scopes cancelled
+	// so far, those recorded by earlier executions included (scope.go).
+	cancelled map[string]bool
+	// scopeMu orders the calls of cancellation scopes against their
+	// cancels: a wait or a child start holds it shared from its check of
+	// its scope to its write, a cancel holds it alone (scope.go).
+	scopeMu   sync.RWMutex
 	aborted   error
 	parked    bool   // some branch asked to release the run until parkAt
 	parkAt    int64  // earliest due time asked for
@@ -64,6 +77,7 @@ func newRunContext(x *execution, steps []store.Step) *RunContext {
 	for _, s := range steps {
 		st.records[s.Key()] = s
 	}
+	st.cancelled = cancelledScopes(steps)
 	st.history = newHistory(st.records, steps)
 	st.size = sizeOf(steps)
 	return &RunContext{Context: x.runCtx, st: st, occurrences: make(map[string]int)}
@@ -90,6 +104,7 @@ func (rc *RunContext) Branch(call, i int) *RunContext {
 		st:          rc.st,
 		scope:       fmt.Sprintf("%sall%d.%d/", rc.scope, call, i),
 		occurrences: make(map[string]int),
+		cscope:      rc.cscope,
 	}
 }
 
@@ -146,11 +161,21 @@ func (rc *RunContext) parkFor(at int64, retry bool, why string) error {
 	}
 	st.parked = true
 	st.parkRetry = st.parkRetry || retry
-	if rc.scope != "" {
-		rc.parked = true
+	if l := rc.lane(); l.scope != "" {
+		l.parked = true
 		return errParked
 	}
 	return st.abortLocked(errParked)
+}
+
+// lane returns the branch (or the top level) rc's calls stop with when
+// they park: rc itself, or for a cancellation scope the context it was
+// made from.
+func (rc *RunContext) lane() *RunContext {
+	if rc.owner != nil {
+		return rc.owner
+	}
+	return rc
 }
 
 // Join ends a parallel call once its branches returned: when one of them
@@ -164,8 +189,8 @@ func (rc *RunContext) Join(branches []*RunContext) error {
 			st := rc.st
 			st.mu.Lock()
 			defer st.mu.Unlock()
-			if rc.scope != "" {
-				rc.parked = true
+			if l := rc.lane(); l.scope != "" {
+				l.parked = true
 				return errParked
 			}
 			return st.abortLocked(errParked)

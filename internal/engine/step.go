@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
@@ -40,11 +41,14 @@ func (rc *RunContext) lookup(name string, def *Step) (store.StepKey, *store.Step
 	if st.aborted != nil {
 		return key, nil, st.aborted
 	}
-	if rc.parked {
+	if rc.lane().parked {
 		return key, nil, errParked
 	}
 	if rc.settled || rc.lostRace() {
 		return key, nil, ErrLostRace
+	}
+	if rc.cscope != nil && st.scopeCancelledLocked(rc.cscope) {
+		return key, nil, fmt.Errorf("%s: %w", describeCall(strings.TrimPrefix(key.Name, rc.scope)), flowtype.ErrScopeCancelled)
 	}
 	if st.replayOnly {
 		return key, nil, st.abortLocked(&ReplayError{RunID: key.RunID, Step: key.String()})
@@ -67,6 +71,9 @@ func (rc *RunContext) lookup(name string, def *Step) (store.StepKey, *store.Step
 // return.
 func (rc *RunContext) Step(def Step) ([]byte, error) {
 	key, rec, err := rc.lookup(def.Name, &def)
+	if errors.Is(err, flowtype.ErrScopeCancelled) {
+		return nil, rc.endCancelled(key, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +142,11 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 			return nil, rc.parkFor(heldUntil, true, rateHeldWhy(key.Name, def.RateLimit, heldUntil))
 		}
 	}
+	if rc.scopeCancelled() {
+		// Its scope was cancelled since the call checked it: the attempt
+		// ends before its body runs.
+		return nil, x.scopeStepFailed(rc, key, attempt, nil)
+	}
 	var err error
 
 	completed := func(output []byte) checkpoint {
@@ -184,6 +196,11 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 	if cause != nil && !errors.Is(cause, flowtype.ErrCancelled) {
 		// Stopping or lease lost: the attempt is interrupted, not failed.
 		return rc.Abort(cause)
+	}
+	if cause == nil && rc.scopeCancelled() {
+		// The body's scope was cancelled: the attempt ended with it, and the
+		// step is not retried.
+		return x.scopeStepFailed(rc, key, attempt, bodyErr)
 	}
 	if cause == nil {
 		if err, ok := x.jobControl(rc, key, attempt, bodyErr); ok {

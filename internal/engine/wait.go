@@ -35,11 +35,19 @@ type reopenFunc func(output []byte) (reopen func(ctx context.Context, tx store.T
 // wait is reopened, in the same transaction that asks resolve again. A
 // waiting run holds no lease and no goroutine.
 func (rc *RunContext) wait(name string, input []byte, started store.Event, resolve resolveFunc, vet reopenFunc) ([]byte, error) {
+	defer rc.holdScope()()
 	key, rec, err := rc.lookup(name, nil)
+	if errors.Is(err, flowtype.ErrScopeCancelled) {
+		return nil, rc.endCancelled(key, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var reopen func(context.Context, store.Tx, store.StepKey) (store.Event, error)
+	if rec != nil && rec.Status == store.StepFailed {
+		// Only a scope's cancel fails a wait (scope.go).
+		return nil, recordedError(rec.Error, rec.Failure)
+	}
 	if rec != nil {
 		if vet == nil || rec.Status != store.StepCompleted || rc.replayOnly() {
 			return rec.Output, nil
@@ -271,6 +279,7 @@ type ChildOutcome struct {
 // does not start it twice. The child's ID defaults to the parent's ID plus
 // the call's key; its queue to the parent's.
 func (rc *RunContext) StartChild(p StartParams) (string, error) {
+	defer rc.holdScope()() // a scope's cancel cancels the children it finds started
 	name := "flow.child:" + p.Workflow.Name
 	key, rec, err := rc.lookup(name, nil)
 	if err != nil {

@@ -135,6 +135,11 @@ type StepTx interface {
 	// existing record is left as it is.
 	StepWait(ctx context.Context, p StepBeginParams) error
 	StepFail(ctx context.Context, p StepFailParams) error
+	// StepCancel fails for good, with p's error, a call that has no
+	// outcome yet: a running or retrying step, or an open wait (p.Final
+	// is not read). The call's cancellation scope was cancelled.
+	// flowtype.ErrConflict when the call has no record or an outcome.
+	StepCancel(ctx context.Context, p StepFailParams) error
 	// StepCompensationArm marks the compensation of every completed,
 	// compensable step of a run pending; the unwind of the run starts.
 	StepCompensationArm(ctx context.Context, runID string) error

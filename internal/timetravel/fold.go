@@ -325,10 +325,10 @@ func (f *folder) apply(ev store.Event) {
 		s := f.step(ev, ev.At)
 		s.Status, s.Attempts, s.Error = store.StepRunning, ev.Attempt, ""
 	case flowtype.EventStepCompleted, flowtype.EventTimerFired, flowtype.EventChildFinished,
-		flowtype.EventChildStarted, flowtype.EventRaceWon:
+		flowtype.EventChildStarted, flowtype.EventRaceWon, flowtype.EventScopeCancelled:
 		s := f.step(ev, ev.At)
 		s.Status, s.Error, s.FinishedAt = store.StepCompleted, "", ev.At
-		if ev.Kind == flowtype.EventChildStarted || ev.Kind == flowtype.EventRaceWon {
+		if ev.Kind == flowtype.EventChildStarted || ev.Kind == flowtype.EventRaceWon || ev.Kind == flowtype.EventScopeCancelled {
 			// Recorded in one transaction that begins and completes the
 			// call: one attempt, and no step_started event.
 			s.Attempts = max(s.Attempts, 1)

@@ -78,6 +78,18 @@ SET status = sqlc.arg(status)::text, error = sqlc.arg(error)::text, error_code =
 WHERE run_id = sqlc.arg(run_id)::text AND name = sqlc.arg(name)::text AND occurrence = sqlc.arg(occurrence)::bigint
   AND status = 'running';
 
+-- name: StepCancel :execrows
+-- StepCancel fails for good a call that has no outcome yet (a running or
+-- retrying step, an open wait): the call's cancellation scope was
+-- cancelled, and no attempt follows. The run's lease, checked first by the
+-- same transaction, keeps other writers off the row.
+UPDATE flowlite.steps
+SET status = 'failed', error = sqlc.arg(error)::text, error_code = sqlc.arg(error_code)::text,
+    error_permanent = sqlc.arg(error_permanent)::boolean, error_details = sqlc.narg(error_details)::bytea,
+    finished_at = sqlc.arg(now)::bigint
+WHERE run_id = sqlc.arg(run_id)::text AND name = sqlc.arg(name)::text AND occurrence = sqlc.arg(occurrence)::bigint
+  AND status IN ('running', 'retrying', 'waiting');
+
 -- name: StepCompensationArm :execrows
 -- StepCompensationArm queues the compensation of every completed,
 -- compensable step of a run that starts unwinding. Until then a step's

@@ -52,6 +52,15 @@ SET status = @status, error = @error, error_code = @error_code, error_permanent 
     error_details = @error_details, finished_at = @now
 WHERE run_id = @run_id AND name = @name AND occurrence = @occurrence AND status = 'running';
 
+-- name: StepCancel :execrows
+-- StepCancel fails for good a call that has no outcome yet (a running or
+-- retrying step, an open wait): the call's cancellation scope was
+-- cancelled, and no attempt follows.
+UPDATE flowlite_steps
+SET status = 'failed', error = @error, error_code = @error_code, error_permanent = @error_permanent,
+    error_details = @error_details, finished_at = @now
+WHERE run_id = @run_id AND name = @name AND occurrence = @occurrence AND status IN ('running', 'retrying', 'waiting');
+
 -- name: StepCompensationArm :execrows
 -- StepCompensationArm queues the compensation of every completed,
 -- compensable step of a run that starts unwinding. Until then a step's

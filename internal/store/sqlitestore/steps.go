@@ -106,6 +106,15 @@ func (t *tx) StepFail(ctx context.Context, p store.StepFailParams) error {
 	return stepRows("fail step", p.Key, n, err)
 }
 
+func (t *tx) StepCancel(ctx context.Context, p store.StepFailParams) error {
+	n, err := t.q.StepCancel(ctx, sqlitedb.StepCancelParams{
+		Error: p.Error, Now: &p.Now,
+		ErrorCode: p.Failure.Code, ErrorPermanent: boolInt(p.Failure.Permanent), ErrorDetails: p.Failure.Details,
+		RunID: p.Key.RunID, Name: p.Key.Name, Occurrence: int64(p.Key.Occurrence),
+	})
+	return stepRows("cancel step", p.Key, n, err)
+}
+
 func (t *tx) StepCompensationArm(ctx context.Context, runID string) error {
 	if _, err := t.q.StepCompensationArm(ctx, runID); err != nil {
 		return fmt.Errorf("arm compensations of run %s: %w", runID, interpretError(err))

@@ -26,6 +26,7 @@ func stepTests() []struct {
 		{"StepBeginMany", testStepBeginMany},
 		{"StepComplete", testStepComplete},
 		{"StepFail", testStepFail},
+		{"StepCancel", testStepCancel},
 		{"StepCompensationArm", testStepCompensationArm},
 		{"StepCompensation", testStepCompensation},
 	}
@@ -459,4 +460,40 @@ func testStepCompensation(t *testing.T, s store.Store) {
 		}
 	}
 	expectComp(s3, store.CompensationCompleted, 1, "")
+}
+
+// testStepCancel checks that StepCancel fails a running or retrying step
+// and an open wait for good, with the error's shape, and refuses a call
+// with an outcome or no record.
+func testStepCancel(t *testing.T, s store.Store) {
+	insert(t, s, newRun("r"))
+	key := func(name string) store.StepKey { return store.StepKey{RunID: "r", Name: name} }
+	running, retrying, waiting, done := key("running"), key("retrying"), key("flow.sleep"), key("done")
+	for _, k := range []store.StepKey{running, retrying, done} {
+		beginStep(t, s, k, `{}`, base)
+	}
+	completeStep(t, s, done, `1`, true, base+1)
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		return errors.Join(
+			tx.StepFail(ctx, store.StepFailParams{Key: retrying, Error: "x", Now: base + 2}),
+			tx.StepWait(ctx, store.StepBeginParams{Key: waiting, Input: []byte(`{"until":1}`), Position: 3, Now: base + 2}),
+		)
+	})
+	f := store.Failure{Code: "flowlite.scope_cancelled", Permanent: true}
+	for _, k := range []store.StepKey{running, retrying, waiting} {
+		before := step(t, s, k)
+		do(t, s, func(ctx context.Context, tx store.Tx) error {
+			return tx.StepCancel(ctx, store.StepFailParams{Key: k, Error: "scope cancelled", Failure: f, Now: base + 10})
+		})
+		want := before
+		want.Status, want.Error, want.Failure, want.FinishedAt = store.StepFailed, "scope cancelled", f, base+10
+		checkStep(t, s, want)
+	}
+	doneBefore := step(t, s, done)
+	for _, k := range []store.StepKey{running, done, key("ghost")} {
+		expectErr(t, s, flowtype.ErrConflict, "StepCancel of "+k.Name, func(ctx context.Context, tx store.Tx) error {
+			return tx.StepCancel(ctx, store.StepFailParams{Key: k, Error: "again", Failure: f, Now: base + 20})
+		})
+	}
+	checkStep(t, s, doneBefore)
 }
