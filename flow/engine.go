@@ -308,11 +308,11 @@ func RegisterSafely[In, Out any](e *Engine, wf Workflow[In, Out]) error {
 // Start starts working: claiming runs of the configured queues, renewing
 // leases and rescuing runs of crashed workers. Runs can be started and
 // inspected before Start.
-// An engine opened only to read (flowsqlite.OpenReadOnly) cannot start: it
-// returns ErrReadOnly.
+// An engine opened only to read (flowsqlite.OpenReadOnly, flowpg.Open on a
+// standby) cannot start: it returns ErrReadOnly.
 func (e *Engine) Start(ctx context.Context) error {
 	if e.readOnly != "" {
-		return fmt.Errorf("start engine on %s: %w: it was opened with OpenReadOnly", e.readOnly, ErrReadOnly)
+		return fmt.Errorf("start engine on %s: %w: it was opened only to read", e.readOnly, ErrReadOnly)
 	}
 	for name, l := range e.limits {
 		if err := e.SetQueueLimits(ctx, name, l); err != nil {

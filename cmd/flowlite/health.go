@@ -30,6 +30,10 @@ type healthJSON struct {
 	// replicates it last reported; null when flowlite does not replicate
 	// the file.
 	Replication *replicationJSON `json:"replication,omitempty"`
+	// Standby, on PostgreSQL, says the server is a standby (a read
+	// replica), how far behind its primary; null on a primary and on
+	// SQLite.
+	Standby *standbyJSON `json:"standby,omitempty"`
 	// Engines are the running engines' reports (live or silent); with
 	// --all, the stopped ones' too.
 	Engines []engineJSON `json:"engines"`
@@ -157,20 +161,57 @@ To check the file's integrity, use flowlite check.`,
 				if err != nil {
 					return err
 				}
+				var standby *standbyJSON
+				if !file {
+					if standby, err = a.standby(ctx); err != nil {
+						return err
+					}
+				}
 				if a.json {
 					out := newHealthJSON(h, reports, unworked)
 					out.StoppedHidden = hidden
 					if !file {
 						out.Backend = "postgres"
+						out.Standby = standby
 					}
 					return writeJSON(a.stdout, out)
 				}
-				return a.printHealth(h, file, reports, hidden, unworked)
+				return a.printHealth(h, file, standby, reports, hidden, unworked)
 			})
 		}),
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "list the engines that stopped too")
 	return cmd
+}
+
+// standbyJSON is a PostgreSQL standby's replication state.
+type standbyJSON struct {
+	CaughtUp bool `json:"caught_up"` // replayed all the WAL it received
+	// ReplayAgeMS is how long ago, in ms, the last transaction it replayed
+	// committed on the primary: its lag while not caught up.
+	ReplayAgeMS int64 `json:"replay_age_ms"`
+}
+
+// standby reads whether --db is a PostgreSQL standby; nil when it is not
+// (or is a SQLite file).
+func (a *app) standby(ctx context.Context) (*standbyJSON, error) {
+	db, err := a.database()
+	if err != nil {
+		return nil, err
+	}
+	pg, ok := db.(*pgDatabase)
+	if !ok {
+		return nil, nil
+	}
+	schema, err := pg.schema()
+	if err != nil {
+		return nil, err
+	}
+	info, err := pg.inspect(ctx, schema)
+	if err != nil || !info.Standby {
+		return nil, err
+	}
+	return &standbyJSON{CaughtUp: info.CaughtUp, ReplayAgeMS: info.ReplayAge.Milliseconds()}, nil
 }
 
 // runningEngines returns the reports of the engines that did not stop
@@ -228,9 +269,22 @@ func engineState(r flow.Report) string {
 	}
 }
 
-func (a *app) printHealth(h flow.FileHealth, file bool, reports []flow.Report, hidden int, unworked []flow.UnworkedQueue) error {
+func (a *app) printHealth(h flow.FileHealth, file bool, standby *standbyJSON, reports []flow.Report, hidden int, unworked []flow.UnworkedQueue) error {
 	if !file {
-		if _, err := fmt.Fprintf(a.stdout, "DATABASE  %s (PostgreSQL, schema %s: no file or WAL to show)\n\n", cell(h.Path, 0), a.schema); err != nil {
+		if _, err := fmt.Fprintf(a.stdout, "DATABASE  %s (PostgreSQL, schema %s: no file or WAL to show)\n", cell(h.Path, 0), a.schema); err != nil {
+			return err
+		}
+		if standby != nil {
+			state := "caught up"
+			if !standby.CaughtUp {
+				state = "replaying"
+			}
+			age := time.Duration(standby.ReplayAgeMS) * time.Millisecond
+			if _, err := fmt.Fprintf(a.stdout, "STANDBY   read-only replica, %s; last replayed commit %s ago (its lag while replaying)\n", state, age.Round(time.Millisecond)); err != nil {
+				return err
+			}
+		}
+		if _, err := fmt.Fprintln(a.stdout); err != nil {
 			return err
 		}
 		return a.printEngines(reports, hidden, unworked)

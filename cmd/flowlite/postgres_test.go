@@ -490,3 +490,48 @@ func TestPostgresThroughTransactionPooler(t *testing.T) {
 		t.Errorf("runs without --pooler: exit %d, stderr %q; want exit 1 naming --pooler", r.code, r.stderr)
 	}
 }
+
+// TestPostgresOnAStandby: pointed at a streaming standby
+// (FLOWLITE_PG_STANDBY_DSN, as .ci/run makes one), the CLI reads the runs
+// the primary recorded, health says it is a replica and how far behind,
+// and an action fails as read-only, exit 1, changing nothing.
+func TestPostgresOnAStandby(t *testing.T) {
+	if pgtest.Pooler() != "" {
+		t.Skip("the standby is reached directly")
+	}
+	dsn, schema := pgSchema(t)
+	standby, err := pgtest.StandbyDSN()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if standby == "" {
+		t.Skipf("needs %s: a streaming standby of the test server", pgtest.StandbyDSNEnv)
+	}
+	done, pending := pgRuns(t, dsn, schema)
+	db := []string{"--db", standby, "--schema", schema}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := flowlite(t, nil, append(db, "runs")...)
+		if r.code == exitOK && strings.Contains(r.stdout, done) && strings.Contains(r.stdout, pending) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs on the standby after 30s: exit %d, %q, %q", r.code, r.stdout, r.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pg := pgCLI(t, db)
+	if out := pg("health"); !strings.Contains(out, "STANDBY") {
+		t.Errorf("health on the standby:\n%s\nwant a STANDBY line", out)
+	}
+	if h := decode[healthJSON](t, pg("health", "--json")); h.Standby == nil {
+		t.Error("health --json on the standby: no standby object")
+	}
+	r := flowlite(t, nil, append(db, "cancel", pending)...)
+	if r.code != exitError || !strings.Contains(r.stderr, "read-only") {
+		t.Errorf("cancel on the standby: exit %d, stderr %q; want exit 1, read-only", r.code, r.stderr)
+	}
+	if out := pgCLI(t, []string{"--db", dsn, "--schema", schema})("health"); strings.Contains(out, "STANDBY") {
+		t.Errorf("health on the primary says STANDBY:\n%s", out)
+	}
+}

@@ -62,6 +62,31 @@ func (q *Queries) PayloadInvalidList(ctx context.Context, maxRows int64) ([]Payl
 	return items, nil
 }
 
+const replicaStatus = `-- name: ReplicaStatus :one
+SELECT pg_is_in_recovery() AS in_recovery,
+       COALESCE(pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn(), true)::boolean AS caught_up,
+       COALESCE((EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000)::bigint, 0)::bigint AS replay_age_ms
+`
+
+type ReplicaStatusRow struct {
+	InRecovery  bool
+	CaughtUp    bool
+	ReplayAgeMs int64
+}
+
+// ReplicaStatus says whether the server is a standby in recovery (a read
+// replica), whether it has replayed all the WAL it received, and how long
+// ago the last transaction it replayed committed on the primary, in ms
+// (0 when it is no standby or has replayed none). That age is the lag
+// while the standby is behind; on a standby that caught up with an idle
+// primary it only says how long the primary has been idle.
+func (q *Queries) ReplicaStatus(ctx context.Context) (ReplicaStatusRow, error) {
+	row := q.db.QueryRowContext(ctx, replicaStatus)
+	var i ReplicaStatusRow
+	err := row.Scan(&i.InRecovery, &i.CaughtUp, &i.ReplayAgeMs)
+	return i, err
+}
+
 const runDeleteFinished = `-- name: RunDeleteFinished :execrows
 DELETE FROM flowlite.runs AS d
 WHERE d.status IN ('completed', 'failed', 'cancelled')

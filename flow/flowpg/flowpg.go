@@ -160,7 +160,7 @@ func (b *backend) OpenStore(ctx context.Context) (store.Opened, error) {
 	// BusyTimeout stays zero: PostgreSQL has no database-wide write lock
 	// for a heartbeat to wait out, only row locks held for the length of
 	// one short transaction.
-	return store.Opened{Store: s}, nil
+	return store.Opened{Store: s, ReadOnly: s.ReadOnly()}, nil
 }
 
 // Open opens an engine on the PostgreSQL database dsn names, a URL

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/flowlite/flowlite/internal/store/pgstore"
 )
@@ -14,6 +15,15 @@ type SchemaInfo struct {
 	Flowlite bool  // it holds flowlite's migration table
 	Current  int64 // when Flowlite, the highest version applied
 	Latest   int64 // the highest version this flowlite knows
+	// Standby says the server is a standby in recovery, a read replica:
+	// an engine opened there only reads (Open). CaughtUp says it replayed
+	// all the WAL it received; ReplayAge is how long ago the last
+	// transaction it replayed committed on the primary, its lag while it
+	// is not CaughtUp (and, once caught up, how long the primary has been
+	// idle).
+	Standby   bool
+	CaughtUp  bool
+	ReplayAge time.Duration
 }
 
 // Pending reports whether migrations remain to be applied.
@@ -36,5 +46,8 @@ func Inspect(ctx context.Context, dsn string, opts *Options) (SchemaInfo, error)
 		}
 	}
 	s, err := pgstore.Inspect(ctx, dsn, schema, pooler)
-	return SchemaInfo{Exists: s.Exists, Flowlite: s.Flowlite, Current: s.Status.Current, Latest: s.Status.Latest}, err
+	return SchemaInfo{
+		Exists: s.Exists, Flowlite: s.Flowlite, Current: s.Status.Current, Latest: s.Status.Latest,
+		Standby: s.Replica.Standby, CaughtUp: s.Replica.CaughtUp, ReplayAge: s.Replica.ReplayAge,
+	}, err
 }

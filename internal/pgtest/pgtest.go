@@ -55,6 +55,24 @@ const (
 	DirectDSNEnv = "FLOWLITE_PG_DIRECT_DSN"
 )
 
+// StandbyDSNEnv names a streaming standby of the server DSNEnv's database
+// is on (a hot standby, read-only), for the tests of reads from a replica.
+const StandbyDSNEnv = "FLOWLITE_PG_STANDBY_DSN"
+
+// StandbyDSN returns the database DSN names on the standby StandbyDSNEnv
+// names, or "" when it names none.
+func StandbyDSN() (string, error) {
+	standby := os.Getenv(StandbyDSNEnv)
+	if standby == "" {
+		return "", nil
+	}
+	u, err := url.Parse(DSN())
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", DSNEnv, err)
+	}
+	return WithDatabase(standby, strings.TrimPrefix(u.Path, "/"))
+}
+
 // Pooler returns PoolerEnv: what stands between DSN and the server.
 func Pooler() string { return os.Getenv(PoolerEnv) }
 

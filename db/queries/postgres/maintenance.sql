@@ -62,3 +62,14 @@ LIMIT sqlc.arg(max_rows)::bigint;
 -- transaction runs at on this session: the server's, database's or role's
 -- default_transaction_isolation, unless the connection set its own.
 SELECT current_setting('default_transaction_isolation')::text AS isolation;
+
+-- name: ReplicaStatus :one
+-- ReplicaStatus says whether the server is a standby in recovery (a read
+-- replica), whether it has replayed all the WAL it received, and how long
+-- ago the last transaction it replayed committed on the primary, in ms
+-- (0 when it is no standby or has replayed none). That age is the lag
+-- while the standby is behind; on a standby that caught up with an idle
+-- primary it only says how long the primary has been idle.
+SELECT pg_is_in_recovery() AS in_recovery,
+       COALESCE(pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn(), true)::boolean AS caught_up,
+       COALESCE((EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000)::bigint, 0)::bigint AS replay_age_ms;

@@ -18,6 +18,8 @@ type SchemaInfo struct {
 	// Status is, when Flowlite, the applied and known versions; else only
 	// Latest is set.
 	Status migrate.Status
+	// Replica says whether the server is a standby, and how far behind.
+	Replica ReplicaInfo
 }
 
 // Inspect reads the state of schema in the database dsn without changing
@@ -60,6 +62,11 @@ func inspect(ctx context.Context, dsn, schema string, pooler Pooler) (SchemaInfo
 	if info.Status, err = migrate.Known(db, d); err != nil {
 		return info, err
 	}
+	row, err := pgdb.New(db).ReplicaStatus(ctx)
+	if err != nil {
+		return info, err
+	}
+	info.Replica = replicaInfo(row)
 	if info.Exists, err = pgdb.New(db).SchemaExists(ctx, schema); err != nil || !info.Exists {
 		return info, err
 	}

@@ -312,6 +312,9 @@ func (s *Store) listenConfig(ctx context.Context) (*pgx.ConnConfig, error) {
 	if s.noWakes {
 		return nil, fmt.Errorf("%w: the store was opened with Options.NoWakes", flowtype.ErrNotSupported)
 	}
+	if s.readOnly != "" {
+		return nil, fmt.Errorf("%w: a standby cannot LISTEN; the change feed and waits read it by polling", flowtype.ErrNotSupported)
+	}
 	if s.directConfig != nil {
 		return s.directConfig.Copy(), nil
 	}

@@ -159,6 +159,9 @@ type Store struct {
 	// none), for LISTEN and migrations (pooler.go).
 	pooler       Pooler
 	directConfig *pgx.ConnConfig
+	// readOnly, when set, says why the store only reads: it is on a
+	// standby (replica.go).
+	readOnly string
 
 	// feed is how far the change feed is final, and committed wakes its
 	// readers in this process after every Write (feed.go).
@@ -322,17 +325,31 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		return nil, err
 	}
 	names := newQualifier(schema)
+	var replica pgdb.ReplicaStatusRow
+	if err := retryDeadSession(ctx, db, "read whether the server is a standby", func() (err error) {
+		replica, err = pgdb.New(db).ReplicaStatus(ctx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
 	direct, err := directConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	if direct != nil || opts.Pooler == TransactionPooler {
+	switch {
+	case replica.InRecovery:
+		err = checkReplicaSchema(ctx, db, schema, names)
+	case direct != nil || opts.Pooler == TransactionPooler:
 		err = migrateBehindPooler(ctx, db, direct, schema, names)
-	} else {
+	default:
 		err = migrateSchema(ctx, db, schema, names)
 	}
 	if err != nil {
 		return nil, err
+	}
+	readOnly := ""
+	if replica.InRecovery {
+		readOnly = "schema " + schema + " of a standby server (in recovery)"
 	}
 	closedCtx, closing := context.WithCancel(context.Background())
 	return &Store{
@@ -340,7 +357,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		channel: wakeChannel(schema), feedChannel: feedChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
 		connWait: cmp.Or(max(opts.NetworkTimeout, 0), DefaultNetworkTimeout), claimGrace: claimGrace,
 		explicitTx: isolation != "read committed",
-		pooler:     opts.Pooler, directConfig: direct,
+		pooler:     opts.Pooler, directConfig: direct, readOnly: readOnly,
 		closedCtx: closedCtx, closing: closing,
 	}, nil
 }

@@ -37,6 +37,9 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	if s.closed.Load() {
 		return flowtype.ErrClosed
 	}
+	if s.readOnly != "" {
+		return s.errReadOnly()
+	}
 	conn, sqlTx, err := s.begin(ctx, true) // a dead pooled connection is skipped (deadconn.go)
 	if err != nil {
 		return err
@@ -114,6 +117,9 @@ func (s *Store) WriteInTx(ctx context.Context, sqlTx *sql.Tx, fn func(store.Tx) 
 	}
 	if s.closed.Load() {
 		return flowtype.ErrClosed
+	}
+	if s.readOnly != "" {
+		return s.errReadOnly()
 	}
 	t := s.newTx(sqlTx)
 	if err := fn(t); err != nil {
