@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -92,6 +93,28 @@ func TestProgressIsVisibleWhileAStepRunsAndKeptAfter(t *testing.T) {
 	}
 	if n < 2 || n > 10 {
 		t.Fatalf("%d step_progress events for 1000 calls, want a few (at least one while running and the last)", n)
+	}
+	// Time travel shows the progress as it stood after each event.
+	events, err := e.History(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.Kind != flow.EventStepProgress {
+			continue
+		}
+		st, err := e.InspectAfter(ctx, run.ID(), ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want flow.Progress
+		if err := json.Unmarshal([]byte(ev.Detail), &want); err != nil {
+			t.Fatal(err)
+		}
+		if p := st.Run.Steps[0].Progress; p == nil || *p != want || st.Run.Status != flow.StatusRunning {
+			t.Fatalf("InspectAfter the first progress event: %s, %+v; want running at %+v", st.Run.Status, p, want)
+		}
+		break
 	}
 }
 
