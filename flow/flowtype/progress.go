@@ -6,19 +6,25 @@ import (
 	"time"
 )
 
-// EventStepProgress: an attempt of a step reported how far it got
-// (flow.SetProgress). Detail holds the Progress as JSON. The engine writes
-// the latest value of an attempt at most every few hundred milliseconds and
-// once more with the attempt's outcome, so the history holds a sample of
-// the calls, not one event per call.
-const EventStepProgress = "step_progress"
+// The event kind of step progress, beside the others of event.go.
+const (
+	// EventStepProgress: an attempt of a step reported how far it got
+	// (flow.SetProgress). Detail holds the Progress as JSON. The engine
+	// writes the latest value of an attempt at most every few hundred
+	// milliseconds and once more with the attempt's outcome, so the
+	// history holds a sample of the calls, not one event per call.
+	EventStepProgress = "step_progress"
+)
 
 // Progress is how far a step attempt or a job's handler got: Done units of
 // work out of Total (zero when the total is unknown), and a Message for a
 // person. The latest value reported wins.
 type Progress struct {
-	Done    int64  `json:"done"`
-	Total   int64  `json:"total,omitempty"`
+	// Done is how many units of work are done.
+	Done int64 `json:"done"`
+	// Total is how many there are in all; zero when unknown.
+	Total int64 `json:"total,omitempty"`
+	// Message says what is going on, for a person.
 	Message string `json:"message,omitempty"`
 }
 
@@ -48,9 +54,9 @@ func (p Progress) String() string {
 
 // StepProgress is the latest progress of one step attempt, as recorded.
 type StepProgress struct {
-	Step       string
-	Occurrence int
-	Attempt    int
+	Step       string // the step's name
+	Occurrence int    // the step call's occurrence in the run, from 0
+	Attempt    int    // the attempt that reported it, from 1
 	Progress
 	At time.Time // when the value was recorded
 }
