@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,5 +177,39 @@ func TestSetProgressOutsideAStep(t *testing.T) {
 	}
 	if err := flow.SetPercent(context.Background(), 140, ""); err == nil {
 		t.Fatal("SetPercent(140): no error")
+	}
+}
+
+// A RunTx step's last progress commits with its checkpoint.
+func TestProgressOfATransactionalStep(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	e := openEngine(t, dbPath(t), nil)
+	step := flow.Step[int, int]{Name: "ledger", RunTx: func(ctx context.Context, _ *sql.Tx, n int) (int, error) {
+		for i := 1; i <= n; i++ {
+			if err := flow.SetPercent(ctx, float64(i*100/n), "booked"); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	}}
+	wf := flow.Workflow[int, int]{Name: "progress_ledger", Run: func(wc flow.Context, n int) (int, error) {
+		return flow.Do(wc, step, n)
+	}}
+	flow.Register(e, wf)
+	startEngine(t, e)
+	run, err := flow.Start(ctx, e, wf, 200, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, err := e.Inspect(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := info.Steps[0].Progress; p == nil || p.Done != 100 || p.Total != 100 || p.Message != "booked" {
+		t.Fatalf("progress of the RunTx step = %+v, want 100%% booked", p)
 	}
 }

@@ -66,7 +66,7 @@ func (x *execution) newProgress(key store.StepKey, attempt int) *progressSlot {
 // was not written yet, for the execution's next write (the attempt's
 // outcome) to carry.
 func (x *execution) endProgress(s *progressSlot) {
-	if ev := s.end(); ev != nil {
+	if ev := s.end(false); ev != nil {
 		x.later(checkpoint{progress: ev, step: store.StepCompleteParams{Now: x.e.nowMs()}})
 	}
 }
@@ -111,8 +111,11 @@ func cutMessage(m string) string {
 
 // end marks the attempt ended and returns the event of its last progress
 // when it was not written yet, for its outcome to carry. A sample being
-// written is waited for, so that the history orders it before the outcome.
-func (s *progressSlot) end() *store.Event {
+// written is waited for, so that the history orders it before the outcome;
+// inside a write transaction (inTx: a RunTx step's checkpoint), which that
+// write may be waiting for, the last value is returned again instead, so
+// that it is recorded whether or not that write commits.
+func (s *progressSlot) end(inTx bool) *store.Event {
 	s.mu.Lock()
 	s.ended = true
 	writing, registered := s.writing, s.registered
@@ -120,13 +123,13 @@ func (s *progressSlot) end() *store.Event {
 	if !registered {
 		return nil
 	}
-	if writing != nil {
+	if writing != nil && !inTx {
 		<-writing
 	}
 	s.x.e.progress.remove(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.dirty {
+	if !s.dirty && (s.writing == nil || !inTx) {
 		return nil
 	}
 	s.dirty = false

@@ -73,7 +73,7 @@ func TestProgressBoardCoalesces(t *testing.T) {
 		settle(again, nil)
 	}
 	set(7)
-	if ev := s.end(); ev == nil || ev.Detail != `{"done":7,"total":10}` {
+	if ev := s.end(false); ev == nil || ev.Detail != `{"done":7,"total":10}` {
 		t.Fatalf("end = %+v, want the unwritten last value", ev)
 	}
 	if err := SetProgress(contextWith(s), flowtype.Progress{Done: 8}); err == nil {

@@ -138,10 +138,10 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 	var err error
 
 	prog := x.newProgress(key, attempt)
-	defer prog.end() // when no outcome took its last value (a lost write)
+	defer prog.end(false) // when no outcome took its last value (a lost write)
 	completed := func(output []byte) checkpoint {
 		p := store.StepCompleteParams{Key: key, Output: output, Compensable: def.Compensate != nil, Now: x.e.nowMs()}
-		return checkpoint{step: p, attempt: attempt, progress: prog.end()}
+		return checkpoint{step: p, attempt: attempt, progress: prog.end(def.Transactional)}
 	}
 	var output []byte
 	var bodyErr error
