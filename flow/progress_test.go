@@ -95,6 +95,19 @@ func TestProgressIsVisibleWhileAStepRunsAndKeptAfter(t *testing.T) {
 	if n < 2 || n > 10 {
 		t.Fatalf("%d step_progress events for 1000 calls, want a few (at least one while running and the last)", n)
 	}
+	// The change feed carries the samples as any event.
+	fed := 0
+	for c, err := range e.Changes(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.RunID == run.ID() && c.Kind == flow.EventStepProgress {
+			fed++
+		}
+	}
+	if fed != n {
+		t.Fatalf("the change feed has %d step_progress changes of the run, the history %d", fed, n)
+	}
 	// Time travel shows the progress as it stood after each event.
 	events, err := e.History(ctx, run.ID())
 	if err != nil {
