@@ -65,6 +65,15 @@ func SetPercent(ctx context.Context, pct float64, message string) error {
 // the run that reported any, in the order they first reported. An unknown
 // run is ErrRunNotFound.
 func GetProgress(ctx context.Context, e *Engine, runID string) ([]StepProgress, error) {
+	_, ps, err := readProgress(ctx, e, runID)
+	if err != nil {
+		return nil, fmt.Errorf("get progress of run %s: %w", runID, err)
+	}
+	return ps, nil
+}
+
+// readProgress reads a run's status and progress from one snapshot.
+func readProgress(ctx context.Context, e *Engine, runID string) (RunStatus, []StepProgress, error) {
 	type read struct {
 		run    store.Run
 		events []store.Event
@@ -82,9 +91,9 @@ func GetProgress(ctx context.Context, e *Engine, runID string) ([]StepProgress, 
 		return g, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get progress of run %s: %w", runID, err)
+		return "", nil, err
 	}
-	return latestProgress(got.events), nil
+	return got.run.Status, latestProgress(got.events), nil
 }
 
 // WatchProgress calls fn with the run's progress (as GetProgress returns
@@ -96,21 +105,17 @@ func WatchProgress(ctx context.Context, e *Engine, runID string, fn func(RunStat
 	var last []StepProgress
 	first := true
 	for {
-		info, err := e.Inspect(ctx, runID)
+		status, now, err := readProgress(ctx, e, runID)
 		if err != nil {
 			return fmt.Errorf("watch progress of run %s: %w", runID, err)
 		}
-		now, err := GetProgress(ctx, e, runID)
-		if err != nil {
-			return fmt.Errorf("watch progress of run %s: %w", runID, err)
-		}
-		if first || !slices.Equal(now, last) || info.Status.Finished() {
-			if err := fn(info.Status, now); err != nil {
+		if first || !slices.Equal(now, last) || status.Finished() {
+			if err := fn(status, now); err != nil {
 				return err
 			}
 			first, last = false, now
 		}
-		if info.Status.Finished() {
+		if status.Finished() {
 			return nil
 		}
 		timer := time.NewTimer(e.core.Config().PollInterval)
