@@ -79,6 +79,10 @@ type StepRecord struct {
 	CompensationError    string
 	StartedAt            time.Time
 	FinishedAt           time.Time
+	// Progress is the latest progress its current attempt reported (see
+	// SetProgress): of the attempt running, or the last one's once the step
+	// ended; nil when that attempt reported none.
+	Progress *Progress
 }
 
 // Event kinds of a run's history; see [flowtype.EventRunStarted] and the
@@ -218,6 +222,11 @@ func readRun(ctx context.Context, r store.Reader, runID string) (RunInfo, error)
 	for _, s := range steps {
 		info.Steps = append(info.Steps, stepRecord(s))
 	}
+	progress, err := r.EventListKind(ctx, runID, flowtype.EventStepProgress)
+	if err != nil {
+		return RunInfo{}, err
+	}
+	attachProgress(&info, latestProgress(progress))
 	return info, nil
 }
 

@@ -132,6 +132,7 @@ func runState(recs timetravel.Records, st timetravel.State) RunState {
 			out.Waits = append(out.Waits, rec)
 		}
 	}
+	attachProgress(&out.Run, latestProgress(recs.Events[:st.Events]))
 	for _, r := range st.Received {
 		out.Signals = append(out.Signals, ReceivedSignal{
 			ID: r.Signal.ID, Name: r.Signal.Name, Payload: raw(r.Signal.Payload),

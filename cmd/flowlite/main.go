@@ -4,6 +4,7 @@
 //	flowlite --db app.db runs --status suspended
 //	flowlite --db app.db show RUN
 //	flowlite --db app.db history RUN [--export [-o FILE]]
+//	flowlite --db app.db progress RUN [--follow]
 //	flowlite --db app.db changes [--follow] [--json] [--consumer NAME]
 //	flowlite --db app.db stats; health
 //	flowlite --db app.db cancel|resume|skip|retry|revive RUN
@@ -189,6 +190,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.runsCommand(),
 		a.showCommand(),
 		a.historyCommand(),
+		a.progressCommand(),
 		a.changesCommand(),
 		a.statsCommand(),
 		a.cancelCommand(),

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,9 @@ type stepJSON struct {
 	CompensationError    string          `json:"compensation_error,omitempty"`
 	StartedAt            time.Time       `json:"started_at,omitzero"`
 	FinishedAt           time.Time       `json:"finished_at,omitzero"`
+	// Progress is the latest progress of the step's current attempt
+	// (flow.SetProgress).
+	Progress *flow.Progress `json:"progress,omitempty"`
 }
 
 // runDetailJSON is a run with its steps, as show --json prints it.
@@ -92,7 +96,7 @@ func newRunDetailJSON(info flow.RunInfo) runDetailJSON {
 			Name: s.Name, Occurrence: s.Occurrence, Status: s.Status, Attempts: s.Attempts, Error: s.Error,
 			Input: s.Input, Output: s.Output, Compensation: s.Compensation,
 			CompensationAttempts: s.CompensationAttempts, CompensationError: s.CompensationError,
-			StartedAt: utc(s.StartedAt), FinishedAt: utc(s.FinishedAt),
+			StartedAt: utc(s.StartedAt), FinishedAt: utc(s.FinishedAt), Progress: s.Progress,
 		}
 	}
 	if p := flow.Published(info); len(p) > 0 {
@@ -132,6 +136,11 @@ func (a *app) printRun(info flow.RunInfo, held string) error {
 	published := flow.Published(info)
 	for _, k := range slices.Sorted(maps.Keys(published)) {
 		h.row("Published "+cell(k, 0), cell(string(published[k]), 100))
+	}
+	for _, s := range info.Steps {
+		if s.Progress != nil {
+			h.row("Progress "+cell(stepName(s.Name, s.Occurrence), 0), cell(strings.TrimSpace(progressAmount(*s.Progress)+" "+s.Progress.Message), 100))
+		}
 	}
 	if err := h.flush(); err != nil {
 		return err

@@ -53,6 +53,55 @@ func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) (int64
 	return result.RowsAffected()
 }
 
+const eventAppendLeased = `-- name: EventAppendLeased :execrows
+INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
+SELECT r.id, $1::bigint, $2::text, $3::text,
+       $4::bigint, $5::bigint, $6::text
+FROM flowlite.runs AS r
+WHERE r.id = $7::text AND r.lease_owner = $8::text
+  AND r.fence = $9::bigint AND pg_current_xact_id() IS NOT NULL
+`
+
+type EventAppendLeasedParams struct {
+	At         int64
+	Kind       string
+	Step       string
+	Occurrence int64
+	Attempt    int64
+	Detail     string
+	RunID      string
+	Owner      string
+	Fence      int64
+}
+
+// EventAppendLeased appends to a run's history, as EventAppend does, only
+// while @owner holds the run's lease at @fence: a write batched across runs
+// (step progress) skips a run whose lease was lost, or which is gone,
+// instead of failing the others' with it. No row means it was skipped.
+// It takes no lock on the run's row (it only reads it, and events have no
+// foreign key to lock it with: migration 00012), so a batch over many runs
+// cannot deadlock with their own writes; a takeover that commits between
+// the check and the commit leaves one progress sample of the attempt the
+// old lease ran, which is still true of that attempt. The WHERE clause
+// gives the transaction its ID first, as in EventAppend.
+func (q *Queries) EventAppendLeased(ctx context.Context, arg EventAppendLeasedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, eventAppendLeased,
+		arg.At,
+		arg.Kind,
+		arg.Step,
+		arg.Occurrence,
+		arg.Attempt,
+		arg.Detail,
+		arg.RunID,
+		arg.Owner,
+		arg.Fence,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const eventAppendMany = `-- name: EventAppendMany :execrows
 INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
 SELECT j.v ->> 'run_id', (j.v ->> 'at')::bigint, j.v ->> 'kind', j.v ->> 'step',
@@ -82,6 +131,49 @@ SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM flowlite.eve
 
 func (q *Queries) EventList(ctx context.Context, runID string) ([]Event, error) {
 	rows, err := q.db.QueryContext(ctx, eventList, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.ID,
+			&i.RunID,
+			&i.At,
+			&i.Kind,
+			&i.Step,
+			&i.Occurrence,
+			&i.Attempt,
+			&i.Detail,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventListKind = `-- name: EventListKind :many
+SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM flowlite.events WHERE run_id = $1 AND kind = $2 ORDER BY id
+`
+
+type EventListKindParams struct {
+	RunID string
+	Kind  string
+}
+
+// EventListKind returns the events of one kind in a run's history, oldest
+// first: the progress readers want the step_progress events only.
+func (q *Queries) EventListKind(ctx context.Context, arg EventListKindParams) ([]Event, error) {
+	rows, err := q.db.QueryContext(ctx, eventListKind, arg.RunID, arg.Kind)
 	if err != nil {
 		return nil, err
 	}

@@ -105,6 +105,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventAppendStmt, err = db.PrepareContext(ctx, eventAppend); err != nil {
 		return nil, fmt.Errorf("error preparing query EventAppend: %w", err)
 	}
+	if q.eventAppendLeasedStmt, err = db.PrepareContext(ctx, eventAppendLeased); err != nil {
+		return nil, fmt.Errorf("error preparing query EventAppendLeased: %w", err)
+	}
 	if q.eventAppendManyStmt, err = db.PrepareContext(ctx, eventAppendMany); err != nil {
 		return nil, fmt.Errorf("error preparing query EventAppendMany: %w", err)
 	}
@@ -113,6 +116,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
 		return nil, fmt.Errorf("error preparing query EventList: %w", err)
+	}
+	if q.eventListKindStmt, err = db.PrepareContext(ctx, eventListKind); err != nil {
+		return nil, fmt.Errorf("error preparing query EventListKind: %w", err)
 	}
 	if q.feedConsumerAckStmt, err = db.PrepareContext(ctx, feedConsumerAck); err != nil {
 		return nil, fmt.Errorf("error preparing query FeedConsumerAck: %w", err)
@@ -566,6 +572,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing eventAppendStmt: %w", cerr)
 		}
 	}
+	if q.eventAppendLeasedStmt != nil {
+		if cerr := q.eventAppendLeasedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventAppendLeasedStmt: %w", cerr)
+		}
+	}
 	if q.eventAppendManyStmt != nil {
 		if cerr := q.eventAppendManyStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventAppendManyStmt: %w", cerr)
@@ -579,6 +590,11 @@ func (q *Queries) Close() error {
 	if q.eventListStmt != nil {
 		if cerr := q.eventListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
+		}
+	}
+	if q.eventListKindStmt != nil {
+		if cerr := q.eventListKindStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventListKindStmt: %w", cerr)
 		}
 	}
 	if q.feedConsumerAckStmt != nil {
@@ -1167,9 +1183,11 @@ type Queries struct {
 	engineReportListStmt                *sql.Stmt
 	engineReportUpsertStmt              *sql.Stmt
 	eventAppendStmt                     *sql.Stmt
+	eventAppendLeasedStmt               *sql.Stmt
 	eventAppendManyStmt                 *sql.Stmt
 	eventFeedStmt                       *sql.Stmt
 	eventListStmt                       *sql.Stmt
+	eventListKindStmt                   *sql.Stmt
 	feedConsumerAckStmt                 *sql.Stmt
 	feedConsumerDeleteStmt              *sql.Stmt
 	feedConsumerGetStmt                 *sql.Stmt
@@ -1307,9 +1325,11 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		engineReportListStmt:                q.engineReportListStmt,
 		engineReportUpsertStmt:              q.engineReportUpsertStmt,
 		eventAppendStmt:                     q.eventAppendStmt,
+		eventAppendLeasedStmt:               q.eventAppendLeasedStmt,
 		eventAppendManyStmt:                 q.eventAppendManyStmt,
 		eventFeedStmt:                       q.eventFeedStmt,
 		eventListStmt:                       q.eventListStmt,
+		eventListKindStmt:                   q.eventListKindStmt,
 		feedConsumerAckStmt:                 q.feedConsumerAckStmt,
 		feedConsumerDeleteStmt:              q.feedConsumerDeleteStmt,
 		feedConsumerGetStmt:                 q.feedConsumerGetStmt,

@@ -45,6 +45,49 @@ func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) error 
 	return err
 }
 
+const eventAppendLeased = `-- name: EventAppendLeased :execrows
+INSERT INTO flowlite_events (id, run_id, at, kind, step, occurrence, attempt, detail)
+SELECT (SELECT max(coalesce((SELECT max(id) FROM flowlite_events), 0), f.purged_through) + 1
+        FROM flowlite_feed AS f WHERE f.id = 1),
+       r.id, ?1, ?2, ?3, ?4, ?5, ?6
+FROM flowlite_runs AS r
+WHERE r.id = ?7 AND r.lease_owner = ?8 AND r.fence = ?9
+`
+
+type EventAppendLeasedParams struct {
+	At         int64
+	Kind       string
+	Step       string
+	Occurrence int64
+	Attempt    int64
+	Detail     string
+	RunID      string
+	Owner      *string
+	Fence      int64
+}
+
+// EventAppendLeased appends to a run's history, as EventAppend does, only
+// while @owner holds the run's lease at @fence: a write batched across runs
+// (step progress) skips a run whose lease was lost, or which is gone,
+// instead of failing the others' with it. No row means it was skipped.
+func (q *Queries) EventAppendLeased(ctx context.Context, arg EventAppendLeasedParams) (int64, error) {
+	result, err := q.exec(ctx, q.eventAppendLeasedStmt, eventAppendLeased,
+		arg.At,
+		arg.Kind,
+		arg.Step,
+		arg.Occurrence,
+		arg.Attempt,
+		arg.Detail,
+		arg.RunID,
+		arg.Owner,
+		arg.Fence,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const eventAppendMany = `-- name: EventAppendMany :exec
 INSERT INTO flowlite_events (id, run_id, at, kind, step, occurrence, attempt, detail)
 SELECT (SELECT max(coalesce((SELECT max(id) FROM flowlite_events), 0), f.purged_through)
@@ -70,6 +113,49 @@ SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM flowlite_eve
 
 func (q *Queries) EventList(ctx context.Context, runID string) ([]Event, error) {
 	rows, err := q.query(ctx, q.eventListStmt, eventList, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Event{}
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.ID,
+			&i.RunID,
+			&i.At,
+			&i.Kind,
+			&i.Step,
+			&i.Occurrence,
+			&i.Attempt,
+			&i.Detail,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventListKind = `-- name: EventListKind :many
+SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM flowlite_events WHERE run_id = ?1 AND kind = ?2 ORDER BY id
+`
+
+type EventListKindParams struct {
+	RunID string
+	Kind  string
+}
+
+// EventListKind returns the events of one kind in a run's history, oldest
+// first: the progress readers want the step_progress events only.
+func (q *Queries) EventListKind(ctx context.Context, arg EventListKindParams) ([]Event, error) {
+	rows, err := q.query(ctx, q.eventListKindStmt, eventListKind, arg.RunID, arg.Kind)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,18 @@ func (d *Dashboard) funcs() template.FuncMap {
 		"pretty": prettyJSON,
 		// published lists what a run published (flow.Publish), latest per key.
 		"published": flow.Published,
-		"statuses":  statuses,
+		// progressed lists the steps of a run whose current attempt
+		// reported progress (flow.SetProgress).
+		"progressed": progressed,
+		// percent is a progress's whole percentage, empty when its total
+		// is unknown.
+		"percent": func(p flow.Progress) string {
+			if pct, ok := p.Percent(); ok {
+				return fmt.Sprintf("%.0f%%", pct)
+			}
+			return ""
+		},
+		"statuses": statuses,
 		"step": func(name string, occ int) string {
 			return fmt.Sprintf("%s#%d", name, occ)
 		},

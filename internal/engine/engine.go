@@ -215,6 +215,7 @@ type Engine struct {
 	warnedQueues   sync.Map       // queue name → struct{}: unworked start logged (unworked.go)
 	outage         outages        // loops whose polls find the database unavailable (outage.go)
 	outcomes       outcomeBatcher // outcomes of runs written together (outcome.go)
+	progress       progressBoard  // step progress waiting for its write (progress.go)
 	limits         limitCache     // the queues' flow control, as last read (limits.go)
 	stepRatePruned sync.Map       // step rate limiter bucket: when this engine last pruned its starts (steprate.go)
 	setLimits      SetLimits      // a shard set's count of global limits across its files, or nil (setlimits.go)
@@ -364,6 +365,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.loops.Go(func() error { e.runMaintainer(loopCtx); return nil })
 	e.loops.Go(func() error { e.runReporter(loopCtx); return nil })
 	e.loops.Go(func() error { e.runListener(loopCtx); return nil })
+	e.loops.Go(func() error { e.runProgressFlusher(loopCtx); return nil })
 	return nil
 }
 

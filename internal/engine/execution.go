@@ -202,11 +202,26 @@ func (x *execution) undoBegun(ctx context.Context, tx store.Tx, why string, now 
 type checkpoint struct {
 	step    store.StepCompleteParams
 	attempt int
+	// progress is the attempt's last progress, not written yet (see
+	// progressSlot.end), recorded before its completion; a checkpoint of
+	// progress alone (after a failed attempt) has no step.
+	progress *store.Event
 }
+
+// progressOnly reports whether c carries only an attempt's last progress.
+func (c checkpoint) progressOnly() bool { return c.step.Key.RunID == "" }
 
 // writeCheckpoint records c in tx, with its event dated when the step
 // completed.
 func (x *execution) writeCheckpoint(ctx context.Context, tx store.Tx, c checkpoint) error {
+	if c.progress != nil {
+		if err := x.event(ctx, tx, c.step.Now, *c.progress); err != nil {
+			return err
+		}
+	}
+	if c.progressOnly() {
+		return nil
+	}
 	if err := tx.StepComplete(ctx, c.step); err != nil {
 		return err
 	}

@@ -185,7 +185,7 @@ func (x *execution) finishBatched(status flowtype.RunStatus, output []byte, errM
 		return errNotBatched
 	}
 	deferred := x.takeDeferred()
-	if len(deferred) > 1 {
+	if len(deferred) > 1 || len(deferred) == 1 && deferred[0].progressOnly() {
 		x.restoreDeferred(deferred)
 		return errNotBatched
 	}
@@ -263,6 +263,11 @@ func (e *Engine) writeOutcomes(batch []*outcome) {
 			}
 			x := o.x
 			if c := o.checkpoint; c != nil {
+				if c.progress != nil {
+					if err := x.event(ctx, tx, c.step.Now, *c.progress); err != nil {
+						return err
+					}
+				}
 				if err := x.event(ctx, tx, c.step.Now, c.event()); err != nil {
 					return err
 				}

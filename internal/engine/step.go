@@ -149,9 +149,11 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 	}
 	var err error
 
+	prog := x.newProgress(key, attempt)
+	defer prog.end(false) // when no outcome took its last value (a lost write)
 	completed := func(output []byte) checkpoint {
 		p := store.StepCompleteParams{Key: key, Output: output, Compensable: def.Compensate != nil, Now: x.e.nowMs()}
-		return checkpoint{step: p, attempt: attempt}
+		return checkpoint{step: p, attempt: attempt, progress: prog.end(def.Transactional)}
 	}
 	var output []byte
 	var bodyErr error
@@ -162,12 +164,12 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 				return errBodyRan
 			}
 			ran = true
-			if output, bodyErr = x.callStep(rc, key, def, attempt, tx.SQL()); bodyErr != nil {
+			if output, bodyErr = x.callStep(rc, key, def, attempt, prog, tx.SQL()); bodyErr != nil {
 				return errBodyFailed
 			}
 			return x.writeCheckpoint(ctx, tx, completed(output))
 		})
-	} else if output, bodyErr = x.callStep(rc, key, def, attempt, nil); bodyErr == nil {
+	} else if output, bodyErr = x.callStep(rc, key, def, attempt, prog, nil); bodyErr == nil {
 		// The checkpoint commits with the run's next transaction, which
 		// comes before anything can depend on it.
 		x.later(completed(output))
@@ -179,6 +181,7 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 		rc.st.addOutput(output)
 		return output, nil
 	}
+	x.endProgress(prog) // its outcome's write carries the last value
 	if err != nil && !errors.Is(err, errBodyFailed) {
 		return nil, rc.Abort(err)
 	}
@@ -242,13 +245,13 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 }
 
 // callStep runs one attempt of a step body under its timeout and the
-// engine's interceptor.
-func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attempt int, tx *sql.Tx) ([]byte, error) {
+// engine's interceptor; the body's context carries prog for SetProgress.
+func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attempt int, prog *progressSlot, tx *sql.Tx) ([]byte, error) {
 	var output []byte
 	info := flowtype.AttemptInfo{RunID: key.RunID, Workflow: x.def.Key, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt}
 	err := x.callAttempt(rc.Context, info, def.Timeout, func(ctx context.Context) error {
 		var err error
-		output, err = def.Run(ctx, tx)
+		output, err = def.Run(context.WithValue(ctx, progressKey{}, prog), tx)
 		if err == nil && tx != nil {
 			// The shared transaction runs the body's statements detached
 			// from ctx (an interrupt would roll back the other callers of

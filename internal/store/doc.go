@@ -62,7 +62,11 @@
 // the whole unit of work back. RunFinishMany fences each of its runs on its
 // own row instead and reports the lost ones by index, so that one lost lease
 // does not roll back the other runs of a batch; the engine rolls back only
-// when it fails otherwise. Guarded state changes that take no lease
+// when it fails otherwise. EventAppendLeased is fenced the same way, per
+// event, reporting a lost lease (or a run that is gone) as false rather
+// than ErrLeaseLost, and takes no lock on the run's row: it is for events
+// that stay true of the attempt that wrote them (step progress), which the
+// engine batches across runs. Guarded state changes that take no lease
 // (RunSetStatus, ScheduleAdvance, StepComplete…) are compare-and-sets in one
 // statement and return flowtype.ErrConflict, or report false, when the row
 // is not in the expected state.

@@ -19,6 +19,9 @@ type Event struct {
 // EventReader reads the history of a run.
 type EventReader interface {
 	EventList(ctx context.Context, runID string) ([]Event, error)
+	// EventListKind returns the events of kind in the history of a run,
+	// oldest first (none for an unknown run).
+	EventListKind(ctx context.Context, runID, kind string) ([]Event, error)
 }
 
 // EventTx appends to the history of a run inside a write transaction, so an
@@ -28,4 +31,12 @@ type EventTx interface {
 	// EventAppendMany appends events in order, as EventAppend would one by
 	// one, in a few statements rather than one per event.
 	EventAppendMany(ctx context.Context, events []Event) error
+	// EventAppendLeased appends e, as EventAppend does, only while l holds
+	// the run's lease, and reports whether it did. A lost lease or a run
+	// that is gone skips the event without an error, so that one write can
+	// carry the events of many runs (step progress) whatever became of
+	// some of them. It takes no lock on the run's row: it is for events
+	// that may outlive a takeover by one commit, true of the attempt that
+	// made them.
+	EventAppendLeased(ctx context.Context, l Lease, e Event) (bool, error)
 }

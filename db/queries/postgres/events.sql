@@ -30,3 +30,26 @@ ORDER BY j.n;
 
 -- name: EventList :many
 SELECT * FROM flowlite.events WHERE run_id = @run_id ORDER BY id;
+
+-- name: EventListKind :many
+-- EventListKind returns the events of one kind in a run's history, oldest
+-- first: the progress readers want the step_progress events only.
+SELECT * FROM flowlite.events WHERE run_id = @run_id AND kind = @kind ORDER BY id;
+
+-- name: EventAppendLeased :execrows
+-- EventAppendLeased appends to a run's history, as EventAppend does, only
+-- while @owner holds the run's lease at @fence: a write batched across runs
+-- (step progress) skips a run whose lease was lost, or which is gone,
+-- instead of failing the others' with it. No row means it was skipped.
+-- It takes no lock on the run's row (it only reads it, and events have no
+-- foreign key to lock it with: migration 00012), so a batch over many runs
+-- cannot deadlock with their own writes; a takeover that commits between
+-- the check and the commit leaves one progress sample of the attempt the
+-- old lease ran, which is still true of that attempt. The WHERE clause
+-- gives the transaction its ID first, as in EventAppend.
+INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
+SELECT r.id, sqlc.arg(at)::bigint, sqlc.arg(kind)::text, sqlc.arg(step)::text,
+       sqlc.arg(occurrence)::bigint, sqlc.arg(attempt)::bigint, sqlc.arg(detail)::text
+FROM flowlite.runs AS r
+WHERE r.id = sqlc.arg(run_id)::text AND r.lease_owner = sqlc.arg(owner)::text
+  AND r.fence = sqlc.arg(fence)::bigint AND pg_current_xact_id() IS NOT NULL;

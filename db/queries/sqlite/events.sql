@@ -25,3 +25,20 @@ ORDER BY j.key;
 
 -- name: EventList :many
 SELECT * FROM flowlite_events WHERE run_id = @run_id ORDER BY id;
+
+-- name: EventListKind :many
+-- EventListKind returns the events of one kind in a run's history, oldest
+-- first: the progress readers want the step_progress events only.
+SELECT * FROM flowlite_events WHERE run_id = @run_id AND kind = @kind ORDER BY id;
+
+-- name: EventAppendLeased :execrows
+-- EventAppendLeased appends to a run's history, as EventAppend does, only
+-- while @owner holds the run's lease at @fence: a write batched across runs
+-- (step progress) skips a run whose lease was lost, or which is gone,
+-- instead of failing the others' with it. No row means it was skipped.
+INSERT INTO flowlite_events (id, run_id, at, kind, step, occurrence, attempt, detail)
+SELECT (SELECT max(coalesce((SELECT max(id) FROM flowlite_events), 0), f.purged_through) + 1
+        FROM flowlite_feed AS f WHERE f.id = 1),
+       r.id, @at, @kind, @step, @occurrence, @attempt, @detail
+FROM flowlite_runs AS r
+WHERE r.id = @run_id AND r.lease_owner = @owner AND r.fence = @fence;

@@ -135,3 +135,28 @@ func eventsFromRows(rows []pgdb.Event) []store.Event {
 	}
 	return events
 }
+
+func (r reader) EventListKind(ctx context.Context, runID, kind string) ([]store.Event, error) {
+	rows, err := r.q.EventListKind(ctx, pgdb.EventListKindParams{RunID: runID, Kind: kind})
+	if err != nil {
+		return nil, fmt.Errorf("list %s events of run %s: %w", kind, runID, interpretError(ctx, err))
+	}
+	return eventsFromRows(rows), nil
+}
+
+// EventAppendLeased inserts at once, after the events appended before it
+// (its statement names the events table, which flushes them first), so
+// that it can report whether the lease held.
+func (t *tx) EventAppendLeased(ctx context.Context, l store.Lease, e store.Event) (bool, error) {
+	n, err := t.q.EventAppendLeased(ctx, pgdb.EventAppendLeasedParams{
+		RunID: l.RunID, Owner: l.Owner, Fence: l.Fence, At: e.At, Kind: e.Kind, Step: e.Step,
+		Occurrence: int64(e.Occurrence), Attempt: int64(e.Attempt), Detail: e.Detail,
+	})
+	if err != nil {
+		return false, fmt.Errorf("append %s event to run %s under its lease: %w", e.Kind, l.RunID, interpretError(ctx, err))
+	}
+	if n > 0 {
+		t.appended = true
+	}
+	return n > 0, nil
+}

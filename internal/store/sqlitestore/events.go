@@ -70,3 +70,23 @@ func eventsFromRows(rows []sqlitedb.Event) []store.Event {
 	}
 	return events
 }
+
+func (r reader) EventListKind(ctx context.Context, runID, kind string) ([]store.Event, error) {
+	rows, err := r.q.EventListKind(ctx, sqlitedb.EventListKindParams{RunID: runID, Kind: kind})
+	if err != nil {
+		return nil, fmt.Errorf("list %s events of run %s: %w", kind, runID, interpretError(err))
+	}
+	return eventsFromRows(rows), nil
+}
+
+func (t *tx) EventAppendLeased(ctx context.Context, l store.Lease, e store.Event) (bool, error) {
+	owner := l.Owner
+	n, err := t.q.EventAppendLeased(ctx, sqlitedb.EventAppendLeasedParams{
+		RunID: l.RunID, Owner: &owner, Fence: l.Fence, At: e.At, Kind: e.Kind, Step: e.Step,
+		Occurrence: int64(e.Occurrence), Attempt: int64(e.Attempt), Detail: e.Detail,
+	})
+	if err != nil {
+		return false, fmt.Errorf("append %s event to run %s under its lease: %w", e.Kind, l.RunID, interpretError(err))
+	}
+	return n > 0, nil
+}

@@ -22,6 +22,7 @@ func eventTests() []struct {
 	}{
 		{"Events", testEvents},
 		{"EventsOfConcurrentWrites", testEventsOfConcurrentWrites},
+		{"EventsUnderALease", testEventsUnderALease},
 	}
 }
 
@@ -154,5 +155,66 @@ func testEventsOfConcurrentWrites(t *testing.T, s store.Store) {
 				t.Errorf("writer %d event %d: %+v", w, i, e)
 			}
 		}
+	}
+}
+
+// testEventsUnderALease: EventAppendLeased appends only under the run's
+// current lease, skipping (without failing the write) a lost lease and a
+// run that is gone, in order with the events appended before it; and
+// EventListKind returns one kind of a run's events, oldest first.
+func testEventsUnderALease(t *testing.T, s store.Store) {
+	p := newRun("p")
+	p.Queue = "queue-p"
+	insert(t, s, p)
+	r := claimQueue(t, s, p.Queue, "w-p", base)
+	stale := r.Lease()
+	stale.Fence--
+	var appended []bool
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		appended = nil
+		if err := tx.EventAppend(ctx, store.Event{RunID: "p", At: base + 1, Kind: "step_started", Step: "export", Attempt: 1}); err != nil {
+			return err
+		}
+		for _, c := range []struct {
+			l      store.Lease
+			detail string
+		}{
+			{r.Lease(), `{"done":1}`},
+			{stale, `{"done":2}`},
+			{store.Lease{RunID: "ghost", Owner: "w-p", Fence: r.Fence}, `{"done":3}`},
+			{r.Lease(), `{"done":4}`},
+		} {
+			ok, err := tx.EventAppendLeased(ctx, c.l, store.Event{RunID: c.l.RunID, At: base + 2, Kind: "step_progress", Step: "export", Attempt: 1, Detail: c.detail})
+			if err != nil {
+				return err
+			}
+			appended = append(appended, ok)
+		}
+		return nil
+	})
+	if want := []bool{true, false, false, true}; fmt.Sprint(appended) != fmt.Sprint(want) {
+		t.Fatalf("EventAppendLeased appended %v, want %v (current lease, stale fence, unknown run, current lease)", appended, want)
+	}
+	all, err := s.Reader().EventList(t.Context(), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range all {
+		kinds = append(kinds, e.Kind+e.Detail)
+	}
+	if got, want := fmt.Sprint(kinds[len(kinds)-3:]), `[step_started step_progress{"done":1} step_progress{"done":4}]`; got != want {
+		t.Fatalf("history ends %s, want %s", got, want)
+	}
+	progress, err := s.Reader().EventListKind(t.Context(), "p", "step_progress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(progress) != 2 || progress[0].Detail != `{"done":1}` || progress[1].Detail != `{"done":4}` ||
+		progress[0].ID >= progress[1].ID || progress[0].Step != "export" || progress[0].Attempt != 1 || progress[0].At != base+2 {
+		t.Fatalf("EventListKind = %+v, want the two progress events in order", progress)
+	}
+	if none, err := s.Reader().EventListKind(t.Context(), "ghost", "step_progress"); err != nil || len(none) != 0 {
+		t.Fatalf("EventListKind of an unknown run = %v, %v; want none", none, err)
 	}
 }
