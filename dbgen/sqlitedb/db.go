@@ -114,6 +114,18 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
 		return nil, fmt.Errorf("error preparing query EventList: %w", err)
 	}
+	if q.executionGetStmt, err = db.PrepareContext(ctx, executionGet); err != nil {
+		return nil, fmt.Errorf("error preparing query ExecutionGet: %w", err)
+	}
+	if q.executionNextStmt, err = db.PrepareContext(ctx, executionNext); err != nil {
+		return nil, fmt.Errorf("error preparing query ExecutionNext: %w", err)
+	}
+	if q.executionSignalsRetireStmt, err = db.PrepareContext(ctx, executionSignalsRetire); err != nil {
+		return nil, fmt.Errorf("error preparing query ExecutionSignalsRetire: %w", err)
+	}
+	if q.executionStepsDeleteStmt, err = db.PrepareContext(ctx, executionStepsDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query ExecutionStepsDelete: %w", err)
+	}
 	if q.feedConsumerAckStmt, err = db.PrepareContext(ctx, feedConsumerAck); err != nil {
 		return nil, fmt.Errorf("error preparing query FeedConsumerAck: %w", err)
 	}
@@ -194,6 +206,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runClaimUnkeyedStmt, err = db.PrepareContext(ctx, runClaimUnkeyed); err != nil {
 		return nil, fmt.Errorf("error preparing query RunClaimUnkeyed: %w", err)
+	}
+	if q.runContinueStmt, err = db.PrepareContext(ctx, runContinue); err != nil {
+		return nil, fmt.Errorf("error preparing query RunContinue: %w", err)
 	}
 	if q.runCountByStatusStmt, err = db.PrepareContext(ctx, runCountByStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query RunCountByStatus: %w", err)
@@ -578,6 +593,26 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
 		}
 	}
+	if q.executionGetStmt != nil {
+		if cerr := q.executionGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing executionGetStmt: %w", cerr)
+		}
+	}
+	if q.executionNextStmt != nil {
+		if cerr := q.executionNextStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing executionNextStmt: %w", cerr)
+		}
+	}
+	if q.executionSignalsRetireStmt != nil {
+		if cerr := q.executionSignalsRetireStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing executionSignalsRetireStmt: %w", cerr)
+		}
+	}
+	if q.executionStepsDeleteStmt != nil {
+		if cerr := q.executionStepsDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing executionStepsDeleteStmt: %w", cerr)
+		}
+	}
 	if q.feedConsumerAckStmt != nil {
 		if cerr := q.feedConsumerAckStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing feedConsumerAckStmt: %w", cerr)
@@ -711,6 +746,11 @@ func (q *Queries) Close() error {
 	if q.runClaimUnkeyedStmt != nil {
 		if cerr := q.runClaimUnkeyedStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runClaimUnkeyedStmt: %w", cerr)
+		}
+	}
+	if q.runContinueStmt != nil {
+		if cerr := q.runContinueStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runContinueStmt: %w", cerr)
 		}
 	}
 	if q.runCountByStatusStmt != nil {
@@ -1162,6 +1202,10 @@ type Queries struct {
 	eventAppendManyStmt                 *sql.Stmt
 	eventFeedStmt                       *sql.Stmt
 	eventListStmt                       *sql.Stmt
+	executionGetStmt                    *sql.Stmt
+	executionNextStmt                   *sql.Stmt
+	executionSignalsRetireStmt          *sql.Stmt
+	executionStepsDeleteStmt            *sql.Stmt
 	feedConsumerAckStmt                 *sql.Stmt
 	feedConsumerDeleteStmt              *sql.Stmt
 	feedConsumerGetStmt                 *sql.Stmt
@@ -1189,6 +1233,7 @@ type Queries struct {
 	runClaimStmt                        *sql.Stmt
 	runClaimKeyStmt                     *sql.Stmt
 	runClaimUnkeyedStmt                 *sql.Stmt
+	runContinueStmt                     *sql.Stmt
 	runCountByStatusStmt                *sql.Stmt
 	runCountUnrunnableStmt              *sql.Stmt
 	runDeadBatchStmt                    *sql.Stmt
@@ -1301,6 +1346,10 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		eventAppendManyStmt:                 q.eventAppendManyStmt,
 		eventFeedStmt:                       q.eventFeedStmt,
 		eventListStmt:                       q.eventListStmt,
+		executionGetStmt:                    q.executionGetStmt,
+		executionNextStmt:                   q.executionNextStmt,
+		executionSignalsRetireStmt:          q.executionSignalsRetireStmt,
+		executionStepsDeleteStmt:            q.executionStepsDeleteStmt,
 		feedConsumerAckStmt:                 q.feedConsumerAckStmt,
 		feedConsumerDeleteStmt:              q.feedConsumerDeleteStmt,
 		feedConsumerGetStmt:                 q.feedConsumerGetStmt,
@@ -1328,6 +1377,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runClaimStmt:                        q.runClaimStmt,
 		runClaimKeyStmt:                     q.runClaimKeyStmt,
 		runClaimUnkeyedStmt:                 q.runClaimUnkeyedStmt,
+		runContinueStmt:                     q.runContinueStmt,
 		runCountByStatusStmt:                q.runCountByStatusStmt,
 		runCountUnrunnableStmt:              q.runCountUnrunnableStmt,
 		runDeadBatchStmt:                    q.runDeadBatchStmt,
