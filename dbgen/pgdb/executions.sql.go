@@ -9,6 +9,23 @@ import (
 	"context"
 )
 
+const copyExecutionInsert = `-- name: CopyExecutionInsert :exec
+INSERT INTO flowlite.executions (run_id, execution, continued_at)
+VALUES ($1, $2, $3)
+`
+
+type CopyExecutionInsertParams struct {
+	RunID       string
+	Execution   int64
+	ContinuedAt int64
+}
+
+// CopyExecutionInsert writes one execution number for `flowlite copy`.
+func (q *Queries) CopyExecutionInsert(ctx context.Context, arg CopyExecutionInsertParams) error {
+	_, err := q.db.ExecContext(ctx, copyExecutionInsert, arg.RunID, arg.Execution, arg.ContinuedAt)
+	return err
+}
+
 const executionGet = `-- name: ExecutionGet :one
 SELECT execution, continued_at FROM flowlite.executions WHERE run_id = $1
 `

@@ -42,6 +42,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.copyEventListStmt, err = db.PrepareContext(ctx, copyEventList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyEventList: %w", err)
 	}
+	if q.copyExecutionListStmt, err = db.PrepareContext(ctx, copyExecutionList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyExecutionList: %w", err)
+	}
 	if q.copyQueueListStmt, err = db.PrepareContext(ctx, copyQueueList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyQueueList: %w", err)
 	}
@@ -471,6 +474,11 @@ func (q *Queries) Close() error {
 	if q.copyEventListStmt != nil {
 		if cerr := q.copyEventListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyEventListStmt: %w", cerr)
+		}
+	}
+	if q.copyExecutionListStmt != nil {
+		if cerr := q.copyExecutionListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyExecutionListStmt: %w", cerr)
 		}
 	}
 	if q.copyQueueListStmt != nil {
@@ -1178,6 +1186,7 @@ type Queries struct {
 	copyDebounceListStmt                *sql.Stmt
 	copyDefinitionListStmt              *sql.Stmt
 	copyEventListStmt                   *sql.Stmt
+	copyExecutionListStmt               *sql.Stmt
 	copyQueueListStmt                   *sql.Stmt
 	copyRunListStmt                     *sql.Stmt
 	copyScheduleListStmt                *sql.Stmt
@@ -1322,6 +1331,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		copyDebounceListStmt:                q.copyDebounceListStmt,
 		copyDefinitionListStmt:              q.copyDefinitionListStmt,
 		copyEventListStmt:                   q.copyEventListStmt,
+		copyExecutionListStmt:               q.copyExecutionListStmt,
 		copyQueueListStmt:                   q.copyQueueListStmt,
 		copyRunListStmt:                     q.copyRunListStmt,
 		copyScheduleListStmt:                q.copyScheduleListStmt,

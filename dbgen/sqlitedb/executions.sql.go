@@ -9,6 +9,34 @@ import (
 	"context"
 )
 
+const copyExecutionList = `-- name: CopyExecutionList :many
+SELECT run_id, execution, continued_at FROM flowlite_executions ORDER BY run_id
+`
+
+// CopyExecutionList reads the execution numbers for `flowlite copy`.
+func (q *Queries) CopyExecutionList(ctx context.Context) ([]FlowliteExecution, error) {
+	rows, err := q.query(ctx, q.copyExecutionListStmt, copyExecutionList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FlowliteExecution{}
+	for rows.Next() {
+		var i FlowliteExecution
+		if err := rows.Scan(&i.RunID, &i.Execution, &i.ContinuedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const executionGet = `-- name: ExecutionGet :one
 SELECT execution, continued_at FROM flowlite_executions WHERE run_id = ?1
 `

@@ -39,3 +39,8 @@ DELETE FROM flowlite.steps WHERE run_id = @run_id;
 -- 'execution ', so signals retired before are left alone.
 UPDATE flowlite.signals SET consumed_by = sqlc.arg(prefix)::text || consumed_by
 WHERE run_id = sqlc.arg(run_id)::text AND consumed_by IS NOT NULL AND consumed_by NOT LIKE 'execution %';
+
+-- name: CopyExecutionInsert :exec
+-- CopyExecutionInsert writes one execution number for `flowlite copy`.
+INSERT INTO flowlite.executions (run_id, execution, continued_at)
+VALUES (@run_id, @execution, @continued_at);

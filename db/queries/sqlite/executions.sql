@@ -37,3 +37,7 @@ DELETE FROM flowlite_steps WHERE run_id = @run_id;
 -- 'execution ', so signals retired before are left alone.
 UPDATE flowlite_signals SET consumed_by = @prefix || consumed_by
 WHERE run_id = @run_id AND consumed_by IS NOT NULL AND consumed_by NOT LIKE 'execution %';
+
+-- name: CopyExecutionList :many
+-- CopyExecutionList reads the execution numbers for `flowlite copy`.
+SELECT * FROM flowlite_executions ORDER BY run_id;
