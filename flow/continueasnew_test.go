@@ -86,6 +86,15 @@ func TestContinueAsNewCarriesStateAcrossExecutions(t *testing.T) {
 	if continued != 9 {
 		t.Errorf("%d continued_as_new events, want 9", continued)
 	}
+	// The exported history holds the last execution, with the events of
+	// all: a replay of it returns the recorded output.
+	h, err := e.ExportHistory(ctx, "loop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := e.Replay(ctx, h); err != nil || !rep.Returned || rep.Calls != 1 {
+		t.Errorf("Replay = %+v, %v; want the last execution's one call replayed to its output", rep, err)
+	}
 }
 
 // Signals sent before the run waits for them stay with the run across
@@ -150,5 +159,41 @@ func TestContinueAsNewWithAnotherTypeFails(t *testing.T) {
 	var rb *flow.RolledBackError
 	if !errors.As(err, &rb) {
 		t.Errorf("Result = %T, want a *flow.RolledBackError", err)
+	}
+}
+
+// A saga that fails after continuing as new compensates only the steps of
+// its last execution: the earlier executions' records are gone.
+func TestContinueAsNewCompensatesOnlyTheLastExecution(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	e := openEngine(t, dbPath(t), testConfig())
+	var undone atomic.Int64
+	charge := flow.Step[int, int]{
+		Name:       "charge",
+		Run:        func(_ context.Context, n int) (int, error) { return n, nil },
+		Compensate: func(_ context.Context, n int, _ int) error { undone.Add(1); return nil },
+	}
+	wf := flow.Workflow[int, int]{Name: "saga_loop", Run: func(wc flow.Context, n int) (int, error) {
+		if _, err := flow.Do(wc, charge, n); err != nil {
+			return 0, err
+		}
+		if n < 3 {
+			return 0, flow.ContinueAsNew(wc, n+1)
+		}
+		return 0, errors.New("refused")
+	}}
+	flow.Register(e, wf)
+	startEngine(t, e)
+	run, err := flow.Start(ctx, e, wf, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rb *flow.RolledBackError
+	if _, err := run.Result(ctx); !errors.As(err, &rb) {
+		t.Fatalf("Result = %v, want the run rolled back", err)
+	}
+	if got := undone.Load(); got != 1 {
+		t.Errorf("%d compensations ran, want 1 (the last execution's charge)", got)
 	}
 }
