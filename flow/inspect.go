@@ -63,6 +63,12 @@ type RunInfo struct {
 	// Values are the context values the run carries (see WithValue); nil
 	// for none.
 	Values map[string]string
+	// Execution is the number of the run's current execution: 1 until it
+	// first continued as new (ContinueAsNew), and one more each time;
+	// Steps are that execution's. ContinuedAt is when it began (zero in
+	// the first).
+	Execution   int
+	ContinuedAt time.Time
 }
 
 // StepRecord is one step call of a run as recorded.
@@ -218,7 +224,12 @@ func readRun(ctx context.Context, r store.Reader, runID string) (RunInfo, error)
 	if err != nil {
 		return RunInfo{}, err
 	}
+	ex, err := r.ExecutionGet(ctx, runID)
+	if err != nil {
+		return RunInfo{}, err
+	}
 	info := runInfo(run)
+	info.Execution, info.ContinuedAt = ex.Number, millis(ex.ContinuedAt)
 	for _, s := range steps {
 		info.Steps = append(info.Steps, stepRecord(s))
 	}

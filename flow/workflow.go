@@ -81,7 +81,7 @@ func (w Workflow[In, Out]) definition(e *Engine) engine.Workflow {
 			}
 			out, err := w.Run(workflowContext{rc, e}, in)
 			if err != nil {
-				return nil, err
+				return nil, continuation[In](e, rc, w.Name, err)
 			}
 			return codec.Encode(out)
 		},

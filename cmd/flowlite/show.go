@@ -37,6 +37,7 @@ type stepJSON struct {
 type runDetailJSON struct {
 	runJSON
 	startJSON
+	executionJSON
 	ConcurrencyKey string     `json:"concurrency_key,omitempty"`
 	HeldBy         string     `json:"held_by,omitempty"`
 	Steps          []stepJSON `json:"steps"`
@@ -90,7 +91,7 @@ times history --relative prints).`,
 }
 
 func newRunDetailJSON(info flow.RunInfo) runDetailJSON {
-	out := runDetailJSON{runJSON: newRunJSON(info), startJSON: newStartJSON(info), Steps: make([]stepJSON, len(info.Steps))}
+	out := runDetailJSON{runJSON: newRunJSON(info), startJSON: newStartJSON(info), executionJSON: newExecutionJSON(info), Steps: make([]stepJSON, len(info.Steps))}
 	for i, s := range info.Steps {
 		out.Steps[i] = stepJSON{
 			Name: s.Name, Occurrence: s.Occurrence, Status: s.Status, Attempts: s.Attempts, Error: s.Error,
@@ -109,6 +110,7 @@ func (a *app) printRun(info flow.RunInfo, held string) error {
 	h := newTable(a.stdout, "Run", cell(info.ID, 0))
 	h.row("Status", statusText(info))
 	h.row("Workflow", cell(info.Workflow, 0)+" version "+strconv.Itoa(info.Version))
+	executionRow(h, info)
 	h.row("Queue", fmt.Sprintf("%s (priority %d)", cell(info.Queue, 0), info.Priority))
 	h.row("Created", rfcMillis(info.CreatedAt))
 	h.row("Updated", rfcMillis(info.UpdatedAt))

@@ -22,7 +22,8 @@ SELECT
     (SELECT count(*) FROM flowlite.queues)::bigint AS queues,
     (SELECT count(*) FROM flowlite.workflows)::bigint AS workflows,
     (SELECT count(*) FROM flowlite.definitions)::bigint AS definitions,
-    (SELECT count(*) FROM flowlite.debounces)::bigint AS debounces
+    (SELECT count(*) FROM flowlite.debounces)::bigint AS debounces,
+    (SELECT count(*) FROM flowlite.executions)::bigint AS executions
 `
 
 type CopyCountsRow struct {
@@ -36,6 +37,7 @@ type CopyCountsRow struct {
 	Workflows   int64
 	Definitions int64
 	Debounces   int64
+	Executions  int64
 }
 
 // Writes of `flowlite copy` (internal/store/storecopy), which copies a
@@ -58,6 +60,7 @@ func (q *Queries) CopyCounts(ctx context.Context) (CopyCountsRow, error) {
 		&i.Workflows,
 		&i.Definitions,
 		&i.Debounces,
+		&i.Executions,
 	)
 	return i, err
 }

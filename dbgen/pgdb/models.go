@@ -71,6 +71,12 @@ type FlowliteDebounce struct {
 	MaxDelay int64
 }
 
+type FlowliteExecution struct {
+	RunID       string
+	Execution   int64
+	ContinuedAt int64
+}
+
 type FlowliteFailureRate struct {
 	Workflow     string
 	Finished     int64

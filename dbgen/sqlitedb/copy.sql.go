@@ -20,7 +20,8 @@ SELECT
     (SELECT count(*) FROM flowlite_queues) AS queues,
     (SELECT count(*) FROM flowlite_workflows) AS workflows,
     (SELECT count(*) FROM flowlite_definitions) AS definitions,
-    (SELECT count(*) FROM flowlite_debounces) AS debounces
+    (SELECT count(*) FROM flowlite_debounces) AS debounces,
+    (SELECT count(*) FROM flowlite_executions) AS executions
 `
 
 type CopyCountsRow struct {
@@ -34,6 +35,7 @@ type CopyCountsRow struct {
 	Workflows   int64
 	Definitions int64
 	Debounces   int64
+	Executions  int64
 }
 
 // CopyCounts counts the rows of every table the copy carries.
@@ -51,6 +53,7 @@ func (q *Queries) CopyCounts(ctx context.Context) (CopyCountsRow, error) {
 		&i.Workflows,
 		&i.Definitions,
 		&i.Debounces,
+		&i.Executions,
 	)
 	return i, err
 }

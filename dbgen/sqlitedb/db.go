@@ -42,6 +42,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.copyEventListStmt, err = db.PrepareContext(ctx, copyEventList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyEventList: %w", err)
 	}
+	if q.copyExecutionListStmt, err = db.PrepareContext(ctx, copyExecutionList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyExecutionList: %w", err)
+	}
 	if q.copyQueueListStmt, err = db.PrepareContext(ctx, copyQueueList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyQueueList: %w", err)
 	}
@@ -119,6 +122,18 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.eventListKindStmt, err = db.PrepareContext(ctx, eventListKind); err != nil {
 		return nil, fmt.Errorf("error preparing query EventListKind: %w", err)
+	}
+	if q.executionGetStmt, err = db.PrepareContext(ctx, executionGet); err != nil {
+		return nil, fmt.Errorf("error preparing query ExecutionGet: %w", err)
+	}
+	if q.executionNextStmt, err = db.PrepareContext(ctx, executionNext); err != nil {
+		return nil, fmt.Errorf("error preparing query ExecutionNext: %w", err)
+	}
+	if q.executionSignalsRetireStmt, err = db.PrepareContext(ctx, executionSignalsRetire); err != nil {
+		return nil, fmt.Errorf("error preparing query ExecutionSignalsRetire: %w", err)
+	}
+	if q.executionStepsDeleteStmt, err = db.PrepareContext(ctx, executionStepsDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query ExecutionStepsDelete: %w", err)
 	}
 	if q.feedConsumerAckStmt, err = db.PrepareContext(ctx, feedConsumerAck); err != nil {
 		return nil, fmt.Errorf("error preparing query FeedConsumerAck: %w", err)
@@ -200,6 +215,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.runClaimUnkeyedStmt, err = db.PrepareContext(ctx, runClaimUnkeyed); err != nil {
 		return nil, fmt.Errorf("error preparing query RunClaimUnkeyed: %w", err)
+	}
+	if q.runContinueStmt, err = db.PrepareContext(ctx, runContinue); err != nil {
+		return nil, fmt.Errorf("error preparing query RunContinue: %w", err)
 	}
 	if q.runCountByStatusStmt, err = db.PrepareContext(ctx, runCountByStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query RunCountByStatus: %w", err)
@@ -467,6 +485,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing copyEventListStmt: %w", cerr)
 		}
 	}
+	if q.copyExecutionListStmt != nil {
+		if cerr := q.copyExecutionListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyExecutionListStmt: %w", cerr)
+		}
+	}
 	if q.copyQueueListStmt != nil {
 		if cerr := q.copyQueueListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyQueueListStmt: %w", cerr)
@@ -595,6 +618,26 @@ func (q *Queries) Close() error {
 	if q.eventListKindStmt != nil {
 		if cerr := q.eventListKindStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventListKindStmt: %w", cerr)
+		}
+	}
+	if q.executionGetStmt != nil {
+		if cerr := q.executionGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing executionGetStmt: %w", cerr)
+		}
+	}
+	if q.executionNextStmt != nil {
+		if cerr := q.executionNextStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing executionNextStmt: %w", cerr)
+		}
+	}
+	if q.executionSignalsRetireStmt != nil {
+		if cerr := q.executionSignalsRetireStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing executionSignalsRetireStmt: %w", cerr)
+		}
+	}
+	if q.executionStepsDeleteStmt != nil {
+		if cerr := q.executionStepsDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing executionStepsDeleteStmt: %w", cerr)
 		}
 	}
 	if q.feedConsumerAckStmt != nil {
@@ -730,6 +773,11 @@ func (q *Queries) Close() error {
 	if q.runClaimUnkeyedStmt != nil {
 		if cerr := q.runClaimUnkeyedStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing runClaimUnkeyedStmt: %w", cerr)
+		}
+	}
+	if q.runContinueStmt != nil {
+		if cerr := q.runContinueStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing runContinueStmt: %w", cerr)
 		}
 	}
 	if q.runCountByStatusStmt != nil {
@@ -1162,6 +1210,7 @@ type Queries struct {
 	copyDebounceListStmt                *sql.Stmt
 	copyDefinitionListStmt              *sql.Stmt
 	copyEventListStmt                   *sql.Stmt
+	copyExecutionListStmt               *sql.Stmt
 	copyQueueListStmt                   *sql.Stmt
 	copyRunListStmt                     *sql.Stmt
 	copyScheduleListStmt                *sql.Stmt
@@ -1188,6 +1237,10 @@ type Queries struct {
 	eventFeedStmt                       *sql.Stmt
 	eventListStmt                       *sql.Stmt
 	eventListKindStmt                   *sql.Stmt
+	executionGetStmt                    *sql.Stmt
+	executionNextStmt                   *sql.Stmt
+	executionSignalsRetireStmt          *sql.Stmt
+	executionStepsDeleteStmt            *sql.Stmt
 	feedConsumerAckStmt                 *sql.Stmt
 	feedConsumerDeleteStmt              *sql.Stmt
 	feedConsumerGetStmt                 *sql.Stmt
@@ -1215,6 +1268,7 @@ type Queries struct {
 	runClaimStmt                        *sql.Stmt
 	runClaimKeyStmt                     *sql.Stmt
 	runClaimUnkeyedStmt                 *sql.Stmt
+	runContinueStmt                     *sql.Stmt
 	runCountByStatusStmt                *sql.Stmt
 	runCountUnrunnableStmt              *sql.Stmt
 	runDeadBatchStmt                    *sql.Stmt
@@ -1304,6 +1358,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		copyDebounceListStmt:                q.copyDebounceListStmt,
 		copyDefinitionListStmt:              q.copyDefinitionListStmt,
 		copyEventListStmt:                   q.copyEventListStmt,
+		copyExecutionListStmt:               q.copyExecutionListStmt,
 		copyQueueListStmt:                   q.copyQueueListStmt,
 		copyRunListStmt:                     q.copyRunListStmt,
 		copyScheduleListStmt:                q.copyScheduleListStmt,
@@ -1330,6 +1385,10 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		eventFeedStmt:                       q.eventFeedStmt,
 		eventListStmt:                       q.eventListStmt,
 		eventListKindStmt:                   q.eventListKindStmt,
+		executionGetStmt:                    q.executionGetStmt,
+		executionNextStmt:                   q.executionNextStmt,
+		executionSignalsRetireStmt:          q.executionSignalsRetireStmt,
+		executionStepsDeleteStmt:            q.executionStepsDeleteStmt,
 		feedConsumerAckStmt:                 q.feedConsumerAckStmt,
 		feedConsumerDeleteStmt:              q.feedConsumerDeleteStmt,
 		feedConsumerGetStmt:                 q.feedConsumerGetStmt,
@@ -1357,6 +1416,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		runClaimStmt:                        q.runClaimStmt,
 		runClaimKeyStmt:                     q.runClaimKeyStmt,
 		runClaimUnkeyedStmt:                 q.runClaimUnkeyedStmt,
+		runContinueStmt:                     q.runContinueStmt,
 		runCountByStatusStmt:                q.runCountByStatusStmt,
 		runCountUnrunnableStmt:              q.runCountUnrunnableStmt,
 		runDeadBatchStmt:                    q.runDeadBatchStmt,

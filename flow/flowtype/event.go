@@ -113,6 +113,13 @@ const (
 	// merged into it (Debounce): Detail says whether the start replaced
 	// the run's input and when the run is due now, or was dropped.
 	EventRunDebounced = "run_debounced"
+	// EventContinuedAsNew: the workflow body continued as new
+	// (flow.ContinueAsNew): the run's execution ended and the next began
+	// under the same ID, with a new input and no step records. Occurrence
+	// is the new execution's number; Detail says how many calls the ended
+	// one recorded and ends with "; discarded: " and a JSON array of them
+	// ("name#occurrence"), as run_reset's does.
+	EventContinuedAsNew = "continued_as_new"
 	// EventScheduleFired: a schedule's slot started the run, right after
 	// its run_started; Detail names the schedule and the slot.
 	EventScheduleFired = "schedule_fired"

@@ -22,6 +22,6 @@ type HistoryLimitError struct {
 
 // Error names the run, the count, the limit and the remedy.
 func (e *HistoryLimitError) Error() string {
-	return fmt.Sprintf("run %s: its history holds %d %s, the limit (%s) is %d: split the work into child workflows, each with a history of its own, or raise the limit and resume the run",
+	return fmt.Sprintf("run %s: its history holds %d %s, the limit (%s) is %d: continue as new (flow.ContinueAsNew) to start a fresh history, split the work into child workflows, each with a history of its own, or raise the limit and resume the run",
 		e.RunID, e.Count, e.What, e.Setting, e.Limit)
 }

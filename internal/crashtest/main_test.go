@@ -53,6 +53,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == childLimits {
 		os.Exit(limitsChildMain())
 	}
+	if os.Getenv(envChild) == childContinue {
+		os.Exit(continueChildMain())
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(pgtest.OwnDatabase()))
 }
 

@@ -116,6 +116,16 @@ func (e *Engine) execute(run store.Run) {
 		}
 	}
 	rc := newRunContext(x, steps)
+	if run.Fence > 1 {
+		// A run that continued as new was claimed before.
+		ex, err := e.store.Reader().ExecutionGet(leaseCtx, run.ID)
+		if err != nil {
+			e.log.Error("load execution", "run", run.ID, "err", err)
+			x.release(e.cfg.PollInterval, "could not load its execution number: "+err.Error())
+			return
+		}
+		rc.st.execution = ex.Number
+	}
 	switch run.Status {
 	case flowtype.StatusRunning:
 		x.forward(rc)

@@ -85,6 +85,6 @@ func (st *runState) warnHistory() {
 		return
 	}
 	h.warned = true
-	st.x.e.log.Warn("run history nears its limit; the run is suspended when it reaches it (split the work into child workflows)",
+	st.x.e.log.Warn("run history nears its limit; the run is suspended when it reaches it (continue as new with flow.ContinueAsNew, or split the work into child workflows)",
 		"run", st.x.run.ID, "calls", h.calls, "max_calls", cfg.MaxHistoryCalls, "bytes", h.bytes, "max_bytes", cfg.MaxHistoryBytes)
 }

@@ -87,9 +87,12 @@ func (x *execution) forward(rc *RunContext) {
 		}
 		rc.st.mu.Unlock()
 	}
+	var next *ContinueAsNewError
 	switch {
 	case cause != nil:
 		x.abort(rc, cause)
+	case errors.As(wfErr, &next):
+		x.continueAsNew(rc, next)
 	case wfErr == nil:
 		x.finish(flowtype.StatusCompleted, output, "", "")
 	default:

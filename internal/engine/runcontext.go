@@ -59,7 +59,10 @@ type runState struct {
 	// scopeMu orders the calls of cancellation scopes against their
 	// cancels: a wait or a child start holds it shared from its check of
 	// its scope to its write, a cancel holds it alone (scope.go).
-	scopeMu   sync.RWMutex
+	scopeMu sync.RWMutex
+	// execution is the number of the run's current execution
+	// (continueasnew.go): 1 until it first continued as new.
+	execution int
 	aborted   error
 	parked    bool   // some branch asked to release the run until parkAt
 	parkAt    int64  // earliest due time asked for
@@ -69,10 +72,11 @@ type runState struct {
 
 func newRunContext(x *execution, steps []store.Step) *RunContext {
 	st := &runState{
-		x:       x,
-		records: make(map[store.StepKey]store.Step, len(steps)),
-		defs:    make(map[store.StepKey]Step),
-		patches: make(map[string]bool),
+		x:         x,
+		records:   make(map[store.StepKey]store.Step, len(steps)),
+		defs:      make(map[store.StepKey]Step),
+		patches:   make(map[string]bool),
+		execution: 1,
 	}
 	for _, s := range steps {
 		st.records[s.Key()] = s
@@ -88,6 +92,10 @@ func (rc *RunContext) RunID() string { return rc.st.x.run.ID }
 
 // Workflow returns the workflow version of the run.
 func (rc *RunContext) Workflow() flowtype.WorkflowKey { return rc.st.x.def.Key }
+
+// Execution returns the number of the run's current execution: 1 until the
+// run first continued as new.
+func (rc *RunContext) Execution() int { return rc.st.execution }
 
 // Now returns the engine clock's time.
 func (rc *RunContext) Now() time.Time { return rc.st.x.e.now() }

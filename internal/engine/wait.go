@@ -301,7 +301,7 @@ func (rc *RunContext) StartChild(p StartParams) (string, error) {
 	}
 	x := rc.st.x
 	if p.ID == "" {
-		p.ID = fmt.Sprintf("%s/%s#%d", key.RunID, key.Name, key.Occurrence)
+		p.ID = fmt.Sprintf("%s/%s%s#%d", key.RunID, childExecutionScope(rc.st.execution), key.Name, key.Occurrence)
 	}
 	if p.Queue == "" {
 		p.Queue = x.run.Queue

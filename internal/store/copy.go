@@ -7,7 +7,8 @@ import (
 
 // A Snapshot is the whole content of a database that `flowlite copy`
 // carries to another backend: every run, step, event, signal, schedule,
-// unique hold, queue, registered workflow, workflow definition and debounce key, each slice in the order the
+// unique hold, queue, registered workflow, workflow definition, debounce key
+// and execution number, each slice in the order the
 // rows were written. Engine reports and checkpoint records are not in it:
 // they describe the processes of the old database. Times are Unix ms;
 // nullable columns are pointers (nil: NULL).
@@ -22,6 +23,7 @@ type Snapshot struct {
 	Workflows   []CopyWorkflow
 	Definitions []CopyDefinition
 	Debounces   []CopyDebounce
+	Executions  []CopyExecution
 }
 
 // CopyRun is one row of the runs table.
@@ -113,6 +115,12 @@ type CopyDebounce struct {
 	FirstAt, MaxDelay    int64
 }
 
+// CopyExecution is one row of the executions table (continue-as-new).
+type CopyExecution struct {
+	RunID                  string
+	Execution, ContinuedAt int64
+}
+
 // CopyQueue is one row of the queues table.
 type CopyQueue struct {
 	Name                 string
@@ -137,7 +145,7 @@ type CopyDefinition struct {
 // CopyCounts is the number of rows of each table a copy carries.
 type CopyCounts struct {
 	Runs, Steps, Events, Signals, Schedules, UniqueHolds, Queues, Workflows, Definitions int64
-	Debounces                                                                            int64
+	Debounces, Executions                                                                int64
 }
 
 // Counts returns the number of rows of each table in s.
@@ -147,7 +155,7 @@ func (s *Snapshot) Counts() CopyCounts {
 		Signals: int64(len(s.Signals)), Schedules: int64(len(s.Schedules)),
 		UniqueHolds: int64(len(s.UniqueHolds)), Queues: int64(len(s.Queues)),
 		Workflows: int64(len(s.Workflows)), Definitions: int64(len(s.Definitions)),
-		Debounces: int64(len(s.Debounces)),
+		Debounces: int64(len(s.Debounces)), Executions: int64(len(s.Executions)),
 	}
 }
 
@@ -157,6 +165,7 @@ func (c CopyCounts) Tables() []TableCount {
 		{"runs", c.Runs}, {"steps", c.Steps}, {"events", c.Events}, {"signals", c.Signals},
 		{"schedules", c.Schedules}, {"unique_holds", c.UniqueHolds}, {"queues", c.Queues},
 		{"workflows", c.Workflows}, {"definitions", c.Definitions}, {"debounces", c.Debounces},
+		{"executions", c.Executions},
 	}
 }
 

@@ -155,7 +155,7 @@ func markedCalls(detail, marker string) ([]string, bool) {
 func replacedCalls(recs Records) map[string]int {
 	var out map[string]int
 	for i, ev := range recs.Events {
-		if ev.Kind != flowtype.EventRunReset {
+		if ev.Kind != flowtype.EventRunReset && ev.Kind != flowtype.EventContinuedAsNew {
 			continue
 		}
 		calls, _ := markedCalls(ev.Detail, engine.DiscardedMarker)
@@ -260,6 +260,12 @@ func (f *folder) apply(ev store.Event) {
 		st.Received = received
 		st.Status, st.Output, st.Error, st.Reason = flowtype.StatusPending, nil, "", ""
 		st.CancelRequested, st.FinishedAt = false, 0
+	case flowtype.EventContinuedAsNew:
+		// The execution ended and its records went: the next one starts
+		// from none, pending, as RunContinue leaves the run.
+		clear(f.steps)
+		st.Received = nil
+		st.Status = flowtype.StatusPending
 	case flowtype.EventRunClaimed:
 		if st.StartedAt == 0 {
 			st.StartedAt = ev.At

@@ -16,7 +16,8 @@ SELECT
     (SELECT count(*) FROM flowlite.queues)::bigint AS queues,
     (SELECT count(*) FROM flowlite.workflows)::bigint AS workflows,
     (SELECT count(*) FROM flowlite.definitions)::bigint AS definitions,
-    (SELECT count(*) FROM flowlite.debounces)::bigint AS debounces;
+    (SELECT count(*) FROM flowlite.debounces)::bigint AS debounces,
+    (SELECT count(*) FROM flowlite.executions)::bigint AS executions;
 
 -- name: CopyRunInsert :exec
 -- CopyRunInsert inserts a run without its parent (CopyRunSetParent links it

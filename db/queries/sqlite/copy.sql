@@ -45,4 +45,5 @@ SELECT
     (SELECT count(*) FROM flowlite_queues) AS queues,
     (SELECT count(*) FROM flowlite_workflows) AS workflows,
     (SELECT count(*) FROM flowlite_definitions) AS definitions,
-    (SELECT count(*) FROM flowlite_debounces) AS debounces;
+    (SELECT count(*) FROM flowlite_debounces) AS debounces,
+    (SELECT count(*) FROM flowlite_executions) AS executions;

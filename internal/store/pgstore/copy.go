@@ -148,6 +148,12 @@ func copyRows(ctx context.Context, q *pgdb.Queries, snap *store.Snapshot) error 
 			return fmt.Errorf("copy: debounce key %s/%s: %w", r.Workflow, r.Key, err)
 		}
 	}
+	for _, r := range snap.Executions {
+		err := q.CopyExecutionInsert(ctx, pgdb.CopyExecutionInsertParams{RunID: r.RunID, Execution: r.Execution, ContinuedAt: r.ContinuedAt})
+		if err != nil {
+			return fmt.Errorf("copy: execution of run %s: %w", r.RunID, err)
+		}
+	}
 	for _, r := range snap.Queues {
 		err := q.CopyQueueInsert(ctx, pgdb.CopyQueueInsertParams{
 			Name: r.Name, Paused: r.Paused, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,

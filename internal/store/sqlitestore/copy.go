@@ -104,6 +104,13 @@ func (s *Store) CopyOut(ctx context.Context) (*store.Snapshot, store.CopyCounts,
 			Workflow: r.Workflow, Key: r.Key, RunID: r.RunID, FirstAt: r.FirstAt, MaxDelay: r.MaxDelay,
 		})
 	}
+	executions, err := q.CopyExecutionList(ctx)
+	if err != nil {
+		return nil, store.CopyCounts{}, fmt.Errorf("copy: read execution numbers: %w", err)
+	}
+	for _, r := range executions {
+		snap.Executions = append(snap.Executions, store.CopyExecution{RunID: r.RunID, Execution: r.Execution, ContinuedAt: r.ContinuedAt})
+	}
 	queues, err := q.CopyQueueList(ctx)
 	if err != nil {
 		return nil, store.CopyCounts{}, fmt.Errorf("copy: read queues: %w", err)

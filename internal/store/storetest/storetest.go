@@ -63,6 +63,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 	tests = append(tests, debounceTests()...)
 	tests = append(tests, limitTests()...)
 	tests = append(tests, runSearchTests()...)
+	tests = append(tests, executionTests()...)
 
 	tests = append(tests, batchTests()...)
 	for _, tt := range tests {

@@ -1,0 +1,166 @@
+package flow_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/flowlite/flowlite/flow"
+)
+
+// pokeLoop is a sleep/react loop that continues as new every `every`
+// iterations (a step each). Once an execution recorded its iterations it
+// waits for "poke"; the resume that receives it replays the execution's
+// records and calls step "resumed", whose body reports on resumed (once
+// per execution: a replay returns its record). It then waits for "next"
+// and continues as new, until total iterations are done.
+func pokeLoop(every, total int, resumed chan<- int) flow.Workflow[loopState, int] {
+	tick := flow.Step[int, int]{Name: "tick", Run: func(_ context.Context, n int) (int, error) { return n + 1, nil }}
+	mark := flow.Step[int, int]{Name: "resumed", Run: func(_ context.Context, n int) (int, error) {
+		resumed <- n
+		return n, nil
+	}}
+	return flow.Workflow[loopState, int]{Name: "poke_loop", Run: func(wc flow.Context, s loopState) (int, error) {
+		for range every {
+			n, err := flow.Do(wc, tick, s.Count)
+			if err != nil {
+				return 0, err
+			}
+			s.Count = n
+		}
+		if _, err := flow.Receive[int](wc, "poke", 0); err != nil {
+			return 0, err
+		}
+		if _, err := flow.Do(wc, mark, flow.Execution(wc)); err != nil {
+			return 0, err
+		}
+		if s.Count >= total {
+			return s.Count, nil
+		}
+		if _, err := flow.Receive[int](wc, "next", 0); err != nil {
+			return 0, err
+		}
+		return 0, flow.ContinueAsNew(wc, s)
+	}}
+}
+
+// driveLoop runs a pokeLoop of total iterations, every per execution, on
+// e, and calls atResume with each execution's number and the time its
+// resume took (the poke's signal to the "resumed" step: the claim, the
+// load of the execution's records and the replay over them).
+func driveLoop(tb testing.TB, e *flow.Engine, every, total int, atResume func(execution int, took time.Duration)) {
+	ctx := context.Background()
+	resumed := make(chan int, 1)
+	wf := pokeLoop(every, total, resumed)
+	flow.Register(e, wf)
+	if err := e.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	run, err := flow.Start(ctx, e, wf, loopState{}, &flow.StartOptions{RunID: "poked"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	waitFor := func(step string, occurrences int) {
+		for {
+			info, err := e.Inspect(ctx, "poked")
+			if err != nil {
+				tb.Fatal(err)
+			}
+			for _, s := range info.Steps {
+				if s.Name == step && s.Status == "waiting" {
+					return
+				}
+			}
+			if info.Status.Finished() {
+				tb.Fatalf("run ended while waiting for %s: %s %s", step, info.Status, info.Error)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for execution := 1; execution <= total/every; execution++ {
+		waitFor("flow.receive:poke", 1)
+		start := time.Now()
+		if _, err := flow.Signal(ctx, e, "poked", "poke", execution, nil); err != nil {
+			tb.Fatal(err)
+		}
+		if got := <-resumed; got != execution {
+			tb.Fatalf("resumed execution %d, want %d", got, execution)
+		}
+		atResume(execution, time.Since(start))
+		if execution < total/every {
+			waitFor("flow.receive:next", 1)
+			if _, err := flow.Signal(ctx, e, "poked", "next", execution, nil); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	out, err := run.Result(ctx)
+	if err != nil || out != total {
+		tb.Fatalf("Result = %d, %v; want %d", out, err, total)
+	}
+}
+
+// A loop of 2,000 iterations that continues as new every 100 resumes
+// every execution over its own records only: at each resume the run holds
+// at most 100 records plus the handful of the execution's waits, however
+// many iterations came before. (BenchmarkContinueAsNewResume times it at
+// 1,000 per execution.)
+func TestContinueAsNewResumeReplaysOnlyTheCurrentExecution(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2,000 steps")
+	}
+	t.Parallel()
+	e := openEngine(t, dbPath(t), testConfig())
+	const every = 100
+	driveLoop(t, e, every, 20*every, func(execution int, _ time.Duration) {
+		info, err := e.Inspect(context.Background(), "poked")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Execution != execution || len(info.Steps) > every+3 {
+			t.Fatalf("resume of execution %d: run in execution %d with %d records, want at most %d",
+				execution, info.Execution, len(info.Steps), every+3)
+		}
+	})
+}
+
+// BenchmarkContinueAsNewResume drives a sleep/react loop of 1,000,000
+// iterations (FLOWLITE_CAN_ITERATIONS to change it) that continues as new
+// every 1,000, and reports the time to resume (claim, load, replay) the
+// first executions and the last ones, and their ratio: about 1, since a
+// resume reads and replays only its execution's records.
+//
+//	go test -run '^$' -bench ContinueAsNewResume -benchtime 1x ./flow
+func BenchmarkContinueAsNewResume(b *testing.B) {
+	const every = 1000
+	total := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("FLOWLITE_CAN_ITERATIONS")); err == nil && v >= 10*every {
+		total = v - v%every
+	}
+	const sample = 5 // executions averaged at each end
+	for b.Loop() {
+		e := openEngine(b, filepathFor(b), testConfig())
+		var first, last time.Duration
+		executions := total / every
+		driveLoop(b, e, every, total, func(execution int, took time.Duration) {
+			switch {
+			case execution > 1 && execution <= 1+sample: // the first resume also warms up
+				first += took
+			case execution > executions-sample:
+				last += took
+			}
+		})
+		b.ReportMetric(float64(first.Microseconds())/sample, "µs/resume-start")
+		b.ReportMetric(float64(last.Microseconds())/sample, "µs/resume-end")
+		b.ReportMetric(float64(last)/float64(first), "end/start")
+		e.Close()
+	}
+}
+
+// filepathFor returns a fresh database path for a benchmark.
+func filepathFor(b *testing.B) string {
+	return fmt.Sprintf("%s/bench.db", b.TempDir())
+}
