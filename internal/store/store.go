@@ -72,6 +72,7 @@ type Reader interface {
 	ReportReader
 	DefinitionReader
 	FeedReader
+	StreamReader
 }
 
 // Tx is a write transaction: it reads like a Reader, seeing its own
@@ -101,4 +102,5 @@ type Tx interface {
 	FeedTx
 	ReuseTx
 	DebounceTx
+	StreamTx
 }
