@@ -3,12 +3,13 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+
+	"github.com/flowlite/flowlite/flow/flowtype"
 )
 
 // ErrStreamClosed is returned by StreamAppend when the stream was closed.
-var ErrStreamClosed = errors.New("stream closed")
+var ErrStreamClosed = flowtype.ErrStreamClosed
 
 // Stream is one named stream of a run: how many messages it holds and
 // whether it was closed.
