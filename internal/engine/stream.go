@@ -206,7 +206,9 @@ func WriteStreamStep(ctx context.Context, stream string, value []byte) error {
 type txStepKey struct{}
 
 // WithTxStep returns ctx marked as a RunTx step's context.
-func WithTxStep(ctx context.Context) context.Context { return context.WithValue(ctx, txStepKey{}, true) }
+func WithTxStep(ctx context.Context) context.Context {
+	return context.WithValue(ctx, txStepKey{}, true)
+}
 
 // FlushStreams commits the stream writes of the attempt whose step body
 // ctx is the context of, when it made any. The body's caller calls it
