@@ -37,8 +37,8 @@ func (d *Dashboard) funcs() template.FuncMap {
 		// published lists what a run published (flow.Publish), latest per key.
 		"published": flow.Published,
 		// streams lists a run's streams with their last messages.
-		"streams": d.streamTails,
-		"statuses":  statuses,
+		"streams":  d.streamTails,
+		"statuses": statuses,
 		"step": func(name string, occ int) string {
 			return fmt.Sprintf("%s#%d", name, occ)
 		},
