@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,8 +68,17 @@ func streamChildMain() int {
 	defer c.close()
 	cfg := childConfig(c.inc, c.lw, c.log)
 	cfg.Intercept = nil // no injected failures: the kills are the faults
-	e, err := flowsqlite.Open(c.ctx, os.Getenv(envDB), cfg, childOptions)
+	var e *flow.Engine
+	var err error
+	if os.Getenv(envPGDSN) != "" {
+		e, err = openWorkerEngine(c.ctx, cfg)
+	} else {
+		e, err = flowsqlite.Open(c.ctx, os.Getenv(envDB), cfg, childOptions)
+	}
 	if err != nil {
+		if c.ctx.Err() != nil {
+			return 0
+		}
 		return c.fail("open: %v", err)
 	}
 	defer e.Close()
@@ -87,6 +97,41 @@ func streamChildMain() int {
 // published its last part. FLOWLITE_CRASH_LONG=1 runs more runs and kills.
 func TestCrashStreamReaderSeesEachMessageOnce(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	streamCrash(t, &harness{t: t, dir: dir, db: filepath.Join(dir, "flow.db"), ledger: filepath.Join(dir, "ledger.txt")})
+}
+
+// TestPGCrashStreamReaderSeesEachMessageOnce is the stream crash test on a
+// PostgreSQL schema (FLOWLITE_PG_TEST=1), where the reader is woken by
+// LISTEN/NOTIFY and appends take turns on the stream's row.
+func TestPGCrashStreamReaderSeesEachMessageOnce(t *testing.T) {
+	streamCrash(t, pgHarness(t))
+}
+
+// spawnStream starts stream worker inc on the harness's database.
+func (h *harness) spawnStream(inc int, drain bool) *child {
+	h.t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+childStream, envDB+"="+h.db, envLedger+"="+h.ledger,
+		envInc+"="+strconv.Itoa(inc), envDrain+"="+map[bool]string{true: "1", false: "0"}[drain])
+	cmd.Env = append(cmd.Env, h.pg.env()...)
+	c := &child{inc: inc, cmd: cmd, ready: make(chan struct{}), done: make(chan error, 1)}
+	cmd.Stdout = &readyWriter{ready: c.ready}
+	logf, err := os.Create(h.logPath(inc))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer logf.Close() // the child has its own descriptor
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		h.t.Fatalf("start child %d: %v", inc, err)
+	}
+	go func() { c.done <- cmd.Wait() }()
+	h.cur = c
+	return c
+}
+
+func streamCrash(t *testing.T, h *harness) {
 	runs, kills := 12, 4
 	if os.Getenv("FLOWLITE_CRASH_LONG") == "1" {
 		runs, kills = 40, 25
@@ -94,10 +139,15 @@ func TestCrashStreamReaderSeesEachMessageOnce(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0x57e))
-	dir := t.TempDir()
-	h := &harness{t: t, dir: dir, db: filepath.Join(dir, "flow.db"), ledger: filepath.Join(dir, "ledger.txt")}
 	ctx := t.Context()
-	parent, err := flowsqlite.Open(ctx, h.db, &flow.Config{PollInterval: 10 * time.Millisecond}, nil)
+	var parent *flow.Engine
+	var err error
+	pcfg := &flow.Config{PollInterval: 10 * time.Millisecond}
+	if h.pg != nil {
+		parent, err = h.pg.open(ctx, pcfg)
+	} else {
+		parent, err = flowsqlite.Open(ctx, h.db, pcfg, nil)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +192,7 @@ func TestCrashStreamReaderSeesEachMessageOnce(t *testing.T) {
 		}()
 	}()
 	for inc := 1; inc <= kills; inc++ {
-		c := h.spawnMode(childStream, inc, false)
+		c := h.spawnStream(inc, false)
 		select {
 		case <-c.ready:
 		case err := <-c.done:
@@ -153,7 +203,7 @@ func TestCrashStreamReaderSeesEachMessageOnce(t *testing.T) {
 		time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
 		c.kill()
 	}
-	last := h.spawnMode(childStream, kills+1, true)
+	last := h.spawnStream(kills+1, true)
 	select {
 	case err := <-last.done:
 		if err != nil {
