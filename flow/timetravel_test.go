@@ -83,7 +83,12 @@ func TestTimeTravelFoldMatchesInspect(t *testing.T) {
 		return flow.Do(wc, double, n)
 	}}
 	branch := func(n int) func(flow.Context) (int, error) {
-		return func(wc flow.Context) (int, error) { return flow.Do(wc, double, n) }
+		return func(wc flow.Context) (int, error) {
+			if _, err := flow.WriteStream(wc, "branches", n); err != nil {
+				return 0, err
+			}
+			return flow.Do(wc, double, n)
+		}
 	}
 	flow.Register(e, child)
 	wf := flow.Workflow[plan, int]{Name: "random", Version: 1, Run: func(wc flow.Context, p plan) (int, error) {

@@ -328,7 +328,8 @@ func (f *folder) apply(ev store.Event) {
 		// A body's write or close is a call recorded in one transaction,
 		// like a child's start; a step's batch belongs to that step's
 		// attempt, whose own events say where it stands.
-		if !strings.HasPrefix(ev.Step, engine.StreamStepPrefix) && !strings.HasPrefix(ev.Step, engine.StreamCloseStepPrefix) {
+		call := ev.Step[strings.LastIndex(ev.Step, "/")+1:] // a branch's call is scoped: all0.1/flow.stream.x
+		if !strings.HasPrefix(call, engine.StreamStepPrefix) && !strings.HasPrefix(call, engine.StreamCloseStepPrefix) {
 			break
 		}
 		s := f.step(ev, ev.At)
