@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/internal/codec"
+	"github.com/flowlite/flowlite/internal/store"
 )
 
 // Published values (DBOS SetEvent/GetEvent, Temporal queries): a workflow
@@ -65,12 +66,23 @@ func GetPublished[T any](ctx context.Context, e *Engine, runID, key string) (T, 
 }
 
 // WaitPublished waits until the run has published a value under key and
-// returns it. It reads the run at the engine's poll interval; a run that
-// ends (completed, failed, cancelled) without publishing the key ends the
-// wait with ErrNotPublished, a suspended run keeps it waiting.
+// returns it. It looks again as soon as a write of this process commits
+// history (a publication is a step, whose completion is an event) and, on
+// PostgreSQL, of any process (LISTEN/NOTIFY on the change feed's
+// channel); otherwise at the engine's poll interval. A run that ends
+// (completed, failed, cancelled) without publishing the key ends the wait
+// with ErrNotPublished, a suspended run keeps it waiting.
 func WaitPublished[T any](ctx context.Context, e *Engine, runID, key string) (T, error) {
 	var zero T
+	var notify store.FeedNotifier
+	if inner, err := runEngine(ctx, e, runID); err == nil {
+		notify, _ = inner.store.(store.FeedNotifier)
+	}
 	for {
+		var woke <-chan struct{}
+		if notify != nil {
+			woke = notify.FeedCommitted() // before the read: a commit after it wakes the wait
+		}
 		info, err := e.Inspect(ctx, runID)
 		if err != nil {
 			return zero, fmt.Errorf("wait for published %q of run %s: %w", key, runID, err)
@@ -87,6 +99,8 @@ func WaitPublished[T any](ctx context.Context, e *Engine, runID, key string) (T,
 		case <-ctx.Done():
 			timer.Stop()
 			return zero, fmt.Errorf("wait for published %q of run %s: %w", key, runID, ctx.Err())
+		case <-woke:
+			timer.Stop()
 		case <-timer.C:
 		}
 	}

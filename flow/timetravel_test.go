@@ -47,7 +47,7 @@ func randomPlan(r *rand.Rand) plan {
 		case k < 9:
 			p.Ops = append(p.Ops, op{Kind: "receive", Name: []string{"go", "more"}[r.IntN(2)]})
 		default:
-			p.Ops = append(p.Ops, op{Kind: []string{"child", "all", "first"}[r.IntN(3)], Name: "d"})
+			p.Ops = append(p.Ops, op{Kind: []string{"child", "all", "first", "stream"}[r.IntN(4)], Name: "d"})
 		}
 	}
 	p.Fail = r.IntN(3) == 0
@@ -59,7 +59,7 @@ func randomPlan(r *rand.Rand) plan {
 // that prefix was the whole history. Randomized workflows (steps that
 // succeed, fail for good or after retries, compensations that retry or
 // fail for good and are resumed or skipped, sleeps, signals accepted and
-// rejected, children, All and First, cancellation) are inspected over and over while they run; each
+// rejected, children, All and First, stream writes of bodies and steps, cancellation) are inspected over and over while they run; each
 // snapshot taken with no event recorded in between is compared with the
 // fold of the events recorded when it was taken.
 func TestTimeTravelFoldMatchesInspect(t *testing.T) {
@@ -83,7 +83,12 @@ func TestTimeTravelFoldMatchesInspect(t *testing.T) {
 		return flow.Do(wc, double, n)
 	}}
 	branch := func(n int) func(flow.Context) (int, error) {
-		return func(wc flow.Context) (int, error) { return flow.Do(wc, double, n) }
+		return func(wc flow.Context) (int, error) {
+			if _, err := flow.WriteStream(wc, "branches", n); err != nil {
+				return 0, err
+			}
+			return flow.Do(wc, double, n)
+		}
 	}
 	flow.Register(e, child)
 	wf := flow.Workflow[plan, int]{Name: "random", Version: 1, Run: func(wc flow.Context, p plan) (int, error) {
@@ -93,7 +98,10 @@ func TestTimeTravelFoldMatchesInspect(t *testing.T) {
 			case "step":
 				key := fmt.Sprintf("%s/%d", wc.RunID(), i)
 				step := flow.Step[int, int]{Name: o.Name, Retry: &fastRetry,
-					Run: func(_ context.Context, n int) (int, error) {
+					Run: func(ctx context.Context, n int) (int, error) {
+						if err := flow.WriteStreamCtx(ctx, "s", n); err != nil {
+							return 0, err
+						}
 						if bump(key) <= o.Fails {
 							return 0, fmt.Errorf("step %d failed", i)
 						}
@@ -141,6 +149,15 @@ func TestTimeTravelFoldMatchesInspect(t *testing.T) {
 					return 0, err
 				}
 				sum += n
+			case "stream":
+				if _, err := flow.WriteStream(wc, "s", i); err != nil {
+					return 0, err
+				}
+				if i%2 == 0 {
+					if err := flow.CloseStream(wc, "closed"); err != nil {
+						return 0, err
+					}
+				}
 			}
 		}
 		if p.Fail {

@@ -6,6 +6,7 @@
 //	flowlite --db app.db history RUN [--export [-o FILE]]
 //	flowlite --db app.db progress RUN [--follow]
 //	flowlite --db app.db changes [--follow] [--json] [--consumer NAME]
+//	flowlite --db app.db stream RUN NAME [--from N] [--follow] [--json]
 //	flowlite --db app.db stats; health
 //	flowlite --db app.db cancel|resume|skip|retry|revive RUN
 //	flowlite --db app.db run-now|delete RUN; run-at RUN WHEN
@@ -192,6 +193,7 @@ Exit codes: 0 success, 1 operational error, 2 usage error.`,
 		a.historyCommand(),
 		a.progressCommand(),
 		a.changesCommand(),
+		a.streamCommand(),
 		a.statsCommand(),
 		a.cancelCommand(),
 		a.resumeCommand(),

@@ -43,6 +43,15 @@ type runDetailJSON struct {
 	Steps          []stepJSON `json:"steps"`
 	// Published is what the run published (flow.Publish), latest per key.
 	Published map[string]json.RawMessage `json:"published,omitempty"`
+	// Streams are the run's streams (flow.WriteStream), by name.
+	Streams []streamJSON `json:"streams,omitempty"`
+}
+
+// streamJSON is a run's stream in show --json output.
+type streamJSON struct {
+	Name   string `json:"name"`
+	Length int64  `json:"length"`
+	Closed bool   `json:"closed"`
 }
 
 func (a *app) showCommand() *cobra.Command {
@@ -77,12 +86,19 @@ times history --relative prints).`,
 						return runError(id, err)
 					}
 				}
+				streams, err := flow.Streams(cmd.Context(), e, id)
+				if err != nil {
+					return runError(id, err)
+				}
 				if a.json {
 					out := newRunDetailJSON(info)
 					out.ConcurrencyKey, out.HeldBy = info.ConcurrencyKey, held
+					for _, s := range streams {
+						out.Streams = append(out.Streams, streamJSON{Name: s.Name, Length: s.Length, Closed: s.Closed})
+					}
 					return writeJSON(a.stdout, out)
 				}
-				return a.printRun(info, held)
+				return a.printRun(info, held, streams...)
 			})
 		}),
 	}
@@ -106,7 +122,7 @@ func newRunDetailJSON(info flow.RunInfo) runDetailJSON {
 	return out
 }
 
-func (a *app) printRun(info flow.RunInfo, held string) error {
+func (a *app) printRun(info flow.RunInfo, held string, streams ...flow.StreamInfo) error {
 	h := newTable(a.stdout, "Run", cell(info.ID, 0))
 	h.row("Status", statusText(info))
 	h.row("Workflow", cell(info.Workflow, 0)+" version "+strconv.Itoa(info.Version))
@@ -143,6 +159,13 @@ func (a *app) printRun(info flow.RunInfo, held string) error {
 		if s.Progress != nil {
 			h.row("Progress "+cell(stepName(s.Name, s.Occurrence), 0), cell(strings.TrimSpace(progressAmount(*s.Progress)+" "+s.Progress.Message), 100))
 		}
+	}
+	for _, s := range streams {
+		state := "open"
+		if s.Closed {
+			state = "closed"
+		}
+		h.row("Stream "+cell(s.Name, 0), fmt.Sprintf("%d messages, %s", s.Length, state))
 	}
 	if err := h.flush(); err != nil {
 		return err

@@ -110,6 +110,24 @@ type FlowliteStepDuration struct {
 	MaxMs     interface{}
 }
 
+type FlowliteStream struct {
+	RunID    string
+	Stream   string
+	Length   int64
+	ClosedAt int64
+}
+
+type FlowliteStreamMessage struct {
+	RunID      string
+	Stream     string
+	Position   int64
+	Value      []byte
+	At         int64
+	Step       string
+	Occurrence int64
+	Attempt    int64
+}
+
 type Queue struct {
 	Name      string
 	Paused    bool

@@ -432,6 +432,21 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.stepWaitStmt, err = db.PrepareContext(ctx, stepWait); err != nil {
 		return nil, fmt.Errorf("error preparing query StepWait: %w", err)
 	}
+	if q.streamAdvanceStmt, err = db.PrepareContext(ctx, streamAdvance); err != nil {
+		return nil, fmt.Errorf("error preparing query StreamAdvance: %w", err)
+	}
+	if q.streamCloseStmt, err = db.PrepareContext(ctx, streamClose); err != nil {
+		return nil, fmt.Errorf("error preparing query StreamClose: %w", err)
+	}
+	if q.streamListStmt, err = db.PrepareContext(ctx, streamList); err != nil {
+		return nil, fmt.Errorf("error preparing query StreamList: %w", err)
+	}
+	if q.streamMessagesInsertStmt, err = db.PrepareContext(ctx, streamMessagesInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query StreamMessagesInsert: %w", err)
+	}
+	if q.streamReadStmt, err = db.PrepareContext(ctx, streamRead); err != nil {
+		return nil, fmt.Errorf("error preparing query StreamRead: %w", err)
+	}
 	if q.uniqueHoldDropStmt, err = db.PrepareContext(ctx, uniqueHoldDrop); err != nil {
 		return nil, fmt.Errorf("error preparing query UniqueHoldDrop: %w", err)
 	}
@@ -1135,6 +1150,31 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing stepWaitStmt: %w", cerr)
 		}
 	}
+	if q.streamAdvanceStmt != nil {
+		if cerr := q.streamAdvanceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing streamAdvanceStmt: %w", cerr)
+		}
+	}
+	if q.streamCloseStmt != nil {
+		if cerr := q.streamCloseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing streamCloseStmt: %w", cerr)
+		}
+	}
+	if q.streamListStmt != nil {
+		if cerr := q.streamListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing streamListStmt: %w", cerr)
+		}
+	}
+	if q.streamMessagesInsertStmt != nil {
+		if cerr := q.streamMessagesInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing streamMessagesInsertStmt: %w", cerr)
+		}
+	}
+	if q.streamReadStmt != nil {
+		if cerr := q.streamReadStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing streamReadStmt: %w", cerr)
+		}
+	}
 	if q.uniqueHoldDropStmt != nil {
 		if cerr := q.uniqueHoldDropStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing uniqueHoldDropStmt: %w", cerr)
@@ -1340,6 +1380,11 @@ type Queries struct {
 	stepReopenStmt                      *sql.Stmt
 	stepSnoozeStmt                      *sql.Stmt
 	stepWaitStmt                        *sql.Stmt
+	streamAdvanceStmt                   *sql.Stmt
+	streamCloseStmt                     *sql.Stmt
+	streamListStmt                      *sql.Stmt
+	streamMessagesInsertStmt            *sql.Stmt
+	streamReadStmt                      *sql.Stmt
 	uniqueHoldDropStmt                  *sql.Stmt
 	uniqueHoldGetStmt                   *sql.Stmt
 	uniqueHoldMoveStmt                  *sql.Stmt
@@ -1488,6 +1533,11 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		stepReopenStmt:                      q.stepReopenStmt,
 		stepSnoozeStmt:                      q.stepSnoozeStmt,
 		stepWaitStmt:                        q.stepWaitStmt,
+		streamAdvanceStmt:                   q.streamAdvanceStmt,
+		streamCloseStmt:                     q.streamCloseStmt,
+		streamListStmt:                      q.streamListStmt,
+		streamMessagesInsertStmt:            q.streamMessagesInsertStmt,
+		streamReadStmt:                      q.streamReadStmt,
 		uniqueHoldDropStmt:                  q.uniqueHoldDropStmt,
 		uniqueHoldGetStmt:                   q.uniqueHoldGetStmt,
 		uniqueHoldMoveStmt:                  q.uniqueHoldMoveStmt,

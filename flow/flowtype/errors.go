@@ -73,6 +73,9 @@ var (
 	ErrReadOnly = errors.New("database is read-only")
 	// ErrClosed is returned by the calls of an engine whose store closed.
 	ErrClosed = errors.New("store is closed")
+	// ErrStreamClosed is returned by a write to a stream of a run that
+	// was closed (flow.CloseStream).
+	ErrStreamClosed = errors.New("stream closed")
 	// ErrDiskFull is returned for a write the database refused because it, or
 	// the disk under it, is full.
 	ErrDiskFull = errors.New("database or disk is full")

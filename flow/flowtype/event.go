@@ -88,6 +88,13 @@ const (
 	// EventStepSnoozed: a step (a job's handler) snoozed itself, without
 	// using an attempt; Detail: "snoozed for <d>".
 	EventStepSnoozed = "step_snoozed"
+	// EventStreamWritten: a batch of messages was appended to a stream of
+	// the run; Step names the stream-write step of the body, or the step
+	// whose attempt (Occurrence, Attempt) wrote them; Detail: "<stream>
+	// [first, last]", the batch's positions.
+	EventStreamWritten = "stream_written"
+	// EventStreamClosed: the body closed a stream; Detail names it.
+	EventStreamClosed = "stream_closed"
 	// EventRunMadeDue: an operator made a delayed or backing-off run due
 	// now; Detail says when it was due.
 	EventRunMadeDue = "run_made_due"

@@ -50,6 +50,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == childFeed {
 		os.Exit(feedChildMain())
 	}
+	if os.Getenv(envChild) == childStream {
+		os.Exit(streamChildMain())
+	}
 	if os.Getenv(envChild) == childLimits {
 		os.Exit(limitsChildMain())
 	}

@@ -47,6 +47,8 @@ func (d *Dashboard) funcs() template.FuncMap {
 			}
 			return ""
 		},
+		// streams lists a run's streams with their last messages.
+		"streams":  d.streamTails,
 		"statuses": statuses,
 		"step": func(name string, occ int) string {
 			return fmt.Sprintf("%s#%d", name, occ)

@@ -190,6 +190,9 @@ type Engine struct {
 	cfg   Config
 	log   *slog.Logger
 
+	// streams buffers the stream writes of step attempts (stream.go).
+	streams streamBuffers
+
 	mu        sync.Mutex
 	workflows map[flowtype.WorkflowKey]Workflow
 	known     []flowtype.WorkflowKey // sorted keys of workflows; replaced, never mutated
@@ -351,7 +354,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	loopCtx, stopLoops := context.WithCancel(context.Background())
-	base, hardStop := context.WithCancelCause(context.WithValue(context.Background(), clockKey{}, e.cfg.Clock))
+	base, hardStop := context.WithCancelCause(context.WithValue(context.WithValue(context.Background(), clockKey{}, e.cfg.Clock), engineKey{}, e))
 	e.stopLoops, e.hardStop, e.baseCtx, e.loopCtx = stopLoops, hardStop, base, loopCtx
 	e.loops, e.execs = new(errgroup.Group), new(errgroup.Group)
 	e.running = true

@@ -21,8 +21,8 @@ import (
 // less often as it ages (progressGap), so its history stays short however
 // long it runs and however often it reports.
 
-// ErrNotInStep is returned by SetProgress outside a step body or a job's
-// handler, or after its attempt ended.
+// ErrNotInStep is returned by SetProgress and WriteStreamStep outside a
+// step body or a job's handler, or after its attempt ended.
 var ErrNotInStep = errors.New("not called from a running step body or job handler")
 
 // progressFlushInterval is how often the engine writes the progress its

@@ -73,6 +73,7 @@ type Reader interface {
 	DefinitionReader
 	FeedReader
 	ExecutionReader
+	StreamReader
 }
 
 // Tx is a write transaction: it reads like a Reader, seeing its own
@@ -103,4 +104,5 @@ type Tx interface {
 	ReuseTx
 	DebounceTx
 	ExecutionTx
+	StreamTx
 }

@@ -330,6 +330,19 @@ func (f *folder) apply(ev store.Event) {
 	case flowtype.EventStepStarted:
 		s := f.step(ev, ev.At)
 		s.Status, s.Attempts, s.Error = store.StepRunning, ev.Attempt, ""
+	case flowtype.EventStreamWritten, flowtype.EventStreamClosed:
+		// A body's write or close is a call recorded in one transaction,
+		// like a child's start; a step's batch belongs to that step's
+		// attempt, whose own events say where it stands.
+		call := ev.Step[strings.LastIndex(ev.Step, "/")+1:] // a branch's call is scoped: all0.1/flow.stream.x
+		if !strings.HasPrefix(call, engine.StreamStepPrefix) && !strings.HasPrefix(call, engine.StreamCloseStepPrefix) {
+			break
+		}
+		s := f.step(ev, ev.At)
+		s.Status, s.Error, s.FinishedAt, s.Attempts = store.StepCompleted, "", ev.At, max(s.Attempts, 1)
+		if row, ok := f.row(s.Key()); ok && f.current(s.Key()) {
+			s.Output, s.CompletedSeq = row.Output, row.CompletedSeq
+		}
 	case flowtype.EventStepCompleted, flowtype.EventTimerFired, flowtype.EventChildFinished,
 		flowtype.EventChildStarted, flowtype.EventRaceWon, flowtype.EventScopeCancelled:
 		s := f.step(ev, ev.At)

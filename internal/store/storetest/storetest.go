@@ -61,6 +61,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 	tests = append(tests, feedTests()...)
 	tests = append(tests, startOptionTests()...)
 	tests = append(tests, debounceTests()...)
+	tests = append(tests, streamTests()...)
 	tests = append(tests, limitTests()...)
 	tests = append(tests, runSearchTests()...)
 	tests = append(tests, executionTests()...)

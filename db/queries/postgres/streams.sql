@@ -1,0 +1,44 @@
+-- name: StreamAdvance :one
+-- StreamAdvance makes room for count messages at the end of an open
+-- stream, creating its row on the first append, and returns the stream's
+-- new length: the messages take the positions below it. The upsert holds
+-- the stream row's lock until the transaction ends, so appends to one
+-- stream take turns and positions commit in order (migration
+-- 00009_streams.sql); a closed stream matches no row (ErrNoRows).
+INSERT INTO flowlite.streams (run_id, stream, length)
+VALUES (sqlc.arg(run_id)::text, sqlc.arg(stream)::text, sqlc.arg(count)::bigint)
+ON CONFLICT (run_id, stream) DO UPDATE SET length = flowlite.streams.length + excluded.length
+WHERE flowlite.streams.closed_at = 0
+RETURNING length;
+
+-- name: StreamMessagesInsert :exec
+-- StreamMessagesInsert inserts the messages of messages, a JSON array of
+-- objects (position, value: the message's JSON as a string), in array
+-- order.
+INSERT INTO flowlite.stream_messages (run_id, stream, position, value, at, step, occurrence, attempt)
+SELECT sqlc.arg(run_id)::text, sqlc.arg(stream)::text, (j.v ->> 'position')::bigint,
+       convert_to(j.v ->> 'value', 'UTF8'), sqlc.arg(at)::bigint, sqlc.arg(step)::text,
+       sqlc.arg(occurrence)::bigint, sqlc.arg(attempt)::bigint
+FROM jsonb_array_elements(sqlc.arg(messages)::jsonb) WITH ORDINALITY AS j(v, n)
+ORDER BY j.n;
+
+-- name: StreamClose :exec
+-- StreamClose closes a stream, creating it empty if it has no row; closing
+-- a closed stream keeps its first closing time. It takes the row's lock as
+-- StreamAdvance does, so an append and a close take turns.
+INSERT INTO flowlite.streams (run_id, stream, closed_at)
+VALUES (sqlc.arg(run_id)::text, sqlc.arg(stream)::text, sqlc.arg(closed_at)::bigint)
+ON CONFLICT (run_id, stream) DO UPDATE SET closed_at = excluded.closed_at
+WHERE flowlite.streams.closed_at = 0;
+
+-- name: StreamRead :many
+-- StreamRead returns up to max_messages messages of a stream from
+-- position from on, in position order.
+SELECT * FROM flowlite.stream_messages
+WHERE run_id = sqlc.arg(run_id)::text AND stream = sqlc.arg(stream)::text AND position >= sqlc.arg(from_position)::bigint
+ORDER BY position
+LIMIT sqlc.arg(max_messages)::bigint;
+
+-- name: StreamList :many
+-- StreamList returns the streams of a run, by name.
+SELECT * FROM flowlite.streams WHERE run_id = sqlc.arg(run_id)::text ORDER BY stream;
