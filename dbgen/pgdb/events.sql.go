@@ -36,7 +36,7 @@ type EventAppendParams struct {
 // (pgstore/feed.go) relies on every transaction that drew an event ID
 // having a transaction ID already. It inserts nothing for a run that does
 // not exist, which the adapter reports (events have no foreign key: see
-// migration 00012).
+// migration 00010).
 func (q *Queries) EventAppend(ctx context.Context, arg EventAppendParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, eventAppend,
 		arg.RunID,
@@ -79,7 +79,7 @@ type EventAppendLeasedParams struct {
 // (step progress) skips a run whose lease was lost, or which is gone,
 // instead of failing the others' with it. No row means it was skipped.
 // It takes no lock on the run's row (it only reads it, and events have no
-// foreign key to lock it with: migration 00012), so a batch over many runs
+// foreign key to lock it with: migration 00010), so a batch over many runs
 // cannot deadlock with their own writes; a takeover that commits between
 // the check and the commit leaves one progress sample of the attempt the
 // old lease ran, which is still true of that attempt. The WHERE clause

@@ -29,7 +29,7 @@ type StreamAdvanceParams struct {
 // new length: the messages take the positions below it. The upsert holds
 // the stream row's lock until the transaction ends, so appends to one
 // stream take turns and positions commit in order (migration
-// 00009_streams.sql); a closed stream matches no row (ErrNoRows).
+// 00008_streams.sql); a closed stream matches no row (ErrNoRows).
 func (q *Queries) StreamAdvance(ctx context.Context, arg StreamAdvanceParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, streamAdvance, arg.RunID, arg.Stream, arg.Count)
 	var length int64

@@ -7,7 +7,7 @@
 -- (pgstore/feed.go) relies on every transaction that drew an event ID
 -- having a transaction ID already. It inserts nothing for a run that does
 -- not exist, which the adapter reports (events have no foreign key: see
--- migration 00012).
+-- migration 00010).
 INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
 SELECT sqlc.arg(run_id)::text, sqlc.arg(at)::bigint, sqlc.arg(kind)::text, sqlc.arg(step)::text,
        sqlc.arg(occurrence)::bigint, sqlc.arg(attempt)::bigint, sqlc.arg(detail)::text
@@ -42,7 +42,7 @@ SELECT * FROM flowlite.events WHERE run_id = @run_id AND kind = @kind ORDER BY i
 -- (step progress) skips a run whose lease was lost, or which is gone,
 -- instead of failing the others' with it. No row means it was skipped.
 -- It takes no lock on the run's row (it only reads it, and events have no
--- foreign key to lock it with: migration 00012), so a batch over many runs
+-- foreign key to lock it with: migration 00010), so a batch over many runs
 -- cannot deadlock with their own writes; a takeover that commits between
 -- the check and the commit leaves one progress sample of the attempt the
 -- old lease ran, which is still true of that attempt. The WHERE clause

@@ -4,7 +4,7 @@
 -- new length: the messages take the positions below it. The upsert holds
 -- the stream row's lock until the transaction ends, so appends to one
 -- stream take turns and positions commit in order (migration
--- 00009_streams.sql); a closed stream matches no row (ErrNoRows).
+-- 00008_streams.sql); a closed stream matches no row (ErrNoRows).
 INSERT INTO flowlite.streams (run_id, stream, length)
 VALUES (sqlc.arg(run_id)::text, sqlc.arg(stream)::text, sqlc.arg(count)::bigint)
 ON CONFLICT (run_id, stream) DO UPDATE SET length = flowlite.streams.length + excluded.length

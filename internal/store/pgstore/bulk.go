@@ -32,7 +32,7 @@ import (
 //     to a savepoint taken before it, and the batch goes through the
 //     statement, which reports the ID taken, as if COPY had not been tried;
 //   - events of runs the transaction inserted by COPY (the run_started
-//     events of a batch). Events have no foreign key (migration 00012),
+//     events of a batch). Events have no foreign key (migration 00010),
 //     and COPY cannot test that their runs exist, as the statements do;
 //     these runs do. And the transaction, having written, holds a
 //     transaction ID before its first event draws an ID from the sequence

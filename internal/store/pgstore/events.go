@@ -74,7 +74,7 @@ func seesEvents(query string) bool {
 }
 
 // errNoSuchRun fails an append of events to a run that does not exist, as
-// the foreign key did before migration 00012: the transaction is then
+// the foreign key did before migration 00010: the transaction is then
 // rolled back, and nothing of it is kept.
 var errNoSuchRun = errors.New("no such run")
 
