@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowsqlite"
+	"github.com/flowlite/flowlite/internal/pgtest"
 )
 
 // pokeLoop is a sleep/react loop that continues as new every `every`
@@ -142,7 +144,17 @@ func BenchmarkContinueAsNewResume(b *testing.B) {
 	}
 	const sample = 5 // executions averaged at each end
 	for b.Loop() {
-		e := openEngine(b, filepathFor(b), testConfig())
+		// synchronous=NORMAL: a million iterations are a million commits
+		// of one run, one at a time, and what is timed is a resume (the
+		// claim, the load of the execution's records, the replay), which
+		// an fsync per commit only slows down alike at both ends. With
+		// FLOWLITE_TEST_BACKEND=postgres, the suite's PostgreSQL schema.
+		var e *flow.Engine
+		if pgtest.Postgres() {
+			e = openEngine(b, filepathFor(b), testConfig())
+		} else {
+			e = openSQLiteEngine(b, filepathFor(b), testConfig(), &flowsqlite.Options{Synchronous: flowsqlite.SynchronousNormal})
+		}
 		var first, last time.Duration
 		executions := total / every
 		driveLoop(b, e, every, total, func(execution int, took time.Duration) {
