@@ -157,7 +157,14 @@ func tableDB(t testing.TB, path string) (*sql.DB, func(name string) string) {
 	if !ok {
 		t.Fatalf("no PostgreSQL schema for %s: open an engine on it first", path)
 	}
-	db, err := sql.Open(flowpg.DriverName, pgtest.DSN())
+	// Straight to the server when the suite runs through a pooler: this
+	// pool is database/sql's own, with pgx's prepared statements, which a
+	// transaction pooler loses between transactions.
+	dsn := pgtest.DirectDSN()
+	if dsn == "" {
+		dsn = pgtest.DSN()
+	}
+	db, err := sql.Open(flowpg.DriverName, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
