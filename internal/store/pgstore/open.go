@@ -190,12 +190,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 10
 	}
-	switch {
-	case opts.ApplicationName != "":
-		cfg.RuntimeParams["application_name"] = opts.ApplicationName
-	case cfg.RuntimeParams["application_name"] == "":
-		cfg.RuntimeParams["application_name"] = DefaultApplicationName
-	}
+	setApplicationName(cfg, opts.ApplicationName)
 	idleInTx, err := networkSettings(cfg, opts.NetworkTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", where, err)
@@ -214,6 +209,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.connConfig = cfg
 	return s, nil
+}
+
+// setApplicationName sets the application_name of cfg's sessions: name,
+// else the DSN's, else DefaultApplicationName.
+func setApplicationName(cfg *pgx.ConnConfig, name string) {
+	switch {
+	case name != "":
+		cfg.RuntimeParams["application_name"] = name
+	case cfg.RuntimeParams["application_name"] == "":
+		cfg.RuntimeParams["application_name"] = DefaultApplicationName
+	}
 }
 
 // parseError is the error of a DSN pgx cannot parse. pgx's message quotes

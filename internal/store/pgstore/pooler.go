@@ -137,12 +137,7 @@ func directConfig(opts Options) (*pgx.ConnConfig, error) {
 		return nil, fmt.Errorf("DirectDSN: %w", parseError(opts.DirectDSN, err))
 	}
 	cfg.RuntimeParams[isolationSetting] = "read committed"
-	switch {
-	case opts.ApplicationName != "":
-		cfg.RuntimeParams["application_name"] = opts.ApplicationName
-	case cfg.RuntimeParams["application_name"] == "":
-		cfg.RuntimeParams["application_name"] = DefaultApplicationName
-	}
+	setApplicationName(cfg, opts.ApplicationName)
 	if _, err := networkSettings(cfg, opts.NetworkTimeout); err != nil {
 		return nil, fmt.Errorf("DirectDSN: %w", err)
 	}
@@ -162,21 +157,36 @@ func migrateBehindPooler(ctx context.Context, pooled *sql.DB, direct *pgx.ConnCo
 		}
 		return nil
 	}
-	d, err := dialect(pooled, schema, names)
+	return requireCurrentSchema(ctx, pooled, schema, names,
+		"create it over DirectDSN (Options.DirectDSN) or with `flowlite migrate up` against the server itself",
+		"migrate over DirectDSN (Options.DirectDSN) or with `flowlite migrate up` against the server itself",
+		ErrMigrateThroughPooler)
+}
+
+// requireCurrentSchema refuses, without writing, a schema that is
+// missing, behind this binary (saying what to do about each, and wrapping
+// cause when set) or newer: for a store that cannot migrate it.
+func requireCurrentSchema(ctx context.Context, db *sql.DB, schema string, names *qualifier, ifMissing, ifBehind string, cause error) error {
+	d, err := dialect(db, schema, names)
 	if err != nil {
 		return err
 	}
-	st, err := migrate.StatusOf(ctx, pooled, d)
+	st, err := migrate.StatusOf(ctx, db, d)
+	why := func(what, todo string) error {
+		if cause != nil {
+			return fmt.Errorf("%s: %w; %s", what, cause, todo)
+		}
+		return fmt.Errorf("%s: %s", what, todo)
+	}
 	switch {
 	case errors.Is(err, store.ErrNotDatabase):
-		return fmt.Errorf("schema %s does not exist: %w; create it over DirectDSN (Options.DirectDSN) or with `flowlite migrate up` against the server itself", schema, ErrMigrateThroughPooler)
+		return why("schema "+schema+" does not exist", ifMissing)
 	case err != nil:
 		return err
 	case d.TooNew(st) != nil:
 		return d.TooNew(st)
 	case st.Pending():
-		return fmt.Errorf("schema %s is at version %d, this flowlite needs %d: %w; migrate over DirectDSN (Options.DirectDSN) or with `flowlite migrate up` against the server itself",
-			schema, st.Current, st.Latest, ErrMigrateThroughPooler)
+		return why(fmt.Sprintf("schema %s is at version %d, this flowlite needs %d", schema, st.Current, st.Latest), ifBehind)
 	}
 	return nil
 }

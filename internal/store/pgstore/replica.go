@@ -3,14 +3,11 @@ package pgstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
 	"github.com/flowlite/flowlite/flow/flowtype"
-	"github.com/flowlite/flowlite/internal/migrate"
-	"github.com/flowlite/flowlite/internal/store"
 )
 
 // Read replicas. A store opened on a standby in recovery (a streaming
@@ -22,9 +19,9 @@ import (
 // schema that is missing or not at this binary's version, its writes fail
 // with flowtype.ErrReadOnly, the engine refuses to start, and waits and
 // the change feed poll, since a standby cannot LISTEN. What it reads is
-// as old as the standby's lag (Replica).
+// as old as the standby's lag (ReplicaInfo, which Inspect reports).
 
-// ReplicaInfo is what Replica reports of the server.
+// ReplicaInfo is what Inspect reports of the server's replication.
 type ReplicaInfo struct {
 	// Standby says the server is a standby in recovery.
 	Standby bool
@@ -36,23 +33,9 @@ type ReplicaInfo struct {
 	ReplayAge time.Duration
 }
 
-// Replica reports whether the store's server is a standby, and how far
-// behind its primary.
-func (r reader) Replica(ctx context.Context) (ReplicaInfo, error) {
-	row, err := r.q.ReplicaStatus(ctx)
-	if err != nil {
-		return ReplicaInfo{}, fmt.Errorf("read replication status: %w", interpretError(ctx, err))
-	}
-	return replicaInfo(row), nil
-}
-
+// replicaInfo is the ReplicaStatus row as ReplicaInfo.
 func replicaInfo(row pgdb.ReplicaStatusRow) ReplicaInfo {
 	return ReplicaInfo{Standby: row.InRecovery, CaughtUp: row.CaughtUp, ReplayAge: time.Duration(row.ReplayAgeMs) * time.Millisecond}
-}
-
-// Replica is Reader().Replica.
-func (s *Store) Replica(ctx context.Context) (ReplicaInfo, error) {
-	return reader{q: pgdb.New(s.conn(s.db)), s: s}.Replica(ctx)
 }
 
 // ReadOnly says why the store only reads ("" when it writes).
@@ -65,20 +48,7 @@ func (s *Store) errReadOnly() error {
 // checkReplicaSchema refuses a standby's schema that is missing or not at
 // this binary's version: the standby cannot be migrated, its primary is.
 func checkReplicaSchema(ctx context.Context, db *sql.DB, schema string, names *qualifier) error {
-	d, err := dialect(db, schema, names)
-	if err != nil {
-		return err
-	}
-	st, err := migrate.StatusOf(ctx, db, d)
-	switch {
-	case errors.Is(err, store.ErrNotDatabase):
-		return fmt.Errorf("schema %s does not exist on this standby: open an engine on the primary, which creates it", schema)
-	case err != nil:
-		return err
-	case d.TooNew(st) != nil:
-		return d.TooNew(st)
-	case st.Pending():
-		return fmt.Errorf("schema %s is at version %d on this standby, this flowlite needs %d: migrate the primary (an engine or `flowlite migrate up` there)", schema, st.Current, st.Latest)
-	}
-	return nil
+	return requireCurrentSchema(ctx, db, schema, names,
+		"open an engine on the primary, which creates it",
+		"migrate the primary (an engine or `flowlite migrate up` there)", nil)
 }
