@@ -116,14 +116,9 @@ func (s Step[In, Out]) definition(runID string, in In, def RetryPolicy) (engine.
 			var out Out
 			var err error
 			if s.RunTx != nil {
-				out, err = s.RunTx(engine.WithTxStep(ctx), tx, in)
+				out, err = s.RunTx(ctx, tx, in)
 			} else {
-				out, err = s.Run(ctx, in)
-				// The attempt's stream writes commit before its outcome
-				// (stream.go); one that cannot fails the attempt.
-				if flushErr := engine.FlushStreams(ctx); flushErr != nil && err == nil {
-					err = flushErr
-				}
+				out, err = s.Run(ctx, in) // its stream writes commit with its outcome (engine/stream.go)
 			}
 			if err != nil {
 				return nil, err

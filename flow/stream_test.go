@@ -212,3 +212,72 @@ func TestStreamOfAFinishedRunEnds(t *testing.T) {
 		}
 	}
 }
+
+// A step's writes still pending when its body returns commit with its
+// checkpoint: its history has their stream_written event right before its
+// step_completed. A write through the step's context once its attempt
+// ended is refused, and a step writing to a stream the body closed fails.
+func TestStreamWritesCommitWithTheStepsCheckpoint(t *testing.T) {
+	t.Parallel()
+	ctx := waitCtx(t)
+	e := openEngine(t, dbPath(t), nil)
+	var stepCtx context.Context
+	write := flow.Step[int, int]{Name: "write", Run: func(ctx context.Context, n int) (int, error) {
+		stepCtx = ctx
+		for i := range n {
+			if err := flow.WriteStreamCtx(ctx, "log", i); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	}}
+	late := flow.Step[int, int]{Name: "late", Retry: &flow.RetryPolicy{MaxAttempts: 1}, Run: func(ctx context.Context, n int) (int, error) {
+		return n, flow.WriteStreamCtx(ctx, "log", n)
+	}}
+	wf := flow.Workflow[int, string]{
+		Name: "stream_checkpoint",
+		Run: func(wc flow.Context, n int) (string, error) {
+			if _, err := flow.Do(wc, write, n); err != nil {
+				return "", err
+			}
+			if err := flow.CloseStream(wc, "log"); err != nil {
+				return "", err
+			}
+			_, err := flow.Do(wc, late, 1)
+			return fmt.Sprint(err), nil
+		},
+	}
+	flow.Register(e, wf)
+	startEngine(t, e)
+	run, err := flow.Start(ctx, e, wf, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lateErr, err := run.Result(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(lateErr, "closed") {
+		t.Errorf("a step writing to a closed stream: %q, want its attempt failed naming the closed stream", lateErr)
+	}
+	if err := flow.WriteStreamCtx(stepCtx, "log", 9); !errors.Is(err, flow.ErrNotInStep) {
+		t.Errorf("write after the attempt ended: %v, want ErrNotInStep", err)
+	}
+	evs, err := e.History(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, ev := range evs {
+		if ev.Step == "write" {
+			kinds = append(kinds, ev.Kind+" "+ev.Detail)
+		}
+	}
+	if got, want := strings.Join(kinds, "; "), "step_started ; stream_written log [0, 2]; step_completed "; got != want {
+		t.Errorf("history of step write:\n got %q\nwant %q", got, want)
+	}
+	msgs, err := flow.StreamMessages[int](ctx, e, run.ID(), "log", 0)
+	if err != nil || len(msgs) != 3 || msgs[2].Value != 2 {
+		t.Errorf("messages: %+v, %v; want 0, 1, 2", msgs, err)
+	}
+}

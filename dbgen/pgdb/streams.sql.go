@@ -7,7 +7,6 @@ package pgdb
 
 import (
 	"context"
-	"encoding/json"
 )
 
 const streamAdvance = `-- name: StreamAdvance :one
@@ -35,6 +34,41 @@ func (q *Queries) StreamAdvance(ctx context.Context, arg StreamAdvanceParams) (i
 	var length int64
 	err := row.Scan(&length)
 	return length, err
+}
+
+const streamChunkInsert = `-- name: StreamChunkInsert :exec
+INSERT INTO flowlite.stream_chunks (run_id, stream, first_position, count, messages, at, step, occurrence, attempt)
+VALUES ($1::text, $2::text, $3::bigint, $4::bigint,
+        $5::bytea, $6::bigint, $7::text, $8::bigint, $9::bigint)
+`
+
+type StreamChunkInsertParams struct {
+	RunID         string
+	Stream        string
+	FirstPosition int64
+	Count         int64
+	Messages      []byte
+	At            int64
+	Step          string
+	Occurrence    int64
+	Attempt       int64
+}
+
+// StreamChunkInsert stores one append's messages, a JSON array of them,
+// at the positions from first_position on (migration 00011).
+func (q *Queries) StreamChunkInsert(ctx context.Context, arg StreamChunkInsertParams) error {
+	_, err := q.db.ExecContext(ctx, streamChunkInsert,
+		arg.RunID,
+		arg.Stream,
+		arg.FirstPosition,
+		arg.Count,
+		arg.Messages,
+		arg.At,
+		arg.Step,
+		arg.Occurrence,
+		arg.Attempt,
+	)
+	return err
 }
 
 const streamClose = `-- name: StreamClose :exec
@@ -91,45 +125,14 @@ func (q *Queries) StreamList(ctx context.Context, runID string) ([]FlowliteStrea
 	return items, nil
 }
 
-const streamMessagesInsert = `-- name: StreamMessagesInsert :exec
-INSERT INTO flowlite.stream_messages (run_id, stream, position, value, at, step, occurrence, attempt)
-SELECT $1::text, $2::text, (j.v ->> 'position')::bigint,
-       convert_to(j.v ->> 'value', 'UTF8'), $3::bigint, $4::text,
-       $5::bigint, $6::bigint
-FROM jsonb_array_elements($7::jsonb) WITH ORDINALITY AS j(v, n)
-ORDER BY j.n
-`
-
-type StreamMessagesInsertParams struct {
-	RunID      string
-	Stream     string
-	At         int64
-	Step       string
-	Occurrence int64
-	Attempt    int64
-	Messages   json.RawMessage
-}
-
-// StreamMessagesInsert inserts the messages of messages, a JSON array of
-// objects (position, value: the message's JSON as a string), in array
-// order.
-func (q *Queries) StreamMessagesInsert(ctx context.Context, arg StreamMessagesInsertParams) error {
-	_, err := q.db.ExecContext(ctx, streamMessagesInsert,
-		arg.RunID,
-		arg.Stream,
-		arg.At,
-		arg.Step,
-		arg.Occurrence,
-		arg.Attempt,
-		arg.Messages,
-	)
-	return err
-}
-
 const streamRead = `-- name: StreamRead :many
-SELECT run_id, stream, position, value, at, step, occurrence, attempt FROM flowlite.stream_messages
-WHERE run_id = $1::text AND stream = $2::text AND position >= $3::bigint
-ORDER BY position
+SELECT run_id, stream, first_position, count, messages, at, step, occurrence, attempt FROM flowlite.stream_chunks
+WHERE run_id = $1::text AND stream = $2::text
+  AND first_position >= coalesce((
+      SELECT max(c.first_position) FROM flowlite.stream_chunks AS c
+      WHERE c.run_id = $1::text AND c.stream = $2::text
+        AND c.first_position <= $3::bigint), 0)
+ORDER BY first_position
 LIMIT $4::bigint
 `
 
@@ -137,30 +140,31 @@ type StreamReadParams struct {
 	RunID        string
 	Stream       string
 	FromPosition int64
-	MaxMessages  int64
+	MaxChunks    int64
 }
 
-// StreamRead returns up to max_messages messages of a stream from
-// position from on, in position order.
-func (q *Queries) StreamRead(ctx context.Context, arg StreamReadParams) ([]FlowliteStreamMessage, error) {
+// StreamRead returns up to max_chunks chunks of a stream in position
+// order, from the one holding position from on.
+func (q *Queries) StreamRead(ctx context.Context, arg StreamReadParams) ([]FlowliteStreamChunk, error) {
 	rows, err := q.db.QueryContext(ctx, streamRead,
 		arg.RunID,
 		arg.Stream,
 		arg.FromPosition,
-		arg.MaxMessages,
+		arg.MaxChunks,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []FlowliteStreamMessage{}
+	items := []FlowliteStreamChunk{}
 	for rows.Next() {
-		var i FlowliteStreamMessage
+		var i FlowliteStreamChunk
 		if err := rows.Scan(
 			&i.RunID,
 			&i.Stream,
-			&i.Position,
-			&i.Value,
+			&i.FirstPosition,
+			&i.Count,
+			&i.Messages,
 			&i.At,
 			&i.Step,
 			&i.Occurrence,

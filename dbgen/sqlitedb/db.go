@@ -435,14 +435,14 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.streamAdvanceStmt, err = db.PrepareContext(ctx, streamAdvance); err != nil {
 		return nil, fmt.Errorf("error preparing query StreamAdvance: %w", err)
 	}
+	if q.streamChunkInsertStmt, err = db.PrepareContext(ctx, streamChunkInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query StreamChunkInsert: %w", err)
+	}
 	if q.streamCloseStmt, err = db.PrepareContext(ctx, streamClose); err != nil {
 		return nil, fmt.Errorf("error preparing query StreamClose: %w", err)
 	}
 	if q.streamListStmt, err = db.PrepareContext(ctx, streamList); err != nil {
 		return nil, fmt.Errorf("error preparing query StreamList: %w", err)
-	}
-	if q.streamMessagesInsertStmt, err = db.PrepareContext(ctx, streamMessagesInsert); err != nil {
-		return nil, fmt.Errorf("error preparing query StreamMessagesInsert: %w", err)
 	}
 	if q.streamReadStmt, err = db.PrepareContext(ctx, streamRead); err != nil {
 		return nil, fmt.Errorf("error preparing query StreamRead: %w", err)
@@ -1155,6 +1155,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing streamAdvanceStmt: %w", cerr)
 		}
 	}
+	if q.streamChunkInsertStmt != nil {
+		if cerr := q.streamChunkInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing streamChunkInsertStmt: %w", cerr)
+		}
+	}
 	if q.streamCloseStmt != nil {
 		if cerr := q.streamCloseStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing streamCloseStmt: %w", cerr)
@@ -1163,11 +1168,6 @@ func (q *Queries) Close() error {
 	if q.streamListStmt != nil {
 		if cerr := q.streamListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing streamListStmt: %w", cerr)
-		}
-	}
-	if q.streamMessagesInsertStmt != nil {
-		if cerr := q.streamMessagesInsertStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing streamMessagesInsertStmt: %w", cerr)
 		}
 	}
 	if q.streamReadStmt != nil {
@@ -1381,9 +1381,9 @@ type Queries struct {
 	stepSnoozeStmt                      *sql.Stmt
 	stepWaitStmt                        *sql.Stmt
 	streamAdvanceStmt                   *sql.Stmt
+	streamChunkInsertStmt               *sql.Stmt
 	streamCloseStmt                     *sql.Stmt
 	streamListStmt                      *sql.Stmt
-	streamMessagesInsertStmt            *sql.Stmt
 	streamReadStmt                      *sql.Stmt
 	uniqueHoldDropStmt                  *sql.Stmt
 	uniqueHoldGetStmt                   *sql.Stmt
@@ -1534,9 +1534,9 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		stepSnoozeStmt:                      q.stepSnoozeStmt,
 		stepWaitStmt:                        q.stepWaitStmt,
 		streamAdvanceStmt:                   q.streamAdvanceStmt,
+		streamChunkInsertStmt:               q.streamChunkInsertStmt,
 		streamCloseStmt:                     q.streamCloseStmt,
 		streamListStmt:                      q.streamListStmt,
-		streamMessagesInsertStmt:            q.streamMessagesInsertStmt,
 		streamReadStmt:                      q.streamReadStmt,
 		uniqueHoldDropStmt:                  q.uniqueHoldDropStmt,
 		uniqueHoldGetStmt:                   q.uniqueHoldGetStmt,

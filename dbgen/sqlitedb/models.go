@@ -113,15 +113,16 @@ type FlowliteStream struct {
 	ClosedAt int64
 }
 
-type FlowliteStreamMessage struct {
-	RunID      string
-	Stream     string
-	Position   int64
-	Value      []byte
-	At         int64
-	Step       string
-	Occurrence int64
-	Attempt    int64
+type FlowliteStreamChunk struct {
+	RunID         string
+	Stream        string
+	FirstPosition int64
+	Count         int64
+	Messages      []byte
+	At            int64
+	Step          string
+	Occurrence    int64
+	Attempt       int64
 }
 
 type Queue struct {

@@ -34,6 +34,40 @@ func (q *Queries) StreamAdvance(ctx context.Context, arg StreamAdvanceParams) (i
 	return length, err
 }
 
+const streamChunkInsert = `-- name: StreamChunkInsert :exec
+INSERT INTO flowlite_stream_chunks (run_id, stream, first_position, count, messages, at, step, occurrence, attempt)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+`
+
+type StreamChunkInsertParams struct {
+	RunID         string
+	Stream        string
+	FirstPosition int64
+	Count         int64
+	Messages      []byte
+	At            int64
+	Step          string
+	Occurrence    int64
+	Attempt       int64
+}
+
+// StreamChunkInsert stores one append's messages, a JSON array of them,
+// at the positions from first_position on (migration 00020).
+func (q *Queries) StreamChunkInsert(ctx context.Context, arg StreamChunkInsertParams) error {
+	_, err := q.exec(ctx, q.streamChunkInsertStmt, streamChunkInsert,
+		arg.RunID,
+		arg.Stream,
+		arg.FirstPosition,
+		arg.Count,
+		arg.Messages,
+		arg.At,
+		arg.Step,
+		arg.Occurrence,
+		arg.Attempt,
+	)
+	return err
+}
+
 const streamClose = `-- name: StreamClose :exec
 INSERT INTO flowlite_streams (run_id, stream, closed_at)
 VALUES (?1, ?2, ?3)
@@ -87,74 +121,45 @@ func (q *Queries) StreamList(ctx context.Context, runID string) ([]FlowliteStrea
 	return items, nil
 }
 
-const streamMessagesInsert = `-- name: StreamMessagesInsert :exec
-INSERT INTO flowlite_stream_messages (run_id, stream, position, value, at, step, occurrence, attempt)
-SELECT ?1, ?2, j.value ->> 'position', CAST(j.value ->> 'value' AS BLOB), ?3, ?4, ?5, ?6
-FROM jsonb_each(?7) AS j
-ORDER BY j.key
-`
-
-type StreamMessagesInsertParams struct {
-	RunID      string
-	Stream     string
-	At         int64
-	Step       string
-	Occurrence int64
-	Attempt    int64
-	Messages   interface{}
-}
-
-// StreamMessagesInsert inserts the messages of messages, a JSON array of
-// objects (position, value: the message's JSON as a string), in array
-// order.
-func (q *Queries) StreamMessagesInsert(ctx context.Context, arg StreamMessagesInsertParams) error {
-	_, err := q.exec(ctx, q.streamMessagesInsertStmt, streamMessagesInsert,
-		arg.RunID,
-		arg.Stream,
-		arg.At,
-		arg.Step,
-		arg.Occurrence,
-		arg.Attempt,
-		arg.Messages,
-	)
-	return err
-}
-
 const streamRead = `-- name: StreamRead :many
-SELECT run_id, stream, position, value, at, step, occurrence, attempt FROM flowlite_stream_messages
-WHERE run_id = ?1 AND stream = ?2 AND position >= ?3
-ORDER BY position
+SELECT s.run_id, s.stream, s.first_position, s.count, s.messages, s.at, s.step, s.occurrence, s.attempt FROM flowlite_stream_chunks AS s
+WHERE s.run_id = ?1 AND s.stream = ?2
+  AND s.first_position >= coalesce((
+      SELECT max(c.first_position) FROM flowlite_stream_chunks AS c
+      WHERE c.run_id = ?1 AND c.stream = ?2 AND c.first_position <= ?3), 0)
+ORDER BY s.first_position
 LIMIT ?4
 `
 
 type StreamReadParams struct {
-	RunID       string
-	Stream      string
-	From        int64
-	MaxMessages int64
+	RunID     string
+	Stream    string
+	From      int64
+	MaxChunks int64
 }
 
-// StreamRead returns up to max_messages messages of a stream from
-// position from on, in position order.
-func (q *Queries) StreamRead(ctx context.Context, arg StreamReadParams) ([]FlowliteStreamMessage, error) {
+// StreamRead returns up to max_chunks chunks of a stream in position
+// order, from the one holding position from on.
+func (q *Queries) StreamRead(ctx context.Context, arg StreamReadParams) ([]FlowliteStreamChunk, error) {
 	rows, err := q.query(ctx, q.streamReadStmt, streamRead,
 		arg.RunID,
 		arg.Stream,
 		arg.From,
-		arg.MaxMessages,
+		arg.MaxChunks,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []FlowliteStreamMessage{}
+	items := []FlowliteStreamChunk{}
 	for rows.Next() {
-		var i FlowliteStreamMessage
+		var i FlowliteStreamChunk
 		if err := rows.Scan(
 			&i.RunID,
 			&i.Stream,
-			&i.Position,
-			&i.Value,
+			&i.FirstPosition,
+			&i.Count,
+			&i.Messages,
 			&i.At,
 			&i.Step,
 			&i.Occurrence,

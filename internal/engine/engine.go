@@ -191,7 +191,6 @@ type Engine struct {
 	log   *slog.Logger
 
 	// streams buffers the stream writes of step attempts (stream.go).
-	streams streamBuffers
 
 	mu        sync.Mutex
 	workflows map[flowtype.WorkflowKey]Workflow
@@ -354,7 +353,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	loopCtx, stopLoops := context.WithCancel(context.Background())
-	base, hardStop := context.WithCancelCause(context.WithValue(context.WithValue(context.Background(), clockKey{}, e.cfg.Clock), engineKey{}, e))
+	base, hardStop := context.WithCancelCause(context.WithValue(context.Background(), clockKey{}, e.cfg.Clock))
 	e.stopLoops, e.hardStop, e.baseCtx, e.loopCtx = stopLoops, hardStop, base, loopCtx
 	e.loops, e.execs = new(errgroup.Group), new(errgroup.Group)
 	e.running = true

@@ -216,6 +216,9 @@ type checkpoint struct {
 	// progressSlot.end), recorded before its completion; a checkpoint of
 	// progress alone (after a failed attempt) has no step.
 	progress *store.Event
+	// streams are the attempt's stream writes still pending when its body
+	// returned, appended before its completion (stream.go).
+	streams stepStreams
 }
 
 // progressOnly reports whether c carries only an attempt's last progress.
@@ -232,10 +235,24 @@ func (x *execution) writeCheckpoint(ctx context.Context, tx store.Tx, c checkpoi
 	if c.progressOnly() {
 		return nil
 	}
+	if err := x.writeCheckpointStreams(ctx, tx, c); err != nil {
+		return err
+	}
 	if err := tx.StepComplete(ctx, c.step); err != nil {
 		return err
 	}
 	return x.event(ctx, tx, c.step.Now, c.event())
+}
+
+// writeCheckpointStreams appends the stream writes c carries, before its
+// completion event. The transaction is shared (the run's next write, or a
+// batch of outcomes), so a stream closed meanwhile does not fail it.
+func (x *execution) writeCheckpointStreams(ctx context.Context, tx store.Tx, c checkpoint) error {
+	if len(c.streams.order) == 0 {
+		return nil
+	}
+	key := streamBufferKey{runID: c.step.Key.RunID, step: c.step.Key.Name, occurrence: c.step.Key.Occurrence, attempt: c.attempt}
+	return x.writeStepStreams(ctx, tx, key, c.streams, c.step.Now, true)
 }
 
 // event is the history event of c, without its run and time.

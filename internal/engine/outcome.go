@@ -271,6 +271,9 @@ func (e *Engine) writeOutcomes(batch []*outcome) {
 						return err
 					}
 				}
+				if err := x.writeCheckpointStreams(ctx, tx, *c); err != nil {
+					return err
+				}
 				if err := x.event(ctx, tx, c.step.Now, c.event()); err != nil {
 					return err
 				}

@@ -164,15 +164,28 @@ func (x *execution) runStep(rc *RunContext, key store.StepKey, def Step) ([]byte
 				return errBodyRan
 			}
 			ran = true
-			if output, bodyErr = x.callStep(rc, key, def, attempt, prog, tx.SQL()); bodyErr != nil {
+			if output, bodyErr = x.callStep(rc, key, def, attempt, prog, nil, tx.SQL()); bodyErr != nil {
 				return errBodyFailed
 			}
 			return x.writeCheckpoint(ctx, tx, completed(output))
 		})
-	} else if output, bodyErr = x.callStep(rc, key, def, attempt, prog, nil); bodyErr == nil {
-		// The checkpoint commits with the run's next transaction, which
-		// comes before anything can depend on it.
-		x.later(completed(output))
+	} else {
+		// The attempt's last stream writes commit with its outcome
+		// (stream.go): with its checkpoint, or before its failure.
+		sb := x.newStreamBuffer(key, attempt)
+		var streams stepStreams
+		if output, bodyErr = x.callStep(rc, key, def, attempt, prog, sb, nil); bodyErr == nil {
+			streams, bodyErr = sb.endCompleted(rc.Context)
+		}
+		if bodyErr == nil {
+			// The checkpoint commits with the run's next transaction, which
+			// comes before anything can depend on it.
+			c := completed(output)
+			c.streams = streams
+			x.later(c)
+		} else {
+			sb.endFailed()
+		}
 	}
 	if bodyErr == nil {
 		if err != nil {
@@ -245,13 +258,18 @@ func (x *execution) stepFailed(rc *RunContext, key store.StepKey, def Step, atte
 }
 
 // callStep runs one attempt of a step body under its timeout and the
-// engine's interceptor; the body's context carries prog for SetProgress.
-func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attempt int, prog *progressSlot, tx *sql.Tx) ([]byte, error) {
+// engine's interceptor; the body's context carries prog for SetProgress
+// and, unless nil (a RunTx step's), streams for WriteStreamStep.
+func (x *execution) callStep(rc *RunContext, key store.StepKey, def Step, attempt int, prog *progressSlot, streams *streamBuffer, tx *sql.Tx) ([]byte, error) {
 	var output []byte
 	info := flowtype.AttemptInfo{RunID: key.RunID, Workflow: x.def.Key, Step: key.Name, Occurrence: key.Occurrence, Attempt: attempt}
 	err := x.callAttempt(rc.Context, info, def.Timeout, func(ctx context.Context) error {
 		var err error
-		output, err = def.Run(context.WithValue(ctx, progressKey{}, prog), tx)
+		ctx = context.WithValue(ctx, progressKey{}, prog)
+		if streams != nil {
+			ctx = context.WithValue(ctx, streamBufferCtxKey{}, streams)
+		}
+		output, err = def.Run(ctx, tx)
 		if err == nil && tx != nil {
 			// The shared transaction runs the body's statements detached
 			// from ctx (an interrupt would roll back the other callers of

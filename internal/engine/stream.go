@@ -24,13 +24,16 @@ import (
 // A write of a step body is buffered per attempt and flushed, each
 // stream's pending messages in one store.StreamAppend with one
 // stream_written event, within StreamFlushInterval of the first unflushed
-// write and, by FlushStreams, when the body returns, before the attempt's
-// outcome is recorded. Each flush commits on its own, fenced by the run's
-// lease: an attempt that fails or is interrupted after a flush leaves the
-// messages it flushed, and its retry appends its own after them. Step
-// writes are thus at least once per attempt, and every message names the
-// attempt that wrote it. Positions stay dense and ordered whatever
-// happens: a reader that resumes by position sees each once.
+// write. Each flush commits on its own, fenced by the run's lease. What is
+// pending when the body returns commits with the attempt's outcome: in
+// the transaction of its checkpoint when it completed (streamBuffer.endCompleted;
+// a step writing 1,000 messages at once thus pays no commit of its own),
+// by streamBuffer.endFailed before its failure is recorded otherwise. An attempt
+// that fails or is interrupted after a flush leaves the messages it
+// flushed, and its retry appends its own after them. Step writes are thus
+// at least once per attempt, and every message names the attempt that
+// wrote it. Positions stay dense and ordered whatever happens: a reader
+// that resumes by position sees each once.
 
 // StreamStepPrefix starts the name of the step that records a body's
 // write to a stream; the stream's name follows.
@@ -127,10 +130,6 @@ func positionsDetail(stream string, first int64, n int) string {
 	return fmt.Sprintf("%s [%d, %d]", stream, first, first+int64(n)-1)
 }
 
-// engineKey is the context key of the engine executing a run, in the
-// contexts of its bodies.
-type engineKey struct{}
-
 // streamBufferKey names the attempt a buffer holds the writes of.
 type streamBufferKey struct {
 	runID      string
@@ -139,55 +138,59 @@ type streamBufferKey struct {
 	attempt    int
 }
 
-// streamBuffers holds the buffers of the step attempts writing streams.
-type streamBuffers struct {
-	mu   sync.Mutex
-	bufs map[streamBufferKey]*streamBuffer
+// stepStreams is an attempt's stream writes not committed yet, by
+// stream in order of first write.
+type stepStreams struct {
+	order   []string
+	pending map[string][][]byte
 }
 
-// streamBuffer holds an attempt's writes not flushed yet, by stream in
-// order of first write.
+// streamBuffer holds an attempt's stream writes not committed yet. The
+// step body's context carries it (streamBufferCtxKey), so a write finds
+// it with one lookup and takes no lock but its own.
 type streamBuffer struct {
-	e   *Engine
+	x   *execution
 	key streamBufferKey
 
 	flushMu sync.Mutex // one flush at a time, so batches commit in order
 
-	mu      sync.Mutex
-	order   []string
-	pending map[string][][]byte
-	timer   *time.Timer
-	err     error // the last flush's failure, for the next write to return
+	mu sync.Mutex
+	stepStreams
+	timer *time.Timer
+	err   error // the last flush's failure, for the next write to return
+	ended bool  // the attempt's outcome took the buffer: no more writes
+}
+
+// streamBufferCtxKey is the context key of an attempt's streamBuffer.
+type streamBufferCtxKey struct{}
+
+// newStreamBuffer returns the empty buffer of an attempt of a step.
+func (x *execution) newStreamBuffer(key store.StepKey, attempt int) *streamBuffer {
+	return &streamBuffer{x: x, key: streamBufferKey{runID: key.RunID, step: key.Name, occurrence: key.Occurrence, attempt: attempt}}
 }
 
 // WriteStreamStep buffers value (JSON) for stream from a step body whose
 // context is ctx.
 func WriteStreamStep(ctx context.Context, stream string, value []byte) error {
-	e, _ := ctx.Value(engineKey{}).(*Engine)
-	info, ok := AttemptFrom(ctx)
-	if e == nil || !ok || info.Compensation || ctx.Value(txStepKey{}) != nil {
+	b, _ := ctx.Value(streamBufferCtxKey{}).(*streamBuffer)
+	if b == nil {
 		return fmt.Errorf("write stream %q: %w (only a step's Run may write streams)", stream, ErrNotInStep)
 	}
-	if err := CheckName("stream", StreamStepPrefix+stream); err != nil {
-		return fmt.Errorf("run %s: step %s: %w", info.RunID, info.Step, err)
-	}
-	key := streamBufferKey{runID: info.RunID, step: info.Step, occurrence: info.Occurrence, attempt: info.Attempt}
-	e.streams.mu.Lock()
-	if e.streams.bufs == nil {
-		e.streams.bufs = make(map[streamBufferKey]*streamBuffer)
-	}
-	b := e.streams.bufs[key]
-	if b == nil {
-		b = &streamBuffer{e: e, key: key, pending: make(map[string][][]byte)}
-		e.streams.bufs[key] = b
-	}
-	e.streams.mu.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.err != nil {
+	switch {
+	case b.err != nil:
 		return b.err
+	case b.ended:
+		return fmt.Errorf("run %s: step %s: write stream %q: attempt %d has ended: %w", b.key.runID, b.key.step, stream, b.key.attempt, ErrNotInStep)
 	}
 	if _, seen := b.pending[stream]; !seen {
+		if err := CheckName("stream", StreamStepPrefix+stream); err != nil {
+			return fmt.Errorf("run %s: step %s: %w", b.key.runID, b.key.step, err)
+		}
+		if b.pending == nil {
+			b.pending = make(map[string][][]byte)
+		}
 		b.order = append(b.order, stream)
 	}
 	b.pending[stream] = append(b.pending[stream], value)
@@ -197,59 +200,37 @@ func WriteStreamStep(ctx context.Context, stream string, value []byte) error {
 	return nil
 }
 
-// txStepKey marks the context of a RunTx step's body, whose transaction
-// holds the writer: a flush from inside it would wait for itself.
-type txStepKey struct{}
-
-// WithTxStep returns ctx marked as a RunTx step's context.
-func WithTxStep(ctx context.Context) context.Context {
-	return context.WithValue(ctx, txStepKey{}, true)
-}
-
-// FlushStreams commits the stream writes of the attempt whose step body
-// ctx is the context of, when it made any. The body's caller calls it
-// once the body returned, so the messages commit before the attempt's
-// outcome.
-func FlushStreams(ctx context.Context) error {
-	e, _ := ctx.Value(engineKey{}).(*Engine)
-	if e == nil {
-		return nil
-	}
-	info, ok := AttemptFrom(ctx)
-	if !ok {
-		return nil
-	}
-	key := streamBufferKey{runID: info.RunID, step: info.Step, occurrence: info.Occurrence, attempt: info.Attempt}
-	e.streams.mu.Lock()
-	b := e.streams.bufs[key]
-	delete(e.streams.bufs, key)
-	e.streams.mu.Unlock()
-	if b == nil {
-		return nil
-	}
-	return b.flush()
-}
-
-// flush commits the buffer's pending writes, each stream's in one append.
-func (b *streamBuffer) flush() error {
-	b.flushMu.Lock()
-	defer b.flushMu.Unlock()
+// take returns the buffer's pending writes and empties it, with the
+// failure of an earlier flush; end marks the attempt ended. The caller
+// holds flushMu.
+func (b *streamBuffer) take(end bool) (stepStreams, error) {
 	b.mu.Lock()
-	order, pending := b.order, b.pending
-	b.order, b.pending = nil, make(map[string][][]byte)
+	defer b.mu.Unlock()
+	taken := b.stepStreams
+	b.stepStreams = stepStreams{}
+	b.ended = b.ended || end
 	if b.timer != nil {
 		b.timer.Stop()
 		b.timer = nil
 	}
-	prior := b.err
-	b.mu.Unlock()
+	return taken, b.err
+}
+
+// flush commits the buffer's pending writes, each stream's in one append;
+// end marks the attempt ended.
+func (b *streamBuffer) flush() error { return b.flushAndEnd(false) }
+
+func (b *streamBuffer) flushAndEnd(end bool) error {
+	b.flushMu.Lock()
+	defer b.flushMu.Unlock()
+	taken, prior := b.take(end)
 	if prior != nil {
 		return prior
 	}
-	if len(order) == 0 {
+	if len(taken.order) == 0 {
 		return nil
 	}
-	err := b.e.appendStepStreams(b.key, order, pending)
+	err := b.x.appendStepStreams(b.key, taken)
 	if err != nil {
 		err = fmt.Errorf("run %s: step %s: flush stream writes: %w", b.key.runID, b.key.step, err)
 		b.mu.Lock()
@@ -259,36 +240,74 @@ func (b *streamBuffer) flush() error {
 	return err
 }
 
-// appendStepStreams appends an attempt's pending writes in one
-// transaction fenced by the lease of the run's execution here.
-func (e *Engine) appendStepStreams(key streamBufferKey, order []string, pending map[string][][]byte) error {
-	e.mu.Lock()
-	x := e.active[key.runID]
-	e.mu.Unlock()
-	if x == nil {
-		return fmt.Errorf("run %s is not executing here: %w", key.runID, store.ErrLeaseLost)
+// endFailed commits the pending writes of an attempt that failed, before
+// its failure is recorded; the failure is the attempt's outcome whether
+// or not they could be.
+func (b *streamBuffer) endFailed() {
+	if err := b.flushAndEnd(true); err != nil {
+		b.x.e.log.Warn("stream writes of a failed attempt", "run", b.key.runID, "step", b.key.step, "attempt", b.key.attempt, "err", err)
 	}
+}
+
+// endCompleted returns the pending writes of an attempt that completed,
+// for its checkpoint to commit. It waits for a flush under way, so that
+// batches commit in order. An earlier flush's failure, or a stream closed
+// since the step wrote to it, is returned as the attempt's failure.
+func (b *streamBuffer) endCompleted(ctx context.Context) (stepStreams, error) {
+	b.flushMu.Lock()
+	defer b.flushMu.Unlock()
+	taken, err := b.take(true)
+	if err != nil || len(taken.order) == 0 {
+		return stepStreams{}, err
+	}
+	streams, err := b.x.e.store.Reader().StreamList(ctx, b.key.runID)
+	if err != nil {
+		return stepStreams{}, fmt.Errorf("run %s: step %s: write streams: %w", b.key.runID, b.key.step, err)
+	}
+	for _, st := range streams {
+		if _, wrote := taken.pending[st.Name]; wrote && st.ClosedAt != 0 {
+			return stepStreams{}, fmt.Errorf("run %s: step %s: flush stream writes: append to stream %q of run %s: %w",
+				b.key.runID, b.key.step, st.Name, b.key.runID, store.ErrStreamClosed)
+		}
+	}
+	return taken, nil
+}
+
+// appendStepStreams appends an attempt's pending writes in one
+// transaction fenced by the lease of the run's execution.
+func (x *execution) appendStepStreams(key streamBufferKey, w stepStreams) error {
 	ctx := context.WithoutCancel(x.leaseCtx)
 	return x.writeRetryingBusy(ctx, func(tx store.Tx) error {
 		if _, err := tx.RunLeaseCheck(ctx, x.lease); err != nil {
 			return err
 		}
-		now := e.nowMs()
-		for _, stream := range order {
-			values := pending[stream]
-			first, err := tx.StreamAppend(ctx, store.StreamAppendParams{
-				RunID: key.runID, Stream: stream, Values: values, At: now,
-				Step: key.step, Occurrence: key.occurrence, Attempt: key.attempt,
-			})
-			if err != nil {
-				return err
-			}
-			ev := store.Event{Kind: flowtype.EventStreamWritten, Step: key.step, Occurrence: key.occurrence, Attempt: key.attempt,
-				Detail: positionsDetail(stream, first, len(values))}
-			if err := x.event(ctx, tx, now, ev); err != nil {
-				return err
-			}
-		}
-		return nil
+		return x.writeStepStreams(ctx, tx, key, w, x.e.nowMs(), false)
 	})
+}
+
+// writeStepStreams appends w in tx, each stream's messages in one append
+// with one stream_written event. A stream closed since the attempt wrote
+// to it fails the write, unless keepGoing: then (a checkpoint's write,
+// which other writes share) its messages are not appended and the event
+// says so.
+func (x *execution) writeStepStreams(ctx context.Context, tx store.Tx, key streamBufferKey, w stepStreams, now int64, keepGoing bool) error {
+	for _, stream := range w.order {
+		values := w.pending[stream]
+		first, err := tx.StreamAppend(ctx, store.StreamAppendParams{
+			RunID: key.runID, Stream: stream, Values: values, At: now,
+			Step: key.step, Occurrence: key.occurrence, Attempt: key.attempt,
+		})
+		detail := positionsDetail(stream, first, len(values))
+		switch {
+		case keepGoing && errors.Is(err, store.ErrStreamClosed):
+			detail = fmt.Sprintf("%s closed: %d messages not appended", stream, len(values))
+		case err != nil:
+			return err
+		}
+		ev := store.Event{Kind: flowtype.EventStreamWritten, Step: key.step, Occurrence: key.occurrence, Attempt: key.attempt, Detail: detail}
+		if err := x.event(ctx, tx, now, ev); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -70,23 +70,80 @@ type StreamTx interface {
 	StreamClose(ctx context.Context, runID, stream string, now int64) error
 }
 
-// streamMessageRow is one message of the JSON document adapters insert
-// a batch with.
-type streamMessageRow struct {
-	Position int64  `json:"position"`
-	Value    string `json:"value"`
+// StreamChunk is one append of a stream as the adapters store it: Count
+// messages from position First on, in Messages, a JSON array of them
+// (EncodeStreamChunk). One row per append, not per message, keeps a step
+// that writes thousands of messages from paying a row insert for each.
+type StreamChunk struct {
+	RunID      string
+	Stream     string
+	First      int64
+	Count      int64
+	Messages   []byte
+	At         int64
+	Step       string
+	Occurrence int
+	Attempt    int
 }
 
-// StreamMessagesJSON encodes values, at positions first, first+1..., as
-// the JSON array the adapters' StreamMessagesInsert reads.
-func StreamMessagesJSON(first int64, values [][]byte) ([]byte, error) {
-	rows := make([]streamMessageRow, len(values))
+// EncodeStreamChunk encodes values, each a JSON document, as the JSON
+// array a chunk stores. Each value must be valid JSON: the array is the
+// values joined, so a broken one would break its neighbours' reads.
+func EncodeStreamChunk(values [][]byte) ([]byte, error) {
+	n := 2 + len(values)
+	for _, v := range values {
+		n += len(v)
+	}
+	doc := make([]byte, 0, n)
+	doc = append(doc, '[')
 	for i, v := range values {
-		rows[i] = streamMessageRow{Position: first + int64(i), Value: string(v)}
+		if !json.Valid(v) {
+			return nil, fmt.Errorf("stream message %d of %d is not valid JSON", i+1, len(values))
+		}
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = append(doc, v...)
 	}
-	doc, err := json.Marshal(rows)
-	if err != nil {
-		return nil, fmt.Errorf("encode %d stream messages: %w", len(values), err)
+	return append(doc, ']'), nil
+}
+
+// streamReadChunks is how many chunks ReadStreamChunks asks for at a time.
+const streamReadChunks = 32
+
+// ReadStreamChunks returns up to most messages of a stream from position
+// from on, in position order, reading them with fetch: fetch returns up
+// to chunks chunks in position order from the one holding position from
+// (the adapters' StreamRead query).
+func ReadStreamChunks(from int64, most int, fetch func(from int64, chunks int) ([]StreamChunk, error)) ([]StreamMessage, error) {
+	var out []StreamMessage
+	for len(out) < most {
+		chunks, err := fetch(from, streamReadChunks)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range chunks {
+			var values []json.RawMessage
+			if err := json.Unmarshal(c.Messages, &values); err != nil {
+				return nil, fmt.Errorf("stream %q of run %s: chunk at position %d: %w", c.Stream, c.RunID, c.First, err)
+			}
+			if int64(len(values)) != c.Count {
+				return nil, fmt.Errorf("stream %q of run %s: chunk at position %d holds %d messages, its row says %d", c.Stream, c.RunID, c.First, len(values), c.Count)
+			}
+			for i, v := range values {
+				pos := c.First + int64(i)
+				if pos < from || len(out) == most {
+					continue
+				}
+				out = append(out, StreamMessage{RunID: c.RunID, Stream: c.Stream, Position: pos, Value: v, At: c.At,
+					Step: c.Step, Occurrence: c.Occurrence, Attempt: c.Attempt})
+			}
+		}
+		if len(chunks) < streamReadChunks {
+			break
+		}
+		last := chunks[len(chunks)-1]
+		from = max(from, last.First+last.Count)
 	}
-	return doc, nil
+	return out, nil
 }

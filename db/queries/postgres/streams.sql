@@ -11,16 +11,12 @@ ON CONFLICT (run_id, stream) DO UPDATE SET length = flowlite.streams.length + ex
 WHERE flowlite.streams.closed_at = 0
 RETURNING length;
 
--- name: StreamMessagesInsert :exec
--- StreamMessagesInsert inserts the messages of messages, a JSON array of
--- objects (position, value: the message's JSON as a string), in array
--- order.
-INSERT INTO flowlite.stream_messages (run_id, stream, position, value, at, step, occurrence, attempt)
-SELECT sqlc.arg(run_id)::text, sqlc.arg(stream)::text, (j.v ->> 'position')::bigint,
-       convert_to(j.v ->> 'value', 'UTF8'), sqlc.arg(at)::bigint, sqlc.arg(step)::text,
-       sqlc.arg(occurrence)::bigint, sqlc.arg(attempt)::bigint
-FROM jsonb_array_elements(sqlc.arg(messages)::jsonb) WITH ORDINALITY AS j(v, n)
-ORDER BY j.n;
+-- name: StreamChunkInsert :exec
+-- StreamChunkInsert stores one append's messages, a JSON array of them,
+-- at the positions from first_position on (migration 00011).
+INSERT INTO flowlite.stream_chunks (run_id, stream, first_position, count, messages, at, step, occurrence, attempt)
+VALUES (sqlc.arg(run_id)::text, sqlc.arg(stream)::text, sqlc.arg(first_position)::bigint, sqlc.arg(count)::bigint,
+        sqlc.arg(messages)::bytea, sqlc.arg(at)::bigint, sqlc.arg(step)::text, sqlc.arg(occurrence)::bigint, sqlc.arg(attempt)::bigint);
 
 -- name: StreamClose :exec
 -- StreamClose closes a stream, creating it empty if it has no row; closing
@@ -32,12 +28,16 @@ ON CONFLICT (run_id, stream) DO UPDATE SET closed_at = excluded.closed_at
 WHERE flowlite.streams.closed_at = 0;
 
 -- name: StreamRead :many
--- StreamRead returns up to max_messages messages of a stream from
--- position from on, in position order.
-SELECT * FROM flowlite.stream_messages
-WHERE run_id = sqlc.arg(run_id)::text AND stream = sqlc.arg(stream)::text AND position >= sqlc.arg(from_position)::bigint
-ORDER BY position
-LIMIT sqlc.arg(max_messages)::bigint;
+-- StreamRead returns up to max_chunks chunks of a stream in position
+-- order, from the one holding position from on.
+SELECT * FROM flowlite.stream_chunks
+WHERE run_id = sqlc.arg(run_id)::text AND stream = sqlc.arg(stream)::text
+  AND first_position >= coalesce((
+      SELECT max(c.first_position) FROM flowlite.stream_chunks AS c
+      WHERE c.run_id = sqlc.arg(run_id)::text AND c.stream = sqlc.arg(stream)::text
+        AND c.first_position <= sqlc.arg(from_position)::bigint), 0)
+ORDER BY first_position
+LIMIT sqlc.arg(max_chunks)::bigint;
 
 -- name: StreamList :many
 -- StreamList returns the streams of a run, by name.

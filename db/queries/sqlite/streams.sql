@@ -9,14 +9,11 @@ ON CONFLICT (run_id, stream) DO UPDATE SET length = flowlite_streams.length + ex
 WHERE flowlite_streams.closed_at = 0
 RETURNING length;
 
--- name: StreamMessagesInsert :exec
--- StreamMessagesInsert inserts the messages of messages, a JSON array of
--- objects (position, value: the message's JSON as a string), in array
--- order.
-INSERT INTO flowlite_stream_messages (run_id, stream, position, value, at, step, occurrence, attempt)
-SELECT @run_id, @stream, j.value ->> 'position', CAST(j.value ->> 'value' AS BLOB), @at, @step, @occurrence, @attempt
-FROM jsonb_each(@messages) AS j
-ORDER BY j.key;
+-- name: StreamChunkInsert :exec
+-- StreamChunkInsert stores one append's messages, a JSON array of them,
+-- at the positions from first_position on (migration 00020).
+INSERT INTO flowlite_stream_chunks (run_id, stream, first_position, count, messages, at, step, occurrence, attempt)
+VALUES (@run_id, @stream, @first_position, @count, @messages, @at, @step, @occurrence, @attempt);
 
 -- name: StreamClose :exec
 -- StreamClose closes a stream, creating it empty if it has no row; closing
@@ -27,12 +24,15 @@ ON CONFLICT (run_id, stream) DO UPDATE SET closed_at = excluded.closed_at
 WHERE flowlite_streams.closed_at = 0;
 
 -- name: StreamRead :many
--- StreamRead returns up to max_messages messages of a stream from
--- position from on, in position order.
-SELECT * FROM flowlite_stream_messages
-WHERE run_id = @run_id AND stream = @stream AND position >= @from
-ORDER BY position
-LIMIT @max_messages;
+-- StreamRead returns up to max_chunks chunks of a stream in position
+-- order, from the one holding position from on.
+SELECT s.* FROM flowlite_stream_chunks AS s
+WHERE s.run_id = @run_id AND s.stream = @stream
+  AND s.first_position >= coalesce((
+      SELECT max(c.first_position) FROM flowlite_stream_chunks AS c
+      WHERE c.run_id = @run_id AND c.stream = @stream AND c.first_position <= @from), 0)
+ORDER BY s.first_position
+LIMIT @max_chunks;
 
 -- name: StreamList :many
 -- StreamList returns the streams of a run, by name.

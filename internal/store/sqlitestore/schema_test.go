@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -278,5 +279,82 @@ func TestSchemaKeepsToItsNamespace(t *testing.T) {
 	}
 	if len(unprefixed) > 0 {
 		t.Errorf("schema objects outside flowlite's namespace: %v", unprefixed)
+	}
+}
+
+// Migration 00020 stores stream messages by the append: a database
+// migrated down past it gets every message back in a row of its own,
+// exactly as written, and migrated up again reads the same messages.
+func TestStreamChunksMigrationKeepsMessages(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "flowlite.db")
+	s := openStore(t, path, sqlitestore.Options{})
+	if err := s.Write(ctx, func(tx store.Tx) error { return insertRun(ctx, tx, "r1") }); err != nil {
+		t.Fatal(err)
+	}
+	// Compact, as the engine writes them: the way down drops whitespace
+	// between a message's tokens (SQLite's -> does).
+	values := []string{`"a b"`, `true`, `{"k":[1,2.50,null]}`, `"\u00e9"`, `0`}
+	for i, batch := range [][]string{values[:3], values[3:]} {
+		vs := make([][]byte, len(batch))
+		for j, v := range batch {
+			vs[j] = []byte(v)
+		}
+		err := s.Write(ctx, func(tx store.Tx) error {
+			_, err := tx.StreamAppend(ctx, store.StreamAppendParams{RunID: "r1", Stream: "s", Values: vs, At: base + int64(i), Step: "gen", Attempt: i + 1})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := s.Reader().StreamRead(ctx, "r1", "s", 0, 100)
+	if err != nil || len(before) != len(values) {
+		t.Fatalf("messages: %+v, %v", before, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := goose.NewProvider(goose.DialectSQLite3, openDSN(t, path, ""), migrations.SQLite(),
+		goose.WithDisableGlobalRegistry(true), goose.WithTableName(sqlitestore.VersionTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 19); err != nil {
+		t.Fatalf("migrate down to 19: %v", err)
+	}
+	db := openDSN(t, path, "")
+	rows, err := db.QueryContext(ctx, "SELECT position, CAST(value AS TEXT), attempt FROM flowlite_stream_messages WHERE run_id = 'r1' ORDER BY position")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var pos, attempt int64
+		var v string
+		if err := rows.Scan(&pos, &v, &attempt); err != nil {
+			t.Fatal(err)
+		}
+		if int(pos) != len(got) || (pos < 3) != (attempt == 1) {
+			t.Errorf("message row %d: position %d, attempt %d", len(got), pos, attempt)
+		}
+		got = append(got, v)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, values) {
+		t.Errorf("messages after migrating down:\n got %q\nwant %q", got, values)
+	}
+
+	s = openStore(t, path, sqlitestore.Options{}) // up again
+	after, err := s.Reader().StreamRead(ctx, "r1", "s", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("messages changed by the migrations:\n before %+v\n after  %+v", before, after)
 	}
 }

@@ -14,16 +14,22 @@ import (
 // length StreamAdvance returns is the stream's in commit order.
 
 func (r reader) StreamRead(ctx context.Context, runID, stream string, from int64, max int) ([]store.StreamMessage, error) {
-	rows, err := r.q.StreamRead(ctx, sqlitedb.StreamReadParams{RunID: runID, Stream: stream, From: from, MaxMessages: int64(max)})
+	msgs, err := store.ReadStreamChunks(from, max, func(from int64, chunks int) ([]store.StreamChunk, error) {
+		rows, err := r.q.StreamRead(ctx, sqlitedb.StreamReadParams{RunID: runID, Stream: stream, From: from, MaxChunks: int64(chunks)})
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		out := make([]store.StreamChunk, len(rows))
+		for i, c := range rows {
+			out[i] = store.StreamChunk{RunID: c.RunID, Stream: c.Stream, First: c.FirstPosition, Count: c.Count, Messages: c.Messages,
+				At: c.At, Step: c.Step, Occurrence: int(c.Occurrence), Attempt: int(c.Attempt)}
+		}
+		return out, nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("read stream %q of run %s from %d: %w", stream, runID, from, interpretError(err))
+		return nil, fmt.Errorf("read stream %q of run %s from %d: %w", stream, runID, from, err)
 	}
-	out := make([]store.StreamMessage, len(rows))
-	for i, m := range rows {
-		out[i] = store.StreamMessage{RunID: m.RunID, Stream: m.Stream, Position: m.Position, Value: m.Value, At: m.At,
-			Step: m.Step, Occurrence: int(m.Occurrence), Attempt: int(m.Attempt)}
-	}
-	return out, nil
+	return msgs, nil
 }
 
 func (r reader) StreamList(ctx context.Context, runID string) ([]store.Stream, error) {
@@ -50,13 +56,13 @@ func (t *tx) StreamAppend(ctx context.Context, p store.StreamAppendParams) (int6
 		return 0, fmt.Errorf("append to stream %q of run %s: %w", p.Stream, p.RunID, interpretError(err))
 	}
 	first := length - int64(len(p.Values))
-	doc, err := store.StreamMessagesJSON(first, p.Values)
+	doc, err := store.EncodeStreamChunk(p.Values)
 	if err != nil {
 		return 0, fmt.Errorf("append to stream %q of run %s: %w", p.Stream, p.RunID, err)
 	}
-	err = t.q.StreamMessagesInsert(ctx, sqlitedb.StreamMessagesInsertParams{
-		RunID: p.RunID, Stream: p.Stream, At: p.At, Step: p.Step, Occurrence: int64(p.Occurrence), Attempt: int64(p.Attempt),
-		Messages: string(doc),
+	err = t.q.StreamChunkInsert(ctx, sqlitedb.StreamChunkInsertParams{
+		RunID: p.RunID, Stream: p.Stream, FirstPosition: first, Count: int64(len(p.Values)), Messages: doc,
+		At: p.At, Step: p.Step, Occurrence: int64(p.Occurrence), Attempt: int64(p.Attempt),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("append %d messages to stream %q of run %s: %w", len(p.Values), p.Stream, p.RunID, interpretError(err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -25,6 +26,7 @@ func streamTests() []struct {
 	}{
 		{"StreamAppendReadClose", testStreamAppendReadClose},
 		{"StreamConcurrentAppendsDense", testStreamConcurrentAppends},
+		{"StreamReadsAcrossAppends", testStreamReadsAcrossAppends},
 	}
 }
 
@@ -111,6 +113,64 @@ func testStreamAppendReadClose(t *testing.T, s store.Store) {
 		t.Errorf("messages of a deleted run: %+v, %v", msgs, err)
 	}
 }
+
+// A read from any position, with any max, returns the positions of
+// appends of every size exactly once and in order, each message as it was
+// written and with its append's attempt; a message that is not JSON is
+// refused and leaves the stream as it was.
+func testStreamReadsAcrossAppends(t *testing.T, s store.Store) {
+	insert(t, s, newRun("a"))
+	ctx := context.Background()
+	// 100 appends of 1 to 5 messages each: more than one page of chunks.
+	var want []string
+	for i := range 100 {
+		n := 1 + i%5
+		vs := make([][]byte, n)
+		for j := range vs {
+			v := fmt.Sprintf(`{"n": %d, "s": "x\u0041 %d"}`, len(want), j) // spaces and escapes kept as written
+			vs[j] = []byte(v)
+			want = append(want, v)
+		}
+		do(t, s, func(ctx context.Context, tx store.Tx) error {
+			_, err := tx.StreamAppend(ctx, store.StreamAppendParams{RunID: "a", Stream: "s", Values: vs, At: base + int64(i), Step: "gen", Occurrence: 1, Attempt: i})
+			return err
+		})
+	}
+	for _, from := range []int64{0, 1, 2, 7, 151, int64(len(want) - 1), int64(len(want)), int64(len(want) + 3)} {
+		for _, max := range []int{1, 3, 40, 1000} {
+			msgs, err := s.Reader().StreamRead(ctx, "a", "s", from, max)
+			if err != nil {
+				t.Fatalf("read from %d, max %d: %v", from, max, err)
+			}
+			wantN := min(int64(max), max64(0, int64(len(want))-from))
+			if int64(len(msgs)) != wantN {
+				t.Fatalf("read from %d, max %d: %d messages, want %d", from, max, len(msgs), wantN)
+			}
+			for i, m := range msgs {
+				pos := from + int64(i)
+				if m.Position != pos || string(m.Value) != want[pos] {
+					t.Fatalf("read from %d, max %d: message %d is %d %s, want %d %s", from, max, i, m.Position, m.Value, pos, want[pos])
+				}
+			}
+		}
+	}
+	// Position 4 is the third append's second message: attempt 2, at base+2.
+	if msgs, err := s.Reader().StreamRead(ctx, "a", "s", 4, 1); err != nil || len(msgs) != 1 || msgs[0].Attempt != 2 || msgs[0].At != base+2 {
+		t.Errorf("position 4: %+v, %v; want attempt 2 at base+2", msgs, err)
+	}
+	err := s.Write(ctx, func(tx store.Tx) error {
+		_, err := tx.StreamAppend(ctx, store.StreamAppendParams{RunID: "a", Stream: "s", Values: [][]byte{[]byte(`1`), []byte(`{broken`)}, At: base})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("append of a broken message: %v, want an error naming it", err)
+	}
+	if streams, err := s.Reader().StreamList(ctx, "a"); err != nil || len(streams) != 1 || streams[0].Length != int64(len(want)) {
+		t.Errorf("after the refused append: %+v, %v; want length %d", streams, err, len(want))
+	}
+}
+
+func max64(a, b int64) int64 { return max(a, b) }
 
 // Appends of many transactions at once to one stream get dense,
 // distinct positions, and a reader following by position while they
