@@ -31,7 +31,11 @@ func BenchmarkStreamWrite(b *testing.B) {
 			if write {
 				name = strings.TrimSuffix(name, "without") + "with"
 			}
-			b.Run(name, func(b *testing.B) { benchmarkStreamWrite(b, work, write) })
+			var report func(ctx context.Context, i int, token string) error
+			if write {
+				report = func(ctx context.Context, _ int, token string) error { return flow.WriteStreamCtx(ctx, "tokens", token) }
+			}
+			b.Run(name, func(b *testing.B) { benchmarkStepReports(b, work, report) })
 		}
 	}
 }
@@ -47,14 +51,43 @@ func produce(d time.Duration) uint64 {
 	return sum
 }
 
-func benchmarkStreamWrite(b *testing.B, work time.Duration, write bool) {
+// BenchmarkStepProgressCost is BenchmarkStreamWrite for progress: the
+// step reports flow.SetProgress after each of its 1,000 messages instead
+// of writing it.
+//
+//	go test ./flow -run '^$' -bench StepProgressCost -benchtime 100x
+func BenchmarkStepProgressCost(b *testing.B) {
+	for _, work := range []time.Duration{0, 20 * time.Microsecond} {
+		for _, progress := range []bool{false, true} {
+			name := "noop/"
+			if work > 0 {
+				name = "busy/"
+			}
+			var report func(ctx context.Context, i int, token string) error
+			if progress {
+				name += "with"
+				report = func(ctx context.Context, i int, _ string) error {
+					return flow.SetProgress(ctx, flow.Progress{Done: int64(i + 1), Total: 1000, Message: "tokens"})
+				}
+			} else {
+				name += "without"
+			}
+			b.Run(name, func(b *testing.B) { benchmarkStepReports(b, work, report) })
+		}
+	}
+}
+
+// benchmarkStepReports runs b.N one-step workflows whose step makes 1,000
+// messages, spending work on each, and calls report (unless nil) with
+// each.
+func benchmarkStepReports(b *testing.B, work time.Duration, report func(ctx context.Context, i int, token string) error) {
 	ctx := context.Background()
 	e := openEngine(b, filepath.Join(b.TempDir(), "flow.db"), nil)
 	step := flow.Step[int, int]{Name: "tokens", Run: func(ctx context.Context, n int) (int, error) {
 		for i := range n {
 			token := fmt.Sprintf("token %d %d", i, produce(work)%10)
-			if write {
-				if err := flow.WriteStreamCtx(ctx, "tokens", token); err != nil {
+			if report != nil {
+				if err := report(ctx, i, token); err != nil {
 					return 0, err
 				}
 			}
