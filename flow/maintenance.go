@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
@@ -28,6 +29,23 @@ const (
 // FileHealth describes the database file, its WAL and the checkpoints run
 // on it. See [flowtype.FileHealth] for its fields.
 type FileHealth = flowtype.FileHealth
+
+// StandbyStatus says whether the engine's database server is a streaming
+// standby; see [flowtype.StandbyStatus] for its fields.
+type StandbyStatus = flowtype.StandbyStatus
+
+// StandbyStatus reads, now, whether the engine's PostgreSQL server is a
+// standby in recovery (a read replica, on which an engine only reads) and,
+// if so, whether it caught up with what it received and how long ago the
+// last commit it replayed was made on the primary: how stale what the
+// engine reads there may be. It returns ErrNotSupported on SQLite, whose
+// file is never a standby (its Litestream replica is in FileHealth).
+func (e *Engine) StandbyStatus(ctx context.Context) (StandbyStatus, error) {
+	if len(e.route.engines) > 1 {
+		return StandbyStatus{}, fmt.Errorf("standby status: %w: shards are SQLite files", ErrNotSupported)
+	}
+	return e.route.engines[0].core.StandbyStatus(ctx)
+}
 
 // Clean deletes now, instead of at the cleaner's next tick, the finished
 // runs older than their state's retention (see Config.Retention), with

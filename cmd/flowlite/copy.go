@@ -20,9 +20,11 @@ func (a *app) copyCommand() *cobra.Command {
 		Short: "Copy the database into PostgreSQL",
 		Long: `Copy the SQLite database (--db) into a PostgreSQL schema (--to, --schema,
 default ` + defaultSchema + `), to move an application to PostgreSQL without
-losing its runs: runs in every state with their steps, history and signals,
-dead letters and their requeue links, schedules, unique holds, queues (and
-whether they are paused), registered workflows and workflow definitions.
+losing its runs: runs in every state with their steps, history, signals,
+execution numbers and streams (each message at its position, each stream's
+length and whether it is closed), dead letters and their requeue links,
+schedules, unique holds, debounce keys, queues (and whether they are
+paused), registered workflows and workflow definitions.
 
 Stop every engine working the SQLite file first: copy refuses a file on
 which an engine reports itself alive, and what an engine would do during the

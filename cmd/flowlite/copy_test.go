@@ -26,7 +26,8 @@ func TestCopy(t *testing.T) {
 	dsn, schema := pgtest.Schema(t)
 	path := fixtureDB(t)
 	out := ok(t, path, "copy", "--to", dsn, "--schema", schema)
-	if !strings.Contains(out, "the counts match") || rowOf(t, out, "runs") == nil {
+	if !strings.Contains(out, "the counts match") || rowOf(t, out, "runs") == nil ||
+		rowOf(t, out, "streams") == nil || rowOf(t, out, "stream_messages") == nil {
 		t.Errorf("copy output:\n%s", out)
 	}
 	fails(t, exitError, "already holds", "--db", path, "copy", "--to", dsn, "--schema", schema)

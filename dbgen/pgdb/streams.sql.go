@@ -9,6 +9,62 @@ import (
 	"context"
 )
 
+const copyStreamInsert = `-- name: CopyStreamInsert :exec
+INSERT INTO flowlite.streams (run_id, stream, length, closed_at)
+VALUES ($1, $2, $3, $4)
+`
+
+type CopyStreamInsertParams struct {
+	RunID    string
+	Stream   string
+	Length   int64
+	ClosedAt int64
+}
+
+// CopyStreamInsert writes one stream row for `flowlite copy`, its length
+// and closing time as they were: the next append goes on at length.
+func (q *Queries) CopyStreamInsert(ctx context.Context, arg CopyStreamInsertParams) error {
+	_, err := q.db.ExecContext(ctx, copyStreamInsert,
+		arg.RunID,
+		arg.Stream,
+		arg.Length,
+		arg.ClosedAt,
+	)
+	return err
+}
+
+const copyStreamMessageInsert = `-- name: CopyStreamMessageInsert :exec
+INSERT INTO flowlite.stream_messages (run_id, stream, position, value, at, step, occurrence, attempt)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+`
+
+type CopyStreamMessageInsertParams struct {
+	RunID      string
+	Stream     string
+	Position   int64
+	Value      []byte
+	At         int64
+	Step       string
+	Occurrence int64
+	Attempt    int64
+}
+
+// CopyStreamMessageInsert writes one stream message for `flowlite copy`,
+// at its position (after its stream's row, which its foreign key needs).
+func (q *Queries) CopyStreamMessageInsert(ctx context.Context, arg CopyStreamMessageInsertParams) error {
+	_, err := q.db.ExecContext(ctx, copyStreamMessageInsert,
+		arg.RunID,
+		arg.Stream,
+		arg.Position,
+		arg.Value,
+		arg.At,
+		arg.Step,
+		arg.Occurrence,
+		arg.Attempt,
+	)
+	return err
+}
+
 const streamAdvance = `-- name: StreamAdvance :one
 INSERT INTO flowlite.streams (run_id, stream, length)
 VALUES ($1::text, $2::text, $3::bigint)

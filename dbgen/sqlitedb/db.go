@@ -60,6 +60,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.copyStepListStmt, err = db.PrepareContext(ctx, copyStepList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyStepList: %w", err)
 	}
+	if q.copyStreamListStmt, err = db.PrepareContext(ctx, copyStreamList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyStreamList: %w", err)
+	}
+	if q.copyStreamMessageListStmt, err = db.PrepareContext(ctx, copyStreamMessageList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyStreamMessageList: %w", err)
+	}
 	if q.copyUniqueHoldListStmt, err = db.PrepareContext(ctx, copyUniqueHoldList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyUniqueHoldList: %w", err)
 	}
@@ -528,6 +534,16 @@ func (q *Queries) Close() error {
 	if q.copyStepListStmt != nil {
 		if cerr := q.copyStepListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyStepListStmt: %w", cerr)
+		}
+	}
+	if q.copyStreamListStmt != nil {
+		if cerr := q.copyStreamListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyStreamListStmt: %w", cerr)
+		}
+	}
+	if q.copyStreamMessageListStmt != nil {
+		if cerr := q.copyStreamMessageListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyStreamMessageListStmt: %w", cerr)
 		}
 	}
 	if q.copyUniqueHoldListStmt != nil {
@@ -1256,6 +1272,8 @@ type Queries struct {
 	copyScheduleListStmt                *sql.Stmt
 	copySignalListStmt                  *sql.Stmt
 	copyStepListStmt                    *sql.Stmt
+	copyStreamListStmt                  *sql.Stmt
+	copyStreamMessageListStmt           *sql.Stmt
 	copyUniqueHoldListStmt              *sql.Stmt
 	copyWorkflowListStmt                *sql.Stmt
 	debounceGetStmt                     *sql.Stmt
@@ -1409,6 +1427,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		copyScheduleListStmt:                q.copyScheduleListStmt,
 		copySignalListStmt:                  q.copySignalListStmt,
 		copyStepListStmt:                    q.copyStepListStmt,
+		copyStreamListStmt:                  q.copyStreamListStmt,
+		copyStreamMessageListStmt:           q.copyStreamMessageListStmt,
 		copyUniqueHoldListStmt:              q.copyUniqueHoldListStmt,
 		copyWorkflowListStmt:                q.copyWorkflowListStmt,
 		debounceGetStmt:                     q.debounceGetStmt,

@@ -9,6 +9,78 @@ import (
 	"context"
 )
 
+const copyStreamList = `-- name: CopyStreamList :many
+SELECT run_id, stream, length, closed_at FROM flowlite_streams ORDER BY run_id, stream
+`
+
+// CopyStreamList reads every stream row (length, closed_at) for `flowlite
+// copy`.
+func (q *Queries) CopyStreamList(ctx context.Context) ([]FlowliteStream, error) {
+	rows, err := q.query(ctx, q.copyStreamListStmt, copyStreamList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FlowliteStream{}
+	for rows.Next() {
+		var i FlowliteStream
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Stream,
+			&i.Length,
+			&i.ClosedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const copyStreamMessageList = `-- name: CopyStreamMessageList :many
+SELECT run_id, stream, position, value, at, step, occurrence, attempt FROM flowlite_stream_messages ORDER BY run_id, stream, position
+`
+
+// CopyStreamMessageList reads every stream message for `flowlite copy`, by
+// stream and position.
+func (q *Queries) CopyStreamMessageList(ctx context.Context) ([]FlowliteStreamMessage, error) {
+	rows, err := q.query(ctx, q.copyStreamMessageListStmt, copyStreamMessageList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FlowliteStreamMessage{}
+	for rows.Next() {
+		var i FlowliteStreamMessage
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Stream,
+			&i.Position,
+			&i.Value,
+			&i.At,
+			&i.Step,
+			&i.Occurrence,
+			&i.Attempt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const streamAdvance = `-- name: StreamAdvance :one
 INSERT INTO flowlite_streams (run_id, stream, length)
 VALUES (?1, ?2, ?3)

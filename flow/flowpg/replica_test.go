@@ -88,6 +88,12 @@ func TestEngineOnAStandbyOnlyReads(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	if st, err := replica.StandbyStatus(ctx); err != nil || !st.Standby {
+		t.Errorf("StandbyStatus on the standby: %+v, %v; want Standby", st, err)
+	}
+	if st, err := primary.StandbyStatus(ctx); err != nil || st.Standby || st.CaughtUp || st.ReplayAge != 0 {
+		t.Errorf("StandbyStatus on the primary: %+v, %v; want no standby", st, err)
+	}
 	if err := replica.Start(ctx); !errors.Is(err, flow.ErrReadOnly) || !strings.Contains(err.Error(), "standby") {
 		t.Errorf("Start on the standby: %v, want ErrReadOnly naming the standby", err)
 	}

@@ -180,3 +180,22 @@ type ReplicationHealth struct {
 	// ReportedAt is when these figures were taken.
 	ReportedAt time.Time
 }
+
+// StandbyStatus is where the PostgreSQL server a store reads from stands
+// in streaming replication, read when it is asked for. A standby in
+// recovery (a read replica) serves what its primary committed only once it
+// replayed it, so everything read there is as old as its replay: an
+// operator reading a dashboard or a report off a standby needs to see how
+// old.
+type StandbyStatus struct {
+	// Standby says the server is a standby in recovery; the fields below
+	// describe it only then.
+	Standby bool
+	// CaughtUp says the standby replayed all the WAL it received.
+	CaughtUp bool
+	// ReplayAge is how long ago the last transaction the standby replayed
+	// committed on the primary: how far behind the primary it is while it
+	// replays (not CaughtUp), and once caught up, how long the primary has
+	// sent nothing newer (an idle primary, not a lag).
+	ReplayAge time.Duration
+}

@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -60,8 +61,18 @@ func continueChildMain() int {
 		return code
 	}
 	defer c.close()
-	e, err := flowsqlite.Open(c.ctx, os.Getenv(envDB), childConfig(c.inc, c.lw, c.log), childOptions)
+	cfg := childConfig(c.inc, c.lw, c.log)
+	var e *flow.Engine
+	var err error
+	if os.Getenv(envPGDSN) != "" {
+		e, err = openWorkerEngine(c.ctx, cfg)
+	} else {
+		e, err = flowsqlite.Open(c.ctx, os.Getenv(envDB), cfg, childOptions)
+	}
 	if err != nil {
+		if c.ctx.Err() != nil {
+			return 0 // SIGTERM while opening
+		}
 		return c.fail("open: %v", err)
 	}
 	defer e.Close()
@@ -74,11 +85,26 @@ func continueChildMain() int {
 // drain them, and checks that no iteration was lost or doubled: each run
 // returns its target, completed one count_tick per iteration over all its
 // executions (the history keeps every execution's events), continued as
-// new exactly once per execution that ended, and stands in its last
-// execution with no more records than one execution makes.
-// FLOWLITE_CRASH_LONG=1 makes it longer.
+// new exactly once per execution that ended, carried exactly the count its
+// executions made into the last one, and stands in its last execution with
+// no more records than one execution makes. FLOWLITE_CRASH_LONG=1 makes it
+// longer.
 func TestCrashContinueAsNew(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
+	continueCrash(t, &harness{t: t, dir: dir, db: filepath.Join(dir, "flow.db"), ledger: filepath.Join(dir, "ledger.txt")})
+}
+
+// TestPGCrashContinueAsNew is the continue-as-new crash test on a
+// PostgreSQL schema (FLOWLITE_PG_TEST=1): there the next execution's input,
+// the deletion of the old step records and the continued_as_new event are
+// one READ COMMITTED transaction fenced by the lease, which a worker killed
+// mid-commit or a rescuer taking the run over must not split or repeat.
+func TestPGCrashContinueAsNew(t *testing.T) {
+	continueCrash(t, pgHarness(t))
+}
+
+func continueCrash(t *testing.T, h *harness) {
 	runs, target, kills := 8, 20, 6
 	if *longFlag || os.Getenv("FLOWLITE_CRASH_LONG") == "1" {
 		runs, target, kills = 40, 60, 40
@@ -86,11 +112,9 @@ func TestCrashContinueAsNew(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0xca7))
-	dir := t.TempDir()
-	h := &harness{t: t, dir: dir, db: filepath.Join(dir, "flow.db"), ledger: filepath.Join(dir, "ledger.txt")}
 	ctx := t.Context()
 
-	parent, err := flowsqlite.Open(ctx, h.db, nil, nil)
+	parent, err := h.openEngine(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,14 +166,27 @@ func TestCrashContinueAsNew(t *testing.T) {
 			t.Fatal(err)
 		}
 		ticks, continued, claims := 0, 0, 0
+		// The count_tick occurrences (numbered from 0) completed in each
+		// execution: every ended execution made 0..canEvery-1 once each.
+		segment := map[int]int{}
 		for _, ev := range hist {
 			switch ev.Kind {
 			case flow.EventStepCompleted:
 				if ev.Step == countTick.Name {
 					ticks++
+					segment[ev.Occurrence]++
 				}
 			case flow.EventContinuedAsNew:
 				continued++
+				for occ := range canEvery {
+					if segment[occ] != 1 {
+						t.Errorf("run %s: execution %d completed count_tick #%d %d times, want once", id, continued, occ, segment[occ])
+					}
+				}
+				if len(segment) != canEvery {
+					t.Errorf("run %s: execution %d completed count_tick occurrences %v, want 0..%d", id, continued, segment, canEvery-1)
+				}
+				segment = map[int]int{}
 			case flow.EventRunClaimed:
 				claims++
 			}
@@ -159,6 +196,14 @@ func TestCrashContinueAsNew(t *testing.T) {
 		}
 		if continued != wantExecution-1 || info.Execution != wantExecution {
 			t.Errorf("run %s: %d continued_as_new events, execution %d; want %d and %d", id, continued, info.Execution, wantExecution-1, wantExecution)
+		}
+		// What the ended executions carried over: the last execution
+		// started from exactly the iterations they made.
+		var carried countState
+		if err := json.Unmarshal(info.Input, &carried); err != nil {
+			t.Errorf("run %s: input of the last execution %s: %v", id, info.Input, err)
+		} else if wantIn := (countState{Count: (wantExecution - 1) * canEvery, Target: want}); carried != wantIn {
+			t.Errorf("run %s: the last execution started from %+v, want %+v", id, carried, wantIn)
 		}
 		if len(info.Steps) > canEvery {
 			t.Errorf("run %s: %d step records in its last execution, want at most %d", id, len(info.Steps), canEvery)

@@ -387,12 +387,14 @@ func claimedBy(db rawDB, inc int, c *child, timeout time.Duration) bool {
 	}
 }
 
-// spawnMode is harness.spawn for a child of another mode (envChild=mode).
+// spawnMode is harness.spawn for a child of another mode (envChild=mode),
+// on the harness's PostgreSQL schema when it has one.
 func (h *harness) spawnMode(mode string, inc int, drain bool) *child {
 	h.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"="+mode, envDB+"="+h.db, envLedger+"="+h.ledger,
 		envInc+"="+strconv.Itoa(inc), envDrain+"="+map[bool]string{true: "1", false: "0"}[drain])
+	cmd.Env = append(cmd.Env, h.pg.env()...)
 	c := &child{inc: inc, cmd: cmd, ready: make(chan struct{}), done: make(chan error, 1)}
 	cmd.Stdout = &readyWriter{ready: c.ready}
 	logf, err := os.Create(h.logPath(inc))

@@ -11,7 +11,9 @@
 // and not offered.
 //
 // It reads and acts through flow's public API on an engine it does not
-// start: it is an observer and operator, never a worker. It imports flow
+// start: it is an observer and operator, never a worker. On an engine
+// opened on a PostgreSQL standby, every page carries a banner saying so
+// and how far behind the primary the standby is (standby.go). It imports flow
 // (and flow/flowtype, its vocabulary), flow/flowdef (to draw a defined
 // workflow's DAG), internal/metrics and the standard library.
 //
@@ -171,7 +173,10 @@ type page struct {
 	Nav      string // the nav entry to highlight
 	ReadOnly bool
 	Flash    string
-	CSRF     string // the token forms that change state carry
+	// Standby, when set, says the dashboard reads from a PostgreSQL
+	// standby and how far behind the primary it is (standby.go).
+	Standby string
+	CSRF    string // the token forms that change state carry
 	// Refresh, when above 0, reloads the page after that many seconds
 	// (a meta refresh: no script needed, and a page whose run finished
 	// carries none, so the reloads stop by themselves).
@@ -183,6 +188,7 @@ type page struct {
 // a clean 500 instead of half a page.
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	p.ReadOnly = d.readOnly
+	p.Standby = d.standbyLine(r.Context())
 	if d.csrf != nil {
 		p.CSRF = d.csrf(r)
 	}

@@ -16,9 +16,10 @@ import (
 	"github.com/flowlite/flowlite/flow"
 	"github.com/flowlite/flowlite/flow/flowsqlite"
 	"github.com/flowlite/flowlite/internal/fixture"
+	"github.com/flowlite/flowlite/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(pgtest.OwnDatabase())) }
 
 type response struct {
 	status int

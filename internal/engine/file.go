@@ -42,6 +42,17 @@ func (e *Engine) fileMaintainer(op string) (store.FileMaintainer, error) {
 	return fm, nil
 }
 
+// StandbyStatus reads whether the store's server is a streaming standby
+// and how far its replay stands; ErrNotSupported for a store that cannot
+// be on one (a SQLite file).
+func (e *Engine) StandbyStatus(ctx context.Context) (flowtype.StandbyStatus, error) {
+	sr, ok := e.store.(store.StandbyReporter)
+	if !ok {
+		return flowtype.StandbyStatus{}, fmt.Errorf("standby status: %w", flowtype.ErrNotSupported)
+	}
+	return sr.StandbyStatus(ctx)
+}
+
 // Checkpoint runs a checkpoint of the WAL now, recorded under this
 // engine's worker ID.
 func (e *Engine) Checkpoint(ctx context.Context, mode flowtype.CheckpointMode) (flowtype.CheckpointResult, error) {

@@ -85,6 +85,7 @@ func Write(ctx context.Context, e *flow.Engine, mw Sink, log *slog.Logger) {
 		log.Warn("metrics: file health", "err", err)
 	}
 
+	standbyMetrics(ctx, e, mw, log)
 	engineMetrics(ctx, e, mw, log)
 	mw.Family("flowlite_scrape_duration_seconds", Gauge, "How long this scrape's database reads took.")
 	mw.Sample("flowlite_scrape_duration_seconds", nil, time.Since(start).Seconds())
@@ -204,6 +205,38 @@ func engineMetrics(ctx context.Context, e *flow.Engine, mw Sink, log *slog.Logge
 		h := sum.ClaimSeconds[q]
 		mw.HistogramSample(L("queue", q), h.Bounds, h.Counts, h.Sum, h.Count)
 	}
+}
+
+// standbyMetrics writes whether the PostgreSQL server read is a streaming
+// standby and, on one, how far its replay stands: every other family of a
+// scrape off a standby is as old as that replay, which an alert on it
+// (flowlite_replica_replay_age_seconds while flowlite_replica_caught_up is
+// 0) tells apart from a quiet system. No family on SQLite.
+func standbyMetrics(ctx context.Context, e *flow.Engine, mw Sink, log *slog.Logger) {
+	st, err := e.StandbyStatus(ctx)
+	if err != nil {
+		if !errors.Is(err, flow.ErrNotSupported) {
+			log.Warn("metrics: standby status", "err", err)
+		}
+		return
+	}
+	mw.Family("flowlite_replica_standby", Gauge, "Whether the PostgreSQL server read is a standby in recovery, a read replica (1), or not (0).")
+	mw.Sample("flowlite_replica_standby", nil, bit(st.Standby))
+	if !st.Standby {
+		return
+	}
+	mw.Family("flowlite_replica_caught_up", Gauge, "Whether the standby replayed all the WAL it received (1) or is replaying (0).")
+	mw.Sample("flowlite_replica_caught_up", nil, bit(st.CaughtUp))
+	mw.Family("flowlite_replica_replay_age_seconds", Gauge, "How long ago the last transaction the standby replayed committed on the primary: its lag while replaying; once caught up, how long the primary has sent nothing newer.")
+	mw.Sample("flowlite_replica_replay_age_seconds", nil, st.ReplayAge.Seconds())
+}
+
+// bit is a boolean gauge's value.
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // replicationMetrics writes the state of the file's Litestream replica, as

@@ -73,6 +73,29 @@ func StandbyDSN() (string, error) {
 	return WithDatabase(standby, strings.TrimPrefix(u.Path, "/"))
 }
 
+// AwaitStandby waits, up to timeout, until the standby standbyDSN names
+// has replayed schema at this binary's version and caught up with what it
+// received, as flowpg.Inspect reads it there: a test that wrote on the
+// primary then reads the same on the standby. It returns why not when the
+// time runs out.
+func AwaitStandby(ctx context.Context, standbyDSN, schema string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		info, err := flowpg.Inspect(ctx, standbyDSN, &flowpg.Options{Schema: schema})
+		if err == nil && info.Exists && info.Flowlite && !info.Pending() && info.Standby && info.CaughtUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the standby did not replay schema %s within %s: %+v, %v", schema, timeout, info, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // Pooler returns PoolerEnv: what stands between DSN and the server.
 func Pooler() string { return os.Getenv(PoolerEnv) }
 

@@ -7,9 +7,10 @@ import (
 
 // A Snapshot is the whole content of a database that `flowlite copy`
 // carries to another backend: every run, step, event, signal, schedule,
-// unique hold, queue, registered workflow, workflow definition, debounce key
-// and execution number, each slice in the order the
-// rows were written. Engine reports and checkpoint records are not in it:
+// unique hold, queue, registered workflow, workflow definition, debounce key,
+// execution number, stream and stream message, each slice in the order the
+// rows were written (streams by run and name, messages by stream and
+// position). Engine reports and checkpoint records are not in it:
 // they describe the processes of the old database. Times are Unix ms;
 // nullable columns are pointers (nil: NULL).
 type Snapshot struct {
@@ -24,6 +25,10 @@ type Snapshot struct {
 	Definitions []CopyDefinition
 	Debounces   []CopyDebounce
 	Executions  []CopyExecution
+	// Streams are the streams rows: their lengths are the positions the
+	// next appends take, so they are carried as they are, not recounted.
+	Streams        []CopyStream
+	StreamMessages []CopyStreamMessage
 }
 
 // CopyRun is one row of the runs table.
@@ -121,6 +126,24 @@ type CopyExecution struct {
 	Execution, ContinuedAt int64
 }
 
+// CopyStream is one row of the streams table: a run's stream, its length
+// (the next message's position) and when it was closed (0: open).
+type CopyStream struct {
+	RunID, Stream    string
+	Length, ClosedAt int64
+}
+
+// CopyStreamMessage is one row of the stream_messages table, at its
+// position (carried: readers resume by position).
+type CopyStreamMessage struct {
+	RunID, Stream       string
+	Position            int64
+	Value               []byte
+	At                  int64
+	Step                string
+	Occurrence, Attempt int64
+}
+
 // CopyQueue is one row of the queues table.
 type CopyQueue struct {
 	Name                 string
@@ -145,7 +168,7 @@ type CopyDefinition struct {
 // CopyCounts is the number of rows of each table a copy carries.
 type CopyCounts struct {
 	Runs, Steps, Events, Signals, Schedules, UniqueHolds, Queues, Workflows, Definitions int64
-	Debounces, Executions                                                                int64
+	Debounces, Executions, Streams, StreamMessages                                       int64
 }
 
 // Counts returns the number of rows of each table in s.
@@ -156,6 +179,7 @@ func (s *Snapshot) Counts() CopyCounts {
 		UniqueHolds: int64(len(s.UniqueHolds)), Queues: int64(len(s.Queues)),
 		Workflows: int64(len(s.Workflows)), Definitions: int64(len(s.Definitions)),
 		Debounces: int64(len(s.Debounces)), Executions: int64(len(s.Executions)),
+		Streams: int64(len(s.Streams)), StreamMessages: int64(len(s.StreamMessages)),
 	}
 }
 
@@ -165,7 +189,7 @@ func (c CopyCounts) Tables() []TableCount {
 		{"runs", c.Runs}, {"steps", c.Steps}, {"events", c.Events}, {"signals", c.Signals},
 		{"schedules", c.Schedules}, {"unique_holds", c.UniqueHolds}, {"queues", c.Queues},
 		{"workflows", c.Workflows}, {"definitions", c.Definitions}, {"debounces", c.Debounces},
-		{"executions", c.Executions},
+		{"executions", c.Executions}, {"streams", c.Streams}, {"stream_messages", c.StreamMessages},
 	}
 }
 

@@ -61,6 +61,16 @@ type MaintainHooks struct {
 	Log *slog.Logger
 }
 
+// StandbyReporter is implemented by stores whose server may be a streaming
+// standby (the PostgreSQL adapter), which can say whether it is one and how
+// far its replay stands, so that readers off a replica can show how old
+// what they read is. Callers type-assert a Store to it; a store without it
+// (a SQLite file) is never a standby.
+type StandbyReporter interface {
+	// StandbyStatus reads the server's replication state now.
+	StandbyStatus(ctx context.Context) (flowtype.StandbyStatus, error)
+}
+
 // FileMaintainer is implemented by stores kept in one database file, which
 // can report the file's size, checkpoint its write-ahead log, copy it
 // consistently and check it. Callers type-assert a Store to it.

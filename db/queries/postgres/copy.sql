@@ -17,7 +17,9 @@ SELECT
     (SELECT count(*) FROM flowlite.workflows)::bigint AS workflows,
     (SELECT count(*) FROM flowlite.definitions)::bigint AS definitions,
     (SELECT count(*) FROM flowlite.debounces)::bigint AS debounces,
-    (SELECT count(*) FROM flowlite.executions)::bigint AS executions;
+    (SELECT count(*) FROM flowlite.executions)::bigint AS executions,
+    (SELECT count(*) FROM flowlite.streams)::bigint AS streams,
+    (SELECT count(*) FROM flowlite.stream_messages)::bigint AS stream_messages;
 
 -- name: CopyRunInsert :exec
 -- CopyRunInsert inserts a run without its parent (CopyRunSetParent links it

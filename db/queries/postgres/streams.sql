@@ -42,3 +42,15 @@ LIMIT sqlc.arg(max_chunks)::bigint;
 -- name: StreamList :many
 -- StreamList returns the streams of a run, by name.
 SELECT * FROM flowlite.streams WHERE run_id = sqlc.arg(run_id)::text ORDER BY stream;
+
+-- name: CopyStreamInsert :exec
+-- CopyStreamInsert writes one stream row for `flowlite copy`, its length
+-- and closing time as they were: the next append goes on at length.
+INSERT INTO flowlite.streams (run_id, stream, length, closed_at)
+VALUES (@run_id, @stream, @length, @closed_at);
+
+-- name: CopyStreamMessageInsert :exec
+-- CopyStreamMessageInsert writes one stream message for `flowlite copy`,
+-- at its position (after its stream's row, which its foreign key needs).
+INSERT INTO flowlite.stream_messages (run_id, stream, position, value, at, step, occurrence, attempt)
+VALUES (@run_id, @stream, @position, @value, @at, @step, @occurrence, @attempt);

@@ -46,4 +46,6 @@ SELECT
     (SELECT count(*) FROM flowlite_workflows) AS workflows,
     (SELECT count(*) FROM flowlite_definitions) AS definitions,
     (SELECT count(*) FROM flowlite_debounces) AS debounces,
-    (SELECT count(*) FROM flowlite_executions) AS executions;
+    (SELECT count(*) FROM flowlite_executions) AS executions,
+    (SELECT count(*) FROM flowlite_streams) AS streams,
+    (SELECT count(*) FROM flowlite_stream_messages) AS stream_messages;

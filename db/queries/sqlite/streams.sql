@@ -37,3 +37,13 @@ LIMIT @max_chunks;
 -- name: StreamList :many
 -- StreamList returns the streams of a run, by name.
 SELECT * FROM flowlite_streams WHERE run_id = @run_id ORDER BY stream;
+
+-- name: CopyStreamList :many
+-- CopyStreamList reads every stream row (length, closed_at) for `flowlite
+-- copy`.
+SELECT * FROM flowlite_streams ORDER BY run_id, stream;
+
+-- name: CopyStreamMessageList :many
+-- CopyStreamMessageList reads every stream message for `flowlite copy`, by
+-- stream and position.
+SELECT * FROM flowlite_stream_messages ORDER BY run_id, stream, position;

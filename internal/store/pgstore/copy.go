@@ -154,6 +154,22 @@ func copyRows(ctx context.Context, q *pgdb.Queries, snap *store.Snapshot) error 
 			return fmt.Errorf("copy: execution of run %s: %w", r.RunID, err)
 		}
 	}
+	// Stream rows before their messages, whose foreign key names them.
+	for _, r := range snap.Streams {
+		err := q.CopyStreamInsert(ctx, pgdb.CopyStreamInsertParams{RunID: r.RunID, Stream: r.Stream, Length: r.Length, ClosedAt: r.ClosedAt})
+		if err != nil {
+			return fmt.Errorf("copy: stream %s of run %s: %w", r.Stream, r.RunID, err)
+		}
+	}
+	for _, r := range snap.StreamMessages {
+		err := q.CopyStreamMessageInsert(ctx, pgdb.CopyStreamMessageInsertParams{
+			RunID: r.RunID, Stream: r.Stream, Position: r.Position, Value: r.Value, At: r.At,
+			Step: r.Step, Occurrence: r.Occurrence, Attempt: r.Attempt,
+		})
+		if err != nil {
+			return fmt.Errorf("copy: message %d of stream %s of run %s: %w", r.Position, r.Stream, r.RunID, err)
+		}
+	}
 	for _, r := range snap.Queues {
 		err := q.CopyQueueInsert(ctx, pgdb.CopyQueueInsertParams{
 			Name: r.Name, Paused: r.Paused, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowlite/flowlite/dbgen/pgdb"
 	"github.com/flowlite/flowlite/flow/flowtype"
+	"github.com/flowlite/flowlite/internal/store"
 )
 
 // Read replicas. A store opened on a standby in recovery (a streaming
@@ -37,6 +38,26 @@ type ReplicaInfo struct {
 func replicaInfo(row pgdb.ReplicaStatusRow) ReplicaInfo {
 	return ReplicaInfo{Standby: row.InRecovery, CaughtUp: row.CaughtUp, ReplayAge: time.Duration(row.ReplayAgeMs) * time.Millisecond}
 }
+
+// StandbyStatus reads, now, whether the server is a standby and how far
+// its replay stands (store.StandbyReporter): the dashboard and /metrics
+// ask at each page and scrape, since a standby's lag changes by the
+// second, while ReadOnly was decided once, at Open.
+func (s *Store) StandbyStatus(ctx context.Context) (flowtype.StandbyStatus, error) {
+	row, err := pgdb.New(s.db).ReplicaStatus(ctx)
+	if err != nil {
+		return flowtype.StandbyStatus{}, fmt.Errorf("read the standby status: %w", err)
+	}
+	r := replicaInfo(row)
+	if !r.Standby {
+		// A primary replays nothing: its caught_up (true by COALESCE)
+		// would read as a standby's.
+		return flowtype.StandbyStatus{}, nil
+	}
+	return flowtype.StandbyStatus{Standby: true, CaughtUp: r.CaughtUp, ReplayAge: r.ReplayAge}, nil
+}
+
+var _ store.StandbyReporter = (*Store)(nil)
 
 // ReadOnly says why the store only reads ("" when it writes).
 func (s *Store) ReadOnly() string { return s.readOnly }

@@ -111,6 +111,23 @@ func (s *Store) CopyOut(ctx context.Context) (*store.Snapshot, store.CopyCounts,
 	for _, r := range executions {
 		snap.Executions = append(snap.Executions, store.CopyExecution{RunID: r.RunID, Execution: r.Execution, ContinuedAt: r.ContinuedAt})
 	}
+	streams, err := q.CopyStreamList(ctx)
+	if err != nil {
+		return nil, store.CopyCounts{}, fmt.Errorf("copy: read streams: %w", err)
+	}
+	for _, r := range streams {
+		snap.Streams = append(snap.Streams, store.CopyStream{RunID: r.RunID, Stream: r.Stream, Length: r.Length, ClosedAt: r.ClosedAt})
+	}
+	messages, err := q.CopyStreamMessageList(ctx)
+	if err != nil {
+		return nil, store.CopyCounts{}, fmt.Errorf("copy: read stream messages: %w", err)
+	}
+	for _, r := range messages {
+		snap.StreamMessages = append(snap.StreamMessages, store.CopyStreamMessage{
+			RunID: r.RunID, Stream: r.Stream, Position: r.Position, Value: r.Value, At: r.At,
+			Step: r.Step, Occurrence: r.Occurrence, Attempt: r.Attempt,
+		})
+	}
 	queues, err := q.CopyQueueList(ctx)
 	if err != nil {
 		return nil, store.CopyCounts{}, fmt.Errorf("copy: read queues: %w", err)

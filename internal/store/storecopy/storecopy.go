@@ -1,7 +1,8 @@
 // Package storecopy copies a flowlite database from SQLite to PostgreSQL
-// (`flowlite copy`): every run in whatever state, its steps, history and
-// signals, the schedules, unique holds, debounce keys, queues and
-// registered workflows.
+// (`flowlite copy`): every run in whatever state, its steps, history,
+// signals, execution numbers and streams (messages by position, lengths,
+// closed state), the schedules, unique holds, debounce keys, queues,
+// registered workflows and workflow definitions.
 //
 // The copy reads the SQLite file in one read transaction and writes the
 // PostgreSQL schema in one transaction, which it checks (the row count of

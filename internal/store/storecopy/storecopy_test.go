@@ -3,6 +3,7 @@ package storecopy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -214,7 +215,46 @@ var cancelWF = flow.Workflow[int, int]{Name: "cancel", Version: 1, Run: func(wc 
 	return flow.Receive[int](wc, "go", time.Hour)
 }}
 
+// emit writes n tokens to the open stream "tokens" and a line to "log",
+// from a step's body (buffered writes, recorded with the step's attempt).
+var emit = flow.Step[int, int]{Name: "emit", Run: func(ctx context.Context, n int) (int, error) {
+	for i := range n {
+		if err := flow.WriteStreamCtx(ctx, "tokens", fmt.Sprintf("t%d", i)); err != nil {
+			return 0, err
+		}
+	}
+	return n, flow.WriteStreamCtx(ctx, "log", "emitted")
+}}
+
+// streamWF leaves a closed stream ("log", written by the body and a step)
+// and an open one ("tokens") behind while it waits for "more"; then it
+// appends to "tokens" again, which on the copy's target must take the
+// position after the copied messages.
+var streamWF = flow.Workflow[int, int]{Name: "streams", Version: 1, Run: func(wc flow.Context, n int) (int, error) {
+	if _, err := flow.WriteStream(wc, "log", "begin"); err != nil {
+		return 0, err
+	}
+	if _, err := flow.Do(wc, emit, n); err != nil {
+		return 0, err
+	}
+	if _, err := flow.WriteStream(wc, "log", "end"); err != nil {
+		return 0, err
+	}
+	if err := flow.CloseStream(wc, "log"); err != nil {
+		return 0, err
+	}
+	m, err := flow.Receive[int](wc, "more", time.Hour)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := flow.WriteStream(wc, "tokens", fmt.Sprintf("after-%d", m)); err != nil {
+		return 0, err
+	}
+	return n + m, nil
+}}
+
 func register(e *flow.Engine) {
+	flow.Register(e, streamWF)
 	flow.Register(e, resumeWF)
 	flow.Register(e, rollbackWF)
 	flow.Register(e, cancelWF)
@@ -336,6 +376,7 @@ func source(t *testing.T) (string, map[string]string) {
 	}
 	start("parent", parentWF, 1, "")
 	ids["child"] = "child-of-parent"
+	start("streams", streamWF, 4, "")
 	awaitStatus(t, e, ids["completed"], flow.StatusCompleted)
 	awaitStatus(t, e, ids["failed"], flow.StatusFailed)
 	awaitStatus(t, e, ids["suspended"], flow.StatusSuspended)
@@ -343,6 +384,7 @@ func source(t *testing.T) (string, map[string]string) {
 	awaitStatus(t, e, ids["sleeping"], flow.StatusWaiting)
 	awaitStatus(t, e, ids["child"], flow.StatusWaiting)
 	awaitStatus(t, e, ids["parent"], flow.StatusWaiting)
+	awaitStatus(t, e, ids["streams"], flow.StatusWaiting)
 	// A signal nobody waits for yet stays unconsumed.
 	if _, err := flow.Signal(ctx, e, ids["sleeping"], "later", 1, nil); err != nil {
 		t.Fatal(err)
@@ -500,7 +542,8 @@ func TestCopyToPostgres(t *testing.T) {
 	if counts != srcCounts {
 		t.Fatalf("copied %+v, source holds %+v", counts, srcCounts)
 	}
-	if counts.Runs != 13 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 9 || counts.Signals < 1 || counts.Definitions != 1 || counts.Debounces != 1 {
+	if counts.Runs != 14 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 10 || counts.Signals < 1 || counts.Definitions != 1 || counts.Debounces != 1 ||
+		counts.Streams != 2 || counts.StreamMessages != 7 {
 		t.Fatalf("unexpected counts %+v", counts)
 	}
 
@@ -524,6 +567,20 @@ func TestCopyToPostgres(t *testing.T) {
 			t.Errorf("%s on postgres: status %s, lease %q until %d, fence %d, started %d; want %s, no lease, fence %d, started %d",
 				name, r.Status, r.LeaseOwner, r.LeaseExpiresAt, r.Fence, r.StartedAt, status, leased[name].Fence, leased[name].StartedAt)
 		}
+	}
+
+	// Every stream row (length, closing time) and message (position,
+	// value, time, writer) is on PostgreSQL as it was on SQLite.
+	wantStreams, wantMessages := streamRows(t, src.Reader(), ids["streams"])
+	if len(wantStreams) != 2 || wantStreams[0].Name != "log" || wantStreams[0].ClosedAt == 0 || wantStreams[1].ClosedAt != 0 {
+		t.Fatalf("streams on sqlite: %+v, want log closed and tokens open", wantStreams)
+	}
+	gotStreams, gotMessages := streamRows(t, dst.Reader(), ids["streams"])
+	if !reflect.DeepEqual(gotStreams, wantStreams) {
+		t.Errorf("streams on postgres: %+v, sqlite %+v", gotStreams, wantStreams)
+	}
+	if !reflect.DeepEqual(gotMessages, wantMessages) {
+		t.Errorf("stream messages on postgres:\n%+v\nsqlite:\n%+v", gotMessages, wantMessages)
 	}
 
 	pg, err := flowpg.Open(ctx, dsn, config(), &flowpg.Options{Schema: schema})
@@ -594,6 +651,36 @@ func TestCopyToPostgres(t *testing.T) {
 	if want["child"].ParentID != ids["parent"] {
 		t.Errorf("child's parent on sqlite: %q", want["child"].ParentID)
 	}
+	// The stream run goes on where it stood: emit, checkpointed on SQLite,
+	// does not write its tokens again, the next message takes the position
+	// after the copied ones, and the closed stream stays closed.
+	if _, err := flow.Signal(ctx, pg, ids["streams"], "more", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := awaitStatus(t, pg, ids["streams"], flow.StatusCompleted); string(r.Output) != "7" {
+		t.Errorf("stream run output %s, want 7", r.Output)
+	}
+	tokens, err := flow.StreamMessages[string](ctx, pg, ids["streams"], "tokens", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, m := range tokens {
+		if m.Position != int64(i) {
+			t.Errorf("tokens on postgres: message %q at position %d, want %d", m.Value, m.Position, i)
+		}
+		got = append(got, m.Value)
+	}
+	if want := "t0 t1 t2 t3 after-3"; strings.Join(got, " ") != want {
+		t.Errorf("tokens on postgres: %q, want %q", strings.Join(got, " "), want)
+	}
+	if log, err := flow.StreamMessages[string](ctx, pg, ids["streams"], "log", 0); err != nil || len(log) != 3 {
+		t.Errorf("log on postgres: %+v, %v; want the 3 copied messages", log, err)
+	}
+	if ss, err := flow.Streams(ctx, pg, ids["streams"]); err != nil || len(ss) != 2 ||
+		ss[0] != (flow.StreamInfo{Name: "log", Length: 3, Closed: true}) || ss[1] != (flow.StreamInfo{Name: "tokens", Length: 5, Closed: false}) {
+		t.Errorf("streams on postgres after the run went on: %+v, %v", ss, err)
+	}
 	time.Sleep(100 * time.Millisecond)
 	if info, err := pg.Inspect(ctx, ids["pending"]); err != nil || info.Status != flow.StatusPending {
 		t.Errorf("run in the paused queue: %v, %v", info.Status, err)
@@ -652,6 +739,26 @@ func TestCopyToPostgres(t *testing.T) {
 	if k := historyKinds(t, pg, ids["cancelled"]); !reflect.DeepEqual(k, wantKinds["cancelled"]) {
 		t.Errorf("cancelled run's history on postgres: %v, sqlite %v", k, wantKinds["cancelled"])
 	}
+}
+
+// streamRows returns the stream rows of run id and all their messages, as
+// the store holds them.
+func streamRows(t *testing.T, r store.Reader, id string) ([]store.Stream, []store.StreamMessage) {
+	t.Helper()
+	ctx := context.Background()
+	ss, err := r.StreamList(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []store.StreamMessage
+	for _, s := range ss {
+		m, err := r.StreamRead(ctx, id, s.Name, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m...)
+	}
+	return ss, msgs
 }
 
 func countOf(kinds []string, kind string) int {
