@@ -27,7 +27,7 @@ func TestCopy(t *testing.T) {
 	path := fixtureDB(t)
 	out := ok(t, path, "copy", "--to", dsn, "--schema", schema)
 	if !strings.Contains(out, "the counts match") || rowOf(t, out, "runs") == nil ||
-		rowOf(t, out, "streams") == nil || rowOf(t, out, "stream_messages") == nil {
+		rowOf(t, out, "streams") == nil || rowOf(t, out, "stream_chunks") == nil {
 		t.Errorf("copy output:\n%s", out)
 	}
 	fails(t, exitError, "already holds", "--db", path, "copy", "--to", dsn, "--schema", schema)

@@ -25,23 +25,23 @@ SELECT
     (SELECT count(*) FROM flowlite.debounces)::bigint AS debounces,
     (SELECT count(*) FROM flowlite.executions)::bigint AS executions,
     (SELECT count(*) FROM flowlite.streams)::bigint AS streams,
-    (SELECT count(*) FROM flowlite.stream_messages)::bigint AS stream_messages
+    (SELECT count(*) FROM flowlite.stream_chunks)::bigint AS stream_chunks
 `
 
 type CopyCountsRow struct {
-	Runs           int64
-	Steps          int64
-	Events         int64
-	Signals        int64
-	Schedules      int64
-	UniqueHolds    int64
-	Queues         int64
-	Workflows      int64
-	Definitions    int64
-	Debounces      int64
-	Executions     int64
-	Streams        int64
-	StreamMessages int64
+	Runs         int64
+	Steps        int64
+	Events       int64
+	Signals      int64
+	Schedules    int64
+	UniqueHolds  int64
+	Queues       int64
+	Workflows    int64
+	Definitions  int64
+	Debounces    int64
+	Executions   int64
+	Streams      int64
+	StreamChunks int64
 }
 
 // Writes of `flowlite copy` (internal/store/storecopy), which copies a
@@ -66,7 +66,7 @@ func (q *Queries) CopyCounts(ctx context.Context) (CopyCountsRow, error) {
 		&i.Debounces,
 		&i.Executions,
 		&i.Streams,
-		&i.StreamMessages,
+		&i.StreamChunks,
 	)
 	return i, err
 }

@@ -9,6 +9,41 @@ import (
 	"context"
 )
 
+const copyStreamChunkInsert = `-- name: CopyStreamChunkInsert :exec
+INSERT INTO flowlite.stream_chunks (run_id, stream, first_position, count, messages, at, step, occurrence, attempt)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+`
+
+type CopyStreamChunkInsertParams struct {
+	RunID         string
+	Stream        string
+	FirstPosition int64
+	Count         int64
+	Messages      []byte
+	At            int64
+	Step          string
+	Occurrence    int64
+	Attempt       int64
+}
+
+// CopyStreamChunkInsert writes one chunk of stream messages for `flowlite
+// copy`, at its positions (after its stream's row, which its foreign key
+// needs).
+func (q *Queries) CopyStreamChunkInsert(ctx context.Context, arg CopyStreamChunkInsertParams) error {
+	_, err := q.db.ExecContext(ctx, copyStreamChunkInsert,
+		arg.RunID,
+		arg.Stream,
+		arg.FirstPosition,
+		arg.Count,
+		arg.Messages,
+		arg.At,
+		arg.Step,
+		arg.Occurrence,
+		arg.Attempt,
+	)
+	return err
+}
+
 const copyStreamInsert = `-- name: CopyStreamInsert :exec
 INSERT INTO flowlite.streams (run_id, stream, length, closed_at)
 VALUES ($1, $2, $3, $4)
@@ -29,38 +64,6 @@ func (q *Queries) CopyStreamInsert(ctx context.Context, arg CopyStreamInsertPara
 		arg.Stream,
 		arg.Length,
 		arg.ClosedAt,
-	)
-	return err
-}
-
-const copyStreamMessageInsert = `-- name: CopyStreamMessageInsert :exec
-INSERT INTO flowlite.stream_messages (run_id, stream, position, value, at, step, occurrence, attempt)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-`
-
-type CopyStreamMessageInsertParams struct {
-	RunID      string
-	Stream     string
-	Position   int64
-	Value      []byte
-	At         int64
-	Step       string
-	Occurrence int64
-	Attempt    int64
-}
-
-// CopyStreamMessageInsert writes one stream message for `flowlite copy`,
-// at its position (after its stream's row, which its foreign key needs).
-func (q *Queries) CopyStreamMessageInsert(ctx context.Context, arg CopyStreamMessageInsertParams) error {
-	_, err := q.db.ExecContext(ctx, copyStreamMessageInsert,
-		arg.RunID,
-		arg.Stream,
-		arg.Position,
-		arg.Value,
-		arg.At,
-		arg.Step,
-		arg.Occurrence,
-		arg.Attempt,
 	)
 	return err
 }

@@ -23,23 +23,23 @@ SELECT
     (SELECT count(*) FROM flowlite_debounces) AS debounces,
     (SELECT count(*) FROM flowlite_executions) AS executions,
     (SELECT count(*) FROM flowlite_streams) AS streams,
-    (SELECT count(*) FROM flowlite_stream_messages) AS stream_messages
+    (SELECT count(*) FROM flowlite_stream_chunks) AS stream_chunks
 `
 
 type CopyCountsRow struct {
-	Runs           int64
-	Steps          int64
-	Events         int64
-	Signals        int64
-	Schedules      int64
-	UniqueHolds    int64
-	Queues         int64
-	Workflows      int64
-	Definitions    int64
-	Debounces      int64
-	Executions     int64
-	Streams        int64
-	StreamMessages int64
+	Runs         int64
+	Steps        int64
+	Events       int64
+	Signals      int64
+	Schedules    int64
+	UniqueHolds  int64
+	Queues       int64
+	Workflows    int64
+	Definitions  int64
+	Debounces    int64
+	Executions   int64
+	Streams      int64
+	StreamChunks int64
 }
 
 // CopyCounts counts the rows of every table the copy carries.
@@ -59,7 +59,7 @@ func (q *Queries) CopyCounts(ctx context.Context) (CopyCountsRow, error) {
 		&i.Debounces,
 		&i.Executions,
 		&i.Streams,
-		&i.StreamMessages,
+		&i.StreamChunks,
 	)
 	return i, err
 }

@@ -60,11 +60,11 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.copyStepListStmt, err = db.PrepareContext(ctx, copyStepList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyStepList: %w", err)
 	}
+	if q.copyStreamChunkListStmt, err = db.PrepareContext(ctx, copyStreamChunkList); err != nil {
+		return nil, fmt.Errorf("error preparing query CopyStreamChunkList: %w", err)
+	}
 	if q.copyStreamListStmt, err = db.PrepareContext(ctx, copyStreamList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyStreamList: %w", err)
-	}
-	if q.copyStreamMessageListStmt, err = db.PrepareContext(ctx, copyStreamMessageList); err != nil {
-		return nil, fmt.Errorf("error preparing query CopyStreamMessageList: %w", err)
 	}
 	if q.copyUniqueHoldListStmt, err = db.PrepareContext(ctx, copyUniqueHoldList); err != nil {
 		return nil, fmt.Errorf("error preparing query CopyUniqueHoldList: %w", err)
@@ -536,14 +536,14 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing copyStepListStmt: %w", cerr)
 		}
 	}
+	if q.copyStreamChunkListStmt != nil {
+		if cerr := q.copyStreamChunkListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing copyStreamChunkListStmt: %w", cerr)
+		}
+	}
 	if q.copyStreamListStmt != nil {
 		if cerr := q.copyStreamListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing copyStreamListStmt: %w", cerr)
-		}
-	}
-	if q.copyStreamMessageListStmt != nil {
-		if cerr := q.copyStreamMessageListStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing copyStreamMessageListStmt: %w", cerr)
 		}
 	}
 	if q.copyUniqueHoldListStmt != nil {
@@ -1272,8 +1272,8 @@ type Queries struct {
 	copyScheduleListStmt                *sql.Stmt
 	copySignalListStmt                  *sql.Stmt
 	copyStepListStmt                    *sql.Stmt
+	copyStreamChunkListStmt             *sql.Stmt
 	copyStreamListStmt                  *sql.Stmt
-	copyStreamMessageListStmt           *sql.Stmt
 	copyUniqueHoldListStmt              *sql.Stmt
 	copyWorkflowListStmt                *sql.Stmt
 	debounceGetStmt                     *sql.Stmt
@@ -1427,8 +1427,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		copyScheduleListStmt:                q.copyScheduleListStmt,
 		copySignalListStmt:                  q.copySignalListStmt,
 		copyStepListStmt:                    q.copyStepListStmt,
+		copyStreamChunkListStmt:             q.copyStreamChunkListStmt,
 		copyStreamListStmt:                  q.copyStreamListStmt,
-		copyStreamMessageListStmt:           q.copyStreamMessageListStmt,
 		copyUniqueHoldListStmt:              q.copyUniqueHoldListStmt,
 		copyWorkflowListStmt:                q.copyWorkflowListStmt,
 		debounceGetStmt:                     q.debounceGetStmt,

@@ -9,6 +9,45 @@ import (
 	"context"
 )
 
+const copyStreamChunkList = `-- name: CopyStreamChunkList :many
+SELECT run_id, stream, first_position, count, messages, at, step, occurrence, attempt FROM flowlite_stream_chunks ORDER BY run_id, stream, first_position
+`
+
+// CopyStreamChunkList reads every chunk of stream messages for `flowlite
+// copy`, by stream and position.
+func (q *Queries) CopyStreamChunkList(ctx context.Context) ([]FlowliteStreamChunk, error) {
+	rows, err := q.query(ctx, q.copyStreamChunkListStmt, copyStreamChunkList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FlowliteStreamChunk{}
+	for rows.Next() {
+		var i FlowliteStreamChunk
+		if err := rows.Scan(
+			&i.RunID,
+			&i.Stream,
+			&i.FirstPosition,
+			&i.Count,
+			&i.Messages,
+			&i.At,
+			&i.Step,
+			&i.Occurrence,
+			&i.Attempt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const copyStreamList = `-- name: CopyStreamList :many
 SELECT run_id, stream, length, closed_at FROM flowlite_streams ORDER BY run_id, stream
 `
@@ -29,44 +68,6 @@ func (q *Queries) CopyStreamList(ctx context.Context) ([]FlowliteStream, error) 
 			&i.Stream,
 			&i.Length,
 			&i.ClosedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const copyStreamMessageList = `-- name: CopyStreamMessageList :many
-SELECT run_id, stream, position, value, at, step, occurrence, attempt FROM flowlite_stream_messages ORDER BY run_id, stream, position
-`
-
-// CopyStreamMessageList reads every stream message for `flowlite copy`, by
-// stream and position.
-func (q *Queries) CopyStreamMessageList(ctx context.Context) ([]FlowliteStreamMessage, error) {
-	rows, err := q.query(ctx, q.copyStreamMessageListStmt, copyStreamMessageList)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []FlowliteStreamMessage{}
-	for rows.Next() {
-		var i FlowliteStreamMessage
-		if err := rows.Scan(
-			&i.RunID,
-			&i.Stream,
-			&i.Position,
-			&i.Value,
-			&i.At,
-			&i.Step,
-			&i.Occurrence,
-			&i.Attempt,
 		); err != nil {
 			return nil, err
 		}

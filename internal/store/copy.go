@@ -27,8 +27,8 @@ type Snapshot struct {
 	Executions  []CopyExecution
 	// Streams are the streams rows: their lengths are the positions the
 	// next appends take, so they are carried as they are, not recounted.
-	Streams        []CopyStream
-	StreamMessages []CopyStreamMessage
+	Streams      []CopyStream
+	StreamChunks []CopyStreamChunk
 }
 
 // CopyRun is one row of the runs table.
@@ -133,15 +133,16 @@ type CopyStream struct {
 	Length, ClosedAt int64
 }
 
-// CopyStreamMessage is one row of the stream_messages table, at its
-// position (carried: readers resume by position).
-type CopyStreamMessage struct {
-	RunID, Stream       string
-	Position            int64
-	Value               []byte
-	At                  int64
-	Step                string
-	Occurrence, Attempt int64
+// CopyStreamChunk is one row of the stream_chunks table: Count messages
+// from position FirstPosition on, as written (carried: readers resume by
+// position).
+type CopyStreamChunk struct {
+	RunID, Stream        string
+	FirstPosition, Count int64
+	Messages             []byte
+	At                   int64
+	Step                 string
+	Occurrence, Attempt  int64
 }
 
 // CopyQueue is one row of the queues table.
@@ -168,7 +169,7 @@ type CopyDefinition struct {
 // CopyCounts is the number of rows of each table a copy carries.
 type CopyCounts struct {
 	Runs, Steps, Events, Signals, Schedules, UniqueHolds, Queues, Workflows, Definitions int64
-	Debounces, Executions, Streams, StreamMessages                                       int64
+	Debounces, Executions, Streams, StreamChunks                                         int64
 }
 
 // Counts returns the number of rows of each table in s.
@@ -179,7 +180,7 @@ func (s *Snapshot) Counts() CopyCounts {
 		UniqueHolds: int64(len(s.UniqueHolds)), Queues: int64(len(s.Queues)),
 		Workflows: int64(len(s.Workflows)), Definitions: int64(len(s.Definitions)),
 		Debounces: int64(len(s.Debounces)), Executions: int64(len(s.Executions)),
-		Streams: int64(len(s.Streams)), StreamMessages: int64(len(s.StreamMessages)),
+		Streams: int64(len(s.Streams)), StreamChunks: int64(len(s.StreamChunks)),
 	}
 }
 
@@ -189,7 +190,7 @@ func (c CopyCounts) Tables() []TableCount {
 		{"runs", c.Runs}, {"steps", c.Steps}, {"events", c.Events}, {"signals", c.Signals},
 		{"schedules", c.Schedules}, {"unique_holds", c.UniqueHolds}, {"queues", c.Queues},
 		{"workflows", c.Workflows}, {"definitions", c.Definitions}, {"debounces", c.Debounces},
-		{"executions", c.Executions}, {"streams", c.Streams}, {"stream_messages", c.StreamMessages},
+		{"executions", c.Executions}, {"streams", c.Streams}, {"stream_chunks", c.StreamChunks},
 	}
 }
 

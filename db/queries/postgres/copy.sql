@@ -19,7 +19,7 @@ SELECT
     (SELECT count(*) FROM flowlite.debounces)::bigint AS debounces,
     (SELECT count(*) FROM flowlite.executions)::bigint AS executions,
     (SELECT count(*) FROM flowlite.streams)::bigint AS streams,
-    (SELECT count(*) FROM flowlite.stream_messages)::bigint AS stream_messages;
+    (SELECT count(*) FROM flowlite.stream_chunks)::bigint AS stream_chunks;
 
 -- name: CopyRunInsert :exec
 -- CopyRunInsert inserts a run without its parent (CopyRunSetParent links it

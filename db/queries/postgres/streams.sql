@@ -49,8 +49,9 @@ SELECT * FROM flowlite.streams WHERE run_id = sqlc.arg(run_id)::text ORDER BY st
 INSERT INTO flowlite.streams (run_id, stream, length, closed_at)
 VALUES (@run_id, @stream, @length, @closed_at);
 
--- name: CopyStreamMessageInsert :exec
--- CopyStreamMessageInsert writes one stream message for `flowlite copy`,
--- at its position (after its stream's row, which its foreign key needs).
-INSERT INTO flowlite.stream_messages (run_id, stream, position, value, at, step, occurrence, attempt)
-VALUES (@run_id, @stream, @position, @value, @at, @step, @occurrence, @attempt);
+-- name: CopyStreamChunkInsert :exec
+-- CopyStreamChunkInsert writes one chunk of stream messages for `flowlite
+-- copy`, at its positions (after its stream's row, which its foreign key
+-- needs).
+INSERT INTO flowlite.stream_chunks (run_id, stream, first_position, count, messages, at, step, occurrence, attempt)
+VALUES (@run_id, @stream, @first_position, @count, @messages, @at, @step, @occurrence, @attempt);

@@ -48,4 +48,4 @@ SELECT
     (SELECT count(*) FROM flowlite_debounces) AS debounces,
     (SELECT count(*) FROM flowlite_executions) AS executions,
     (SELECT count(*) FROM flowlite_streams) AS streams,
-    (SELECT count(*) FROM flowlite_stream_messages) AS stream_messages;
+    (SELECT count(*) FROM flowlite_stream_chunks) AS stream_chunks;

@@ -43,7 +43,7 @@ SELECT * FROM flowlite_streams WHERE run_id = @run_id ORDER BY stream;
 -- copy`.
 SELECT * FROM flowlite_streams ORDER BY run_id, stream;
 
--- name: CopyStreamMessageList :many
--- CopyStreamMessageList reads every stream message for `flowlite copy`, by
--- stream and position.
-SELECT * FROM flowlite_stream_messages ORDER BY run_id, stream, position;
+-- name: CopyStreamChunkList :many
+-- CopyStreamChunkList reads every chunk of stream messages for `flowlite
+-- copy`, by stream and position.
+SELECT * FROM flowlite_stream_chunks ORDER BY run_id, stream, first_position;

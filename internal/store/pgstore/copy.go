@@ -161,13 +161,13 @@ func copyRows(ctx context.Context, q *pgdb.Queries, snap *store.Snapshot) error 
 			return fmt.Errorf("copy: stream %s of run %s: %w", r.Stream, r.RunID, err)
 		}
 	}
-	for _, r := range snap.StreamMessages {
-		err := q.CopyStreamMessageInsert(ctx, pgdb.CopyStreamMessageInsertParams{
-			RunID: r.RunID, Stream: r.Stream, Position: r.Position, Value: r.Value, At: r.At,
-			Step: r.Step, Occurrence: r.Occurrence, Attempt: r.Attempt,
+	for _, r := range snap.StreamChunks {
+		err := q.CopyStreamChunkInsert(ctx, pgdb.CopyStreamChunkInsertParams{
+			RunID: r.RunID, Stream: r.Stream, FirstPosition: r.FirstPosition, Count: r.Count, Messages: r.Messages,
+			At: r.At, Step: r.Step, Occurrence: r.Occurrence, Attempt: r.Attempt,
 		})
 		if err != nil {
-			return fmt.Errorf("copy: message %d of stream %s of run %s: %w", r.Position, r.Stream, r.RunID, err)
+			return fmt.Errorf("copy: messages %d.. of stream %s of run %s: %w", r.FirstPosition, r.Stream, r.RunID, err)
 		}
 	}
 	for _, r := range snap.Queues {

@@ -118,14 +118,14 @@ func (s *Store) CopyOut(ctx context.Context) (*store.Snapshot, store.CopyCounts,
 	for _, r := range streams {
 		snap.Streams = append(snap.Streams, store.CopyStream{RunID: r.RunID, Stream: r.Stream, Length: r.Length, ClosedAt: r.ClosedAt})
 	}
-	messages, err := q.CopyStreamMessageList(ctx)
+	chunks, err := q.CopyStreamChunkList(ctx)
 	if err != nil {
 		return nil, store.CopyCounts{}, fmt.Errorf("copy: read stream messages: %w", err)
 	}
-	for _, r := range messages {
-		snap.StreamMessages = append(snap.StreamMessages, store.CopyStreamMessage{
-			RunID: r.RunID, Stream: r.Stream, Position: r.Position, Value: r.Value, At: r.At,
-			Step: r.Step, Occurrence: r.Occurrence, Attempt: r.Attempt,
+	for _, r := range chunks {
+		snap.StreamChunks = append(snap.StreamChunks, store.CopyStreamChunk{
+			RunID: r.RunID, Stream: r.Stream, FirstPosition: r.FirstPosition, Count: r.Count, Messages: r.Messages,
+			At: r.At, Step: r.Step, Occurrence: r.Occurrence, Attempt: r.Attempt,
 		})
 	}
 	queues, err := q.CopyQueueList(ctx)

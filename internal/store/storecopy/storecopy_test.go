@@ -543,7 +543,7 @@ func TestCopyToPostgres(t *testing.T) {
 		t.Fatalf("copied %+v, source holds %+v", counts, srcCounts)
 	}
 	if counts.Runs != 14 || counts.Schedules != 1 || counts.Queues != 1 || counts.Workflows != 10 || counts.Signals < 1 || counts.Definitions != 1 || counts.Debounces != 1 ||
-		counts.Streams != 2 || counts.StreamMessages != 7 {
+		counts.Streams != 2 || counts.StreamChunks != 4 { // 7 messages: 3 body writes, and a step's 1 and 4
 		t.Fatalf("unexpected counts %+v", counts)
 	}
 
@@ -572,8 +572,8 @@ func TestCopyToPostgres(t *testing.T) {
 	// Every stream row (length, closing time) and message (position,
 	// value, time, writer) is on PostgreSQL as it was on SQLite.
 	wantStreams, wantMessages := streamRows(t, src.Reader(), ids["streams"])
-	if len(wantStreams) != 2 || wantStreams[0].Name != "log" || wantStreams[0].ClosedAt == 0 || wantStreams[1].ClosedAt != 0 {
-		t.Fatalf("streams on sqlite: %+v, want log closed and tokens open", wantStreams)
+	if len(wantStreams) != 2 || wantStreams[0].Name != "log" || wantStreams[0].ClosedAt == 0 || wantStreams[1].ClosedAt != 0 || len(wantMessages) != 7 {
+		t.Fatalf("streams on sqlite: %+v with %d messages, want log closed and tokens open, 7 messages", wantStreams, len(wantMessages))
 	}
 	gotStreams, gotMessages := streamRows(t, dst.Reader(), ids["streams"])
 	if !reflect.DeepEqual(gotStreams, wantStreams) {
