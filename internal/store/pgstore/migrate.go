@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
@@ -60,10 +61,26 @@ func migrateSchema(ctx context.Context, db *sql.DB, schema string, names *qualif
 	if err := retryDeadSession(ctx, db, "create schema "+schema, func() error {
 		return createSchema(ctx, db, schema)
 	}); err != nil {
-		return err
+		return privilegeHint(err, schema)
 	}
 	_, err = migrate.Up(ctx, db, d)
-	return err
+	return privilegeHint(err, schema)
+}
+
+// insufficientPrivilege is PostgreSQL's SQLSTATE of "permission denied".
+const insufficientPrivilege = "42501"
+
+// privilegeHint adds to a permission error of a migration what to do: a
+// role that works a schema needs no more than USAGE on it and SELECT,
+// INSERT, UPDATE and DELETE on its tables, but creating or migrating it
+// takes CREATE on the database, or ownership of the schema.
+func privilegeHint(err error, schema string) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != insufficientPrivilege {
+		return err
+	}
+	return fmt.Errorf("%w; creating or migrating schema %s takes a role with CREATE on the database (or that owns the schema): "+
+		"run `flowlite migrate up --db URL --schema %s` as such a role, and engines as one with the privileges docs/postgresql.md lists", err, schema, schema)
 }
 
 // dialect returns the migrate.Dialect of the schema: the migrations

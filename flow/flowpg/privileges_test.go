@@ -1,0 +1,156 @@
+package flowpg_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowlite/flowlite/flow"
+	"github.com/flowlite/flowlite/flow/flowpg"
+	"github.com/flowlite/flowlite/internal/pgtest"
+)
+
+// The privileges docs/postgresql.md ("What flowlite needs from the
+// server") lists are enough: a role that owns nothing, with USAGE on a
+// schema migrated by another role and SELECT, INSERT, UPDATE and DELETE on
+// its tables and USAGE on its sequences, opens an engine without
+// migrating, runs a workflow that waits for a signal, follows the change
+// feed and deletes finished runs. A role with less is refused
+// with PostgreSQL's own message, naming a table, and one that may not
+// create the schema is told what to do.
+func TestEngineRunsWithTheDocumentedPrivileges(t *testing.T) {
+	t.Parallel()
+	if pgtest.Pooler() != "" {
+		t.Skip("creates roles on the server itself")
+	}
+	dsn, s := schema(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	owner, err := flowpg.Open(ctx, dsn, &flow.Config{}, &flowpg.Options{Schema: s, MaxConns: 2}) // migrates
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() }) // after the roles' cleanups
+	exec := func(q string) {
+		t.Helper()
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	newRole := func(grants ...string) string {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		role := "flowlite_app_" + hex.EncodeToString(b)
+		exec("CREATE ROLE " + role + " LOGIN")
+		t.Cleanup(func() {
+			ctx := context.WithoutCancel(ctx)
+			_, _ = admin.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '"+role+"'")
+			for _, q := range []string{"DROP OWNED BY " + role, "DROP ROLE " + role} {
+				if _, err := admin.ExecContext(ctx, q); err != nil {
+					t.Errorf("%s: %v", q, err)
+				}
+			}
+		})
+		for _, g := range grants {
+			exec(strings.ReplaceAll(strings.ReplaceAll(g, "$role", role), "$schema", s))
+		}
+		return role
+	}
+	as := func(role string) string {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.User(role)
+		return u.String()
+	}
+	documented := []string{
+		"GRANT USAGE ON SCHEMA $schema TO $role",
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA $schema TO $role",
+		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA $schema TO $role",
+	}
+
+	app := newRole(documented...)
+	e, err := flowpg.Open(ctx, as(app), &flow.Config{PollInterval: time.Second, Retention: flow.Retention{Completed: time.Millisecond}}, &flowpg.Options{Schema: s, MaxConns: 4})
+	if err != nil {
+		t.Fatalf("open as a role with the documented privileges: %v", err)
+	}
+	defer e.Close()
+	waits := flow.Workflow[int, int]{Name: "waits", Version: 1, Run: func(wc flow.Context, n int) (int, error) {
+		m, err := flow.Receive[int](wc, "more", 0)
+		if err != nil {
+			return 0, err
+		}
+		return flow.Do(wc, double, n+m)
+	}}
+	flow.Register(e, waits)
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Stop(ctx)
+	run, err := flow.Start(ctx, e, waits, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Signal(ctx, e, run.ID(), "more", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run.Result(ctx); err != nil || out != 6 {
+		t.Fatalf("result %d, %v; want 6", out, err)
+	}
+	seen := 0
+	feedCtx, stopFeed := context.WithTimeout(ctx, 10*time.Second)
+	for c, err := range e.Changes(feedCtx, &flow.ChangesOptions{}) {
+		if err != nil {
+			t.Fatalf("change feed: %v", err)
+		}
+		if c.RunID == run.ID() {
+			seen++
+		}
+		if c.Kind == flow.EventRunCompleted && c.RunID == run.ID() {
+			break
+		}
+	}
+	stopFeed()
+	if seen == 0 {
+		t.Error("the change feed showed nothing of the run")
+	}
+	time.Sleep(5 * time.Millisecond) // past the retention
+	if n, err := e.Clean(ctx); err != nil || n < 1 {
+		t.Errorf("clean: %d deleted, %v; want the finished run deleted", n, err)
+	}
+
+	// SELECT only: the engine opens (it only reads to check the schema),
+	// and a start says what it may not do.
+	reader := newRole("GRANT USAGE ON SCHEMA $schema TO $role", "GRANT SELECT ON ALL TABLES IN SCHEMA $schema TO $role")
+	ro, err := flowpg.Open(ctx, as(reader), &flow.Config{}, &flowpg.Options{Schema: s, MaxConns: 2})
+	if err != nil {
+		t.Fatalf("open as a role that may only read: %v", err)
+	}
+	defer ro.Close()
+	flow.Register(ro, waits)
+	_, err = flow.Start(ctx, ro, waits, 1, nil)
+	if err == nil || !strings.Contains(err.Error(), "permission denied for table") {
+		t.Errorf("start as a role that may only read: %v, want permission denied naming the table", err)
+	}
+
+	// No CREATE on the database: a schema that does not exist yet cannot
+	// be made, and the error says who can make it.
+	nobody := newRole()
+	_, err = flowpg.Open(ctx, as(nobody), &flow.Config{}, &flowpg.Options{Schema: s + "_new", MaxConns: 2})
+	if err == nil || !strings.Contains(err.Error(), "permission denied") || !strings.Contains(err.Error(), "flowlite migrate up") {
+		t.Errorf("open of a new schema by a role that may not create it: %v, want permission denied and how to migrate", err)
+	}
+}
