@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +16,10 @@ import (
 	"github.com/flowlite/flowlite/internal/pgtest"
 )
 
-// The privileges docs/postgresql.md ("What flowlite needs from the
-// server") lists are enough: a role that owns nothing, with USAGE on a
-// schema migrated by another role and SELECT, INSERT, UPDATE and DELETE on
-// its tables and USAGE on its sequences, opens an engine without
+// The privileges docs/postgresql-production.md grants are enough (its sql
+// block, run as written but for the names): a role that owns nothing, with
+// USAGE on a schema migrated by another role, SELECT, INSERT, UPDATE and
+// DELETE on its tables and USAGE on its sequences, opens an engine without
 // migrating, runs a workflow that waits for a signal, follows the change
 // feed and deletes finished runs. A role with less is refused
 // with PostgreSQL's own message, naming a table, and one that may not
@@ -76,13 +77,7 @@ func TestEngineRunsWithTheDocumentedPrivileges(t *testing.T) {
 		u.User = url.User(role)
 		return u.String()
 	}
-	documented := []string{
-		"GRANT USAGE ON SCHEMA $schema TO $role",
-		"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA $schema TO $role",
-		"GRANT USAGE ON ALL SEQUENCES IN SCHEMA $schema TO $role",
-	}
-
-	app := newRole(documented...)
+	app := newRole(documentedGrants(t, admin, s)...)
 	e, err := flowpg.Open(ctx, as(app), &flow.Config{PollInterval: time.Second, Retention: flow.Retention{Completed: time.Millisecond}}, &flowpg.Options{Schema: s, MaxConns: 4})
 	if err != nil {
 		t.Fatalf("open as a role with the documented privileges: %v", err)
@@ -153,4 +148,41 @@ func TestEngineRunsWithTheDocumentedPrivileges(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "permission denied") || !strings.Contains(err.Error(), "flowlite migrate up") {
 		t.Errorf("open of a new schema by a role that may not create it: %v, want permission denied and how to migrate", err)
 	}
+}
+
+// documentedGrants returns the statements of the sql block of
+// docs/postgresql-production.md, in order, for the role $role and schema
+// schema: its database app is the test's, its schema flowlite is schema,
+// and its migrating role flowlite_migrator is the one the test runs as.
+func documentedGrants(t *testing.T, admin *sql.DB, schema string) []string {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/postgresql-production.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "```sql\n")
+	if block, _, ok = strings.Cut(block, "```"); !ok {
+		t.Fatal("docs/postgresql-production.md has no sql block")
+	}
+	var database, me string
+	if err := admin.QueryRowContext(t.Context(), "SELECT current_database(), current_user").Scan(&database, &me); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(block, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			lines = append(lines, line)
+		}
+	}
+	rename := strings.NewReplacer("flowlite_app", "$role", "flowlite_migrator", me, "SCHEMA flowlite", "SCHEMA "+schema, "DATABASE app", "DATABASE "+database)
+	var stmts []string
+	for _, stmt := range strings.Split(strings.Join(lines, "\n"), ";") {
+		if stmt = strings.TrimSpace(stmt); stmt != "" {
+			stmts = append(stmts, rename.Replace(stmt))
+		}
+	}
+	if len(stmts) < 4 {
+		t.Fatalf("the sql block of docs/postgresql-production.md has %d statements: %q", len(stmts), stmts)
+	}
+	return stmts
 }
