@@ -13,7 +13,9 @@ import (
 
 const stepBegin = `-- name: StepBegin :one
 INSERT INTO flowlite.steps AS s (run_id, name, occurrence, status, attempts, input, position, started_at)
-VALUES ($1, $2, $3, 'running', 1, $4, $5, $6)
+SELECT $1::text, $2::text, $3::bigint, 'running', 1,
+       $4::bytea, $5::bigint, $6::bigint
+WHERE EXISTS (SELECT 1 FROM flowlite.runs AS r WHERE r.id = $1::text)
 ON CONFLICT (run_id, name, occurrence) DO UPDATE
 SET status = 'running', attempts = s.attempts + 1, error = '', error_code = '', error_permanent = false, error_details = NULL
 WHERE s.status IN ('running', 'retrying')
@@ -31,7 +33,9 @@ type StepBeginParams struct {
 
 // StepBegin records that an attempt of a step starts, before its body runs,
 // so the attempt count survives a crash. A concurrent begin of the same
-// step waits on the row's lock and then re-checks the WHERE clause.
+// step waits on the row's lock and then re-checks the WHERE clause. A step
+// of a run that does not exist is not recorded (no foreign key checks it:
+// migration 00012_runs_cascade.sql).
 func (q *Queries) StepBegin(ctx context.Context, arg StepBeginParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, stepBegin,
 		arg.RunID,
@@ -48,7 +52,9 @@ func (q *Queries) StepBegin(ctx context.Context, arg StepBeginParams) (int64, er
 
 const stepBeginNew = `-- name: StepBeginNew :execrows
 INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
-VALUES ($1, $2, $3, 'running', 1, $4, $5, $6)
+SELECT $1::text, $2::text, $3::bigint, 'running', 1,
+       $4::bytea, $5::bigint, $6::bigint
+WHERE EXISTS (SELECT 1 FROM flowlite.runs AS r WHERE r.id = $1::text)
 ON CONFLICT (run_id, name, occurrence) DO NOTHING
 `
 
@@ -85,6 +91,7 @@ INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, p
 SELECT j.v ->> 'run_id', j.v ->> 'name', (j.v ->> 'occurrence')::bigint, 'running', 1,
        decode(j.v ->> 'input', 'hex'), (j.v ->> 'position')::bigint, (j.v ->> 'now')::bigint
 FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(v, n)
+WHERE EXISTS (SELECT 1 FROM flowlite.runs AS r WHERE r.id = j.v ->> 'run_id')
 ORDER BY j.n
 ON CONFLICT (run_id, name, occurrence) DO NOTHING
 RETURNING run_id, name, occurrence

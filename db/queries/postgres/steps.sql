@@ -4,9 +4,13 @@ SELECT * FROM flowlite.steps WHERE run_id = @run_id ORDER BY started_at, seq;
 -- name: StepBegin :one
 -- StepBegin records that an attempt of a step starts, before its body runs,
 -- so the attempt count survives a crash. A concurrent begin of the same
--- step waits on the row's lock and then re-checks the WHERE clause.
+-- step waits on the row's lock and then re-checks the WHERE clause. A step
+-- of a run that does not exist is not recorded (no foreign key checks it:
+-- migration 00012_runs_cascade.sql).
 INSERT INTO flowlite.steps AS s (run_id, name, occurrence, status, attempts, input, position, started_at)
-VALUES (@run_id, @name, @occurrence, 'running', 1, @input, @position, @now)
+SELECT sqlc.arg(run_id)::text, sqlc.arg(name)::text, sqlc.arg(occurrence)::bigint, 'running', 1,
+       sqlc.arg(input)::bytea, sqlc.narg(position)::bigint, sqlc.arg(now)::bigint
+WHERE EXISTS (SELECT 1 FROM flowlite.runs AS r WHERE r.id = sqlc.arg(run_id)::text)
 ON CONFLICT (run_id, name, occurrence) DO UPDATE
 SET status = 'running', attempts = s.attempts + 1, error = '', error_code = '', error_permanent = false, error_details = NULL
 WHERE s.status IN ('running', 'retrying')
@@ -18,7 +22,9 @@ RETURNING attempts;
 -- plain insert costs about half of StepBegin's insert-or-update with
 -- RETURNING, and a step's first attempt is by far its most common.
 INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
-VALUES (@run_id, @name, @occurrence, 'running', 1, @input, @position, @now)
+SELECT sqlc.arg(run_id)::text, sqlc.arg(name)::text, sqlc.arg(occurrence)::bigint, 'running', 1,
+       sqlc.arg(input)::bytea, sqlc.narg(position)::bigint, sqlc.arg(now)::bigint
+WHERE EXISTS (SELECT 1 FROM flowlite.runs AS r WHERE r.id = sqlc.arg(run_id)::text)
 ON CONFLICT (run_id, name, occurrence) DO NOTHING;
 
 -- name: StepBeginNewMany :many
@@ -30,6 +36,7 @@ INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, p
 SELECT j.v ->> 'run_id', j.v ->> 'name', (j.v ->> 'occurrence')::bigint, 'running', 1,
        decode(j.v ->> 'input', 'hex'), (j.v ->> 'position')::bigint, (j.v ->> 'now')::bigint
 FROM jsonb_array_elements(sqlc.arg(steps)::jsonb) WITH ORDINALITY AS j(v, n)
+WHERE EXISTS (SELECT 1 FROM flowlite.runs AS r WHERE r.id = j.v ->> 'run_id')
 ORDER BY j.n
 ON CONFLICT (run_id, name, occurrence) DO NOTHING
 RETURNING run_id, name, occurrence;

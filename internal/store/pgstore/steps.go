@@ -64,6 +64,10 @@ func (t *tx) StepBegin(ctx context.Context, p store.StepBeginParams) (int, error
 		Position: position(p.Position), Now: p.Now,
 	})
 	if errors.Is(err, sql.ErrNoRows) {
+		// The step finished, or its run does not exist.
+		if _, err := t.q.RunGet(ctx, p.Key.RunID); errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("begin step %s: %w", p.Key, errNoSuchRun)
+		}
 		return 0, fmt.Errorf("begin step %s: %w: step already finished", p.Key, flowtype.ErrConflict)
 	}
 	if err != nil {
