@@ -143,9 +143,13 @@ func TestContinueAsNewResumeReplaysOnlyTheCurrentExecution(t *testing.T) {
 
 // BenchmarkContinueAsNewResume drives a sleep/react loop of 1,000,000
 // iterations (FLOWLITE_CAN_ITERATIONS to change it) that continues as new
-// every 1,000, and reports the time to resume (claim, load, replay) the
-// first executions and the last ones, and their ratio: about 1, since a
-// resume reads and replays only its execution's records.
+// every 1,000, and reports the time to resume (claim, load, replay) its
+// first executions and its last ones, and their ratio: about 1, since a
+// resume reads and replays only its execution's records. A run that long
+// takes minutes, in which the load of a shared machine changes: so right
+// after the last execution, a fresh run of the same loop on a fresh file
+// is timed too, and end/fresh compares the long run's last resumes with
+// resumes made at the same moment in a run that is just starting.
 //
 //	go test -run '^$' -bench ContinueAsNewResume -benchtime 1x ./flow
 func BenchmarkContinueAsNewResume(b *testing.B) {
@@ -156,32 +160,42 @@ func BenchmarkContinueAsNewResume(b *testing.B) {
 	}
 	const sample = 5 // executions averaged at each end
 	for b.Loop() {
-		// synchronous=NORMAL: a million iterations are a million commits
-		// of one run, one at a time, and what is timed is a resume (the
-		// claim, the load of the execution's records, the replay), which
-		// an fsync per commit only slows down alike at both ends. With
-		// FLOWLITE_TEST_BACKEND=postgres, the suite's PostgreSQL schema.
-		var e *flow.Engine
-		if pgtest.Postgres() {
-			e = openEngine(b, filepathFor(b), testConfig())
-		} else {
-			e = openSQLiteEngine(b, filepathFor(b), testConfig(), &flowsqlite.Options{Synchronous: flowsqlite.SynchronousNormal})
-		}
-		var first, last time.Duration
-		executions := total / every
-		driveLoop(b, e, every, total, func(execution int, took time.Duration) {
-			switch {
-			case execution > 1 && execution <= 1+sample: // the first resume also warms up
-				first += took
-			case execution > executions-sample:
-				last += took
-			}
-		})
+		first, last := timeResumes(b, every, total, sample)
+		fresh, _ := timeResumes(b, every, 10*every, sample)
 		b.ReportMetric(float64(first.Microseconds())/sample, "µs/resume-start")
 		b.ReportMetric(float64(last.Microseconds())/sample, "µs/resume-end")
+		b.ReportMetric(float64(fresh.Microseconds())/sample, "µs/resume-fresh")
 		b.ReportMetric(float64(last)/float64(first), "end/start")
-		e.Close()
+		b.ReportMetric(float64(last)/float64(fresh), "end/fresh")
 	}
+}
+
+// timeResumes drives a pokeLoop of total iterations on an engine of its
+// own and returns the summed resume times of executions 2 to sample+1
+// (the first resume warms up) and of its last sample executions.
+func timeResumes(b *testing.B, every, total, sample int) (first, last time.Duration) {
+	// synchronous=NORMAL: a million iterations are a million commits of one
+	// run, one at a time, and what is timed is a resume (the claim, the
+	// load of the execution's records, the replay), which an fsync per
+	// commit only slows down alike at both ends. With
+	// FLOWLITE_TEST_BACKEND=postgres, a PostgreSQL schema of its own.
+	var e *flow.Engine
+	if pgtest.Postgres() {
+		e = openEngine(b, filepathFor(b), testConfig())
+	} else {
+		e = openSQLiteEngine(b, filepathFor(b), testConfig(), &flowsqlite.Options{Synchronous: flowsqlite.SynchronousNormal})
+	}
+	defer e.Close()
+	executions := total / every
+	driveLoop(b, e, every, total, func(execution int, took time.Duration) {
+		switch {
+		case execution > 1 && execution <= 1+sample:
+			first += took
+		case execution > executions-sample:
+			last += took
+		}
+	})
+	return first, last
 }
 
 // filepathFor returns a fresh database path for a benchmark.
