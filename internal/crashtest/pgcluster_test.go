@@ -306,6 +306,15 @@ func newPGPair(t *testing.T, sync bool) *pgPair {
 			t.Logf("clusters kept in %s", root)
 		}
 	})
+	// A test that runs into go test's -timeout panics without cleanups:
+	// stop the servers a little before, so that none outlives the test.
+	if d, ok := t.Deadline(); ok {
+		watchdog := time.AfterFunc(time.Until(d)-15*time.Second, func() {
+			p.standby.stop()
+			p.primary.stop()
+		})
+		t.Cleanup(func() { watchdog.Stop() })
+	}
 	if _, err := p.primary.tool("initdb", "-D", p.primary.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
 		t.Fatal(err)
 	}
