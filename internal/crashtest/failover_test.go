@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -100,9 +102,21 @@ func failoverScenario(t *testing.T, synchronous bool) {
 	dir := t.TempDir()
 	h := &harness{t: t, dir: dir, ledger: filepath.Join(dir, "ledger.txt")}
 	app := "flowlite_failover"
-	parent, err := flowpg.Open(ctx, dsn, nil, &flowpg.Options{Schema: failoverSchema, ApplicationName: app})
-	if err != nil {
-		t.Fatal(err)
+	// The parent's open creates and migrates the schema. Once in some
+	// dozen runs that failed with a deadlock reported by the server in a
+	// migration on the fresh cluster (see the closing note of issue 25):
+	// it is tried again, and said so, rather than failing the failover.
+	var parent *flow.Engine
+	for try := 1; ; try++ {
+		parent, err = flowpg.Open(ctx, dsn, nil, &flowpg.Options{Schema: failoverSchema, ApplicationName: app})
+		if err == nil {
+			break
+		}
+		if try == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("open the schema, try %d: %v", try, err)
+		time.Sleep(time.Second)
 	}
 	defer parent.Close()
 	flow.Register(parent, failoverWorkflow)
@@ -129,6 +143,10 @@ func failoverScenario(t *testing.T, synchronous bool) {
 			t.Fatalf("worker %d not ready after 30s", c.inc)
 		}
 	}
+
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	consumer := followFailoverFeed(feedCtx, parent)
 
 	// The starter: one run every 25ms, each Start retried until it returns
 	// nil (Start is idempotent by run ID); then the signal of the run
@@ -323,6 +341,40 @@ func failoverScenario(t *testing.T, synchronous bool) {
 		}
 	}
 
+	// The change feed: the durable consumer, read through the failover,
+	// got every change the new primary holds, with that change's content
+	// (a position reused for another change after the lost commits, and
+	// delivered only with the lost one's content, would be a change it
+	// skipped).
+	recorded, err := failoverEvents(ctx, pair.standby.dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := 30 * time.Second
+	if !synchronous {
+		wait = 5 * time.Second // what it skipped does not come
+	}
+	delivered, reused := consumer.await(t, recorded, wait)
+	stopFeed()
+	var skipped []int64
+	for pos, want := range recorded {
+		if !slices.Contains(delivered[pos], want) {
+			skipped = append(skipped, pos)
+		}
+	}
+	slices.Sort(skipped)
+	switch {
+	case synchronous && len(skipped)+reused > 0:
+		t.Errorf("synchronous: the durable consumer never got %d changes the new primary holds (%v), and got %d positions with two contents; want 0 and 0",
+			len(skipped), skipped, reused)
+	case len(skipped) > 0:
+		// The limit docs/postgresql.md states: an acknowledgement of a
+		// position read from the lost commits, made on the new primary,
+		// moves the consumer past changes that reuse lower positions.
+		t.Logf("asynchronous: the durable consumer skipped %d changes the new primary holds, at positions %d to %d (their positions were handed out again after the lost commits)",
+			len(skipped), skipped[0], skipped[len(skipped)-1])
+	}
+
 	// What the old primary had committed, against the new one.
 	newDone, err := stepCheckpoints(ctx, pair.standby.dsn())
 	if err != nil {
@@ -370,6 +422,122 @@ func failoverScenario(t *testing.T, synchronous bool) {
 	t.Logf("%s: %d runs, %d starts and %d signals acknowledged (%d and %d calls failed and were retried; lost ones sent again); lost: %d starts, %d signals, %d step checkpoints of the old primary's; step attempts %d, re-runs of a finished body %d (%d of an acknowledged checkpoint, explained by lost commits), at once on two engines %d",
 		mode, total, total, len(signals), startErrors, signalErrors, len(lostStarts), len(lostSignals), len(lostCheckpoints),
 		v.attempts, v.reruns, v.ackedReruns, v.concurrent)
+	t.Logf("%s: change feed: %d changes on the new primary, %d of them never delivered to the durable consumer (read %d times, resumed after %v); %d positions delivered with two contents (a lost change's, then a new one's)",
+		mode, len(recorded), len(skipped), consumer.reads.Load(), consumer.errs(), reused)
+}
+
+// failoverConsumer follows the change feed as the durable consumer
+// "failover", from the parent's engine, starting again whenever a read
+// ends with an error (the database away), as an application would.
+type failoverConsumer struct {
+	mu        sync.Mutex
+	delivered map[int64][]string // position → the contents delivered at it
+	errors    map[string]int
+	reads     atomic.Int32
+}
+
+func followFailoverFeed(ctx context.Context, e *flow.Engine) *failoverConsumer {
+	c := &failoverConsumer{delivered: map[int64][]string{}, errors: map[string]int{}}
+	go func() {
+		for ctx.Err() == nil {
+			c.reads.Add(1)
+			for ch, err := range e.Changes(ctx, &flow.ChangesOptions{Consumer: "failover", Follow: true, PollInterval: 50 * time.Millisecond}) {
+				if err != nil {
+					if ctx.Err() == nil {
+						c.mu.Lock()
+						c.errors[errorKind(err)]++
+						c.mu.Unlock()
+					}
+					break
+				}
+				c.mu.Lock()
+				content := changeContent(ch.RunID, ch.Kind, ch.Step, ch.Attempt)
+				if !slices.Contains(c.delivered[ch.Position], content) {
+					c.delivered[ch.Position] = append(c.delivered[ch.Position], content)
+				}
+				c.mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return c
+}
+
+func changeContent(run, kind, step string, attempt int) string {
+	return fmt.Sprintf("%s %s %s %d", run, kind, step, attempt)
+}
+
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, flow.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, flow.ErrReadOnly):
+		return "read-only"
+	}
+	return err.Error()
+}
+
+func (c *failoverConsumer) errs() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.errors)
+}
+
+// await waits until the consumer delivered a change at every position of
+// recorded (the new primary's), and returns what it delivered and at how
+// many positions it delivered two contents.
+func (c *failoverConsumer) await(t *testing.T, recorded map[int64]string, within time.Duration) (map[int64][]string, int) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		c.mu.Lock()
+		missing := 0
+		for pos, want := range recorded {
+			if !slices.Contains(c.delivered[pos], want) {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			out := make(map[int64][]string, len(c.delivered))
+			reused := 0
+			for pos, d := range c.delivered {
+				out[pos] = slices.Clone(d)
+				if len(d) > 1 {
+					reused++
+				}
+			}
+			c.mu.Unlock()
+			return out, reused
+		}
+		c.mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// failoverEvents returns the content of every event of the failover schema
+// on the server dsn names, by position.
+func failoverEvents(ctx context.Context, dsn string) (map[int64]string, error) {
+	db, err := sql.Open(flowpg.DriverName, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT id, run_id, kind, step, attempt FROM `+failoverSchema+`.events`)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var run, kind, step string
+		var attempt int
+		if err := rows.Scan(&id, &run, &kind, &step, &attempt); err != nil {
+			return nil, err
+		}
+		out[id] = changeContent(run, kind, step, attempt)
+	}
+	return out, rows.Err()
 }
 
 func signalKey(n int) string { return "go-" + strconv.Itoa(n) }
