@@ -107,6 +107,7 @@ func failoverScenario(t *testing.T, synchronous bool) {
 	// migration on the fresh cluster (see the closing note of issue 25):
 	// it is tried again, and said so, rather than failing the failover.
 	var parent *flow.Engine
+	var err error
 	for try := 1; ; try++ {
 		parent, err = flowpg.Open(ctx, dsn, nil, &flowpg.Options{Schema: failoverSchema, ApplicationName: app})
 		if err == nil {
