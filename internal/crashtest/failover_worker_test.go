@@ -163,6 +163,7 @@ func (l *failoverLedger) intercept(ctx context.Context, info flow.AttemptInfo, c
 // multi-host DSN envPGDSN names and works runs until SIGTERM. It is never
 // restarted: finding the new primary is its engine's business.
 func failoverChildMain() int {
+	exitWithParent()
 	inc, err := strconv.Atoi(os.Getenv(envInc))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "failover child: bad %s: %v\n", envInc, err)
@@ -194,6 +195,22 @@ func failoverChildMain() int {
 		return c.fail("register: %v", err)
 	}
 	return workChild(c.ctx, e, c.fail)
+}
+
+// exitWithParent ends this worker process when its parent, the test, is
+// gone: a test that runs into go test's -timeout panics without its
+// cleanups, and a worker left behind would go on working (and writing
+// to a ledger nobody reads) on whatever server takes the test's ports
+// next, another run's.
+func exitWithParent() {
+	parent := os.Getppid()
+	go func() {
+		for range time.Tick(200 * time.Millisecond) {
+			if os.Getppid() != parent {
+				os.Exit(4)
+			}
+		}
+	}()
 }
 
 // failoverConfig is the engine configuration of failover worker inc:

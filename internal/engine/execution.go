@@ -80,9 +80,15 @@ var errSuperseded = fmt.Errorf("%w: the run was claimed again by this engine", s
 // record. The older one's in-memory state rests on commits the database
 // no longer has, so it is the one to go; the newer one replays from what
 // the database holds.
+//
+// More often the earlier execution gave the run back itself (a release, a
+// wait) and is only returning: then its lease had another fence, nothing
+// was lost, and the wait is short.
 func (x *execution) supersede(by store.Lease) {
-	x.e.log.Warn("run claimed again while this engine still executed an earlier claim of it (the database lost that claim, as a failover to a standby that was behind does); ending the earlier execution first",
-		"run", x.run.ID, "fence", by.Fence, "earlier_fence", x.lease.Fence)
+	if by == x.lease {
+		x.e.log.Warn("run claimed again while this engine still executed an earlier claim of it with the same fence (the database lost that claim, as a failover to a standby that was behind does); ending the earlier execution first",
+			"run", x.run.ID, "fence", by.Fence)
+	}
 	x.superseded.Store(true)
 	x.cancelLease(errSuperseded)
 	<-x.done
