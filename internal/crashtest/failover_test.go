@@ -371,7 +371,9 @@ func failoverScenario(t *testing.T, synchronous bool) {
 	if err := pair.primary.gone(20 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	pair.primary.port = freePorts(t, 1)[0] // no engine knows this one
+	// Not its old port, which the engines' DSN names: the old primary
+	// would take writes there again.
+	pair.primary.port = freePorts(t, 1, pair.primary.port, pair.standby.port)[0]
 	if err := pair.primary.start(); err != nil {
 		t.Fatal(err)
 	}

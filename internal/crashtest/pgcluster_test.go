@@ -228,11 +228,15 @@ func closeInheritable() {
 }
 
 // freePorts returns n ports on 127.0.0.1 nothing listens on, from 5441
-// up, leaving out the ones CI's other steps use (5432, 5434, 6432, 6433).
-func freePorts(t *testing.T, n int) []int {
+// up (above the ones CI's other steps use: 5432, 5434, 6432, 6433), and
+// none of avoid.
+func freePorts(t *testing.T, n int, avoid ...int) []int {
 	t.Helper()
 	var ports []int
 	for p := 5441; p < 5600 && len(ports) < n; p++ {
+		if slices.Contains(avoid, p) {
+			continue
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			continue
