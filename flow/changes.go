@@ -16,7 +16,10 @@ import (
 // change streams send.
 type Change struct {
 	// Position orders the feed. It grows with every change, is never
-	// handed out twice, and is the cursor to resume after.
+	// handed out twice, and is the cursor to resume after. (Except after
+	// a failover to an asynchronous PostgreSQL standby that lost the last
+	// commits: their positions are handed out again; docs/postgresql.md,
+	// "Failover".)
 	Position   int64     `json:"position"`
 	RunID      string    `json:"run"`
 	At         time.Time `json:"at"`

@@ -168,12 +168,15 @@ WITH drawn AS MATERIALIZED (
     SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('flowlite.events', 'id')::regclass), 0)::bigint AS last,
            set_config('synchronous_commit', 'off', true) AS synchronous_commit
 )
-SELECT drawn.last, pg_current_xact_id()::text::bigint AS xid FROM drawn
+SELECT drawn.last, pg_current_xact_id()::text::bigint AS xid,
+       (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint AS server
+FROM drawn
 `
 
 type FeedProbeRow struct {
-	Last int64
-	Xid  int64
+	Last   int64
+	Xid    int64
+	Server int64
 }
 
 // FeedProbe reads the last event ID the sequence handed out, to any
@@ -184,11 +187,13 @@ type FeedProbeRow struct {
 // before drawing). The CTE is materialized so that last is read before
 // the outer projection takes the ID. The transaction writes nothing but
 // its commit record, which need not wait for a flush: the feed's
-// horizon relies only on the ID having been handed out.
+// horizon relies only on the ID having been handed out. server names the
+// server that answered (its postmaster's start, in microseconds): a
+// horizon holds on the server it was probed on only (see FeedSnapshot).
 func (q *Queries) FeedProbe(ctx context.Context) (FeedProbeRow, error) {
 	row := q.db.QueryRowContext(ctx, feedProbe)
 	var i FeedProbeRow
-	err := row.Scan(&i.Last, &i.Xid)
+	err := row.Scan(&i.Last, &i.Xid, &i.Server)
 	return i, err
 }
 
@@ -205,18 +210,26 @@ func (q *Queries) FeedPurgedThrough(ctx context.Context) (int64, error) {
 }
 
 const feedSnapshot = `-- name: FeedSnapshot :one
-SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin,
+       (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint AS server
 `
+
+type FeedSnapshotRow struct {
+	Xmin   int64
+	Server int64
+}
 
 // FeedSnapshot returns the current snapshot's xmin, as a 64-bit number
 // (xid8 counts epochs, so it never wraps): every transaction with an
 // older ID has ended. (Its xmax is one past the newest *completed*
 // transaction, not the newest handed out: a transaction in progress whose
 // ID is newer than every completed one is in no snapshot's list, so xmax
-// bounds nothing the feed can use.)
-func (q *Queries) FeedSnapshot(ctx context.Context) (int64, error) {
+// bounds nothing the feed can use.) server is FeedProbe's: transaction
+// IDs of another server (a promoted standby, whose counter went on from
+// what it had replayed) say nothing of the probe's.
+func (q *Queries) FeedSnapshot(ctx context.Context) (FeedSnapshotRow, error) {
 	row := q.db.QueryRowContext(ctx, feedSnapshot)
-	var xmin int64
-	err := row.Scan(&xmin)
-	return xmin, err
+	var i FeedSnapshotRow
+	err := row.Scan(&i.Xmin, &i.Server)
+	return i, err
 }

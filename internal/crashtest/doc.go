@@ -12,6 +12,13 @@
 // server that restarts and sessions that are terminated
 // (pgfaults_test.go).
 //
+// Failover (failover_test.go, with FLOWLITE_PG_FAILOVER=1 only): a primary
+// and a streaming standby of the test's own (pgcluster_test.go), the
+// primary killed under the load of three workers and the standby
+// promoted, with a synchronous standby (nothing acknowledged may be lost)
+// and an asynchronous one (what is lost must explain every step that ran
+// again); in both no step may run twice at once.
+//
 // Flow control under kills (limits_crash_test.go, issue 21): three
 // workers on one SQLite file (TestLimitsWorkersKilled) or PostgreSQL schema
 // (TestPGLimitsWorkersKilled) work a queue limited to 3 runs at once and 1

@@ -56,6 +56,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == childLimits {
 		os.Exit(limitsChildMain())
 	}
+	if os.Getenv(envChild) == childFailover {
+		os.Exit(failoverChildMain())
+	}
 	if os.Getenv(envChild) == childContinue {
 		os.Exit(continueChildMain())
 	}

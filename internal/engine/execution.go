@@ -54,6 +54,44 @@ type execution struct {
 	// then, such as a heartbeat racing the finish, lost nothing to another
 	// worker and is not worth a warning.
 	ending atomic.Bool
+
+	// superseded is set when this engine claimed the run again while this
+	// execution still ran (see supersede): its writes fail from then on
+	// without reaching the database. done is closed once execute returned.
+	superseded atomic.Bool
+	done       chan struct{}
+}
+
+// errSuperseded is the cause that ends an execution superseded by a later
+// claim of its run in the same engine.
+var errSuperseded = fmt.Errorf("%w: the run was claimed again by this engine", store.ErrLeaseLost)
+
+// supersede ends x, an execution of a run this engine just claimed again,
+// and waits until it returned, so that the new claim's execution never
+// runs beside it.
+//
+// A database can hand a run this engine executes back to it: a failover to
+// an asynchronous standby that had not received the claim loses it, the
+// run is ready again on the new primary, and this engine's claimer takes
+// it. The fence is a per-run counter, so the new claim may carry the very
+// fence and owner of the lost one, and both executions' writes would then
+// pass every lease check: the run would run twice at once, its steps
+// twice, and the older execution would write over the newer one's
+// record. The older one's in-memory state rests on commits the database
+// no longer has, so it is the one to go; the newer one replays from what
+// the database holds.
+//
+// More often the earlier execution gave the run back itself (a release, a
+// wait) and is only returning: then its lease had another fence, nothing
+// was lost, and the wait is short.
+func (x *execution) supersede(by store.Lease) {
+	if by == x.lease {
+		x.e.log.Warn("run claimed again while this engine still executed an earlier claim of it with the same fence (the database lost that claim, as a failover to a standby that was behind does); ending the earlier execution first",
+			"run", x.run.ID, "fence", by.Fence)
+	}
+	x.superseded.Store(true)
+	x.cancelLease(errSuperseded)
+	<-x.done
 }
 
 // execute drives one claimed run until it settles, waits for its next
@@ -65,6 +103,19 @@ func (e *Engine) execute(run store.Run) {
 	x := &execution{
 		e: e, run: run, def: def, lease: run.Lease(),
 		leaseCtx: leaseCtx, cancelLease: cancelLease, runCtx: runCtx, cancelRun: cancelRun,
+		done: make(chan struct{}),
+	}
+	defer close(x.done) // deferred first: runs after every other deferred call
+	e.mu.Lock()
+	prev := e.active[run.ID]
+	e.mu.Unlock()
+	if prev != nil {
+		prev.supersede(x.lease)
+		// The earlier execution forgot its lease as it ended; when the new
+		// claim has the same fence and owner, that was this one's.
+		e.mu.Lock()
+		e.held[run.ID] = x.lease
+		e.mu.Unlock()
 	}
 	x.begun, x.hasBegun = e.takeBegun(run)
 	defer cancelLease(nil)
@@ -86,7 +137,9 @@ func (e *Engine) execute(run store.Run) {
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
-		delete(e.active, run.ID)
+		if e.active[run.ID] == x {
+			delete(e.active, run.ID)
+		}
 		e.mu.Unlock()
 	}()
 
@@ -326,6 +379,11 @@ const (
 )
 
 func (x *execution) writeTx(proof leaseProof, once bool, fn func(ctx context.Context, tx store.Tx, now int64) error) error {
+	if x.superseded.Load() {
+		// The database would take the write: it checks the same fence
+		// and owner as the claim that superseded this execution.
+		return errSuperseded
+	}
 	// Writes must land even after the run was cancelled (to record what
 	// happened); the fence, not the context, stops a stale writer.
 	ctx := context.WithoutCancel(x.leaseCtx)

@@ -15,12 +15,16 @@ ORDER BY id LIMIT sqlc.arg(max_events)::bigint;
 -- before drawing). The CTE is materialized so that last is read before
 -- the outer projection takes the ID. The transaction writes nothing but
 -- its commit record, which need not wait for a flush: the feed's
--- horizon relies only on the ID having been handed out.
+-- horizon relies only on the ID having been handed out. server names the
+-- server that answered (its postmaster's start, in microseconds): a
+-- horizon holds on the server it was probed on only (see FeedSnapshot).
 WITH drawn AS MATERIALIZED (
     SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('flowlite.events', 'id')::regclass), 0)::bigint AS last,
            set_config('synchronous_commit', 'off', true) AS synchronous_commit
 )
-SELECT drawn.last, pg_current_xact_id()::text::bigint AS xid FROM drawn;
+SELECT drawn.last, pg_current_xact_id()::text::bigint AS xid,
+       (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint AS server
+FROM drawn;
 
 -- name: FeedSnapshot :one
 -- FeedSnapshot returns the current snapshot's xmin, as a 64-bit number
@@ -28,8 +32,11 @@ SELECT drawn.last, pg_current_xact_id()::text::bigint AS xid FROM drawn;
 -- older ID has ended. (Its xmax is one past the newest *completed*
 -- transaction, not the newest handed out: a transaction in progress whose
 -- ID is newer than every completed one is in no snapshot's list, so xmax
--- bounds nothing the feed can use.)
-SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin;
+-- bounds nothing the feed can use.) server is FeedProbe's: transaction
+-- IDs of another server (a promoted standby, whose counter went on from
+-- what it had replayed) say nothing of the probe's.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin,
+       (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint AS server;
 
 -- name: FeedPurgedThrough :one
 -- FeedPurgedThrough returns the highest event ID ever deleted.

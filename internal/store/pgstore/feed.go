@@ -61,15 +61,38 @@ import (
 // their commit order; a counter taken under a lock at commit serializes
 // every commit. The probe costs the writers nothing: one condition in
 // EventAppend, evaluated once per event.
+//
+// A horizon holds on the server it was probed on, and only there. After a
+// failover to a standby that had not received the last commits, the
+// promoted standby's sequence goes on from what it had replayed, below
+// IDs the old primary handed out: a horizon of the old primary would
+// declare final IDs that the new one hands out again to transactions
+// still in progress, and readers would skip their events for good. Its
+// transaction IDs go on from the replayed ones too, so a probe's ID says
+// nothing about the other server's snapshots. So the probe and the check
+// name the server that answered (its postmaster's start time), and a
+// different server starts the horizon over (from 0, probed again) there:
+// readers wait for one probe, then read on. A restart of the same server
+// starts it over too, which is not needed (nothing committed is lost) and
+// costs only that wait.
 type feedHorizon struct {
-	mu    sync.Mutex
-	final int64      // every ID at or below it is final
-	probe *feedProbe // taken, not yet known to be final
+	mu     sync.Mutex
+	final  int64      // every ID at or below it is final
+	server int64      // the server final and probe hold on (0: none yet)
+	probe  *feedProbe // taken, not yet known to be final
 }
 
 type feedProbe struct {
 	last int64 // the sequence's last value at the probe
 	xid  int64 // the probe's own transaction ID, taken after reading last
+}
+
+// on makes the horizon the one of server, starting it over when it held
+// on another.
+func (h *feedHorizon) on(server int64) {
+	if h.server != server {
+		h.server, h.final, h.probe = server, 0, nil
+	}
 }
 
 var _ store.FeedNotifier = (*Store)(nil)
@@ -140,16 +163,21 @@ func (s *Store) finalHorizon(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("probe event sequence: %w", interpretError(ctx, err))
 		}
+		h.on(probe.Server)
 		if probe.Last <= h.final {
 			return h.final, nil // nothing drawn since the last horizon
 		}
 		h.probe = &feedProbe{last: probe.Last, xid: probe.Xid}
 	}
-	xmin, err := q.FeedSnapshot(ctx)
+	snap, err := q.FeedSnapshot(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read snapshot: %w", interpretError(ctx, err))
 	}
-	if xmin > h.probe.xid {
+	if snap.Server != h.server {
+		h.on(snap.Server) // the probe was another server's: probe again
+		return h.final, nil
+	}
+	if snap.Xmin > h.probe.xid {
 		h.final = max(h.final, h.probe.last)
 		h.probe = nil
 	}

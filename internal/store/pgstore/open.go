@@ -56,6 +56,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,7 +187,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", parseError(dsn, err))
 	}
-	where := fmt.Sprintf("postgres %s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	where := fmt.Sprintf("postgres %s@%s/%s", cfg.User, hostList(cfg), cfg.Database)
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = 10
 	}
@@ -209,6 +210,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.connConfig = cfg
 	return s, nil
+}
+
+// hostList names the servers cfg tries, in order, as a multi-host DSN
+// lists them ("db1:5432,db2:5432"): an error of a DSN naming a primary
+// and its standbys names them all, not only the first. pgx adds a
+// fallback of the same host and port without TLS under sslmode=prefer,
+// which is not another server.
+func hostList(cfg *pgx.ConnConfig) string {
+	hosts := []string{fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)}
+	for _, f := range cfg.Fallbacks {
+		if h := fmt.Sprintf("%s:%d", f.Host, f.Port); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return strings.Join(hosts, ",")
 }
 
 // setApplicationName sets the application_name of cfg's sessions: name,

@@ -270,3 +270,15 @@ func TestApplicationName(t *testing.T) {
 		})
 	}
 }
+
+// The error of a DSN that names a primary and its standbys names every
+// server it tried, not only the first.
+func TestOpenErrorNamesEveryHost(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := pgstore.Open(ctx, "postgres://u@127.0.0.1:1,127.0.0.1:2/db?sslmode=disable&connect_timeout=2&target_session_attrs=read-write", pgstore.Options{})
+	if err == nil || !strings.Contains(err.Error(), "postgres u@127.0.0.1:1,127.0.0.1:2/db") {
+		t.Fatalf("Open of two closed ports = %v; want an error naming both", err)
+	}
+}
