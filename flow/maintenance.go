@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 )
@@ -41,10 +40,8 @@ type StandbyStatus = flowtype.StandbyStatus
 // engine reads there may be. It returns ErrNotSupported on SQLite, whose
 // file is never a standby (its Litestream replica is in FileHealth).
 func (e *Engine) StandbyStatus(ctx context.Context) (StandbyStatus, error) {
-	if len(e.route.engines) > 1 {
-		return StandbyStatus{}, fmt.Errorf("standby status: %w: shards are SQLite files", ErrNotSupported)
-	}
-	return e.route.engines[0].core.StandbyStatus(ctx)
+	// Shards are SQLite files, never standbys: the first answers for all.
+	return e.route.all()[0].core.StandbyStatus(ctx)
 }
 
 // Clean deletes now, instead of at the cleaner's next tick, the finished
