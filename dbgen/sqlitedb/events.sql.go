@@ -144,7 +144,13 @@ func (q *Queries) EventList(ctx context.Context, runID string) ([]Event, error) 
 }
 
 const eventListKind = `-- name: EventListKind :many
-SELECT id, run_id, at, kind, step, occurrence, attempt, detail FROM flowlite_events WHERE run_id = ?1 AND kind = ?2 ORDER BY id
+SELECT e.id, e.run_id, e.at, e.kind, e.step, e.occurrence, e.attempt, e.detail FROM flowlite_events AS e
+WHERE e.run_id = ?1 AND e.kind = ?2
+  AND e.id > CASE WHEN EXISTS (SELECT 1 FROM flowlite_executions AS x WHERE x.run_id = ?1)
+      THEN coalesce((SELECT c.id FROM flowlite_events AS c
+                     WHERE c.run_id = ?1 AND c.kind = 'continued_as_new' ORDER BY c.id DESC LIMIT 1), 0)
+      ELSE 0 END
+ORDER BY e.id
 `
 
 type EventListKindParams struct {
@@ -152,8 +158,12 @@ type EventListKindParams struct {
 	Kind  string
 }
 
-// EventListKind returns the events of one kind in a run's history, oldest
-// first: the progress readers want the step_progress events only.
+// EventListKind returns the events of one kind in the current execution of
+// a run's history (after its last continued_as_new), oldest first: the
+// progress readers want the step_progress events of the steps the run
+// holds. Reading from the last continue on keeps Inspect of a run that has
+// continued a thousand times as fast as of one that never did; only a run
+// in executions has such an event to look for.
 func (q *Queries) EventListKind(ctx context.Context, arg EventListKindParams) ([]Event, error) {
 	rows, err := q.query(ctx, q.eventListKindStmt, eventListKind, arg.RunID, arg.Kind)
 	if err != nil {

@@ -19,8 +19,10 @@ type Event struct {
 // EventReader reads the history of a run.
 type EventReader interface {
 	EventList(ctx context.Context, runID string) ([]Event, error)
-	// EventListKind returns the events of kind in the history of a run,
-	// oldest first (none for an unknown run).
+	// EventListKind returns the events of kind in the current execution
+	// of a run's history (after its last continued_as_new event), oldest
+	// first (none for an unknown run): it reads no further back, however
+	// many executions came before.
 	EventListKind(ctx context.Context, runID, kind string) ([]Event, error)
 }
 

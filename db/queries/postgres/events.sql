@@ -32,9 +32,16 @@ ORDER BY j.n;
 SELECT * FROM flowlite.events WHERE run_id = @run_id ORDER BY id;
 
 -- name: EventListKind :many
--- EventListKind returns the events of one kind in a run's history, oldest
--- first: the progress readers want the step_progress events only.
-SELECT * FROM flowlite.events WHERE run_id = @run_id AND kind = @kind ORDER BY id;
+-- EventListKind returns the events of one kind in the current execution of
+-- a run's history (after its last continued_as_new), oldest first: see the
+-- SQLite query.
+SELECT e.* FROM flowlite.events AS e
+WHERE e.run_id = sqlc.arg(run_id)::text AND e.kind = sqlc.arg(kind)::text
+  AND e.id > CASE WHEN EXISTS (SELECT 1 FROM flowlite.executions AS x WHERE x.run_id = sqlc.arg(run_id)::text)
+      THEN coalesce((SELECT c.id FROM flowlite.events AS c
+                     WHERE c.run_id = sqlc.arg(run_id)::text AND c.kind = 'continued_as_new' ORDER BY c.id DESC LIMIT 1), 0)
+      ELSE 0 END
+ORDER BY e.id;
 
 -- name: EventAppendLeased :execrows
 -- EventAppendLeased appends to a run's history, as EventAppend does, only

@@ -161,7 +161,8 @@ func testEventsOfConcurrentWrites(t *testing.T, s store.Store) {
 // testEventsUnderALease: EventAppendLeased appends only under the run's
 // current lease, skipping (without failing the write) a lost lease and a
 // run that is gone, in order with the events appended before it; and
-// EventListKind returns one kind of a run's events, oldest first.
+// EventListKind returns one kind of a run's events, oldest first, of its
+// current execution only.
 func testEventsUnderALease(t *testing.T, s store.Store) {
 	p := newRun("p")
 	p.Queue = "queue-p"
@@ -216,5 +217,24 @@ func testEventsUnderALease(t *testing.T, s store.Store) {
 	}
 	if none, err := s.Reader().EventListKind(t.Context(), "ghost", "step_progress"); err != nil || len(none) != 0 {
 		t.Fatalf("EventListKind of an unknown run = %v, %v; want none", none, err)
+	}
+
+	// Once the run continued as new, only the new execution's events count.
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		if _, err := tx.RunContinue(ctx, r.Lease(), store.RunContinueParams{Input: []byte(`{}`), Version: 1, Now: base + 3}); err != nil {
+			return err
+		}
+		return tx.EventAppend(ctx, store.Event{RunID: "p", At: base + 3, Kind: "continued_as_new", Occurrence: 2})
+	})
+	if progress, err := s.Reader().EventListKind(t.Context(), "p", "step_progress"); err != nil || len(progress) != 0 {
+		t.Fatalf("EventListKind after a continue = %+v, %v; want none of the ended execution's", progress, err)
+	}
+	r = claimQueue(t, s, p.Queue, "w-p", base+4)
+	do(t, s, func(ctx context.Context, tx store.Tx) error {
+		_, err := tx.EventAppendLeased(ctx, r.Lease(), store.Event{RunID: "p", At: base + 5, Kind: "step_progress", Step: "export", Attempt: 1, Detail: `{"done":5}`})
+		return err
+	})
+	if progress, err := s.Reader().EventListKind(t.Context(), "p", "step_progress"); err != nil || len(progress) != 1 || progress[0].Detail != `{"done":5}` {
+		t.Fatalf("EventListKind in the second execution = %+v, %v; want its one progress event", progress, err)
 	}
 }
