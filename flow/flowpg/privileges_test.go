@@ -160,8 +160,9 @@ func documentedGrants(t *testing.T, admin *sql.DB, schema string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, ok := strings.Cut(string(doc), "```sql\n")
-	if block, _, ok = strings.Cut(block, "```"); !ok {
+	_, block, found := strings.Cut(string(doc), "```sql\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !found || !closed {
 		t.Fatal("docs/postgresql-production.md has no sql block")
 	}
 	var database, me string
