@@ -139,7 +139,7 @@ func failoverScenario(t *testing.T, synchronous bool) {
 
 	feedCtx, stopFeed := context.WithCancel(ctx)
 	defer stopFeed()
-	consumer := followFailoverFeed(feedCtx, parent)
+	consumer := followFailoverFeed(feedCtx, parent, 0)
 
 	// The starter: one run every 25ms, each Start retried until it returns
 	// nil (Start is idempotent by run ID); then the signal of the run
@@ -217,6 +217,10 @@ func failoverScenario(t *testing.T, synchronous bool) {
 	// primary acknowledges the commits of that moment, which the standby
 	// never gets; a synchronous one holds them unacknowledged.
 	time.Sleep(load/2 - standbyLag)
+	// What the consumer got before the standby falls behind, the standby
+	// has: the position docs/postgresql.md says to restart readers from
+	// after an asynchronous failover.
+	beforeLag := consumer.highest()
 	sender, err := walSender(ctx, pair.primary.dsn())
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +246,20 @@ func failoverScenario(t *testing.T, synchronous bool) {
 		mode, promoted.Round(time.Millisecond), back.Round(time.Millisecond), perWorker)
 	if back > failoverBound {
 		t.Errorf("the engines wrote to the new primary %s after the kill, over the bound of %s", back, failoverBound)
+	}
+	if !synchronous {
+		// As docs/postgresql.md, "Failover", says to: a reader whose read
+		// did not end across the failover may hold a cursor from the lost
+		// commits, so the consumer starts again from a position older
+		// than the failover.
+		stopFeed()
+		consumer.wait()
+		if _, err := parent.DeleteChangeConsumer(ctx, failoverConsumerName); err != nil {
+			t.Fatalf("restart the consumer: %v", err)
+		}
+		feedCtx, stopFeed = context.WithCancel(ctx)
+		defer stopFeed()
+		consumer = consumer.resume(feedCtx, parent, beforeLag)
 	}
 	time.Sleep(load / 2)
 	close(stopStarts)
@@ -431,22 +449,55 @@ func failoverScenario(t *testing.T, synchronous bool) {
 		mode, len(recorded), len(skipped), consumer.reads.Load(), consumer.errs(), reused)
 }
 
+// failoverConsumerName is the durable consumer of the failover tests.
+const failoverConsumerName = "failover"
+
 // failoverConsumer follows the change feed as the durable consumer
-// "failover", from the parent's engine, starting again whenever a read
-// ends with an error (the database away), as an application would.
+// failoverConsumerName, from the parent's engine, starting again whenever
+// a read ends with an error (the database away), as an application would.
 type failoverConsumer struct {
 	mu        sync.Mutex
 	delivered map[int64][]string // position → the contents delivered at it
 	errors    map[string]int
 	reads     atomic.Int32
+	done      chan struct{} // closed when its goroutine returned
 }
 
-func followFailoverFeed(ctx context.Context, e *flow.Engine) *failoverConsumer {
+// followFailoverFeed starts the consumer; a new one starts after after.
+func followFailoverFeed(ctx context.Context, e *flow.Engine, after int64) *failoverConsumer {
 	c := &failoverConsumer{delivered: map[int64][]string{}, errors: map[string]int{}}
+	c.follow(ctx, e, after)
+	return c
+}
+
+// resume starts c again, as a new consumer after position after, keeping
+// what it delivered.
+func (c *failoverConsumer) resume(ctx context.Context, e *flow.Engine, after int64) *failoverConsumer {
+	c.follow(ctx, e, after)
+	return c
+}
+
+// wait returns once the consumer's goroutine ended (its ctx done).
+func (c *failoverConsumer) wait() { <-c.done }
+
+// highest returns the highest position the consumer delivered.
+func (c *failoverConsumer) highest() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var top int64
+	for pos := range c.delivered {
+		top = max(top, pos)
+	}
+	return top
+}
+
+func (c *failoverConsumer) follow(ctx context.Context, e *flow.Engine, after int64) {
+	c.done = make(chan struct{})
 	go func() {
+		defer close(c.done)
 		for ctx.Err() == nil {
 			c.reads.Add(1)
-			for ch, err := range e.Changes(ctx, &flow.ChangesOptions{Consumer: "failover", Follow: true, PollInterval: 50 * time.Millisecond}) {
+			for ch, err := range e.Changes(ctx, &flow.ChangesOptions{Consumer: failoverConsumerName, After: after, Follow: true, PollInterval: 50 * time.Millisecond}) {
 				if err != nil {
 					if ctx.Err() == nil {
 						c.mu.Lock()
@@ -465,7 +516,6 @@ func followFailoverFeed(ctx context.Context, e *flow.Engine) *failoverConsumer {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	return c
 }
 
 func changeContent(run, kind, step string, attempt int) string {
