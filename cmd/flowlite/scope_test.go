@@ -34,7 +34,11 @@ func TestShowListsACancelledScope(t *testing.T) {
 				return 0, nil
 			},
 			func(b flow.Context) (int, error) {
-				if err := flow.Sleep(b, time.Millisecond); err != nil {
+				// Long enough that the run parks on both waits before this
+				// one is due, so the first branch's sleep is recorded when
+				// the scope is cancelled (a 1ms sleep could be over before
+				// the other branch got to its wait).
+				if err := flow.Sleep(b, 300*time.Millisecond); err != nil {
 					return 0, err
 				}
 				cancel()
