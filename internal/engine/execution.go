@@ -456,6 +456,9 @@ func (x *execution) writeTx(proof leaseProof, once bool, fn func(ctx context.Con
 // write fails with store.ErrLeaseLost instead. Stopping the engine or losing
 // the lease ends the retries.
 func (x *execution) writeRetryingBusy(ctx context.Context, fn func(store.Tx) error) error {
+	if x.superseded.Load() {
+		return errSuperseded // see writeTx
+	}
 	warned := false
 	return store.RetryBusy(x.leaseCtx, func() error { return x.e.store.Write(ctx, fn) }, func(err error) {
 		if !warned {

@@ -181,6 +181,9 @@ var errNotBatched = errors.New("outcome not batched")
 // checkpoint) or the batch's write failed; then the caller writes it
 // alone. A lost lease is returned as such: nothing of x was written.
 func (x *execution) finishBatched(status flowtype.RunStatus, output []byte, errMsg, reason, kind string) error {
+	if x.superseded.Load() {
+		return errSuperseded // as writeTx: the database would take it
+	}
 	x.begunMu.Lock()
 	begun := x.hasBegun
 	x.begunMu.Unlock()
@@ -242,23 +245,31 @@ func (e *Engine) writeOutcomes(batch []*outcome) {
 	err := e.store.Write(ctx, func(tx store.Tx) error {
 		clear(lost)
 		now := e.nowMs()
-		items := make([]store.RunFinishItem, len(batch))
+		items := make([]store.RunFinishItem, 0, len(batch))
+		sent := make([]int, 0, len(batch)) // batch index of each item
 		for i, o := range batch {
+			if o.x.superseded.Load() {
+				// Superseded since it was queued: its lease passes the
+				// database's checks, so it must not reach them.
+				lost[i] = true
+				continue
+			}
 			p := store.RunFinishParams{Status: o.status, Output: o.output, Error: o.errMsg, Reason: o.reason, Now: now}
 			if o.status != flowtype.StatusSuspended {
 				p.FinishedAt = now
 			}
-			items[i] = store.RunFinishItem{Lease: o.x.lease, Finish: p}
+			item := store.RunFinishItem{Lease: o.x.lease, Finish: p}
 			if o.checkpoint != nil {
-				items[i].Step = &o.checkpoint.step
+				item.Step = &o.checkpoint.step
 			}
+			items, sent = append(items, item), append(sent, i)
 		}
 		lostIdx, err := tx.RunFinishMany(ctx, items)
 		if err != nil {
 			return err
 		}
 		for _, i := range lostIdx {
-			lost[i] = true
+			lost[sent[i]] = true
 		}
 		for i, o := range batch {
 			if lost[i] {

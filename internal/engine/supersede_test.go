@@ -86,3 +86,76 @@ func TestReclaimOfARunStillExecutingHereSupersedesIt(t *testing.T) {
 		t.Errorf("no warning of the superseded execution; logs:\n%s", logs)
 	}
 }
+
+// A superseded execution whose body ignores its end and returns anyway
+// must record nothing: its step's checkpoint and the run's outcome ride in
+// the batched outcome write, which the database would take (same fence and
+// owner). The run ends with what the newer execution recorded.
+func TestSupersededExecutionRecordsNothing(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "engine.db")
+	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	raw, err := sql.Open("sqlite", sqlitestore.DSN(path, sqlitestore.SynchronousFull))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	e, err := New(s, Config{PollInterval: 10 * time.Millisecond, WorkerID: "w1", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies atomic.Int32
+	entered := make(chan struct{}, 10)
+	release := make(chan struct{})
+	err = e.Register(Workflow{Key: jobKey, Run: func(rc *RunContext, _ []byte) ([]byte, error) {
+		out, err := rc.Step(Step{Name: "work", Input: []byte(`{}`), Run: func(context.Context, *sql.Tx) ([]byte, error) {
+			return []byte(`"checkpointed"`), nil
+		}})
+		if err != nil {
+			return nil, err
+		}
+		entered <- struct{}{}
+		if bodies.Add(1) == 1 {
+			<-release // a body that blocks, and returns after it was superseded
+			return []byte(`"stale"`), nil
+		}
+		return out, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startTestEngine(t, e)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := e.StartRun(ctx, StartParams{ID: "r", Workflow: jobKey, Input: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if _, err := raw.ExecContext(ctx, `UPDATE flowlite_runs SET status = 'pending', lease_owner = NULL,
+		lease_expires_at = NULL, fence = fence - 1, run_at = 0 WHERE id = 'r'`); err != nil {
+		t.Fatal(err)
+	}
+	// The newer claim supersedes the first execution, which must return
+	// before the newer one starts: let its body return now.
+	e.Wake(DefaultQueue)
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	run, err := e.Wait(ctx, "r")
+	if err != nil || run.Status != flowtype.StatusCompleted {
+		t.Fatalf("Wait = %s, %v; want completed", run.Status, err)
+	}
+	if string(run.Output) != `"checkpointed"` {
+		t.Errorf("run output %s, want the newer execution's \"checkpointed\"", run.Output)
+	}
+	var completions int
+	if err := raw.QueryRowContext(ctx, `SELECT count(*) FROM flowlite_events WHERE run_id = 'r' AND kind = 'step_completed'`).Scan(&completions); err != nil {
+		t.Fatal(err)
+	}
+	if completions != 1 {
+		t.Errorf("%d step_completed events, want 1 (the newer execution's)", completions)
+	}
+}
