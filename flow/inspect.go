@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
+	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 )
 
@@ -131,6 +132,9 @@ const (
 )
 
 // Event is one entry of a run's history; Kind is one of the Event* kinds.
+// An event a job's lean record did not store (LeanRecord) is derived from
+// the run's and its step's records when the history is read: its ID is
+// negative, and it is not in the change feed.
 type Event struct {
 	ID         int64
 	At         time.Time
@@ -256,9 +260,6 @@ func (e *Engine) History(ctx context.Context, runID string) ([]Event, error) {
 	return byRun(e, runID, func(inner *Engine) ([]Event, error) {
 		var events []Event
 		err := inner.store.Read(ctx, func(r store.Reader) error {
-			if _, err := r.RunGet(ctx, runID); err != nil {
-				return err
-			}
 			var err error
 			events, err = readHistory(ctx, r, runID)
 			return err
@@ -267,11 +268,24 @@ func (e *Engine) History(ctx context.Context, runID string) ([]Event, error) {
 	})
 }
 
-// readHistory reads the events of a run through r.
+// readHistory reads the history of a run through r, with the events a
+// lean record leaves out derived (engine.DeriveLean). An unknown run is
+// ErrRunNotFound.
 func readHistory(ctx context.Context, r store.Reader, runID string) ([]Event, error) {
+	run, err := r.RunGet(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
 	events, err := r.EventList(ctx, runID)
 	if err != nil {
 		return nil, err
+	}
+	if engine.IsLean(run, events) {
+		steps, err := r.StepList(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		events = engine.DeriveLean(run, steps, events)
 	}
 	out := make([]Event, len(events))
 	for i, ev := range events {

@@ -51,12 +51,36 @@ type Job[Args any] struct {
 	// begin per period across engines, as Step.RateLimit does; a queue's
 	// rate (QueueLimits.Rate) counts first claims only.
 	RateLimit *StepRateLimit
+	// Record is how much of each run's history is stored: FullRecord (the
+	// zero value) stores every event; LeanRecord stores a run that
+	// succeeds at its first claim in fewer rows (see LeanRecord).
+	Record JobRecord
 	// Handler does the work. It may run more than once (a retry, or a crash
 	// after it returned but before its success was recorded), so make its
 	// side effects idempotent: IdempotencyKey(ctx) and Attempt(ctx) work in
 	// it. Returning Permanent(err) stops the retries.
 	Handler func(ctx context.Context, args Args) error
 }
+
+// JobRecord is how much of a job run's history is stored (Job.Record).
+type JobRecord int
+
+const (
+	// FullRecord stores every event of the run's history, as for a
+	// workflow.
+	FullRecord JobRecord = iota
+	// LeanRecord leaves out of the stored history the three events of
+	// the happy path that the run's and its step's records already hold:
+	// the first claim's run_claimed and step_started (the claim that
+	// begins the first attempt) and the step's step_completed. A drained
+	// job then writes 5 rows instead of 8. History, Inspect, the dashboard,
+	// the CLI and time travel derive them from the records (with negative
+	// Event IDs), so they show the same history; the change feed, which
+	// reads only what is stored, sees the run start and end and every
+	// failure, retry, rescue, later claim and cancellation between. A job
+	// with a RateLimit keeps its full record. See docs/jobs.md.
+	LeanRecord
+)
 
 // jobVersion is the version of every job's workflow.
 const jobVersion = 1
@@ -77,6 +101,8 @@ func (j Job[Args]) validate() error {
 		return fmt.Errorf("job %s: negative MaxAttempts %d", j.Name, j.MaxAttempts)
 	case j.Timeout < 0:
 		return fmt.Errorf("job %s: negative Timeout %s", j.Name, j.Timeout)
+	case j.Record != FullRecord && j.Record != LeanRecord:
+		return fmt.Errorf("job %s: unknown Record %d (FullRecord or LeanRecord)", j.Name, j.Record)
 	}
 	if j.RateLimit != nil {
 		if err := j.RateLimit.Validate(j.Name); err != nil {
@@ -110,6 +136,7 @@ func (j Job[Args]) Workflow() Workflow[Args, struct{}] {
 		Name:      j.Name,
 		Version:   jobVersion,
 		firstStep: first,
+		leanFirst: j.Record == LeanRecord,
 		Run: func(wc Context, args Args) (struct{}, error) {
 			// The step's recorded input is empty: the arguments are the
 			// run's input already, and the body hands them to the step.

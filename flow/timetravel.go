@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowlite/flowlite/internal/engine"
 	"github.com/flowlite/flowlite/internal/store"
 	"github.com/flowlite/flowlite/internal/timetravel"
 )
@@ -113,6 +114,7 @@ func readRecords(ctx context.Context, r store.Reader, runID string) (timetravel.
 	if recs.Steps, err = r.StepList(ctx, runID); err != nil {
 		return recs, fmt.Errorf("read steps: %w", err)
 	}
+	recs.Events = engine.DeriveLean(run, recs.Steps, recs.Events)
 	if recs.Signals, err = r.SignalList(ctx, runID); err != nil {
 		return recs, fmt.Errorf("read signals: %w", err)
 	}

@@ -55,6 +55,8 @@ type Workflow[In, Out any] struct {
 	// recorded input {} (a job's one step; see Job.Workflow), so that a
 	// claim can record its first attempt (engine.Workflow.FirstStep).
 	firstStep string
+	// leanFirst keeps a lean record of the runs (Job.Record).
+	leanFirst bool
 }
 
 func (w Workflow[In, Out]) version() int {
@@ -69,7 +71,7 @@ func (w Workflow[In, Out]) definition(e *Engine) engine.Workflow {
 	var first engine.FirstStep
 	if w.firstStep != "" {
 		// The recorded input of a step whose input is struct{}.
-		first = engine.FirstStep{Name: w.firstStep, Input: []byte("{}")}
+		first = engine.FirstStep{Name: w.firstStep, Input: []byte("{}"), Lean: w.leanFirst}
 	}
 	return engine.Workflow{
 		Key:       workflowKey(w.Name, w.version()),

@@ -315,6 +315,14 @@ begun AS (
     ON CONFLICT (run_id, name, occurrence) DO NOTHING
     RETURNING run_id, name
 ),
+lean AS (
+    -- the runs begun whose workflow keeps a lean record: their claim's two
+    -- events are derived on read (the engine's derived.go)
+    SELECT b.run_id AS id FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
+    JOIN jsonb_to_recordset($7::jsonb) AS f(workflow text, version bigint, lean boolean)
+      ON f.workflow = c.workflow AND f.version = c.version
+    WHERE f.lean
+),
 appended AS (
     INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
     SELECT e.run_id, $3::bigint, e.kind, e.step, 0, e.attempt, e.detail
@@ -322,9 +330,11 @@ appended AS (
         SELECT c.id AS run_id, 'run_claimed' AS kind, '' AS step, 0 AS attempt,
                'fence ' || c.fence || ', ' || c.lease_owner AS detail, 0 AS part, c.priority, c.run_at, c.seq
         FROM claimed AS c
+        WHERE c.id <> ALL (ARRAY(SELECT lean.id FROM lean))
         UNION ALL
         SELECT b.run_id, 'step_started', b.name, 1, '', 1, c.priority, c.run_at, c.seq
         FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
+        WHERE c.id <> ALL (ARRAY(SELECT lean.id FROM lean))
     ) AS e
     WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
     ORDER BY e.part, e.priority DESC, e.run_at, e.seq

@@ -67,8 +67,33 @@ func rateJob(l *limitsLedger) flow.Job[limArgs] {
 	return flow.Job[limArgs]{Name: "lim_rate", Queue: rateQueue, Handler: l.body()}
 }
 
+// globJob keeps a lean record (flow.LeanRecord), so that its claims and
+// completions, derived on read, go through the kills too (wholeHistory).
 func globJob(l *limitsLedger) flow.Job[limArgs] {
-	return flow.Job[limArgs]{Name: "lim_glob", Queue: globQueue, Handler: l.body()}
+	return flow.Job[limArgs]{Name: "lim_glob", Queue: globQueue, Handler: l.body(), Record: flow.LeanRecord}
+}
+
+// wholeHistory checks the history of a completed lean run as read back:
+// started, claimed (its first claim derived), its step completed once, just
+// before the run, and nothing out of time order.
+func wholeHistory(t *testing.T, id string, hist []flow.Event) {
+	t.Helper()
+	var kinds []string
+	completions := 0
+	for i, ev := range hist {
+		kinds = append(kinds, ev.Kind)
+		if ev.Kind == flow.EventStepCompleted {
+			completions++
+		}
+		if i > 0 && ev.At.Before(hist[i-1].At) {
+			t.Errorf("%s: event %d (%s) before the one before it: %v", id, i, ev.Kind, kinds)
+		}
+	}
+	n := len(kinds)
+	if n < 5 || kinds[0] != flow.EventRunStarted || kinds[1] != flow.EventRunClaimed || kinds[2] != flow.EventStepStarted ||
+		completions != 1 || kinds[n-2] != flow.EventStepCompleted || kinds[n-1] != flow.EventRunCompleted {
+		t.Errorf("%s: lean history %v, want it whole", id, kinds)
+	}
 }
 
 // limitsLedger appends one fsynced line per start and end of a job body to
@@ -394,6 +419,9 @@ func limitsCrash(t *testing.T, h *harness) {
 		hist, err := parent.History(ctx, id)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.HasPrefix(id, "lg-") && info.Status == flow.StatusCompleted {
+			wholeHistory(t, id, hist)
 		}
 		for _, ev := range hist {
 			switch ev.Kind {

@@ -187,7 +187,11 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 		return nil, err
 	}
 	e.hold(runs)
+	first := e.firstAttempts(runs, now)
 	for _, r := range runs {
+		if f, ok := first[r.ID]; ok && f.lean {
+			continue // derived on read (see derived.go)
+		}
 		err := tx.EventAppend(ctx, store.Event{
 			RunID: r.ID, At: now, Kind: flowtype.EventRunClaimed,
 			Detail: fmt.Sprintf("fence %d, %s", r.Fence, r.LeaseOwner),
@@ -196,23 +200,27 @@ func (e *Engine) claimIn(ctx context.Context, tx store.Tx, queue string, known [
 			return nil, err
 		}
 	}
-	if err := e.beginFirstSteps(ctx, tx, runs, now); err != nil {
+	if err := e.beginFirstSteps(ctx, tx, runs, first, now); err != nil {
 		return nil, err
 	}
 	return runs, nil
 }
 
-// beginFirstSteps records, in the claim's transaction, the first attempt
-// of the first step of each run claimed for the first time whose workflow
-// declares that step (Workflow.FirstStep): the attempt is then durable
-// before the body runs, as runStep would make it, without a transaction of
-// its own. Runs claimed again (their steps are to be read and replayed),
-// cancelled runs and runs past their deadline are left to runStep. The
-// attempts are begun together (StepBeginMany), one statement on
-// PostgreSQL for the whole claim.
-func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.Run, now int64) error {
-	var ps []store.StepBeginParams
-	var leases []store.Lease
+// firstAttempt is the first attempt a claim begins for a run (see
+// beginFirstSteps), and whether its workflow keeps a lean record.
+type firstAttempt struct {
+	params store.StepBeginParams
+	lease  store.Lease
+	lean   bool
+}
+
+// firstAttempts returns, by run ID, the first attempts to begin in the
+// claim of runs: of each run claimed for the first time whose workflow
+// declares a first step (Workflow.FirstStep). Runs claimed again (their
+// steps are to be read and replayed), cancelled runs and runs past their
+// deadline are left to runStep.
+func (e *Engine) firstAttempts(runs []store.Run, now int64) map[string]firstAttempt {
+	var first map[string]firstAttempt
 	for _, r := range runs {
 		if r.Fence != 1 || r.Status != flowtype.StatusRunning || r.CancelRequested || (r.Deadline > 0 && r.Deadline <= now) {
 			continue
@@ -221,20 +229,45 @@ func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.
 		if !ok || def.FirstStep.Name == "" {
 			continue
 		}
+		if first == nil {
+			first = make(map[string]firstAttempt)
+		}
 		// A run claimed for the first time has no step records (steps are
 		// written only under a lease).
 		key := store.StepKey{RunID: r.ID, Name: def.FirstStep.Name}
-		ps = append(ps, store.StepBeginParams{Key: key, Input: def.FirstStep.Input, Position: 0, Now: now, New: true})
-		leases = append(leases, r.Lease())
+		first[r.ID] = firstAttempt{
+			params: store.StepBeginParams{Key: key, Input: def.FirstStep.Input, Position: 0, Now: now, New: true},
+			lease:  r.Lease(),
+			lean:   def.FirstStep.Lean,
+		}
 	}
-	if len(ps) == 0 {
+	return first
+}
+
+// beginFirstSteps records, in the claim's transaction, the first attempts
+// firstAttempts chose, in the order of runs: each is then durable before
+// the body runs, as runStep would make it, without a transaction of its
+// own. They are begun together (StepBeginMany), one statement on
+// PostgreSQL for the whole claim, each with its step_started event unless
+// its workflow keeps a lean record.
+func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.Run, first map[string]firstAttempt, now int64) error {
+	if len(first) == 0 {
 		return nil
+	}
+	ps := make([]store.StepBeginParams, 0, len(first))
+	for _, r := range runs {
+		if f, ok := first[r.ID]; ok {
+			ps = append(ps, f.params)
+		}
 	}
 	attempts, err := tx.StepBeginMany(ctx, ps)
 	if err != nil {
 		return err
 	}
 	for i, p := range ps {
+		if first[p.Key.RunID].lean {
+			continue // derived on read (see derived.go)
+		}
 		err := tx.EventAppend(ctx, store.Event{RunID: p.Key.RunID, At: now, Kind: flowtype.EventStepStarted, Step: p.Key.Name, Occurrence: p.Key.Occurrence, Attempt: attempts[i]})
 		if err != nil {
 			return err
@@ -242,7 +275,7 @@ func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.
 	}
 	e.mu.Lock()
 	for i, p := range ps {
-		e.begun[p.Key.RunID] = begunStep{lease: leases[i], key: p.Key, attempt: attempts[i]}
+		e.begun[p.Key.RunID] = begunStep{lease: first[p.Key.RunID].lease, key: p.Key, attempt: attempts[i]}
 	}
 	e.mu.Unlock()
 	return nil

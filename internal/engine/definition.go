@@ -31,6 +31,12 @@ type Workflow struct {
 type FirstStep struct {
 	Name  string
 	Input []byte
+	// Lean keeps a lean record of the runs (flow.LeanRecord): the claim
+	// that begins the step's first attempt stores neither its run_claimed
+	// nor its step_started event, and no completion of the step stores
+	// its step_completed; reads derive them from the run's and the step's
+	// rows (derived.go).
+	Lean bool
 }
 
 // StepFunc runs one attempt of a step body. tx is the engine's write

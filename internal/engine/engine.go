@@ -284,7 +284,7 @@ func (e *Engine) Register(w Workflow) error {
 	})
 	e.known = known
 	if w.FirstStep.Name != "" {
-		e.first = append(slices.Clone(e.first), store.FirstStep{Workflow: w.Key, Name: w.FirstStep.Name, Input: w.FirstStep.Input})
+		e.first = append(slices.Clone(e.first), store.FirstStep{Workflow: w.Key, Name: w.FirstStep.Name, Input: w.FirstStep.Input, Lean: w.FirstStep.Lean})
 	}
 	running := e.running
 	e.mu.Unlock()

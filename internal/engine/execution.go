@@ -294,6 +294,16 @@ func (x *execution) writeCheckpoint(ctx context.Context, tx store.Tx, c checkpoi
 	if err := tx.StepComplete(ctx, c.step); err != nil {
 		return err
 	}
+	return x.completedEvent(ctx, tx, c)
+}
+
+// completedEvent appends the step_completed event of c, dated when the
+// step completed, unless the run keeps a lean record and c is its first
+// step's: reads derive that event from the step's row (derived.go).
+func (x *execution) completedEvent(ctx context.Context, tx store.Tx, c checkpoint) error {
+	if f := x.def.FirstStep; f.Lean && c.step.Key.Name == f.Name && c.step.Key.Occurrence == 0 {
+		return nil
+	}
 	return x.event(ctx, tx, c.step.Now, c.event())
 }
 

@@ -285,7 +285,7 @@ func (e *Engine) writeOutcomes(batch []*outcome) {
 				if err := x.writeCheckpointStreams(ctx, tx, *c); err != nil {
 					return err
 				}
-				if err := x.event(ctx, tx, c.step.Now, c.event()); err != nil {
+				if err := x.completedEvent(ctx, tx, *c); err != nil {
 					return err
 				}
 			}

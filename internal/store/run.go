@@ -143,6 +143,10 @@ type FirstStep struct {
 	Workflow flowtype.WorkflowKey
 	Name     string
 	Input    []byte
+	// Lean leaves out the run_claimed and step_started events of the runs
+	// whose first attempt the claim begins (the engine's lean record:
+	// reads derive them); the other runs' events are appended as always.
+	Lean bool
 }
 
 // ClaimedRun is a run a claim leased. Begun names the step whose first

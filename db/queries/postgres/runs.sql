@@ -210,11 +210,14 @@ RETURNING u.*;
 --     the prepared statement scanned the whole table, the planner taking
 --     picked for larger than it is (TestClaimAndBeginReadsOnlyWhatItClaims).
 --   - begun inserts the first attempt of @first_steps' step (a JSON array
---     of objects: workflow, version, step, input in hex) for each run the
+--     of objects: workflow, version, step, input in hex, lean) for each run the
 --     claim leased for the first time (fence 1) that is running, has no
 --     cancellation requested and is not past its deadline, as the engine's
 --     beginFirstSteps decides for a claim in Write. ON CONFLICT DO NOTHING
 --     leaves a step that has a record (none should) to the execution.
+--   - lean lists the runs begun whose workflow keeps a lean record
+--     (@first_steps' lean): appended leaves out their two events, which
+--     reads derive (flow.LeanRecord).
 --   - appended appends run_claimed for every run claimed and then
 --     step_started for every attempt begun, in claim order.
 -- It returns the runs claimed, in claim order (priority, then run_at, then
@@ -276,6 +279,14 @@ begun AS (
     ON CONFLICT (run_id, name, occurrence) DO NOTHING
     RETURNING run_id, name
 ),
+lean AS (
+    -- the runs begun whose workflow keeps a lean record: their claim's two
+    -- events are derived on read (the engine's derived.go)
+    SELECT b.run_id AS id FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
+    JOIN jsonb_to_recordset(sqlc.arg(first_steps)::jsonb) AS f(workflow text, version bigint, lean boolean)
+      ON f.workflow = c.workflow AND f.version = c.version
+    WHERE f.lean
+),
 appended AS (
     INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
     SELECT e.run_id, sqlc.arg(now)::bigint, e.kind, e.step, 0, e.attempt, e.detail
@@ -283,9 +294,11 @@ appended AS (
         SELECT c.id AS run_id, 'run_claimed' AS kind, '' AS step, 0 AS attempt,
                'fence ' || c.fence || ', ' || c.lease_owner AS detail, 0 AS part, c.priority, c.run_at, c.seq
         FROM claimed AS c
+        WHERE c.id <> ALL (ARRAY(SELECT lean.id FROM lean))
         UNION ALL
         SELECT b.run_id, 'step_started', b.name, 1, '', 1, c.priority, c.run_at, c.seq
         FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
+        WHERE c.id <> ALL (ARRAY(SELECT lean.id FROM lean))
     ) AS e
     WHERE pg_current_xact_id() IS NOT NULL -- as in EventAppend: the feed's holdback
     ORDER BY e.part, e.priority DESC, e.run_at, e.seq

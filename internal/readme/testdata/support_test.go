@@ -1,5 +1,5 @@
 // Tests of the approve handler of docs/workflows.md (its expense paid once
-// approved) and of the welcome job of docs/jobs.md; internal/readme's test
+// approved) and of the welcome and invoice jobs of docs/jobs.md; internal/readme's test
 // copies this file next to the docs' code.
 
 package main
@@ -52,5 +52,37 @@ func TestWelcomeEmailIsSentOnce(t *testing.T) {
 	}
 	if got := mailer.sent.list(); !slices.Equal(got, []string{"ada@example.com: welcome"}) {
 		t.Fatalf("sent %q", got)
+	}
+}
+
+// The invoice job keeps a lean record: its history reads whole, three of
+// its events derived (negative IDs).
+func TestLeanInvoiceHistoryIsWhole(t *testing.T) {
+	env := flowtest.New(t, &flow.Config{Queues: map[string]flow.QueueConfig{"mail": {}}})
+	env.WaitLimit = 5 * time.Second
+	flow.RegisterJob(env.Engine, sendInvoice)
+	ctx := context.Background()
+	run, err := flow.Enqueue(ctx, env.Engine, sendInvoice, Email{To: "ada@example.com", Subject: "invoice"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flowtest.Await(env, run); err != nil {
+		t.Fatal(err)
+	}
+	events, err := env.Engine.History(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	derived := 0
+	for _, ev := range events {
+		kinds = append(kinds, ev.Kind)
+		if ev.ID < 0 {
+			derived++
+		}
+	}
+	want := []string{flow.EventRunStarted, flow.EventRunClaimed, flow.EventStepStarted, flow.EventStepCompleted, flow.EventRunCompleted}
+	if !slices.Equal(kinds, want) || derived != 3 {
+		t.Fatalf("history %v with %d derived events; want %v with 3", kinds, derived, want)
 	}
 }

@@ -80,13 +80,14 @@ type firstStepRow struct {
 	Version  int    `json:"version"`
 	Step     string `json:"step"`
 	Input    string `json:"input"` // hex
+	Lean     bool   `json:"lean"`
 }
 
 // firstStepsJSON is the document of steps.
 func firstStepsJSON(steps []store.FirstStep) (json.RawMessage, error) {
 	rows := make([]firstStepRow, len(steps))
 	for i, f := range steps {
-		rows[i] = firstStepRow{Workflow: f.Workflow.Name, Version: f.Workflow.Version, Step: f.Name, Input: hex.EncodeToString(f.Input)}
+		rows[i] = firstStepRow{Workflow: f.Workflow.Name, Version: f.Workflow.Version, Step: f.Name, Input: hex.EncodeToString(f.Input), Lean: f.Lean}
 	}
 	doc, err := json.Marshal(rows)
 	if err != nil {
