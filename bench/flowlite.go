@@ -58,11 +58,41 @@ func flowliteConfigOf(concurrency int) *flow.Config {
 
 // flowliteNoop is the no-op job of the throughput scenarios; done counts
 // its handler calls, so a drain knows when to start looking for the end.
+// It keeps noopRecord.
 func flowliteNoop(done *atomic.Int64) flow.Job[int] {
-	return flow.Job[int]{Name: "noop", Handler: func(context.Context, int) error {
+	return flow.Job[int]{Name: "noop", Record: noopRecord, Handler: func(context.Context, int) error {
 		done.Add(1)
 		return nil
 	}}
+}
+
+// noopRecord is the record flowliteNoop keeps: flow.LeanRecord in the
+// processes of the flowlite-lean and flowlite-pg-lean systems (leanSQLite,
+// leanPG), the full record otherwise.
+var noopRecord = flow.FullRecord
+
+// leanSQLite is f with flowliteNoop keeping a lean record.
+func leanSQLite(f scenarioFunc) scenarioFunc {
+	return func(ctx context.Context, p params) (result, error) {
+		noopRecord = flow.LeanRecord
+		return f(ctx, p)
+	}
+}
+
+// leanPG is sys, named NAME-lean, with flowliteNoop keeping a lean record
+// in its processes.
+func leanPG(sys pgSystem) pgSystem {
+	lean := sys
+	lean.name += "-lean"
+	lean.load = func(ctx context.Context, dsn, scenario string, n int) error {
+		noopRecord = flow.LeanRecord
+		return sys.load(ctx, dsn, scenario, n)
+	}
+	lean.worker = func(ctx context.Context, p params, ready func(), start, stop <-chan struct{}) ([]float64, error) {
+		noopRecord = flow.LeanRecord
+		return sys.worker(ctx, p, ready, start, stop)
+	}
+	return lean
 }
 
 // flowliteThreeSteps is the 3-step workflow: three no-op steps in sequence,

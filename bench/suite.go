@@ -54,11 +54,13 @@ type scenario struct {
 func plan() []scenario {
 	var s []scenario
 	pg := []string{"flowlite-pg", "river-pg"}
+	// The drains also run flowlite's jobs with a lean record (LeanRecord).
+	pgDrain := []string{"flowlite-pg", "flowlite-pg-lean", "river-pg"}
 	// 20k, as in the SQLite group: River drains them in under a second, and
 	// a smaller backlog let the workers' start weigh on its figure.
 	for _, procs := range []int{1, 2, 4} {
 		s = append(s, scenario{Name: fmt.Sprintf("PG: {n} jobs drained, %d worker process(es)", procs),
-			Key: "pg-drain", Unit: "jobs/s", N: 20000, Procs: procs, Systems: pg})
+			Key: "pg-drain", Unit: "jobs/s", N: 20000, Procs: procs, Systems: pgDrain})
 	}
 	for _, procs := range []int{1, 2, 4} {
 		s = append(s, scenario{Name: fmt.Sprintf("PG: {n} 3-step workflows, %d worker process(es)", procs),
@@ -70,7 +72,8 @@ func plan() []scenario {
 		Key: "pg-latency", Unit: "ms p99", LowerBetter: true, N: 2000, Procs: 1, Systems: pg})
 	queues := []string{"flowlite", "river-sqlite", "bullmq"}
 	s = append(s,
-		scenario{Name: "{n} jobs drained after a bulk insert", Key: "drain", Unit: "jobs/s", N: 20000, Systems: queues},
+		scenario{Name: "{n} jobs drained after a bulk insert", Key: "drain", Unit: "jobs/s", N: 20000,
+			Systems: []string{"flowlite", "flowlite-lean", "river-sqlite", "bullmq"}},
 		scenario{Name: "bulk insert of {n} jobs, 1,000 per transaction/call", Key: "bulk", Unit: "jobs/s", N: 20000, Systems: queues},
 		scenario{Name: "enqueue {n} one by one, 1 caller", Key: "enqueue1", Unit: "jobs/s", N: 2000, Systems: queues},
 		scenario{Name: "enqueue {n} one by one, 16 callers", Key: "enqueue16", Unit: "jobs/s", N: 5000, Systems: queues},
@@ -86,6 +89,7 @@ func plan() []scenario {
 func childScenarios() map[string]scenarioFunc {
 	m := map[string]scenarioFunc{
 		"flowlite/drain":         flowliteDrainSQLite,
+		"flowlite-lean/drain":    leanSQLite(flowliteDrainSQLite),
 		"flowlite/bulk":          flowliteBulkSQLite,
 		"flowlite/enqueue1":      flowliteEnqueueSQLite(1),
 		"flowlite/enqueue16":     flowliteEnqueueSQLite(16),
@@ -101,7 +105,7 @@ func childScenarios() map[string]scenarioFunc {
 		m["flowlite-limited/"+k] = limitsDrain(k, true)
 		m["flowlite/"+k] = limitsDrain(k, false)
 	}
-	for _, sys := range []pgSystem{flowlitePG, riverPG} {
+	for _, sys := range []pgSystem{flowlitePG, leanPG(flowlitePG), riverPG} {
 		m[sys.name+"/pg-drain"] = sys.throughput
 		m[sys.name+"/pg-workflows"] = sys.throughput
 		m[sys.name+"/pg-latency"] = sys.latency
@@ -114,7 +118,7 @@ func childScenarios() map[string]scenarioFunc {
 // PostgreSQL scenario.
 func workerScenarios() map[string]workerFunc {
 	m := map[string]workerFunc{}
-	for _, sys := range []pgSystem{flowlitePG, riverPG} {
+	for _, sys := range []pgSystem{flowlitePG, leanPG(flowlitePG), riverPG} {
 		for _, k := range []string{"pg-drain", "pg-workflows", "pg-latency"} {
 			m[sys.name+"/"+k] = sys.worker
 		}

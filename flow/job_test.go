@@ -537,12 +537,28 @@ func TestJobWorkflowLookup(t *testing.T) {
 
 var noopJob = flow.Job[int]{Name: "noop_job", Handler: func(context.Context, int) error { return nil }}
 
+// recordChoices are noopJob with each record a job can keep, for the drain
+// benchmarks' sub-benchmarks (record=full, record=lean).
+var recordChoices = []struct {
+	name string
+	job  flow.Job[int]
+}{
+	{"full", noopJob},
+	{"lean", func() flow.Job[int] { j := noopJob; j.Record = flow.LeanRecord; return j }()},
+}
+
 // BenchmarkDrainJobs enqueues b.N no-op jobs with the engine stopped, then
 // starts it and reports how fast it drains them (jobs/s), FULL sync: the
 // figure DESIGN.md's "jobs drained" target is about.
 //
-//	go test -run '^$' -bench DrainJobs -benchtime 20000x ./flow/
+//	go test -run '^$' -bench 'DrainJobs$' -benchtime 20000x ./flow/
 func BenchmarkDrainJobs(b *testing.B) {
+	for _, rc := range recordChoices {
+		b.Run("record="+rc.name, func(b *testing.B) { drainJobs(b, rc.job) })
+	}
+}
+
+func drainJobs(b *testing.B, noopJob flow.Job[int]) {
 	ctx := context.Background()
 	e, err := flowsqlite.Open(ctx, filepath.Join(b.TempDir(), "drain.db"), &flow.Config{
 		Queues:       map[string]flow.QueueConfig{flow.DefaultQueue: {Concurrency: 64}},
@@ -608,6 +624,12 @@ func BenchmarkDrainJobsPG(b *testing.B) {
 	if err := pgtest.Reachable(); err != nil {
 		b.Skipf("no PostgreSQL server: %v", err)
 	}
+	for _, rc := range recordChoices {
+		b.Run("record="+rc.name, func(b *testing.B) { drainJobsPG(b, rc.job) })
+	}
+}
+
+func drainJobsPG(b *testing.B, noopJob flow.Job[int]) {
 	ctx := context.Background()
 	dsn, schema := pgtest.Schema(b)
 	cfg := &flow.Config{
