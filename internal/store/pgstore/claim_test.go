@@ -387,3 +387,67 @@ func TestClaimAndBeginOutlivesItsCaller(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimAndBeginLean checks both one-statement claims with a first step
+// whose workflow keeps a lean record: its runs are begun as any, but their
+// run_claimed and step_started events are left out (reads derive them);
+// the runs of another workflow in the same claim keep theirs.
+func TestClaimAndBeginLean(t *testing.T) {
+	t.Parallel()
+	for _, limited := range []bool{false, true} {
+		t.Run(fmt.Sprintf("limited=%t", limited), func(t *testing.T) {
+			t.Parallel()
+			s := openStore(t, pgstore.Options{NoWakes: true})
+			ctx := t.Context()
+			job, full := flowtype.WorkflowKey{Name: "job", Version: 1}, flowtype.WorkflowKey{Name: "full", Version: 1}
+			insertQueued(t, s,
+				store.RunInsertParams{ID: "lean-1", Workflow: job, RunAt: base},
+				store.RunInsertParams{ID: "full-1", Workflow: full, RunAt: base + 1},
+				store.RunInsertParams{ID: "lean-late", Workflow: job, RunAt: base + 2, Deadline: base},
+			)
+			if limited {
+				if err := s.Write(ctx, func(tx store.Tx) error {
+					return tx.QueueLimitsSet(ctx, "q", flowtype.QueueLimits{Concurrency: 10}, base)
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := claimParams("w1", 10)
+			p.Known = append(p.Known, full)
+			p.FirstSteps = []store.FirstStep{
+				{Workflow: job, Name: "work", Input: []byte(`"in"`), Lean: true},
+				{Workflow: full, Name: "work", Input: []byte(`"in"`)},
+			}
+			claimAndBegin := s.ClaimAndBegin
+			if limited {
+				claimAndBegin = s.ClaimAndBeginLimited
+			}
+			claimed, err := claimAndBegin(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range claimed {
+				got = append(got, c.ID+":"+c.Begun)
+			}
+			if want := []string{"lean-1:work", "full-1:work", "lean-late:"}; !slices.Equal(got, want) {
+				t.Errorf("claimed %v, want %v", got, want)
+			}
+			// The lean run past its deadline was not begun: its claim is
+			// stored, as every claim that begins nothing.
+			events := eventsInOrder(t, s, "lean-1", "full-1", "lean-late")
+			want := []string{
+				"run_claimed full-1  0 fence 1, w1",
+				"run_claimed lean-late  0 fence 1, w1",
+				"step_started full-1 work 1 ",
+			}
+			if !slices.Equal(events, want) {
+				t.Errorf("events:\n%q\nwant:\n%q", events, want)
+			}
+			steps, err := s.Reader().StepList(ctx, "lean-1")
+			if err != nil || len(steps) != 1 || steps[0].Status != store.StepRunning || steps[0].Attempts != 1 {
+				t.Errorf("lean run's steps %+v, %v; want its first attempt begun", steps, err)
+			}
+		})
+	}
+}
