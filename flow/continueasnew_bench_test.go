@@ -149,7 +149,9 @@ func TestContinueAsNewResumeReplaysOnlyTheCurrentExecution(t *testing.T) {
 // takes minutes, in which the load of a shared machine changes: so right
 // after the last execution, a fresh run of the same loop on a fresh file
 // is timed too, and end/fresh compares the long run's last resumes with
-// resumes made at the same moment in a run that is just starting.
+// resumes made at the same moment in a run that is just starting; and one
+// right before the long run, which start/before compares its first
+// resumes with.
 //
 //	go test -run '^$' -bench ContinueAsNewResume -benchtime 1x ./flow
 func BenchmarkContinueAsNewResume(b *testing.B) {
@@ -160,12 +162,15 @@ func BenchmarkContinueAsNewResume(b *testing.B) {
 	}
 	const sample = 5 // executions averaged at each end
 	for b.Loop() {
+		before, _ := timeResumes(b, every, 10*every, sample)
 		first, last := timeResumes(b, every, total, sample)
 		fresh, _ := timeResumes(b, every, 10*every, sample)
 		b.ReportMetric(float64(first.Microseconds())/sample, "µs/resume-start")
 		b.ReportMetric(float64(last.Microseconds())/sample, "µs/resume-end")
+		b.ReportMetric(float64(before.Microseconds())/sample, "µs/resume-fresh-before")
 		b.ReportMetric(float64(fresh.Microseconds())/sample, "µs/resume-fresh")
 		b.ReportMetric(float64(last)/float64(first), "end/start")
+		b.ReportMetric(float64(first)/float64(before), "start/before")
 		b.ReportMetric(float64(last)/float64(fresh), "end/fresh")
 	}
 }

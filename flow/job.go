@@ -72,7 +72,7 @@ const (
 	// LeanRecord leaves out of the stored history the three events of
 	// the happy path that the run's and its step's records already hold:
 	// the first claim's run_claimed and step_started (the claim that
-	// begins the first attempt) and the step's step_completed. A drained
+	// begins the first attempt) and that attempt's step_completed. A drained
 	// job then writes 5 rows instead of 8. History, Inspect, the dashboard,
 	// the CLI and time travel derive them from the records (with negative
 	// Event IDs), so they show the same history; the change feed, which

@@ -142,7 +142,8 @@ func (e *Engine) noteBegun(claimed []store.ClaimedRun) {
 	defer e.mu.Unlock()
 	for _, r := range claimed {
 		if r.Begun != "" {
-			e.begun[r.ID] = begunStep{lease: r.Lease(), key: store.StepKey{RunID: r.ID, Name: r.Begun}, attempt: 1}
+			def := e.workflows[flowtype.WorkflowKey{Name: r.Workflow, Version: r.Version}] // e.mu is held
+			e.begun[r.ID] = begunStep{lease: r.Lease(), key: store.StepKey{RunID: r.ID, Name: r.Begun}, attempt: 1, lean: def.FirstStep.Lean}
 		}
 	}
 }
@@ -275,7 +276,8 @@ func (e *Engine) beginFirstSteps(ctx context.Context, tx store.Tx, runs []store.
 	}
 	e.mu.Lock()
 	for i, p := range ps {
-		e.begun[p.Key.RunID] = begunStep{lease: first[p.Key.RunID].lease, key: p.Key, attempt: attempts[i]}
+		f := first[p.Key.RunID]
+		e.begun[p.Key.RunID] = begunStep{lease: f.lease, key: p.Key, attempt: attempts[i], lean: f.lean}
 	}
 	e.mu.Unlock()
 	return nil
@@ -287,6 +289,7 @@ type begunStep struct {
 	lease   store.Lease
 	key     store.StepKey
 	attempt int
+	lean    bool // the claim stored none of its events (FirstStep.Lean)
 }
 
 // takeBegun removes and returns the attempt the claim of run recorded, if

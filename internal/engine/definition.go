@@ -33,9 +33,9 @@ type FirstStep struct {
 	Input []byte
 	// Lean keeps a lean record of the runs (flow.LeanRecord): the claim
 	// that begins the step's first attempt stores neither its run_claimed
-	// nor its step_started event, and no completion of the step stores
-	// its step_completed; reads derive them from the run's and the step's
-	// rows (derived.go).
+	// nor its step_started event, nor that attempt's completion its
+	// step_completed; reads derive them from the run's and the step's rows
+	// (derived.go).
 	Lean bool
 }
 

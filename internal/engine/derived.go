@@ -10,15 +10,16 @@ import (
 
 // A lean record (FirstStep.Lean, flow.LeanRecord) stores a job's happy
 // path in fewer rows: the claim that begins the first attempt stores
-// neither its run_claimed nor its step_started event, and the job's step
-// completes without a step_completed event. What those events would say is
-// in the rows anyway: the claim's time is the run's started_at (the first
-// claim sets it, in the same statement as the event it leaves out), the
-// attempt began then, and the step's row holds when it completed and after
-// how many attempts. Every failure, retry, rescue, later claim, wait and
-// outcome is stored as for any run, so the change feed sees the run start,
-// end and every failure between; only history reads (History, Inspect,
-// time travel) put the three events back, here.
+// neither its run_claimed nor its step_started event, and when that
+// attempt succeeds, the job's step completes without a step_completed
+// event (a later attempt's is stored, as its start is). What those events
+// would say is in the rows anyway: the claim's time is the run's
+// started_at (the first claim sets it, in the same statement as the event
+// it leaves out), the attempt began then, and the step's row holds when it
+// completed and after how many attempts. Every failure, retry, rescue,
+// later claim and outcome is stored as for any run, so the change feed
+// sees the run start, end and every failure between; only history reads
+// (History, Inspect, time travel) put the missing events back, here.
 
 // derivedClaimDetail is the detail of a derived run_claimed event: the
 // claim's owner is not kept once the lease is gone.

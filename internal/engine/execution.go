@@ -298,10 +298,14 @@ func (x *execution) writeCheckpoint(ctx context.Context, tx store.Tx, c checkpoi
 }
 
 // completedEvent appends the step_completed event of c, dated when the
-// step completed, unless the run keeps a lean record and c is its first
-// step's: reads derive that event from the step's row (derived.go).
+// step completed, unless c completes the attempt a lean claim began (its
+// happy path): reads derive that event from the step's row (derived.go).
+// A later attempt's completion is stored, as its start was.
 func (x *execution) completedEvent(ctx context.Context, tx store.Tx, c checkpoint) error {
-	if f := x.def.FirstStep; f.Lean && c.step.Key.Name == f.Name && c.step.Key.Occurrence == 0 {
+	x.begunMu.Lock()
+	b := x.begun
+	x.begunMu.Unlock()
+	if b.lean && b.key == c.step.Key && b.attempt == c.attempt {
 		return nil
 	}
 	return x.event(ctx, tx, c.step.Now, c.event())
