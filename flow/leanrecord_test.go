@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/flowlite/flowlite/flow"
 )
@@ -250,5 +251,65 @@ func TestLeanRecordInvalid(t *testing.T) {
 	err := flow.RegisterJobSafely(e, flow.Job[int]{Name: "j", Record: 7, Handler: func(context.Context, int) error { return nil }})
 	if err == nil || !strings.Contains(err.Error(), "unknown Record 7") {
 		t.Fatalf("RegisterJobSafely = %v, want an unknown Record error", err)
+	}
+}
+
+// A lean job whose first attempt is interrupted (its engine stops before
+// the attempt ends: the run is given back) and which another engine then
+// completes reads the same history as a full job through the same.
+func TestLeanRecordInterruptedAttempt(t *testing.T) {
+	path := dbPath(t)
+	ctx := waitCtx(t)
+	entered := make(chan string, 4)
+	job := func(name string, record flow.JobRecord) flow.Job[int] {
+		var calls atomic.Int32
+		return flow.Job[int]{Name: name, Record: record, Retry: &fastRetry, Handler: func(ctx context.Context, _ int) error {
+			if calls.Add(1) == 1 {
+				entered <- name
+				<-ctx.Done() // works until its engine stops
+				return ctx.Err()
+			}
+			return nil
+		}}
+	}
+	first := openEngine(t, path, testConfig())
+	full, lean := job("full-job", flow.FullRecord), job("lean-job", flow.LeanRecord)
+	flow.RegisterJob(first, full)
+	flow.RegisterJob(first, lean)
+	startEngine(t, first)
+	fr, err := flow.Enqueue(ctx, first, full, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, err := flow.Enqueue(ctx, first, lean, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	<-entered
+	stopCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_ = first.Stop(stopCtx) // interrupts both attempts: an error says so
+	second := openEngine(t, path, testConfig())
+	flow.RegisterJob(second, full)
+	flow.RegisterJob(second, lean)
+	startEngine(t, second)
+	for _, id := range []string{fr.ID(), lr.ID()} {
+		eventually(t, id+" completed", func() bool {
+			info, err := second.Inspect(ctx, id)
+			return err == nil && info.Status == flow.StatusCompleted
+		})
+	}
+	fh, _ := second.History(ctx, fr.ID())
+	lh, err := second.History(ctx, lr.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(shape(fh), shape(lh)) {
+		t.Fatalf("lean history\n  %s\nwant the full one\n  %s", strings.Join(shape(lh), "\n  "), strings.Join(shape(fh), "\n  "))
+	}
+	info, err := second.Inspect(ctx, lr.ID())
+	if err != nil || len(info.Steps) != 1 || info.Steps[0].Attempts != 2 {
+		t.Errorf("lean run's steps %+v, %v; want one, completed at attempt 2 (the interrupted one counts)", info.Steps, err)
 	}
 }
