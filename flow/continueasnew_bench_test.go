@@ -60,7 +60,7 @@ func pokeLoop(every, total int, parking, resumed chan<- int) flow.Workflow[loopS
 // e, and calls atResume with each execution's number and the time its
 // resume took (the poke's signal to the "resumed" step: the claim, the
 // load of the execution's records and the replay over them).
-func driveLoop(tb testing.TB, e *flow.Engine, every, total int, atResume func(execution int, took time.Duration)) {
+func driveLoop(tb testing.TB, e *flow.Engine, runID string, every, total int, atResume func(execution int, took time.Duration)) {
 	ctx := context.Background()
 	parking, resumed := make(chan int, 1), make(chan int, 1)
 	wf := pokeLoop(every, total, parking, resumed)
@@ -68,13 +68,13 @@ func driveLoop(tb testing.TB, e *flow.Engine, every, total int, atResume func(ex
 	if err := e.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	run, err := flow.Start(ctx, e, wf, loopState{}, &flow.StartOptions{RunID: "poked"})
+	run, err := flow.Start(ctx, e, wf, loopState{}, &flow.StartOptions{RunID: runID})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	waitFor := func(step string, occurrences int) {
 		for {
-			info, err := e.Inspect(ctx, "poked")
+			info, err := e.Inspect(ctx, runID)
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func driveLoop(tb testing.TB, e *flow.Engine, every, total int, atResume func(ex
 		}
 		waitFor("flow.receive:poke", 1)
 		start := time.Now()
-		if _, err := flow.Signal(ctx, e, "poked", "poke", execution, nil); err != nil {
+		if _, err := flow.Signal(ctx, e, runID, "poke", execution, nil); err != nil {
 			tb.Fatal(err)
 		}
 		if got := <-resumed; got != execution {
@@ -106,7 +106,7 @@ func driveLoop(tb testing.TB, e *flow.Engine, every, total int, atResume func(ex
 		atResume(execution, time.Since(start))
 		if execution < total/every {
 			waitFor("flow.receive:next", 1)
-			if _, err := flow.Signal(ctx, e, "poked", "next", execution, nil); err != nil {
+			if _, err := flow.Signal(ctx, e, runID, "next", execution, nil); err != nil {
 				tb.Fatal(err)
 			}
 		}
@@ -129,7 +129,7 @@ func TestContinueAsNewResumeReplaysOnlyTheCurrentExecution(t *testing.T) {
 	t.Parallel()
 	e := openEngine(t, dbPath(t), testConfig())
 	const every = 100
-	driveLoop(t, e, every, 20*every, func(execution int, _ time.Duration) {
+	driveLoop(t, e, "poked", every, 20*every, func(execution int, _ time.Duration) {
 		info, err := e.Inspect(context.Background(), "poked")
 		if err != nil {
 			t.Fatal(err)
@@ -149,8 +149,10 @@ func TestContinueAsNewResumeReplaysOnlyTheCurrentExecution(t *testing.T) {
 // takes minutes, in which the load of a shared machine changes: so right
 // after the last execution, a fresh run of the same loop on a fresh file
 // is timed too, and end/fresh compares the long run's last resumes with
-// resumes made at the same moment in a run that is just starting; and one
-// right before the long run, which start/before compares its first
+// resumes made at the same moment in a run that is just starting, on a
+// fresh file (end/fresh) and in the long run's own file (end/same-file,
+// which leaves out what a database that grew costs every run); and a run
+// right before the long one, which start/before compares its first
 // resumes with.
 //
 //	go test -run '^$' -bench ContinueAsNewResume -benchtime 1x ./flow
@@ -162,23 +164,28 @@ func BenchmarkContinueAsNewResume(b *testing.B) {
 	}
 	const sample = 5 // executions averaged at each end
 	for b.Loop() {
-		before, _ := timeResumes(b, every, 10*every, sample)
-		first, last := timeResumes(b, every, total, sample)
-		fresh, _ := timeResumes(b, every, 10*every, sample)
+		before, _ := timeResumes(b, filepathFor(b), "before", every, 10*every, sample)
+		long := filepathFor(b)
+		first, last := timeResumes(b, long, "poked", every, total, sample)
+		same, _ := timeResumes(b, long, "same-file", every, 10*every, sample)
+		fresh, _ := timeResumes(b, filepathFor(b), "fresh", every, 10*every, sample)
 		b.ReportMetric(float64(first.Microseconds())/sample, "µs/resume-start")
 		b.ReportMetric(float64(last.Microseconds())/sample, "µs/resume-end")
 		b.ReportMetric(float64(before.Microseconds())/sample, "µs/resume-fresh-before")
+		b.ReportMetric(float64(same.Microseconds())/sample, "µs/resume-same-file")
 		b.ReportMetric(float64(fresh.Microseconds())/sample, "µs/resume-fresh")
 		b.ReportMetric(float64(last)/float64(first), "end/start")
 		b.ReportMetric(float64(first)/float64(before), "start/before")
+		b.ReportMetric(float64(last)/float64(same), "end/same-file")
 		b.ReportMetric(float64(last)/float64(fresh), "end/fresh")
 	}
 }
 
-// timeResumes drives a pokeLoop of total iterations on an engine of its
-// own and returns the summed resume times of executions 2 to sample+1
-// (the first resume warms up) and of its last sample executions.
-func timeResumes(b *testing.B, every, total, sample int) (first, last time.Duration) {
+// timeResumes drives a pokeLoop of total iterations, run runID, on an
+// engine of its own on the file at path and returns the summed resume
+// times of executions 2 to sample+1 (the first resume warms up) and of its
+// last sample executions.
+func timeResumes(b *testing.B, path, runID string, every, total, sample int) (first, last time.Duration) {
 	// synchronous=NORMAL: a million iterations are a million commits of one
 	// run, one at a time, and what is timed is a resume (the claim, the
 	// load of the execution's records, the replay), which an fsync per
@@ -186,13 +193,13 @@ func timeResumes(b *testing.B, every, total, sample int) (first, last time.Durat
 	// FLOWLITE_TEST_BACKEND=postgres, a PostgreSQL schema of its own.
 	var e *flow.Engine
 	if pgtest.Postgres() {
-		e = openEngine(b, filepathFor(b), testConfig())
+		e = openEngine(b, path, testConfig())
 	} else {
-		e = openSQLiteEngine(b, filepathFor(b), testConfig(), &flowsqlite.Options{Synchronous: flowsqlite.SynchronousNormal})
+		e = openSQLiteEngine(b, path, testConfig(), &flowsqlite.Options{Synchronous: flowsqlite.SynchronousNormal})
 	}
 	defer e.Close()
 	executions := total / every
-	driveLoop(b, e, every, total, func(execution int, took time.Duration) {
+	driveLoop(b, e, runID, every, total, func(execution int, took time.Duration) {
 		switch {
 		case execution > 1 && execution <= 1+sample:
 			first += took
