@@ -47,6 +47,24 @@ func shape(events []flow.Event) []string {
 	return out
 }
 
+// sameHistory fails the test unless the lean run's history, as read
+// back, has the shape of the full run's, and returns the lean one.
+func sameHistory(t *testing.T, e *flow.Engine, fullID, leanID string) []flow.Event {
+	t.Helper()
+	fh, err := e.History(t.Context(), fullID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lh, err := e.History(t.Context(), leanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(shape(fh), shape(lh)) {
+		t.Fatalf("lean history\n  %s\nwant the full one\n  %s", strings.Join(shape(lh), "\n  "), strings.Join(shape(fh), "\n  "))
+	}
+	return lh
+}
+
 // storedEvents counts the rows of the run's history in the database.
 func storedEvents(t *testing.T, path, runID string) int {
 	t.Helper()
@@ -93,17 +111,7 @@ func TestLeanRecordHistoryIsTheFullOne(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			fh, err := e.History(ctx, fr.ID())
-			if err != nil {
-				t.Fatal(err)
-			}
-			lh, err := e.History(ctx, lr.ID())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(shape(fh), shape(lh)) {
-				t.Fatalf("lean history\n  %s\nwant the full one\n  %s", strings.Join(shape(lh), "\n  "), strings.Join(shape(fh), "\n  "))
-			}
+			lh := sameHistory(t, e, fr.ID(), lr.ID())
 			if f, l := storedEvents(t, path, fr.ID()), storedEvents(t, path, lr.ID()); l != f-3 {
 				t.Errorf("stored events: lean %d, full %d; want 3 fewer", l, f)
 			}
@@ -204,14 +212,7 @@ func TestLeanRecordRetriesAreStored(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fh, _ := e.History(ctx, fr.ID())
-	lh, err := e.History(ctx, lr.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(shape(fh), shape(lh)) {
-		t.Fatalf("lean history\n  %s\nwant the full one\n  %s", strings.Join(shape(lh), "\n  "), strings.Join(shape(fh), "\n  "))
-	}
+	sameHistory(t, e, fr.ID(), lr.ID())
 	// Only the first claim's two events are left out: the completion of a
 	// later attempt is stored, as its start was.
 	if f, l := storedEvents(t, path, fr.ID()), storedEvents(t, path, lr.ID()); l != f-2 {
@@ -300,14 +301,7 @@ func TestLeanRecordInterruptedAttempt(t *testing.T) {
 			return err == nil && info.Status == flow.StatusCompleted
 		})
 	}
-	fh, _ := second.History(ctx, fr.ID())
-	lh, err := second.History(ctx, lr.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(shape(fh), shape(lh)) {
-		t.Fatalf("lean history\n  %s\nwant the full one\n  %s", strings.Join(shape(lh), "\n  "), strings.Join(shape(fh), "\n  "))
-	}
+	sameHistory(t, second, fr.ID(), lr.ID())
 	info, err := second.Inspect(ctx, lr.ID())
 	if err != nil || len(info.Steps) != 1 || info.Steps[0].Attempts != 2 {
 		t.Errorf("lean run's steps %+v, %v; want one, completed at attempt 2 (the interrupted one counts)", info.Steps, err)

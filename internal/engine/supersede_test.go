@@ -13,15 +13,10 @@ import (
 	"github.com/flowlite/flowlite/internal/store/sqlitestore"
 )
 
-// A database that loses a claim (a failover to an asynchronous standby that
-// had not received it) makes the run ready again while the engine that
-// claimed it still executes it, and that engine may claim it again with
-// the same fence and owner, which every fenced write accepts. The engine
-// must end its earlier execution before it starts the new one: the step
-// body must never run twice at once. The lost claim is played here by
-// putting the run's row back as it was before the claim.
-func TestReclaimOfARunStillExecutingHereSupersedesIt(t *testing.T) {
-	t.Parallel()
+// supersedeEngine returns an engine of cfg on a SQLite file of the test's,
+// and a raw connection to the file, which plays the lost claim.
+func supersedeEngine(t *testing.T, cfg Config) (*Engine, *sql.DB) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "engine.db")
 	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
 	if err != nil {
@@ -33,17 +28,30 @@ func TestReclaimOfARunStillExecutingHereSupersedesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
-	logs := &syncLog{}
-	e, err := New(s, Config{
-		PollInterval: 10 * time.Millisecond, WorkerID: "w1",
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	e, err := New(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, raw
+}
+
+// A database that loses a claim (a failover to an asynchronous standby that
+// had not received it) makes the run ready again while the engine that
+// claimed it still executes it, and that engine may claim it again with
+// the same fence and owner, which every fenced write accepts. The engine
+// must end its earlier execution before it starts the new one: the step
+// body must never run twice at once. The lost claim is played here by
+// putting the run's row back as it was before the claim.
+func TestReclaimOfARunStillExecutingHereSupersedesIt(t *testing.T) {
+	t.Parallel()
+	logs := &syncLog{}
+	e, raw := supersedeEngine(t, Config{
+		PollInterval: 10 * time.Millisecond, WorkerID: "w1",
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
 	var inBody, maxInBody, bodies atomic.Int32
 	entered := make(chan struct{}, 10)
-	err = e.Register(Workflow{Key: jobKey, Run: func(rc *RunContext, _ []byte) ([]byte, error) {
+	err := e.Register(Workflow{Key: jobKey, Run: func(rc *RunContext, _ []byte) ([]byte, error) {
 		return rc.Step(Step{Name: "work", Input: []byte(`{}`), Run: func(ctx context.Context, _ *sql.Tx) ([]byte, error) {
 			n := inBody.Add(1)
 			defer inBody.Add(-1)
@@ -93,25 +101,11 @@ func TestReclaimOfARunStillExecutingHereSupersedesIt(t *testing.T) {
 // owner). The run ends with what the newer execution recorded.
 func TestSupersededExecutionRecordsNothing(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "engine.db")
-	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	raw, err := sql.Open("sqlite", sqlitestore.DSN(path, sqlitestore.SynchronousFull))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	e, err := New(s, Config{PollInterval: 10 * time.Millisecond, WorkerID: "w1", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, raw := supersedeEngine(t, Config{PollInterval: 10 * time.Millisecond, WorkerID: "w1", Logger: slog.New(slog.DiscardHandler)})
 	var bodies atomic.Int32
 	entered := make(chan struct{}, 10)
 	release := make(chan struct{})
-	err = e.Register(Workflow{Key: jobKey, Run: func(rc *RunContext, _ []byte) ([]byte, error) {
+	err := e.Register(Workflow{Key: jobKey, Run: func(rc *RunContext, _ []byte) ([]byte, error) {
 		out, err := rc.Step(Step{Name: "work", Input: []byte(`{}`), Run: func(context.Context, *sql.Tx) ([]byte, error) {
 			return []byte(`"checkpointed"`), nil
 		}})
