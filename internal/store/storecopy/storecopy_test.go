@@ -291,12 +291,18 @@ func awaitSteps(t *testing.T, e *flow.Engine, id, what string, ok func(map[strin
 }
 
 // awaitRun polls the run until ok holds, for at most 20s, and returns it.
+// A run not recorded yet (a child its parent's execution is to start) is
+// waited for too.
 func awaitRun(t *testing.T, e *flow.Engine, id, what string, ok func(flow.RunInfo) bool) flow.RunInfo {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		info, err := e.Inspect(context.Background(), id)
-		if err != nil {
+		switch {
+		case errors.Is(err, flow.ErrRunNotFound) && time.Now().Before(deadline):
+			time.Sleep(10 * time.Millisecond)
+			continue
+		case err != nil:
 			t.Fatalf("inspect %s: %v", id, err)
 		}
 		if ok(info) {
