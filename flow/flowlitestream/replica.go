@@ -29,6 +29,11 @@ type replicator struct {
 	sync   time.Duration
 	log    *slog.Logger
 
+	// paced runs the file's checkpoints (checkpoint.go), and pacedDone
+	// is closed when it stopped; nil when Litestream paces them itself.
+	paced     *checkpoints
+	pacedDone chan struct{}
+
 	mu          sync.Mutex
 	behindSince time.Time // when the replica was first seen behind; zero in sync
 	warned      bool      // a "falling behind" warning is out
@@ -63,6 +68,7 @@ func start(ctx context.Context, f flowsqlite.ReplicaFile, c litestream.ReplicaCl
 	if f.WALLimit > 0 {
 		db.TruncatePageN = int(max(f.WALLimit/pageSize, 1))
 	}
+	paced := pacedCheckpoints(db, f) // nil: Litestream's thresholds
 	rep := litestream.NewReplicaWithClient(db, client)
 	rep.SyncInterval = max(interval/2, 10*time.Millisecond)
 	db.Replica = rep
@@ -80,11 +86,24 @@ func start(ctx context.Context, f flowsqlite.ReplicaFile, c litestream.ReplicaCl
 	if err := ls.Open(ctx); err != nil {
 		return nil, fmt.Errorf("replicate %s to %s: %w", f.Path, name, err)
 	}
+	// Litestream opens the file at its first sync, which writes when its
+	// tables are new: now, before the engine's writer is busy.
+	if err := db.Sync(ctx); err != nil {
+		_ = ls.Close(context.Background())
+		return nil, fmt.Errorf("replicate %s to %s: first copy of the WAL: %w", f.Path, name, err)
+	}
 	w := &replicator{
-		db: db, ls: ls, client: client, name: name, sync: interval, log: log,
+		db: db, ls: ls, client: client, name: name, sync: interval, log: log, paced: paced,
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go w.watch()
+	if paced != nil {
+		w.pacedDone = make(chan struct{})
+		go func() {
+			defer close(w.pacedDone)
+			paced.run(w.stop, func(msg string, args ...any) { log.Warn(msg, args...) })
+		}()
+	}
 	return w, nil
 }
 
@@ -92,6 +111,9 @@ func start(ctx context.Context, f flowsqlite.ReplicaFile, c litestream.ReplicaCl
 func (r *replicator) Close() error {
 	close(r.stop)
 	<-r.done
+	if r.pacedDone != nil {
+		<-r.pacedDone
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Litestream's own Close syncs a last time only a database it has
@@ -150,6 +172,9 @@ func (r *replicator) Health() flowsqlite.ReplicationHealth {
 	}
 	h.ReplicaTXID = uint64(r.db.Replica.Pos().TXID)
 	h.LastSync, h.Errors, h.LastError, h.LastErrorAt = r.client.figures()
+	if r.paced != nil {
+		r.paced.report(&h)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {

@@ -42,6 +42,21 @@ type ReplicaFile struct {
 	// WALLimit is Options.WALLimit: the WAL size at which the replicator
 	// should force a truncating checkpoint.
 	WALLimit int64
+	// CheckpointInterval is Options.CheckpointInterval: how often the
+	// replicator should checkpoint the WAL while it is in use; negative,
+	// by its own policy.
+	CheckpointInterval time.Duration
+	// HoldWrites keeps the engine's writer between two of its
+	// transactions until release is called. A replicator that writes on a
+	// connection of its own (Litestream's checkpoints take SQLite's write
+	// lock) holds it for those writes: the engine's writer takes the lock
+	// again microseconds after each commit, and SQLite's busy handler,
+	// which polls every few milliseconds, would rarely find it free.
+	HoldWrites func(ctx context.Context) (release func(), err error)
+	// WALInUse returns how many bytes of the WAL hold frames in use (read
+	// from the WAL index): zero once a checkpoint restarted the WAL,
+	// however long the file still is.
+	WALInUse func() (int64, error)
 }
 
 // Replica is the running replication of one file.
@@ -80,7 +95,8 @@ func storeReplicate(r Replicator, shard, shards int) func(context.Context, sqlit
 	}
 	return func(ctx context.Context, f sqlitestore.ReplicaFile) (sqlitestore.Replica, error) {
 		return r.Replicate(ctx, ReplicaFile{Path: f.Path, Shard: shard, Shards: shards, PageSize: f.PageSize,
-			BusyTimeout: f.BusyTimeout, WALLimit: f.WALLimit})
+			BusyTimeout: f.BusyTimeout, WALLimit: f.WALLimit, CheckpointInterval: f.CheckpointInterval,
+			HoldWrites: f.HoldWrites, WALInUse: f.WALInUse})
 	}
 }
 

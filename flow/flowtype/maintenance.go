@@ -177,6 +177,18 @@ type ReplicationHealth struct {
 	LastError string
 	// LastErrorAt is when LastError happened; zero when none failed.
 	LastErrorAt time.Time
+	// Checkpoints counts the checkpoints Litestream ran at the engine's
+	// pace (flowsqlite.ReplicaFile.HoldWrites); zero when Litestream
+	// paces its own.
+	Checkpoints int64
+	// LastCheckpoint is when the last of them ended, LastCheckpointMode
+	// its mode, LastCheckpointWALBytes how much of the WAL was in use
+	// before it, and LastCheckpointError its failure (empty when it
+	// succeeded).
+	LastCheckpoint         time.Time
+	LastCheckpointMode     CheckpointMode
+	LastCheckpointWALBytes int64
+	LastCheckpointError    string
 	// ReportedAt is when these figures were taken.
 	ReportedAt time.Time
 }

@@ -138,6 +138,7 @@ type Store struct {
 	committed broadcast.Broadcast
 
 	requests   chan *writeRequest
+	holds      chan *writeHold // HoldWrites (writer.go)
 	closing    chan struct{}
 	writerDone chan struct{}
 	closeOnce  sync.Once
@@ -169,7 +170,7 @@ func newStore(ctx context.Context, writer, reader *sql.DB, owns bool, opts Optio
 		writer: writer, reader: reader, ownsDBs: owns, maxBatch: maxBatch, writeQ: writeQ, readQ: readQ,
 		path: path, busyTimeout: busyTimeout,
 		checkpointInterval: opts.CheckpointInterval, walLimit: opts.WALLimit, checkpoints: opts.Checkpoints,
-		requests: make(chan *writeRequest), closing: make(chan struct{}), writerDone: make(chan struct{}),
+		requests: make(chan *writeRequest), holds: make(chan *writeHold), closing: make(chan struct{}), writerDone: make(chan struct{}),
 		walGrew: make(chan struct{}, 1),
 	}
 	go s.runWriter()

@@ -31,6 +31,16 @@ import (
 // operator's checkpoint is refused, and the replica is told the store's
 // WALLimit for its emergency TRUNCATE.
 //
+// Litestream's checkpoints take SQLite's write lock on a connection of its
+// own. Left to itself it asks for the lock with SQLite's busy handler, which
+// polls every few milliseconds, while this store's writer takes the lock
+// again microseconds after each commit: under a steady load Litestream's
+// checkpoints wait out the busy timeout and fail, and the WAL grows past
+// any limit (issue 26: 270 MB in 8 s). So the replicator is given
+// HoldWrites and WALInUse, and checkpoints when the store's
+// CheckpointInterval and WALLimit say, with the writer held between two
+// transactions.
+//
 // The same holds when Litestream runs as its own process beside the
 // engines: Options.Checkpoints (or the detection of Litestream's directory,
 // see checkpointer) makes the watch stand down there too.
@@ -42,6 +52,14 @@ type ReplicaFile struct {
 	PageSize    int64
 	BusyTimeout time.Duration
 	WALLimit    int64 // the WAL size at which the replicator should force a TRUNCATE
+	// CheckpointInterval is Options.CheckpointInterval: how often the
+	// replicator should checkpoint a WAL in use; negative, by its own
+	// policy.
+	CheckpointInterval time.Duration
+	// HoldWrites is Store.HoldWrites, for the replicator's checkpoints.
+	HoldWrites func(ctx context.Context) (release func(), err error)
+	// WALInUse is Store.WALInUse.
+	WALInUse func() (int64, error)
 }
 
 // Replica is the replication of one file, running until Close, which
@@ -106,7 +124,8 @@ func (s *Store) startReplication(ctx context.Context, opts Options) error {
 	if err := s.reader.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
 		return fmt.Errorf("replicate: read page size: %w", interpretError(err))
 	}
-	r, err := opts.Replicate(ctx, ReplicaFile{Path: s.path, PageSize: pageSize, BusyTimeout: s.busyTimeout, WALLimit: s.walLimit})
+	r, err := opts.Replicate(ctx, ReplicaFile{Path: s.path, PageSize: pageSize, BusyTimeout: s.busyTimeout,
+		WALLimit: s.walLimit, CheckpointInterval: s.checkpointInterval, HoldWrites: s.HoldWrites, WALInUse: s.WALInUse})
 	if err != nil {
 		return fmt.Errorf("replicate: %w", err)
 	}

@@ -353,5 +353,13 @@ func (s *Store) FileHealth(ctx context.Context) (flowtype.FileHealth, error) {
 		h.LastCheckpointWALBytes, h.LastCheckpointBusy, h.LastCheckpointError = recorded.WALBytes, recorded.Busy, recorded.Error
 		h.WALFrames, h.CheckpointedFrames = 0, 0
 	}
+	// Litestream's checkpoints at the engine's pace (flowlitestream) are
+	// this file's checkpoints while it replicates.
+	if r := h.Replication; r != nil && r.Checkpoints > 0 && r.LastCheckpoint.After(h.LastCheckpoint) {
+		h.Checkpoints += r.Checkpoints
+		h.LastCheckpoint, h.LastCheckpointBy, h.LastCheckpointMode = r.LastCheckpoint, string(flowtype.CheckpointerLitestream), r.LastCheckpointMode
+		h.LastCheckpointError, h.LastCheckpointWALBytes, h.LastCheckpointBusy = r.LastCheckpointError, r.LastCheckpointWALBytes, false
+		h.WALFrames, h.CheckpointedFrames = 0, 0
+	}
 	return h, nil
 }

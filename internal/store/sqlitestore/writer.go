@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
@@ -76,16 +77,29 @@ func (s *Store) Write(ctx context.Context, fn func(store.Tx) error) error {
 	return err
 }
 
-// runWriter serves write requests until the store closes.
+// runWriter serves write requests, and holds (HoldWrites), until the store
+// closes.
 func (s *Store) runWriter() {
 	defer close(s.writerDone)
 	var held *writeRequest // a second once-caller, kept for the next batch
 	for {
+		// A hold goes before the next batch, however many callers wait:
+		// whoever holds the writer is already waiting for the batch in
+		// progress, and gets the write lock at its end.
+		select {
+		case h := <-s.holds:
+			s.serveHold(h)
+			continue
+		default:
+		}
 		var batch []*writeRequest
 		once := held
 		held = nil
 		if once == nil {
 			select {
+			case h := <-s.holds:
+				s.serveHold(h)
+				continue
 			case req := <-s.requests:
 				if req.once {
 					once = req
@@ -124,6 +138,44 @@ func (s *Store) runWriter() {
 		}
 		s.commitBatch(batch)
 		s.noteWALSize()
+	}
+}
+
+// A writeHold keeps the writer between two of its transactions until
+// released: see HoldWrites.
+type writeHold struct{ release chan struct{} }
+
+// HoldWrites keeps this store's writer from starting a transaction until
+// release is called, and returns once the writer is between two
+// transactions. Callers' writes wait meanwhile (they queue as usual).
+//
+// It is for a connection of this process that needs SQLite's write lock
+// while the writer is busy: the writer takes the lock again a few
+// microseconds after each commit, and SQLite's busy handler, which polls
+// with sleeps of milliseconds, would almost never find it free.
+// Litestream's checkpoints are such writes (flow/flowlitestream).
+func (s *Store) HoldWrites(ctx context.Context) (release func(), err error) {
+	if s.readOnly != "" {
+		return nil, s.errReadOnly()
+	}
+	h := &writeHold{release: make(chan struct{})}
+	select {
+	case s.holds <- h: // received by the writer, between transactions
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closing:
+		return nil, flowtype.ErrClosed
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(h.release) }) }, nil
+}
+
+// serveHold waits, outside any transaction, until h is released or the
+// store closes.
+func (s *Store) serveHold(h *writeHold) {
+	select {
+	case <-h.release:
+	case <-s.closing:
 	}
 }
 
