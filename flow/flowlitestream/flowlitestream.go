@@ -40,11 +40,12 @@ import (
 // flowsqlite.Replicator for flowsqlite.Options.Replication.
 //
 // While it replicates, Litestream alone checkpoints the WAL: flowlite's own
-// checkpoints are off (flowsqlite.Options.CheckpointInterval does not
-// apply, and Engine.Checkpoint is refused), since a checkpoint that
-// restarted the WAL before Litestream copied it would cost the replica
-// commits. WALLimit becomes the size at which Litestream forces a TRUNCATE
-// checkpoint.
+// checkpoints are off (Engine.Checkpoint is refused), since a checkpoint
+// that restarted the WAL before Litestream copied it would cost the replica
+// commits. The engine paces them (checkpoint.go): Litestream checkpoints
+// every flowsqlite.Options.CheckpointInterval while the WAL is in use, and
+// at once past half of WALLimit, with the engine's writer held so that
+// Litestream's connection gets the write lock.
 //
 // Each Litestream database has one replica: Litestream 0.5 replicates a
 // file to exactly one place, and two replicators on one file would be two

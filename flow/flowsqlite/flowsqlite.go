@@ -60,12 +60,17 @@ type Options struct {
 	// CheckpointInterval is how often a started engine checkpoints the WAL
 	// routinely (truncated when no run is in flight). Its size is checked
 	// several times a second regardless. Default 1s; negative: no automatic
-	// checkpoints beyond SQLite's own.
+	// checkpoints beyond SQLite's own. With Replication, it is how often
+	// the replicator checkpoints a WAL in use, at the engine's pace (an open
+	// engine, started or not); negative leaves the pace to the replicator
+	// (Litestream's own thresholds, which a busy writer defeats: see
+	// docs/backups.md).
 	CheckpointInterval time.Duration
 	// WALLimit is the size in bytes the WAL file should stay under; past
 	// half of it a started engine truncates the WAL, briefly holding writes
-	// back until readers move on. Default 64 MiB. With Replication, it is
-	// the size at which Litestream forces a truncation instead.
+	// back until readers move on. Default 64 MiB. With Replication, past
+	// half of it the replicator checkpoints at once, and it truncates the
+	// WAL only when a checkpoint left it past the limit.
 	WALLimit int64
 	// Replication, when set, replicates the file (every file of a shard
 	// set) while the engine is open, and leaves checkpoints to it: e.g.

@@ -16,10 +16,12 @@ import (
 // on http.DefaultServeMux).
 //
 // While a file replicates, the replicator alone checkpoints its WAL:
-// flowlite's own checkpoints are off (Options.CheckpointInterval does not
-// apply, and Engine.Checkpoint is refused), since a checkpoint that
-// restarted the WAL before Litestream copied it would cost the replica
-// commits. See docs/backups.md.
+// flowlite's own checkpoints are off (Engine.Checkpoint is refused), since
+// a checkpoint that restarted the WAL before Litestream copied it would
+// cost the replica commits. The engine sets the pace, though: ReplicaFile
+// gives the replicator Options.CheckpointInterval and WALLimit, how much of
+// the WAL is in use, and a way to hold the engine's writer while its own
+// connection takes the write lock. See docs/backups.md.
 type Replicator interface {
 	// Replicate starts the replication of one file as the engine opens it
 	// (after its migrations) and returns it running; the engine closes it
@@ -39,8 +41,8 @@ type ReplicaFile struct {
 	// BusyTimeout is the engine's busy timeout, for the replicator's own
 	// connections.
 	BusyTimeout time.Duration
-	// WALLimit is Options.WALLimit: the WAL size at which the replicator
-	// should force a truncating checkpoint.
+	// WALLimit is Options.WALLimit: the WAL size the replicator's
+	// checkpoints should keep the WAL under.
 	WALLimit int64
 	// CheckpointInterval is Options.CheckpointInterval: how often the
 	// replicator should checkpoint the WAL while it is in use; negative,

@@ -27,9 +27,8 @@ import (
 // never copied, and the replica would miss those commits until its next
 // snapshot (issue 26: up to a further second of acknowledged runs lost).
 // So while a store replicates, its WAL watch stands down, its writer's
-// automatic checkpoints are off (wal_autocheckpoint(0), see Open), an
-// operator's checkpoint is refused, and the replica is told the store's
-// WALLimit for its emergency TRUNCATE.
+// automatic checkpoints are off (wal_autocheckpoint(0), see Open), and an
+// operator's checkpoint is refused.
 //
 // Litestream's checkpoints take SQLite's write lock on a connection of its
 // own. Left to itself it asks for the lock with SQLite's busy handler, which
@@ -51,7 +50,7 @@ type ReplicaFile struct {
 	Path        string
 	PageSize    int64
 	BusyTimeout time.Duration
-	WALLimit    int64 // the WAL size at which the replicator should force a TRUNCATE
+	WALLimit    int64 // the WAL size the replicator's checkpoints should keep it under
 	// CheckpointInterval is Options.CheckpointInterval: how often the
 	// replicator should checkpoint a WAL in use; negative, by its own
 	// policy.

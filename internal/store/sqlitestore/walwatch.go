@@ -169,7 +169,12 @@ func (w *walWatch) check(ctx context.Context) time.Duration {
 	}
 
 	if by := s.checkpointer(); by != flowtype.CheckpointerEngine {
-		// Litestream checkpoints alone (replicate.go): watch only.
+		// Litestream checkpoints alone (replicate.go): watch only. Its
+		// checkpoints restart the WAL without truncating the file, so
+		// what counts is the WAL in use.
+		if n, err := s.WALInUse(); err == nil {
+			w.size = n
+		}
 		w.standDown(ctx, by, now)
 		return w.maxLook()
 	}
