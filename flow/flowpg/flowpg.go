@@ -192,6 +192,7 @@ func Open(ctx context.Context, dsn string, cfg *flow.Config, opts *Options) (*fl
 		return nil, err
 	}
 	so.NetworkTimeout = networkTimeout(cfg)
+	so.ServerChangeHold = serverChangeHold(cfg)
 	return flow.New(ctx, &backend{open: func(ctx context.Context) (*pgstore.Store, error) {
 		s, err := pgstore.Open(ctx, dsn, so)
 		if err != nil {
@@ -215,6 +216,15 @@ func networkTimeout(cfg *flow.Config) time.Duration {
 	return min(max(lease, time.Second), pgstore.DefaultNetworkTimeout)
 }
 
+// serverChangeHold is the store's ServerChangeHold for an engine configured
+// with cfg: its lease (see pgstore/server.go).
+func serverChangeHold(cfg *flow.Config) time.Duration {
+	if cfg != nil && cfg.LeaseTimeout > 0 {
+		return cfg.LeaseTimeout
+	}
+	return pgstore.DefaultServerChangeHold
+}
+
 // New returns an engine on a PostgreSQL database the caller opened with
 // sql.Open(flowpg.DriverName, dsn), or stdlib.OpenDB of pgx v5, and
 // creates and migrates the schema as Open does. The pool is used as it is (size,
@@ -233,6 +243,7 @@ func New(ctx context.Context, db *sql.DB, cfg *flow.Config, opts *Options) (*flo
 	if err != nil {
 		return nil, err
 	}
+	so.ServerChangeHold = serverChangeHold(cfg)
 	return flow.New(ctx, &backend{open: func(ctx context.Context) (*pgstore.Store, error) {
 		s, err := pgstore.OpenDB(ctx, db, so)
 		if err != nil {

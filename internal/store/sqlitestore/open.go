@@ -137,6 +137,13 @@ type Store struct {
 	// every commit of the writer (feed.go).
 	committed broadcast.Broadcast
 
+	// shm is the store's one descriptor of the -shm file, for WALInUse
+	// (walindex.go).
+	shm struct {
+		once sync.Once
+		f    *os.File
+	}
+
 	requests   chan *writeRequest
 	holds      chan *writeHold // HoldWrites (writer.go)
 	closing    chan struct{}
@@ -473,6 +480,11 @@ func (s *Store) Close() error {
 		err = errors.Join(err, s.writeQ.Close(), s.readQ.Close())
 		if s.ownsDBs {
 			err = errors.Join(err, s.reader.Close(), s.writer.Close())
+			// After the connections: closing it drops their locks (walindex.go).
+			s.shm.once.Do(func() {})
+			if s.shm.f != nil {
+				s.shm.f.Close()
+			}
 		}
 	})
 	return err
