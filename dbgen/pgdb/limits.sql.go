@@ -280,6 +280,8 @@ picked AS MATERIALIZED (
               AND r.status IN ('pending', 'waiting', 'compensating')
               AND r.run_at <= $3::bigint
               AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text($4::text::jsonb)))
+              AND r.created_at >= $5::bigint
+              AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = $6::bigint
             ORDER BY r.run_at, r.seq
             LIMIT (SELECT n FROM budget)
             FOR UPDATE OF r SKIP LOCKED
@@ -290,8 +292,8 @@ picked AS MATERIALIZED (
 ),
 claimed AS (
     UPDATE flowlite.runs AS u
-    SET lease_owner      = $5::text,
-        lease_expires_at = $6::bigint,
+    SET lease_owner      = $7::text,
+        lease_expires_at = $8::bigint,
         fence            = u.fence + 1,
         status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
         started_at       = COALESCE(u.started_at, $3::bigint),
@@ -307,7 +309,7 @@ begun AS (
     INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
     SELECT c.id, f.step, 0, 'running', 1, decode(f.input, 'hex'), 0, $3::bigint
     FROM claimed AS c
-    JOIN jsonb_to_recordset($7::jsonb) AS f(workflow text, version bigint, step text, input text)
+    JOIN jsonb_to_recordset($9::jsonb) AS f(workflow text, version bigint, step text, input text)
       ON f.workflow = c.workflow AND f.version = c.version
     WHERE c.fence = 1 AND c.status = 'running' AND NOT c.cancel_requested
       AND (c.deadline IS NULL OR c.deadline <= 0 OR c.deadline > $3::bigint)
@@ -319,7 +321,7 @@ lean AS (
     -- the runs begun whose workflow keeps a lean record: their claim's two
     -- events are derived on read (the engine's derived.go)
     SELECT b.run_id AS id FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
-    JOIN jsonb_to_recordset($7::jsonb) AS f(workflow text, version bigint, lean boolean)
+    JOIN jsonb_to_recordset($9::jsonb) AS f(workflow text, version bigint, lean boolean)
       ON f.workflow = c.workflow AND f.version = c.version
     WHERE f.lean
 ),
@@ -354,6 +356,8 @@ type RunClaimAndBeginLimitedParams struct {
 	MaxRuns        int64
 	Now            int64
 	Known          string
+	HeldBefore     int64
+	ServerStarted  int64
 	Owner          string
 	LeaseExpiresAt int64
 	FirstSteps     json.RawMessage
@@ -412,6 +416,8 @@ func (q *Queries) RunClaimAndBeginLimited(ctx context.Context, arg RunClaimAndBe
 		arg.MaxRuns,
 		arg.Now,
 		arg.Known,
+		arg.HeldBefore,
+		arg.ServerStarted,
 		arg.Owner,
 		arg.LeaseExpiresAt,
 		arg.FirstSteps,
@@ -480,9 +486,11 @@ WITH picked_key AS MATERIALIZED (
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= $3::bigint
       AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text($6::text::jsonb)))
+      AND r.created_at >= $7::bigint
+      AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = $8::bigint
       AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $5::text AND q.paused)
     ORDER BY r.priority DESC, r.run_at, r.seq
-    LIMIT $7::bigint
+    LIMIT $9::bigint
     FOR UPDATE OF r SKIP LOCKED
 ),
 picked_plain AS MATERIALIZED (
@@ -494,9 +502,11 @@ picked_plain AS MATERIALIZED (
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= $3::bigint
       AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text($6::text::jsonb)))
+      AND r.created_at >= $7::bigint
+      AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = $8::bigint
       AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $5::text AND q.paused)
     ORDER BY r.priority DESC, r.run_at, r.seq
-    LIMIT $7::bigint
+    LIMIT $9::bigint
     FOR UPDATE OF r SKIP LOCKED
 )
 UPDATE flowlite.runs AS u
@@ -522,6 +532,8 @@ type RunClaimKeyParams struct {
 	Key            string
 	Queue          string
 	Known          string
+	HeldBefore     int64
+	ServerStarted  int64
 	MaxRuns        int64
 }
 
@@ -541,6 +553,8 @@ func (q *Queries) RunClaimKey(ctx context.Context, arg RunClaimKeyParams) ([]Run
 		arg.Key,
 		arg.Queue,
 		arg.Known,
+		arg.HeldBefore,
+		arg.ServerStarted,
 		arg.MaxRuns,
 	)
 	if err != nil {

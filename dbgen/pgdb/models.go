@@ -101,6 +101,12 @@ type FlowlitePendingByQueue struct {
 	OldestDueAgeMs int32
 }
 
+type FlowliteServerEpoch struct {
+	ID            int32
+	ServerStarted int64
+	SeenAt        int64
+}
+
 type FlowliteStepDuration struct {
 	Workflow  string
 	Step      string

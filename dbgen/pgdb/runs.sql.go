@@ -146,9 +146,11 @@ WITH picked AS MATERIALIZED (
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= $3::bigint
       AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text($6::text::jsonb)))
+      AND r.created_at >= $7::bigint
+      AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = $8::bigint
       AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $4::text AND q.paused)
     ORDER BY r.run_at, r.seq
-    LIMIT $7::bigint
+    LIMIT $9::bigint
     FOR UPDATE OF r SKIP LOCKED
 )
 UPDATE flowlite.runs AS u
@@ -174,12 +176,18 @@ type RunClaimParams struct {
 	Queue          string
 	Priority       int64
 	Known          string
+	HeldBefore     int64
+	ServerStarted  int64
 	MaxRuns        int64
 }
 
 // RunClaim leases up to @max_runs ready runs of one queue and priority
 // whose workflow version is in @known (a JSON array of "name:version"
-// strings), unless the queue is paused. The inner SELECT walks runs_ready
+// strings), unless the queue is paused. Like every claim and rescue, it
+// takes only runs created at or after @held_before, and nothing at all
+// unless the server that answers is @server_started: after a failover, the
+// runs that existed before it are held for a lease's length
+// (00013_server_epoch.sql, pgstore/server.go). The inner SELECT walks runs_ready
 // for the due runs, oldest first, and locks them FOR UPDATE SKIP LOCKED:
 // rows another claimer (or a lease check, a rescue) holds are skipped, not
 // waited for, so concurrent claimers split the ready runs between them and
@@ -220,6 +228,8 @@ func (q *Queries) RunClaim(ctx context.Context, arg RunClaimParams) ([]Run, erro
 		arg.Queue,
 		arg.Priority,
 		arg.Known,
+		arg.HeldBefore,
+		arg.ServerStarted,
 		arg.MaxRuns,
 	)
 	if err != nil {
@@ -298,18 +308,20 @@ picked AS MATERIALIZED (
               AND r.status IN ('pending', 'waiting', 'compensating')
               AND r.run_at <= $2::bigint
               AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text($3::text::jsonb)))
+              AND r.created_at >= $4::bigint
+              AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = $5::bigint
             ORDER BY r.run_at, r.seq
-            LIMIT $4::bigint
+            LIMIT $6::bigint
             FOR UPDATE OF r SKIP LOCKED
         ) AS l
     WHERE prios.priority IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = $1::text AND q.paused)
-    LIMIT $4::bigint
+    LIMIT $6::bigint
 ),
 claimed AS (
     UPDATE flowlite.runs AS u
-    SET lease_owner      = $5::text,
-        lease_expires_at = $6::bigint,
+    SET lease_owner      = $7::text,
+        lease_expires_at = $8::bigint,
         fence            = u.fence + 1,
         status           = CASE u.status WHEN 'compensating' THEN u.status ELSE 'running' END,
         started_at       = COALESCE(u.started_at, $2::bigint),
@@ -325,7 +337,7 @@ begun AS (
     INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
     SELECT c.id, f.step, 0, 'running', 1, decode(f.input, 'hex'), 0, $2::bigint
     FROM claimed AS c
-    JOIN jsonb_to_recordset($7::jsonb) AS f(workflow text, version bigint, step text, input text)
+    JOIN jsonb_to_recordset($9::jsonb) AS f(workflow text, version bigint, step text, input text)
       ON f.workflow = c.workflow AND f.version = c.version
     WHERE c.fence = 1 AND c.status = 'running' AND NOT c.cancel_requested
       AND (c.deadline IS NULL OR c.deadline <= 0 OR c.deadline > $2::bigint)
@@ -337,7 +349,7 @@ lean AS (
     -- the runs begun whose workflow keeps a lean record: their claim's two
     -- events are derived on read (the engine's derived.go)
     SELECT b.run_id AS id FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
-    JOIN jsonb_to_recordset($7::jsonb) AS f(workflow text, version bigint, lean boolean)
+    JOIN jsonb_to_recordset($9::jsonb) AS f(workflow text, version bigint, lean boolean)
       ON f.workflow = c.workflow AND f.version = c.version
     WHERE f.lean
 ),
@@ -371,6 +383,8 @@ type RunClaimAndBeginParams struct {
 	Queue          string
 	Now            int64
 	Known          string
+	HeldBefore     int64
+	ServerStarted  int64
 	MaxRuns        int64
 	Owner          string
 	LeaseExpiresAt int64
@@ -449,6 +463,8 @@ func (q *Queries) RunClaimAndBegin(ctx context.Context, arg RunClaimAndBeginPara
 		arg.Queue,
 		arg.Now,
 		arg.Known,
+		arg.HeldBefore,
+		arg.ServerStarted,
 		arg.MaxRuns,
 		arg.Owner,
 		arg.LeaseExpiresAt,
@@ -1093,13 +1109,17 @@ SELECT id, lease_expires_at, fence FROM flowlite.runs
 WHERE lease_owner IS NOT NULL
   AND lease_expires_at < $1
   AND status IN ('running', 'compensating')
-LIMIT $2
+  AND created_at >= $2::bigint
+  AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = $3::bigint
+LIMIT $4
 FOR NO KEY UPDATE SKIP LOCKED
 `
 
 type RunListExpiredLeasesParams struct {
-	Now     sql.NullInt64
-	MaxRuns int32
+	Now           sql.NullInt64
+	HeldBefore    int64
+	ServerStarted int64
+	MaxRuns       int32
 }
 
 type RunListExpiredLeasesRow struct {
@@ -1115,7 +1135,12 @@ type RunListExpiredLeasesRow struct {
 // for the next round, and the rows it returns cannot change before
 // RunRescue, in the same transaction, updates them.
 func (q *Queries) RunListExpiredLeases(ctx context.Context, arg RunListExpiredLeasesParams) ([]RunListExpiredLeasesRow, error) {
-	rows, err := q.db.QueryContext(ctx, runListExpiredLeases, arg.Now, arg.MaxRuns)
+	rows, err := q.db.QueryContext(ctx, runListExpiredLeases,
+		arg.Now,
+		arg.HeldBefore,
+		arg.ServerStarted,
+		arg.MaxRuns,
+	)
 	if err != nil {
 		return nil, err
 	}

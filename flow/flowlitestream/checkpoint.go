@@ -70,8 +70,10 @@ type checkpoints struct {
 	truncAfter time.Time     // no TRUNCATE before then
 }
 
-// pacedCheckpoints reports whether the engine paces the checkpoints of f
-// (rather than Litestream's own thresholds), and then turns those off.
+// pacedCheckpoints returns the engine-paced checkpointing of f, having
+// turned Litestream's own thresholds off; nil, leaving them on, when the
+// engine does not pace them (a negative CheckpointInterval, or a
+// ReplicaFile without HoldWrites and WALInUse).
 func pacedCheckpoints(db *litestream.DB, f flowsqlite.ReplicaFile) *checkpoints {
 	if f.CheckpointInterval < 0 || f.HoldWrites == nil || f.WALInUse == nil {
 		return nil

@@ -117,6 +117,8 @@ WITH picked_key AS MATERIALIZED (
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= sqlc.arg(now)::bigint
       AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb)))
+      AND r.created_at >= sqlc.arg(held_before)::bigint
+      AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = sqlc.arg(server_started)::bigint
       AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = sqlc.arg(queue)::text AND q.paused)
     ORDER BY r.priority DESC, r.run_at, r.seq
     LIMIT sqlc.arg(max_runs)::bigint
@@ -131,6 +133,8 @@ picked_plain AS MATERIALIZED (
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= sqlc.arg(now)::bigint
       AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb)))
+      AND r.created_at >= sqlc.arg(held_before)::bigint
+      AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = sqlc.arg(server_started)::bigint
       AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = sqlc.arg(queue)::text AND q.paused)
     ORDER BY r.priority DESC, r.run_at, r.seq
     LIMIT sqlc.arg(max_runs)::bigint
@@ -204,6 +208,8 @@ picked AS MATERIALIZED (
               AND r.status IN ('pending', 'waiting', 'compensating')
               AND r.run_at <= sqlc.arg(now)::bigint
               AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb)))
+              AND r.created_at >= sqlc.arg(held_before)::bigint
+              AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = sqlc.arg(server_started)::bigint
             ORDER BY r.run_at, r.seq
             LIMIT (SELECT n FROM budget)
             FOR UPDATE OF r SKIP LOCKED

@@ -130,7 +130,11 @@ LIMIT @max_priorities;
 -- name: RunClaim :many
 -- RunClaim leases up to @max_runs ready runs of one queue and priority
 -- whose workflow version is in @known (a JSON array of "name:version"
--- strings), unless the queue is paused. The inner SELECT walks runs_ready
+-- strings), unless the queue is paused. Like every claim and rescue, it
+-- takes only runs created at or after @held_before, and nothing at all
+-- unless the server that answers is @server_started: after a failover, the
+-- runs that existed before it are held for a lease's length
+-- (00013_server_epoch.sql, pgstore/server.go). The inner SELECT walks runs_ready
 -- for the due runs, oldest first, and locks them FOR UPDATE SKIP LOCKED:
 -- rows another claimer (or a lease check, a rescue) holds are skipped, not
 -- waited for, so concurrent claimers split the ready runs between them and
@@ -170,6 +174,8 @@ WITH picked AS MATERIALIZED (
       AND r.status IN ('pending', 'waiting', 'compensating')
       AND r.run_at <= sqlc.arg(now)::bigint
       AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb)))
+      AND r.created_at >= sqlc.arg(held_before)::bigint
+      AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = sqlc.arg(server_started)::bigint
       AND NOT EXISTS (SELECT 1 FROM flowlite.queues AS q WHERE q.name = sqlc.arg(queue)::text AND q.paused)
     ORDER BY r.run_at, r.seq
     LIMIT sqlc.arg(max_runs)::bigint
@@ -244,6 +250,8 @@ picked AS MATERIALIZED (
               AND r.status IN ('pending', 'waiting', 'compensating')
               AND r.run_at <= sqlc.arg(now)::bigint
               AND (r.workflow || ':' || r.version) = ANY (ARRAY(SELECT jsonb_array_elements_text(sqlc.arg(known)::text::jsonb)))
+              AND r.created_at >= sqlc.arg(held_before)::bigint
+              AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = sqlc.arg(server_started)::bigint
             ORDER BY r.run_at, r.seq
             LIMIT sqlc.arg(max_runs)::bigint
             FOR UPDATE OF r SKIP LOCKED
@@ -449,6 +457,8 @@ SELECT id, lease_expires_at, fence FROM flowlite.runs
 WHERE lease_owner IS NOT NULL
   AND lease_expires_at < @now
   AND status IN ('running', 'compensating')
+  AND created_at >= sqlc.arg(held_before)::bigint
+  AND (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint = sqlc.arg(server_started)::bigint
 LIMIT @max_runs
 FOR NO KEY UPDATE SKIP LOCKED;
 

@@ -52,6 +52,10 @@ func (s *Store) claimAlone(ctx context.Context, p store.ClaimAndBeginParams, lim
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, err)
 	}
+	server, heldBefore, err := s.serverGate(ctx, pgdb.New(s.conn(s.db)), p.Now)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
+	}
 	stmtCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.claimGrace, cancel) })
@@ -59,6 +63,7 @@ func (s *Store) claimAlone(ctx context.Context, p store.ClaimAndBeginParams, lim
 	args := pgdb.RunClaimAndBeginParams{
 		Queue: p.Queue, Now: p.Now, Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
 		Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, FirstSteps: firstSteps,
+		ServerStarted: server, HeldBefore: heldBefore,
 	}
 	var rows []pgdb.RunClaimAndBeginRow
 	if limited {
@@ -66,6 +71,7 @@ func (s *Store) claimAlone(ctx context.Context, p store.ClaimAndBeginParams, lim
 			limitedRows, err := q.RunClaimAndBeginLimited(stmtCtx, pgdb.RunClaimAndBeginLimitedParams{
 				Queue: args.Queue, Now: args.Now, Known: args.Known, MaxRuns: args.MaxRuns,
 				Owner: args.Owner, LeaseExpiresAt: args.LeaseExpiresAt, FirstSteps: args.FirstSteps,
+				ServerStarted: args.ServerStarted, HeldBefore: args.HeldBefore,
 			})
 			for _, r := range limitedRows {
 				rows = append(rows, pgdb.RunClaimAndBeginRow(r))
@@ -95,9 +101,14 @@ func (t *tx) ClaimAndBeginIn(ctx context.Context, p store.ClaimAndBeginParams) (
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, err)
 	}
+	server, heldBefore, err := t.s.serverGate(ctx, t.q, p.Now)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
+	}
 	rows, err := t.q.RunClaimAndBegin(ctx, pgdb.RunClaimAndBeginParams{
 		Queue: p.Queue, Now: p.Now, Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
 		Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, FirstSteps: firstSteps,
+		ServerStarted: server, HeldBefore: heldBefore,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))

@@ -27,3 +27,15 @@ func SchemaLockID(schema, purpose string) int64 { return schemaLockID(schema, pu
 
 // CopiedRuns returns how many runs the transaction t inserted by COPY.
 func CopiedRuns(t store.Tx) int { return len(t.(*tx).copied) }
+
+// KnowServer makes s believe that the server it last claimed on started
+// at started (pg_postmaster_start_time() in µs), and that it is time to
+// look again (look) or not.
+func KnowServer(s *Store, started int64, look bool) {
+	s.server.mu.Lock()
+	defer s.server.mu.Unlock()
+	s.server.started, s.server.checkedAt = started, time.Now()
+	if look {
+		s.server.checkedAt = time.Time{}
+	}
+}

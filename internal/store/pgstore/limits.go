@@ -119,9 +119,13 @@ func (t *tx) RunReadyKeys(ctx context.Context, p store.RunReadyKeysParams) ([]st
 }
 
 func (t *tx) RunClaimKey(ctx context.Context, p store.RunClaimKeyParams) ([]store.Run, error) {
+	server, heldBefore, err := t.s.serverGate(ctx, t.q, p.Now)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs of key %q of queue %s: %w", p.Key, p.Queue, interpretError(ctx, err))
+	}
 	rows, err := t.q.RunClaimKey(ctx, pgdb.RunClaimKeyParams{
 		Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, Now: p.Now, Queue: p.Queue, Key: p.Key,
-		Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
+		Known: knownJSON(p.Known), MaxRuns: int64(p.Max), ServerStarted: server, HeldBefore: heldBefore,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of key %q of queue %s: %w", p.Key, p.Queue, interpretError(ctx, err))

@@ -125,6 +125,13 @@ type Options struct {
 	// sets nothing on its sessions; OpenDB's pool must then be set up so
 	// by the caller (pgx's QueryExecModeExec or simple protocol).
 	Pooler Pooler
+	// ServerChangeHold is how long, after the store first sees another
+	// server answer (a promoted standby, a restart), it neither claims nor
+	// rescues the runs created before (server.go): the engines' lease, so
+	// that an execution of such a run on the old server has heard that its
+	// lease is gone, or gone as long without renewing it as an engine whose
+	// runs the others may rescue. Default DefaultServerChangeHold.
+	ServerChangeHold time.Duration
 	// DirectDSN, when set, reaches the server itself, not through the
 	// pooler: the wake listeners (LISTEN) and the migrations (a session
 	// advisory lock) use it. Behind a transaction pooler without it,
@@ -132,6 +139,10 @@ type Options struct {
 	// migrating is refused with ErrMigrateThroughPooler.
 	DirectDSN string
 }
+
+// DefaultServerChangeHold is the default of Options.ServerChangeHold: the
+// engine's default lease.
+const DefaultServerChangeHold = 30 * time.Second
 
 // DefaultApplicationName is the application_name of the sessions Open
 // makes when neither Options.ApplicationName nor the DSN names one.
@@ -171,6 +182,10 @@ type Store struct {
 	feedChannel string         // of feed wakes (notify.go)
 	feedListen  sync.Once      // starts the feed's listener (feed.go)
 	feedDone    sync.WaitGroup // of the feed's listener, for Close
+
+	// server is the server claims and rescues were last made on, and the
+	// hold after a change of it (server.go).
+	server serverWatch
 }
 
 var _ store.Store = (*Store)(nil)
@@ -381,6 +396,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		explicitTx: isolation != "read committed",
 		pooler:     opts.Pooler, directConfig: direct, readOnly: readOnly,
 		closedCtx: closedCtx, closing: closing,
+		server:    serverWatch{hold: cmp.Or(max(opts.ServerChangeHold, 0), DefaultServerChangeHold)},
 	}, nil
 }
 

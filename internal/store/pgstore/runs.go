@@ -120,6 +120,10 @@ func (t *tx) lockUniqueKey(ctx context.Context, workflow, key string) error {
 // on each other and never share a run.
 func (t *tx) RunClaim(ctx context.Context, p store.RunClaimParams) ([]store.Run, error) {
 	known := knownJSON(p.Known)
+	server, heldBefore, err := t.s.serverGate(ctx, t.q, p.Now)
+	if err != nil {
+		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
+	}
 	var runs []store.Run
 	atMost := int64(math.MaxInt64)
 	for {
@@ -131,6 +135,7 @@ func (t *tx) RunClaim(ctx context.Context, p store.RunClaimParams) ([]store.Run,
 			rows, err := t.q.RunClaim(ctx, pgdb.RunClaimParams{
 				Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, Now: p.Now, Queue: p.Queue,
 				Priority: prio, Known: known, MaxRuns: int64(p.Max - len(runs)),
+				ServerStarted: server, HeldBefore: heldBefore,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
@@ -270,7 +275,13 @@ func (t *tx) RunFinishMany(ctx context.Context, items []store.RunFinishItem) ([]
 // rows a worker holds, then clears them: the lock keeps the deadlines it
 // read true until the update, which repeats the expiry test anyway.
 func (t *tx) RunRescue(ctx context.Context, now int64, limit int) ([]store.RescuedRun, error) {
-	expired, err := t.q.RunListExpiredLeases(ctx, pgdb.RunListExpiredLeasesParams{Now: someInt(now), MaxRuns: int32(min(limit, math.MaxInt32))})
+	server, heldBefore, err := t.s.serverGate(ctx, t.q, now)
+	if err != nil {
+		return nil, fmt.Errorf("rescue runs: %w", interpretError(ctx, err))
+	}
+	expired, err := t.q.RunListExpiredLeases(ctx, pgdb.RunListExpiredLeasesParams{
+		Now: someInt(now), MaxRuns: int32(min(limit, math.MaxInt32)), ServerStarted: server, HeldBefore: heldBefore,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("rescue runs: %w", interpretError(ctx, err))
 	}
