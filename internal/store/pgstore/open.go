@@ -396,7 +396,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		explicitTx: isolation != "read committed",
 		pooler:     opts.Pooler, directConfig: direct, readOnly: readOnly,
 		closedCtx: closedCtx, closing: closing,
-		server:    serverWatch{hold: cmp.Or(max(opts.ServerChangeHold, 0), DefaultServerChangeHold)},
+		server: serverWatch{hold: cmp.Or(max(opts.ServerChangeHold, 0), DefaultServerChangeHold)},
 	}, nil
 }
 
