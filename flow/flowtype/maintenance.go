@@ -181,14 +181,15 @@ type ReplicationHealth struct {
 	// pace (flowsqlite.ReplicaFile.HoldWrites); zero when Litestream
 	// paces its own.
 	Checkpoints int64
-	// LastCheckpoint is when the last of them ended, LastCheckpointMode
-	// its mode, LastCheckpointWALBytes how much of the WAL was in use
-	// before it, and LastCheckpointError its failure (empty when it
-	// succeeded).
-	LastCheckpoint         time.Time
-	LastCheckpointMode     CheckpointMode
+	// LastCheckpoint is when the last of them ended; zero before the
+	// first.
+	LastCheckpoint time.Time
+	// LastCheckpointMode is the mode of the last of them.
+	LastCheckpointMode CheckpointMode
+	// LastCheckpointWALBytes is how much of the WAL was in use before it.
 	LastCheckpointWALBytes int64
-	LastCheckpointError    string
+	// LastCheckpointError is its failure; empty when it succeeded.
+	LastCheckpointError string
 	// ReportedAt is when these figures were taken.
 	ReportedAt time.Time
 }
