@@ -53,7 +53,7 @@ type ReplicaFile struct {
 	// connection of its own (Litestream's checkpoints take SQLite's write
 	// lock) holds it for those writes: the engine's writer takes the lock
 	// again microseconds after each commit, and SQLite's busy handler,
-	// which polls every few milliseconds, would rarely find it free.
+	// which polls every few milliseconds, keeps losing that race.
 	HoldWrites func(ctx context.Context) (release func(), err error)
 	// WALInUse returns how many bytes of the WAL hold frames in use (read
 	// from the WAL index): zero once a checkpoint restarted the WAL,

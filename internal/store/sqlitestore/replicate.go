@@ -34,8 +34,8 @@ import (
 // own. Left to itself it asks for the lock with SQLite's busy handler, which
 // polls every few milliseconds, while this store's writer takes the lock
 // again microseconds after each commit: under a steady load Litestream's
-// checkpoints wait out the busy timeout and fail, and the WAL grows past
-// any limit (issue 26: 270 MB in 8 s). So the replicator is given
+// checkpoints came seconds apart, and the WAL grew past any limit (issue
+// 26: 270 MB in 8 s). So the replicator is given
 // HoldWrites and WALInUse, and checkpoints when the store's
 // CheckpointInterval and WALLimit say, with the writer held between two
 // transactions.

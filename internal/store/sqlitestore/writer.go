@@ -149,10 +149,10 @@ type writeHold struct{ release chan struct{} }
 // release is called, and returns once the writer is between two
 // transactions. Callers' writes wait meanwhile (they queue as usual).
 //
-// It is for a connection of this process that needs SQLite's write lock
-// while the writer is busy: the writer takes the lock again a few
-// microseconds after each commit, and SQLite's busy handler, which polls
-// with sleeps of milliseconds, would almost never find it free.
+// It is for a connection of this process that needs SQLite's write lock,
+// several times in a row, while the writer is busy: the writer takes the
+// lock again a few microseconds after each commit, and SQLite's busy
+// handler, which polls with sleeps of milliseconds, keeps losing that race.
 // Litestream's checkpoints are such writes (flow/flowlitestream).
 func (s *Store) HoldWrites(ctx context.Context) (release func(), err error) {
 	if s.readOnly != "" {
