@@ -52,7 +52,11 @@ func (s *Store) claimAlone(ctx context.Context, p store.ClaimAndBeginParams, lim
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, err)
 	}
-	server, heldBefore, err := s.serverGate(ctx, pgdb.New(s.conn(s.db)), p.Now)
+	var server, heldBefore int64
+	err = s.alone(ctx, func(q *pgdb.Queries) (err error) {
+		server, heldBefore, err = s.serverGate(ctx, q, p.Now)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
 	}

@@ -63,7 +63,9 @@ type serverWatch struct {
 
 // serverGate returns the server_started and held_before of a claim or
 // rescue at now (Unix ms) through q, looking at which server answers when
-// it is time to.
+// it is time to. q runs at READ COMMITTED (a Write's transaction, or
+// alone's): concurrent first looks of a new server upsert one row, which a
+// stronger isolation would fail with serialization errors.
 func (s *Store) serverGate(ctx context.Context, q *pgdb.Queries, now int64) (server, heldBefore int64, err error) {
 	w := &s.server
 	w.mu.Lock()

@@ -12,7 +12,7 @@ import (
 )
 
 // insertAt records ready runs of queue q created at now.
-func insertAt(t *testing.T, s *pgstore.Store, now int64, ids ...string) {
+func insertAt(t testing.TB, s *pgstore.Store, now int64, ids ...string) {
 	t.Helper()
 	ps := make([]store.RunInsertParams, len(ids))
 	for i, id := range ids {
@@ -140,5 +140,72 @@ func TestClaimOnAnUnlookedServerTakesNothing(t *testing.T) {
 	pgstore.KnowServer(s, 1, true)
 	if got := claimAt(t, s, "w1", base+2); !slices.Equal(got, []string{"r"}) {
 		t.Errorf("claim after the look: %v, want r (the schema knows this server: no hold)", got)
+	}
+}
+
+// BenchmarkClaimDuringHold measures a claim of one run created after a
+// server change behind a backlog of runs created before it, during the
+// hold (held) and with no hold (none, the same claim of a new run at the
+// head of a queue whose backlog is newer): during the hold, the claim reads
+// past the held runs.
+//
+//	go test -run '^$' -bench ClaimDuringHold -benchtime 200x ./internal/store/pgstore
+func BenchmarkClaimDuringHold(b *testing.B) {
+	const backlog = 10_000
+	for _, held := range []bool{false, true} {
+		b.Run(map[bool]string{false: "none", true: "held"}[held]+"/backlog=10000", func(b *testing.B) {
+			ctx := b.Context()
+			s, err := pgstore.Open(ctx, needPG(b), pgstore.Options{Schema: freshSchema(), NoWakes: true, ServerChangeHold: time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			claim := func(now int64) int {
+				p := claimParams("w", 1)
+				p.Now, p.LeaseExpiresAt = now, now+time.Hour.Milliseconds()
+				claimed, err := s.ClaimAndBegin(ctx, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return len(claimed)
+			}
+			claim(base) // records the server the schema knows
+			old := make([]string, backlog)
+			for i := range old {
+				old[i] = fmt.Sprintf("old-%05d", i)
+			}
+			insertAt(b, s, base, old...)
+			seen := base + 10
+			if held {
+				if _, err := pgstore.DB(s).ExecContext(ctx, fmt.Sprintf("UPDATE %s.server_epoch SET server_started = 1", s.Schema())); err != nil {
+					b.Fatal(err)
+				}
+				pgstore.KnowServer(s, 1, true)
+				if n := claim(seen); n != 0 {
+					b.Fatalf("claim just after the change took %d runs", n)
+				}
+			}
+			fresh := make([]string, b.N)
+			for i := range fresh {
+				fresh[i] = fmt.Sprintf("new-%06d", i)
+			}
+			// Without a hold the new runs would queue behind the backlog:
+			// they go first (run_at before it), so that both cases claim
+			// the run at the head of what they may take.
+			at := seen + 2_000
+			if !held {
+				at = base - 1
+			}
+			insertAt(b, s, at, fresh...)
+			if _, err := pgstore.DB(s).ExecContext(ctx, fmt.Sprintf("ANALYZE %s.runs", s.Schema())); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if n := claim(seen + 3_000); n != 1 {
+					b.Fatalf("claim took %d runs, want 1", n)
+				}
+			}
+		})
 	}
 }
