@@ -167,6 +167,8 @@ func (c *checkpoints) nextLook(maxLook time.Duration, inUse int64, rate float64)
 	switch {
 	case half <= 0 || rate <= 0:
 		return maxLook
+	case inUse >= half && c.stuck: // the interval's checkpoint is next
+		return maxLook
 	case inUse >= half:
 		return minLook
 	}

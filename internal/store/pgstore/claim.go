@@ -52,14 +52,14 @@ func (s *Store) claimAlone(ctx context.Context, p store.ClaimAndBeginParams, lim
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, err)
 	}
-	var server, heldBefore int64
-	err = s.alone(ctx, func(q *pgdb.Queries) (err error) {
-		server, heldBefore, err = s.serverGate(ctx, q, p.Now)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
+	// The look takes a connection of its own, once a second at most: a
+	// claim alone is one round trip otherwise.
+	if s.server.due() {
+		if err := s.alone(ctx, func(q *pgdb.Queries) error { return s.lookAtServer(ctx, q, p.Now) }); err != nil {
+			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
+		}
 	}
+	server, heldBefore := s.server.params(p.Now)
 	stmtCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.claimGrace, cancel) })

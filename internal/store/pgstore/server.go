@@ -63,37 +63,61 @@ type serverWatch struct {
 
 // serverGate returns the server_started and held_before of a claim or
 // rescue at now (Unix ms) through q, looking at which server answers when
-// it is time to. q runs at READ COMMITTED (a Write's transaction, or
-// alone's): concurrent first looks of a new server upsert one row, which a
-// stronger isolation would fail with serialization errors.
+// it is time to (lookAtServer).
 func (s *Store) serverGate(ctx context.Context, q *pgdb.Queries, now int64) (server, heldBefore int64, err error) {
+	if s.server.due() {
+		if err := s.lookAtServer(ctx, q, now); err != nil {
+			return 0, 0, err
+		}
+	}
+	server, heldBefore = s.server.params(now)
+	return server, heldBefore, nil
+}
+
+// lookAtServer reads which server answers through q and, when it is not
+// the one the store knows, records it in the schema (ServerObserve). q runs
+// at READ COMMITTED (a Write's transaction, or alone's): concurrent first
+// looks of a new server upsert one row, which a stronger isolation would
+// fail with serialization errors.
+func (s *Store) lookAtServer(ctx context.Context, q *pgdb.Queries, now int64) error {
 	w := &s.server
 	w.mu.Lock()
-	known, due := w.started, w.started == 0 || time.Since(w.checkedAt) >= serverRecheck
+	known := w.started
 	w.mu.Unlock()
-	if due {
-		cur, err := q.ServerStarted(ctx)
+	cur, err := q.ServerStarted(ctx)
+	if err != nil {
+		return fmt.Errorf("read which server answers: %w", err)
+	}
+	seenAt := int64(-1) // unchanged
+	if cur != known {
+		row, err := q.ServerObserve(ctx, now)
 		if err != nil {
-			return 0, 0, fmt.Errorf("read which server answers: %w", err)
+			return fmt.Errorf("record the server that answers: %w", err)
 		}
-		seenAt := int64(-1) // unchanged
-		if cur != known {
-			row, err := q.ServerObserve(ctx, now)
-			if err != nil {
-				return 0, 0, fmt.Errorf("record the server that answers: %w", err)
-			}
-			cur, seenAt = row.ServerStarted, row.SeenAt
-		}
-		w.mu.Lock()
-		w.started, w.checkedAt = cur, time.Now()
-		if seenAt >= 0 {
-			w.seenAt = seenAt
-		}
-		w.mu.Unlock()
+		cur, seenAt = row.ServerStarted, row.SeenAt
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.started, w.heldBefore(now), nil
+	w.started, w.checkedAt = cur, time.Now()
+	if seenAt >= 0 {
+		w.seenAt = seenAt
+	}
+	return nil
+}
+
+// due reports whether it is time to look at which server answers.
+func (w *serverWatch) due() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.started == 0 || time.Since(w.checkedAt) >= serverRecheck
+}
+
+// params returns the server_started and held_before of a claim or rescue
+// at now.
+func (w *serverWatch) params(now int64) (server, heldBefore int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.started, w.heldBefore(now)
 }
 
 // heldBefore returns the creation time before which runs are held at now:
