@@ -89,6 +89,17 @@ type FlowliteFailureRate struct {
 	RetriedSteps int64
 }
 
+type FlowliteHistoryPartition struct {
+	Name string
+	Lo   int64
+	Hi   int64
+}
+
+type FlowliteHistoryPartitioning struct {
+	ID     int32
+	SpanMs int64
+}
+
 type FlowlitePendingByQueue struct {
 	Queue          string
 	Paused         interface{}

@@ -61,6 +61,21 @@ type Options struct {
 	// schema that needs migrating is refused with ErrMigrateThroughPooler
 	// (migrate it with `flowlite migrate up` against the server).
 	DirectDSN string
+	// HistoryPartitions, when positive, keeps the history of runs (the
+	// events table, most of the rows a run writes) in partitions of that
+	// span of time, at least a second: the cleaner then drops a partition
+	// whole, with the runs whose history it holds, where it would delete
+	// their events row by row, which leaves dead rows for vacuum and
+	// costs more the more runs there are (docs/postgresql.md, "Retention
+	// at scale"). A day suits retentions of days. The first Open with it
+	// turns the schema's events table into a partitioned one, keeping every
+	// row, under a lock that holds every writer of the schema back
+	// meanwhile; a later Open with another span changes the span of the
+	// partitions made from then on, and one without it (0) keeps the
+	// partitions as they are. A run is kept for its retention, and up to
+	// two spans more while a run still kept has history in its
+	// partition. Negative is refused.
+	HistoryPartitions time.Duration
 }
 
 // Pooler says what stands between a DSN and the server: PgBouncer and the
@@ -143,7 +158,7 @@ func (o *Options) storeOptions() (pgstore.Options, error) {
 	}
 	return pgstore.Options{
 		Schema: o.Schema, MaxConns: o.MaxConns, ApplicationName: o.ApplicationName,
-		Pooler: pooler, DirectDSN: o.DirectDSN,
+		Pooler: pooler, DirectDSN: o.DirectDSN, HistoryPartitions: o.HistoryPartitions,
 	}, nil
 }
 

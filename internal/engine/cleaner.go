@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
@@ -99,7 +100,10 @@ func (e *Engine) runCleaner(ctx context.Context) {
 func (e *Engine) Clean(ctx context.Context) (int, error) {
 	now := e.now()
 	r := e.cfg.Retention
-	total := 0
+	total, grace, err := e.dropHistoryPartitions(ctx, now)
+	if err != nil {
+		return total, err
+	}
 	for _, c := range []struct {
 		status flowtype.RunStatus
 		keep   time.Duration
@@ -112,7 +116,7 @@ func (e *Engine) Clean(ctx context.Context) (int, error) {
 			continue
 		}
 		p := store.RunDeleteFinishedParams{
-			Status: c.status, FinishedBefore: now.Add(-c.keep).UnixMilli(), Max: e.cfg.CleanBatch,
+			Status: c.status, FinishedBefore: now.Add(-c.keep - grace).UnixMilli(), Max: e.cfg.CleanBatch,
 		}
 		for {
 			var n int
@@ -158,3 +162,46 @@ func (e *Engine) Clean(ctx context.Context) (int, error) {
 	}
 	return total, nil
 }
+
+// dropHistoryPartitions, on a store whose history is partitioned
+// (store.HistoryPartitioner), makes the partitions ahead of now and drops
+// the old ones whose every run retention no longer keeps, with those runs.
+// It returns the runs deleted and the grace the row deletes give the
+// partitions: two spans, so that a run is deleted row by row only when its
+// partition could not go whole since it passed its retention (a run still
+// kept has history there); the runs of such a partition are kept up to
+// that much longer than their retention.
+func (e *Engine) dropHistoryPartitions(ctx context.Context, now time.Time) (int, time.Duration, error) {
+	hp, ok := e.store.(store.HistoryPartitioner)
+	if !ok || hp.HistorySpan() <= 0 {
+		return 0, 0, nil
+	}
+	before := func(keep time.Duration) int64 {
+		if keep < 0 {
+			return math.MinInt64 // kept for good: such runs keep their partitions
+		}
+		return now.Add(-keep).UnixMilli()
+	}
+	r := e.cfg.Retention
+	start := time.Now()
+	res, err := hp.DropHistoryPartitions(ctx, store.HistoryDropParams{
+		// Partitions are made on these passes only: they cover the next
+		// two passes and three spans more, or new events would go to the
+		// default partition meanwhile (and move out of it later).
+		Until:           now.Add(2 * max(e.cfg.CleanInterval, 0)).UnixMilli(),
+		CompletedBefore: before(r.Completed), FailedBefore: before(r.Failed), CancelledBefore: before(r.Cancelled),
+		WaitForFeed: e.cfg.RetentionWaitsForConsumers, Max: historyDropsPerPass,
+	})
+	if err != nil {
+		return res.Runs, 0, fmt.Errorf("clean history partitions: %w", err)
+	}
+	if res.Dropped > 0 {
+		e.log.Info("dropped history partitions past their retention", "partitions", res.Dropped, "runs", res.Runs, "took", time.Since(start))
+	}
+	return res.Runs, 2 * hp.HistorySpan(), nil
+}
+
+// historyDropsPerPass bounds the partitions one pass of the cleaner drops:
+// each is tested with a scan of its rows, and a backlog (the option just
+// turned on over a long history) is worked off over several passes.
+const historyDropsPerPass = 4

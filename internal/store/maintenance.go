@@ -104,3 +104,52 @@ type FileStats struct {
 	DBBytes  int64  // size of the database file
 	WALBytes int64  // size of its -wal file; 0 when there is none
 }
+
+// HistoryPartitioner is implemented by stores that can keep the history of
+// runs in partitions of time (the PostgreSQL adapter, with
+// pgstore.Options.HistoryPartitions), so that retention drops a partition
+// whole where it would delete each event of each run: no dead rows are left
+// for vacuum in the table and its indexes, and the cost of a drop does not
+// grow with the rows it removes. Callers type-assert a Store to it.
+//
+// A partition goes only with every run that has history in it, in one
+// transaction, so no run outlives part of its history; a partition that a
+// run still kept has history in waits, and the cleaner's row deletes take
+// its runs one by one once they are two spans past their retention
+// (internal/engine/cleaner.go).
+type HistoryPartitioner interface {
+	// HistorySpan is the time each partition covers; 0 when history is
+	// not partitioned.
+	HistorySpan() time.Duration
+	// DropHistoryPartitions makes the partitions of the spans up to three
+	// past p.Until, then drops up to p.Max of the old ones whose every run can
+	// go, with those runs.
+	DropHistoryPartitions(ctx context.Context, p HistoryDropParams) (HistoryDropResult, error)
+	// HistoryPartitions lists the partitions, oldest first.
+	HistoryPartitions(ctx context.Context) ([]HistoryPartition, error)
+}
+
+// HistoryDropParams says which runs DropHistoryPartitions may delete: the
+// runs of each finished state that finished before its horizon (Unix ms;
+// math.MinInt64 keeps that state's runs for good), and with WaitForFeed
+// only those whose events the feed's slowest consumer read.
+type HistoryDropParams struct {
+	Until                                          int64 // Unix ms: partitions are made up to three spans past it
+	CompletedBefore, FailedBefore, CancelledBefore int64
+	WaitForFeed                                    bool
+	Max                                            int // partitions dropped at most; positive
+}
+
+// HistoryDropResult is what DropHistoryPartitions did.
+type HistoryDropResult struct {
+	Made    int // partitions made ahead
+	Dropped int // partitions dropped
+	Runs    int // runs deleted with them
+}
+
+// HistoryPartition is one partition of the history.
+type HistoryPartition struct {
+	Name     string
+	From, To int64 // Unix ms, To exclusive; From is math.MinInt64 for the history from before partitioning
+	Bytes    int64 // rows and indexes on disk
+}

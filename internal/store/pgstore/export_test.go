@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"database/sql"
+	"io/fs"
 	"time"
 
 	"github.com/flowlite/flowlite/internal/store"
@@ -39,3 +40,7 @@ func KnowServer(s *Store, started int64, look bool) {
 		s.server.checkedAt = time.Time{}
 	}
 }
+
+// Migrations returns the migrations rewritten for schema, as Open applies
+// them.
+func Migrations(schema string) (fs.FS, error) { return migrationsIn(newQualifier(schema)) }

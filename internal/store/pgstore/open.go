@@ -138,6 +138,17 @@ type Options struct {
 	// other processes' work is found by polling, and a schema that needs
 	// migrating is refused with ErrMigrateThroughPooler.
 	DirectDSN string
+	// HistoryPartitions, when positive, keeps the history of runs (the
+	// events table) in partitions of that span of time, at least a
+	// second, so that retention drops a partition whole, with the runs
+	// whose history it holds, instead of deleting their events row by row
+	// (partitions.go; docs/postgresql.md). The first Open with it turns
+	// the schema's events table into a partitioned one, keeping every
+	// row, under a lock that stops every writer of the schema meanwhile;
+	// later Opens with another span change the span of the partitions made
+	// from then on. A schema keeps its partitions when opened without the
+	// option (0); migrating down past migration 14 joins them again.
+	HistoryPartitions time.Duration
 }
 
 // DefaultServerChangeHold is the default of Options.ServerChangeHold: the
@@ -174,6 +185,9 @@ type Store struct {
 	// readOnly, when set, says why the store only reads: it is on a
 	// standby (replica.go).
 	readOnly string
+	// historySpan is the span of the history's partitions; 0: the history
+	// is not partitioned (partitions.go).
+	historySpan time.Duration
 
 	// feed is how far the change feed is final, and committed wakes its
 	// readers in this process after every Write (feed.go).
@@ -389,7 +403,7 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		readOnly = "schema " + schema + " of a standby server (in recovery)"
 	}
 	closedCtx, closing := context.WithCancel(context.Background())
-	return &Store{
+	s := &Store{
 		db: db, ownsDB: owns, schema: schema, names: names,
 		channel: wakeChannel(schema), feedChannel: feedChannel(schema), noWakes: opts.NoWakes, listenIdle: listenIdle,
 		connWait: cmp.Or(max(opts.NetworkTimeout, 0), DefaultNetworkTimeout), claimGrace: claimGrace,
@@ -397,7 +411,12 @@ func newStore(ctx context.Context, db *sql.DB, owns bool, opts Options) (*Store,
 		pooler:     opts.Pooler, directConfig: direct, readOnly: readOnly,
 		closedCtx: closedCtx, closing: closing,
 		server: serverWatch{hold: cmp.Or(max(opts.ServerChangeHold, 0), DefaultServerChangeHold)},
-	}, nil
+	}
+	if err := s.partitionHistory(ctx, opts.HistoryPartitions); err != nil {
+		closing()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Schema returns the schema the store's tables live in.

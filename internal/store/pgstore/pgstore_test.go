@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -123,4 +124,19 @@ func mustParse(t *testing.T, dsn string) pgx.ConnConfig {
 		t.Fatal(err)
 	}
 	return *cfg
+}
+
+// TestConformancePartitioned runs the suite on stores whose history is
+// partitioned (Options.HistoryPartitions): every read and write of events
+// behaves as on one table.
+func TestConformancePartitioned(t *testing.T) {
+	t.Parallel()
+	needPG(t)
+	storetest.Exercise(t, func(t *testing.T) store.Store {
+		s, err := pgstore.Open(t.Context(), needPG(t), pgstore.Options{Schema: freshSchema(), MaxConns: 4, HistoryPartitions: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
