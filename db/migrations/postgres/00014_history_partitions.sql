@@ -149,7 +149,7 @@ CREATE FUNCTION flowlite.history_partitions_drop(
 DECLARE
     keep_after bigint := 9223372036854775807;
     p          record;
-    kept       boolean;
+    kept       bigint;
     due        bigint;
     gone       bigint;
     top        bigint;
@@ -179,10 +179,11 @@ BEGIN
         ORDER BY h.hi LIMIT max_partitions
     LOOP
         BEGIN
-            EXECUTE format('SELECT EXISTS (SELECT 1 FROM flowlite.%I AS e JOIN flowlite.runs AS r ON r.id = e.run_id WHERE NOT (%s))',
-                           p.name, deletable) INTO kept;
-            CONTINUE WHEN kept;
-            EXECUTE format('SELECT count(*) FROM flowlite.runs AS r WHERE r.id IN (SELECT e.run_id FROM flowlite.%I AS e)', p.name) INTO due;
+            -- One scan of the partition counts its runs and those that
+            -- retention still keeps (deletable false or unknown).
+            EXECUTE format('SELECT count(*) FILTER (WHERE (%s) IS NOT TRUE), count(*) FROM flowlite.runs AS r '
+                           'WHERE r.id IN (SELECT e.run_id FROM flowlite.%I AS e)', deletable, p.name) INTO kept, due;
+            CONTINUE WHEN kept > 0;
             PERFORM set_config('flowlite.history_dropping', p.lo || ':' || p.hi, true);
             EXECUTE format('DELETE FROM flowlite.runs AS r WHERE r.id IN (SELECT e.run_id FROM flowlite.%I AS e) AND %s',
                            p.name, deletable);

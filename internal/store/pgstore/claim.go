@@ -52,18 +52,19 @@ func (s *Store) claimAlone(ctx context.Context, p store.ClaimAndBeginParams, lim
 	if err != nil {
 		return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, err)
 	}
-	// The look takes a connection of its own, once a second at most: a
-	// claim alone is one round trip otherwise.
-	if s.server.due() {
-		if err := s.alone(ctx, func(q *pgdb.Queries) error { return s.lookAtServer(ctx, q, p.Now) }); err != nil {
-			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(ctx, err))
-		}
-	}
-	server, heldBefore := s.server.params(p.Now)
 	stmtCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.claimGrace, cancel) })
 	defer stopGrace()
+	// The look at the server is part of the claim, under its grace. It
+	// takes a connection of its own, once a second at most: a claim alone
+	// is one round trip otherwise.
+	if s.server.due() {
+		if err := s.alone(stmtCtx, func(q *pgdb.Queries) error { return s.lookAtServer(stmtCtx, q, p.Now) }); err != nil {
+			return nil, fmt.Errorf("claim runs of queue %s: %w", p.Queue, interpretError(stmtCtx, err))
+		}
+	}
+	server, heldBefore := s.server.params(p.Now)
 	args := pgdb.RunClaimAndBeginParams{
 		Queue: p.Queue, Now: p.Now, Known: knownJSON(p.Known), MaxRuns: int64(p.Max),
 		Owner: p.Owner, LeaseExpiresAt: p.LeaseExpiresAt, FirstSteps: firstSteps,
