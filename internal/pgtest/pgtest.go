@@ -53,6 +53,9 @@ const (
 	// reached directly: the engines' DirectDSN, and where this package
 	// creates and drops databases and schemas.
 	DirectDSNEnv = "FLOWLITE_PG_DIRECT_DSN"
+	// HistoryPartitionsEnv, a duration, has the suites' engines keep their
+	// history in partitions of that span (flowpg.Options.HistoryPartitions).
+	HistoryPartitionsEnv = "FLOWLITE_PG_HISTORY_PARTITIONS"
 )
 
 // StandbyDSNEnv names a streaming standby of the server DSNEnv's database
@@ -107,14 +110,21 @@ func DirectDSN() string {
 }
 
 // Options returns the flowpg options of an engine of the suites in
-// schema: PoolerEnv's pooler, and DirectDSN. An unknown PoolerEnv panics:
-// the environment of the run is wrong.
+// schema: PoolerEnv's pooler, DirectDSN, and HistoryPartitionsEnv's span.
+// An unknown PoolerEnv or a bad span panics: the environment of the run is
+// wrong.
 func Options(schema string) *flowpg.Options {
 	pooler, err := flowpg.ParsePooler(Pooler())
 	if err != nil {
 		panic(fmt.Sprintf("pgtest: %s: %v", PoolerEnv, err))
 	}
-	return &flowpg.Options{Schema: schema, Pooler: pooler, DirectDSN: DirectDSN()}
+	var span time.Duration
+	if v := os.Getenv(HistoryPartitionsEnv); v != "" {
+		if span, err = time.ParseDuration(v); err != nil {
+			panic(fmt.Sprintf("pgtest: %s: %v", HistoryPartitionsEnv, err))
+		}
+	}
+	return &flowpg.Options{Schema: schema, Pooler: pooler, DirectDSN: DirectDSN(), HistoryPartitions: span}
 }
 
 // adminDSN is where this package creates and drops: the server itself when
