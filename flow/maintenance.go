@@ -44,6 +44,23 @@ func (e *Engine) StandbyStatus(ctx context.Context) (StandbyStatus, error) {
 	return e.route.all()[0].core.StandbyStatus(ctx)
 }
 
+// HistoryPartitions describes how the engine's PostgreSQL schema keeps the
+// history of runs; see [flowtype.HistoryPartitions].
+type HistoryPartitions = flowtype.HistoryPartitions
+
+// HistoryPartition is one partition of the history; see
+// [flowtype.HistoryPartition].
+type HistoryPartition = flowtype.HistoryPartition
+
+// HistoryPartitions lists the partitions the engine's PostgreSQL schema
+// keeps the history of runs in (flowpg.Options.HistoryPartitions), oldest
+// first: Span 0 and none when it keeps it in one table. It returns
+// ErrNotSupported on SQLite, whose history is always one table.
+func (e *Engine) HistoryPartitions(ctx context.Context) (HistoryPartitions, error) {
+	// Shards are SQLite files: the first answers for all.
+	return e.route.all()[0].core.HistoryPartitions(ctx)
+}
+
 // Clean deletes now, instead of at the cleaner's next tick, the finished
 // runs older than their state's retention (see Config.Retention), with
 // their steps, history and signals, and returns how many runs it deleted.

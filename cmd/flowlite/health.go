@@ -34,6 +34,9 @@ type healthJSON struct {
 	// replica), how far behind its primary; null on a primary and on
 	// SQLite.
 	Standby *standbyJSON `json:"standby,omitempty"`
+	// History, on PostgreSQL with partitioned history, describes its
+	// partitions; null when the history is one table, and on SQLite.
+	History *historyJSON `json:"history_partitions,omitempty"`
 	// Engines are the running engines' reports (live or silent); with
 	// --all, the stopped ones' too.
 	Engines []engineJSON `json:"engines"`
@@ -162,8 +165,12 @@ To check the file's integrity, use flowlite check.`,
 					return err
 				}
 				var standby *standbyJSON
+				var history *historyJSON
 				if !file {
 					if standby, err = a.standby(ctx); err != nil {
+						return err
+					}
+					if history, err = historyPartitions(ctx, e); err != nil {
 						return err
 					}
 				}
@@ -173,10 +180,11 @@ To check the file's integrity, use flowlite check.`,
 					if !file {
 						out.Backend = "postgres"
 						out.Standby = standby
+						out.History = history
 					}
 					return writeJSON(a.stdout, out)
 				}
-				return a.printHealth(h, file, standby, reports, hidden, unworked)
+				return a.printHealth(h, file, standby, history, reports, hidden, unworked)
 			})
 		}),
 	}
@@ -212,6 +220,34 @@ func (a *app) standby(ctx context.Context) (*standbyJSON, error) {
 		return nil, err
 	}
 	return &standbyJSON{CaughtUp: info.CaughtUp, ReplayAgeMS: info.ReplayAge.Milliseconds()}, nil
+}
+
+// historyJSON describes partitioned history on PostgreSQL.
+type historyJSON struct {
+	SpanSeconds float64 `json:"span_seconds"` // the time each partition covers
+	Partitions  int     `json:"partitions"`
+	Bytes       int64   `json:"bytes"` // of every partition, indexes included
+	// OldestFrom is the first event time of the oldest partition; null
+	// when that is the history from before partitioning (events_before).
+	OldestFrom *time.Time `json:"oldest_from"`
+}
+
+// historyPartitions reads e's history partitions; nil when the history is
+// one table.
+func historyPartitions(ctx context.Context, e *flow.Engine) (*historyJSON, error) {
+	hp, err := e.HistoryPartitions(ctx)
+	if err != nil || hp.Span == 0 {
+		return nil, err
+	}
+	out := &historyJSON{SpanSeconds: hp.Span.Seconds(), Partitions: len(hp.Partitions)}
+	for _, p := range hp.Partitions {
+		out.Bytes += p.Bytes
+	}
+	if len(hp.Partitions) > 0 && !hp.Partitions[0].From.IsZero() {
+		from := utc(hp.Partitions[0].From)
+		out.OldestFrom = &from
+	}
+	return out, nil
 }
 
 // runningEngines returns the reports of the engines that did not stop
@@ -269,7 +305,7 @@ func engineState(r flow.Report) string {
 	}
 }
 
-func (a *app) printHealth(h flow.FileHealth, file bool, standby *standbyJSON, reports []flow.Report, hidden int, unworked []flow.UnworkedQueue) error {
+func (a *app) printHealth(h flow.FileHealth, file bool, standby *standbyJSON, history *historyJSON, reports []flow.Report, hidden int, unworked []flow.UnworkedQueue) error {
 	if !file {
 		if _, err := fmt.Fprintf(a.stdout, "DATABASE  %s (PostgreSQL, schema %s: no file or WAL to show)\n", cell(h.Path, 0), a.schema); err != nil {
 			return err
@@ -281,6 +317,16 @@ func (a *app) printHealth(h flow.FileHealth, file bool, standby *standbyJSON, re
 			}
 			age := time.Duration(standby.ReplayAgeMS) * time.Millisecond
 			if _, err := fmt.Fprintf(a.stdout, "STANDBY   read-only replica, %s; last replayed commit %s ago (its lag while replaying)\n", state, age.Round(time.Millisecond)); err != nil {
+				return err
+			}
+		}
+		if history != nil {
+			oldest := "the history from before partitioning"
+			if history.OldestFrom != nil {
+				oldest = tableTime(*history.OldestFrom)
+			}
+			if _, err := fmt.Fprintf(a.stdout, "HISTORY   partitioned by %s: %d partitions, %s, the oldest from %s\n",
+				time.Duration(history.SpanSeconds*float64(time.Second)), history.Partitions, byteSize(history.Bytes), oldest); err != nil {
 				return err
 			}
 		}

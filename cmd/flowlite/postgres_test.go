@@ -535,3 +535,35 @@ func TestPostgresOnAStandby(t *testing.T) {
 		t.Errorf("health on the primary says STANDBY:\n%s", out)
 	}
 }
+
+// TestPostgresHistoryPartitions: health shows a schema's partitioned
+// history (a line, and history_partitions in --json), and nothing of it for
+// a schema whose history is one table.
+func TestPostgresHistoryPartitions(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgSchema(t)
+	ctx := t.Context()
+	e, err := flowpg.Open(ctx, dsn, &flow.Config{Logger: slog.New(slog.DiscardHandler)}, &flowpg.Options{Schema: schema, HistoryPartitions: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeEngine(t, e)
+	pg := pgCLI(t, []string{"--db", dsn, "--schema", schema})
+	if out := pg("health"); !strings.Contains(out, "HISTORY   partitioned by 1h0m0s") || !strings.Contains(out, "from before partitioning") {
+		t.Errorf("health of a partitioned history:\n%s", out)
+	}
+	h := decode[healthJSON](t, pg("health", "--json"))
+	if h.History == nil || h.History.SpanSeconds != 3600 || h.History.Partitions < 4 || h.History.OldestFrom != nil {
+		t.Errorf("health --json history_partitions: %+v; want span 3600 s, events_before and three ahead", h.History)
+	}
+
+	_, plain := pgSchema(t)
+	closeEngine(t, pgEngine(t, ctx, dsn, plain))
+	pgPlain := pgCLI(t, []string{"--db", dsn, "--schema", plain})
+	if out := pgPlain("health"); strings.Contains(out, "HISTORY") {
+		t.Errorf("health of a history in one table shows partitions:\n%s", out)
+	}
+	if h := decode[healthJSON](t, pgPlain("health", "--json")); h.History != nil {
+		t.Errorf("health --json of a history in one table: %+v", h.History)
+	}
+}

@@ -212,3 +212,28 @@ type StandbyStatus struct {
 	// sent nothing newer (an idle primary, not a lag).
 	ReplayAge time.Duration
 }
+
+// HistoryPartitions describes how a PostgreSQL schema keeps the history of
+// runs: in one table, or in partitions of time that retention drops whole
+// (flowpg.Options.HistoryPartitions).
+type HistoryPartitions struct {
+	// Span is the time each partition covers; 0 when the history is one
+	// table, and Partitions is empty.
+	Span time.Duration
+	// Partitions are the history's partitions, oldest first, the one
+	// made ahead of now included.
+	Partitions []HistoryPartition
+}
+
+// HistoryPartition is one partition of a run history kept in partitions.
+type HistoryPartition struct {
+	// Name is the partition's table, in the engine's schema.
+	Name string
+	// From is the first event time the partition holds; zero for
+	// events_before, which holds the history from before partitioning.
+	From time.Time
+	// To is the first event time past the partition.
+	To time.Time
+	// Bytes is the partition's size on disk, indexes included.
+	Bytes int64
+}

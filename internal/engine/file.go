@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/flowlite/flowlite/flow/flowtype"
 	"github.com/flowlite/flowlite/internal/store"
@@ -96,4 +98,31 @@ func (e *Engine) Check(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("integrity check: %w", err)
 	}
 	return problems, nil
+}
+
+// HistoryPartitions describes the partitions the store keeps the history
+// of runs in (store.HistoryPartitioner): none, with Span 0, when it keeps
+// it in one table; ErrNotSupported for a store that cannot partition it (a
+// SQLite file).
+func (e *Engine) HistoryPartitions(ctx context.Context) (flowtype.HistoryPartitions, error) {
+	hp, ok := e.store.(store.HistoryPartitioner)
+	if !ok {
+		return flowtype.HistoryPartitions{}, fmt.Errorf("history partitions: %w", flowtype.ErrNotSupported)
+	}
+	out := flowtype.HistoryPartitions{Span: hp.HistorySpan()}
+	if out.Span == 0 {
+		return out, nil
+	}
+	parts, err := hp.HistoryPartitions(ctx)
+	if err != nil {
+		return flowtype.HistoryPartitions{}, err
+	}
+	for _, p := range parts {
+		hp := flowtype.HistoryPartition{Name: p.Name, To: time.UnixMilli(p.To), Bytes: p.Bytes}
+		if p.From != math.MinInt64 {
+			hp.From = time.UnixMilli(p.From)
+		}
+		out.Partitions = append(out.Partitions, hp)
+	}
+	return out, nil
 }
