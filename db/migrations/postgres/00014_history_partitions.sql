@@ -184,6 +184,11 @@ BEGIN
             EXECUTE format('SELECT count(*) FILTER (WHERE (%s) IS NOT TRUE), count(*) FROM flowlite.runs AS r '
                            'WHERE r.id IN (SELECT e.run_id FROM flowlite.%I AS e)', deletable, p.name) INTO kept, due;
             CONTINUE WHEN kept > 0;
+            -- Events of no run (appended after their run's delete) are
+            -- no reason to keep it, but a consumer of the feed waited for
+            -- reads them: the drop moves purged_through to the top.
+            EXECUTE format('SELECT max(e.id) FROM flowlite.%I AS e', p.name) INTO top;
+            CONTINUE WHEN top > keep_after;
             PERFORM set_config('flowlite.history_dropping', p.lo || ':' || p.hi, true);
             EXECUTE format('DELETE FROM flowlite.runs AS r WHERE r.id IN (SELECT e.run_id FROM flowlite.%I AS e) AND %s',
                            p.name, deletable);
@@ -194,7 +199,6 @@ BEGIN
                 -- undo this one's deletes (the block's savepoint).
                 RAISE EXCEPTION USING ERRCODE = 'FLP01';
             END IF;
-            EXECUTE format('SELECT max(e.id) FROM flowlite.%I AS e', p.name) INTO top;
             UPDATE flowlite.feed AS f SET purged_through = top WHERE f.id = 1 AND top > f.purged_through;
             EXECUTE format('DROP TABLE flowlite.%I', p.name);
             DELETE FROM flowlite.history_partitions AS h WHERE h.name = p.name;

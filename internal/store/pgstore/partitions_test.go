@@ -298,3 +298,38 @@ func TestHistoryPartitionsMigrateDown(t *testing.T) {
 		t.Fatalf("a new event after migrating down: %v, %v", all, err)
 	}
 }
+
+// TestHistoryPartitionsWaitForTheFeed: a partition holding nothing but an
+// event of no run (appended after its run's delete) is kept while a feed
+// consumer the cleaner waits for has not read it, and dropped once it has,
+// with the feed's purge mark moved past it.
+func TestHistoryPartitionsWaitForTheFeed(t *testing.T) {
+	t.Parallel()
+	schema := freshSchema()
+	h := history{t: t, s: openStore(t, pgstore.Options{Schema: schema, HistoryPartitions: time.Second}), schema: schema}
+	p1 := h.partitions()[1]
+	// Behind the API's back: EventAppend refuses a run that is gone.
+	var id int64
+	write(t, h.s, func(ctx context.Context, tx store.Tx) error {
+		return tx.SQL().QueryRowContext(ctx, fmt.Sprintf(
+			"INSERT INTO %s.events (run_id, at, kind) VALUES ('gone', $1, 'late') RETURNING id", schema), p1.From+1).Scan(&id)
+	})
+	write(t, h.s, func(ctx context.Context, tx store.Tx) error {
+		return tx.FeedConsumerAck(ctx, "slow", id-1, base)
+	})
+	if res := h.drop(p1.To, true); res.Dropped != 1 { // events_before only
+		t.Fatalf("dropped %+v, want events_before alone", res)
+	}
+	if parts := h.partitions(); parts[0].Name != p1.Name {
+		t.Fatalf("partitions %+v: %s dropped before the consumer read it", parts, p1.Name)
+	}
+	write(t, h.s, func(ctx context.Context, tx store.Tx) error {
+		return tx.FeedConsumerAck(ctx, "slow", id, base)
+	})
+	if res := h.drop(p1.To, true); res.Dropped != 1 || res.Runs != 0 {
+		t.Fatalf("dropped %+v once the consumer read it, want %s", res, p1.Name)
+	}
+	if purged, err := h.s.Reader().FeedPurgedThrough(t.Context()); err != nil || purged != id {
+		t.Fatalf("purged through %d, %v; want %d", purged, err, id)
+	}
+}
