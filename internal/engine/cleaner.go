@@ -173,8 +173,12 @@ func (e *Engine) Clean(ctx context.Context) (int, error) {
 // that much longer than their retention.
 func (e *Engine) dropHistoryPartitions(ctx context.Context, now time.Time) (int, time.Duration, error) {
 	hp, ok := e.store.(store.HistoryPartitioner)
-	if !ok || hp.HistorySpan() <= 0 {
+	if !ok {
 		return 0, 0, nil
+	}
+	span, err := hp.HistorySpan(ctx)
+	if err != nil || span <= 0 {
+		return 0, 0, err
 	}
 	before := func(keep time.Duration) int64 {
 		if keep < 0 {
@@ -198,7 +202,7 @@ func (e *Engine) dropHistoryPartitions(ctx context.Context, now time.Time) (int,
 	if res.Dropped > 0 {
 		e.log.Info("dropped history partitions past their retention", "partitions", res.Dropped, "runs", res.Runs, "took", time.Since(start))
 	}
-	return res.Runs, 2 * hp.HistorySpan(), nil
+	return res.Runs, 2 * span, nil
 }
 
 // historyDropsPerPass bounds the partitions one pass of the cleaner drops:

@@ -109,10 +109,11 @@ func (e *Engine) HistoryPartitions(ctx context.Context) (flowtype.HistoryPartiti
 	if !ok {
 		return flowtype.HistoryPartitions{}, fmt.Errorf("history partitions: %w", flowtype.ErrNotSupported)
 	}
-	out := flowtype.HistoryPartitions{Span: hp.HistorySpan()}
-	if out.Span == 0 {
-		return out, nil
+	span, err := hp.HistorySpan(ctx)
+	if err != nil || span == 0 {
+		return flowtype.HistoryPartitions{}, err
 	}
+	out := flowtype.HistoryPartitions{Span: span}
 	parts, err := hp.HistoryPartitions(ctx)
 	if err != nil {
 		return flowtype.HistoryPartitions{}, err

@@ -118,9 +118,9 @@ type FileStats struct {
 // its runs one by one once they are two spans past their retention
 // (internal/engine/cleaner.go).
 type HistoryPartitioner interface {
-	// HistorySpan is the time each partition covers; 0 when history is
+	// HistorySpan reads the time each partition covers; 0 when history is
 	// not partitioned.
-	HistorySpan() time.Duration
+	HistorySpan(ctx context.Context) (time.Duration, error)
 	// DropHistoryPartitions makes the partitions of the spans up to three
 	// past p.Until, then drops up to p.Max of the old ones whose every run can
 	// go, with those runs.

@@ -185,9 +185,6 @@ type Store struct {
 	// readOnly, when set, says why the store only reads: it is on a
 	// standby (replica.go).
 	readOnly string
-	// historySpan is the span of the history's partitions; 0: the history
-	// is not partitioned (partitions.go).
-	historySpan time.Duration
 
 	// feed is how far the change feed is final, and committed wakes its
 	// readers in this process after every Write (feed.go).

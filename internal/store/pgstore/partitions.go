@@ -24,49 +24,52 @@ import (
 const minHistorySpan = time.Second
 
 // partitionHistory turns partitioned history on with the span given, or
-// changes the span of the partitions made from now on, and reads the span
-// the schema has (0: off), which a store opened without the option keeps.
+// changes the span of the partitions made from now on; 0 leaves the schema
+// as it is.
 func (s *Store) partitionHistory(ctx context.Context, span time.Duration) error {
-	q := pgdb.New(s.conn(s.db))
-	if span < 0 {
-		return fmt.Errorf("history partitions of %v: want a positive span, or 0 to keep what the schema has", span)
-	}
-	if span > 0 && s.readOnly == "" {
-		if span < minHistorySpan {
-			return fmt.Errorf("history partitions of %v: the span must be at least %v", span, minHistorySpan)
-		}
-		err := q.HistoryPartition(ctx, pgdb.HistoryPartitionParams{SpanMs: span.Milliseconds(), NowMs: time.Now().UnixMilli()})
-		if err != nil {
-			return fmt.Errorf("partition the history by %v: %w", span, interpretError(ctx, err))
-		}
-	}
-	ms, err := q.HistorySpan(ctx)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		ms = 0
-	case err != nil:
-		return fmt.Errorf("read the history's partition span: %w", interpretError(ctx, err))
+	case span < 0:
+		return fmt.Errorf("history partitions of %v: want a positive span, or 0 to keep what the schema has", span)
+	case span == 0 || s.readOnly != "":
+		return nil
+	case span < minHistorySpan:
+		return fmt.Errorf("history partitions of %v: the span must be at least %v", span, minHistorySpan)
 	}
-	s.historySpan = time.Duration(ms) * time.Millisecond
+	err := pgdb.New(s.conn(s.db)).HistoryPartition(ctx, pgdb.HistoryPartitionParams{SpanMs: span.Milliseconds(), NowMs: time.Now().UnixMilli()})
+	if err != nil {
+		return fmt.Errorf("partition the history by %v: %w", span, interpretError(ctx, err))
+	}
 	return nil
 }
 
-// HistorySpan is the span of the history's partitions, 0 when the history
-// is not partitioned.
-func (s *Store) HistorySpan() time.Duration { return s.historySpan }
+// HistorySpan reads the span of the history's partitions, 0 when the
+// history is one table. It is read each time, not kept from Open: another
+// process may have turned the option on since.
+func (s *Store) HistorySpan(ctx context.Context) (time.Duration, error) {
+	ms, err := pgdb.New(s.conn(s.db)).HistorySpan(ctx)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("read the history's partition span: %w", interpretError(ctx, err))
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
 
 // DropHistoryPartitions makes the partitions up to three spans past
-// p.Until, then drops the
-// old ones whose every run can go, with those runs.
+// p.Until, then drops the old ones whose every run can go, with those runs.
 func (s *Store) DropHistoryPartitions(ctx context.Context, p store.HistoryDropParams) (store.HistoryDropResult, error) {
-	if s.historySpan == 0 {
-		return store.HistoryDropResult{}, fmt.Errorf("drop history partitions: the history of schema %s is not partitioned", s.schema)
-	}
 	if p.Max <= 0 {
 		return store.HistoryDropResult{}, fmt.Errorf("drop history partitions: max must be positive, got %d", p.Max)
 	}
 	if s.readOnly != "" {
 		return store.HistoryDropResult{}, s.errReadOnly()
+	}
+	switch span, err := s.HistorySpan(ctx); {
+	case err != nil:
+		return store.HistoryDropResult{}, err
+	case span == 0:
+		return store.HistoryDropResult{}, fmt.Errorf("drop history partitions: the history of schema %s is not partitioned", s.schema)
 	}
 	q := pgdb.New(s.conn(s.db))
 	made, err := q.HistoryPartitionsEnsure(ctx, p.Until)
@@ -84,7 +87,7 @@ func (s *Store) DropHistoryPartitions(ctx context.Context, p store.HistoryDropPa
 }
 
 // HistoryPartitions lists the history's partitions, oldest first; none
-// when it is not partitioned.
+// when it is one table.
 func (s *Store) HistoryPartitions(ctx context.Context) ([]store.HistoryPartition, error) {
 	rows, err := pgdb.New(s.conn(s.db)).HistoryPartitionList(ctx)
 	if err != nil {

@@ -92,6 +92,15 @@ func (h history) drop(before int64, waitForFeed bool) store.HistoryDropResult {
 	return res
 }
 
+func historySpan(t *testing.T, s *pgstore.Store) time.Duration {
+	t.Helper()
+	span, err := s.HistorySpan(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return span
+}
+
 // TestHistoryPartitions turns partitioned history on over a schema that
 // has history already, then drops partitions: a partition goes whole, with
 // the runs whose history it holds, only when every one of them can go; a
@@ -101,8 +110,8 @@ func TestHistoryPartitions(t *testing.T) {
 	t.Parallel()
 	schema := freshSchema()
 	plain := history{t: t, s: openStore(t, pgstore.Options{Schema: schema, MaxConns: 4}), schema: schema}
-	if plain.s.HistorySpan() != 0 {
-		t.Fatalf("span %v before the option", plain.s.HistorySpan())
+	if span := historySpan(t, plain.s); span != 0 {
+		t.Fatalf("span %v before the option", span)
 	}
 	insertRuns(t, plain.s, "q", "old-done", "old-live")
 	plain.event("old-done", "run_started", base)
@@ -114,11 +123,12 @@ func TestHistoryPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain.s.Close()
+	early := openStore(t, pgstore.Options{Schema: schema, MaxConns: 2}) // open while the option is turned on
 
 	const span = time.Second
 	h := history{t: t, s: openStore(t, pgstore.Options{Schema: schema, MaxConns: 4, HistoryPartitions: span}), schema: schema}
-	if h.s.HistorySpan() != span {
-		t.Fatalf("span %v, want %v", h.s.HistorySpan(), span)
+	if got := historySpan(t, h.s); got != span {
+		t.Fatalf("span %v, want %v", got, span)
 	}
 	// The history from before is kept, IDs included, in events_before.
 	after, err := h.s.Reader().EventList(t.Context(), "old-done")
@@ -138,10 +148,13 @@ func TestHistoryPartitions(t *testing.T) {
 		}
 	}
 	p1, p2 := parts[1], parts[2]
+	if got := historySpan(t, early); got != span {
+		t.Fatalf("a store opened before the option sees span %v, want %v", got, span)
+	}
 	// A second open, with the option or without it, keeps what is there.
 	again := openStore(t, pgstore.Options{Schema: schema, MaxConns: 2})
-	if again.HistorySpan() != span {
-		t.Fatalf("a store opened without the option sees span %v, want %v", again.HistorySpan(), span)
+	if got := historySpan(t, again); got != span {
+		t.Fatalf("a store opened without the option sees span %v, want %v", got, span)
 	}
 
 	insertRuns(t, h.s, "q", "new-done", "new-child", "new-parent", "unread")
@@ -283,8 +296,8 @@ func TestHistoryPartitionsMigrateDown(t *testing.T) {
 		t.Fatalf("events after migrating down: relkind %q, %v; want an ordinary table", kind, err)
 	}
 	s := openStore(t, pgstore.Options{Schema: schema})
-	if s.HistorySpan() != 0 {
-		t.Fatalf("span %v after migrating down and up without the option", s.HistorySpan())
+	if span := historySpan(t, s); span != 0 {
+		t.Fatalf("span %v after migrating down and up without the option", span)
 	}
 	after, err := s.Reader().EventList(t.Context(), "r1")
 	if err != nil || !slices.Equal(before, after) {
