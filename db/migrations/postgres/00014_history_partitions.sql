@@ -1,7 +1,7 @@
 -- +goose Up
 
--- Partitioned history (pgstore.Options.HistoryPartitions; docs/postgresql.md
--- # Retention at scale). Off by default: these are the tables and functions
+-- Partitioned history (pgstore.Options.HistoryPartitions;
+-- docs/postgresql-production.md, "Partitioned history"). Off by default: these are the tables and functions
 -- the option uses, and nothing changes until history_partition is called.
 --
 -- With the option on, events (the history of every run, most of the rows a
@@ -49,6 +49,7 @@ BEGIN
         RETURN 0;
     END IF;
     SELECT max(p.hi) INTO lo FROM flowlite.history_partitions AS p;
+    lo := coalesce(lo, now_ms / span * span); -- none left: from the current span
     BEGIN
         SET LOCAL lock_timeout = '2s';
         WHILE lo < now_ms + 3 * span LOOP
@@ -67,7 +68,7 @@ BEGIN
             lo := hi;
         END LOOP;
     EXCEPTION WHEN lock_not_available THEN
-        RETURN made;
+        RETURN 0; -- the block's partitions were rolled back with it
     END;
     RETURN made;
 END
