@@ -65,16 +65,15 @@ type Options struct {
 	// events table, most of the rows a run writes) in partitions of that
 	// span of time, at least a second: the cleaner then drops a partition
 	// whole, with the runs whose history it holds, where it would delete
-	// their events row by row, which leaves dead rows for vacuum and
-	// costs more the more runs there are (docs/postgresql.md, "Retention
-	// at scale"). A day suits retentions of days. The first Open with it
-	// turns the schema's events table into a partitioned one, keeping every
-	// row, under a lock that holds every writer of the schema back
-	// meanwhile; a later Open with another span changes the span of the
-	// partitions made from then on, and one without it (0) keeps the
-	// partitions as they are. A run is kept for its retention, and up to
-	// two spans more while a run still kept has history in its
-	// partition. Negative is refused.
+	// their events row by row, which leaves dead rows for vacuum
+	// (docs/postgresql-production.md, "Partitioned history"). A day suits
+	// retentions of days. The first Open with it turns the schema's events
+	// table into a partitioned one, keeping every row, under a lock that
+	// holds every writer of the schema back meanwhile; a later Open with
+	// another span changes the span of the partitions made from then on,
+	// and one without it (0) keeps the partitions as they are. A run is
+	// kept for its retention, and up to two spans more while a run still
+	// kept has history in its partition. Negative is refused.
 	HistoryPartitions time.Duration
 }
 

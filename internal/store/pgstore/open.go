@@ -142,7 +142,7 @@ type Options struct {
 	// events table) in partitions of that span of time, at least a
 	// second, so that retention drops a partition whole, with the runs
 	// whose history it holds, instead of deleting their events row by row
-	// (partitions.go; docs/postgresql.md). The first Open with it turns
+	// (partitions.go; docs/postgresql-production.md). The first Open with it turns
 	// the schema's events table into a partitioned one, keeping every
 	// row, under a lock that stops every writer of the schema meanwhile;
 	// later Opens with another span change the span of the partitions made
