@@ -130,6 +130,9 @@ func mustParse(t *testing.T, dsn string) pgx.ConnConfig {
 // partitioned (Options.HistoryPartitions): every read and write of events
 // behaves as on one table.
 func TestConformancePartitioned(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the suite's Go code runs under the race detector in TestConformance")
+	}
 	t.Parallel()
 	needPG(t)
 	storetest.Exercise(t, func(t *testing.T) store.Store {
