@@ -159,21 +159,30 @@ DECLARE
         AND r.finished_at < CASE r.status WHEN 'completed' THEN %1$s WHEN 'failed' THEN %2$s ELSE %3$s END
         AND (r.parent_id IS NULL OR NOT EXISTS (
             SELECT 1 FROM flowlite.runs AS q
-            WHERE q.id = r.parent_id AND q.status NOT IN ('completed', 'failed', 'cancelled')))
-        AND NOT EXISTS (SELECT 1 FROM flowlite.events AS f WHERE f.run_id = r.id AND f.id > %4$s)$d$;
+            WHERE q.id = r.parent_id AND q.status NOT IN ('completed', 'failed', 'cancelled')))$d$;
+    -- Waiting for the feed, a run whose events a consumer has not read is
+    -- kept: a probe of events per run, left out when nothing waits.
+    unread     text := $d$
+        AND NOT EXISTS (SELECT 1 FROM flowlite.events AS f WHERE f.run_id = r.id AND f.id > %s)$d$;
 BEGIN
     partitions := 0;
     runs := 0;
     IF wait_for_feed THEN
         SELECT coalesce(min(c.position), keep_after) INTO keep_after FROM flowlite.feed_consumers AS c;
     END IF;
-    deletable := format(deletable, completed_before, failed_before, cancelled_before, keep_after);
+    deletable := format(deletable, completed_before, failed_before, cancelled_before);
+    IF wait_for_feed THEN
+        deletable := deletable || format(unread, keep_after);
+    END IF;
     IF NOT pg_try_advisory_xact_lock(hashtext('flowlite.history_partitions')) THEN
         RETURN;
     END IF;
     -- A run another transaction holds, or a reader of events in the way of
-    -- the drop, leaves that partition to the next call.
+    -- the drop, leaves that partition to the next call. The statements
+    -- below scan a partition once each: compiling them (JIT, which their
+    -- estimated costs would call for) takes longer than it saves.
     SET LOCAL lock_timeout = '2s';
+    SET LOCAL jit = off;
     FOR p IN
         SELECT h.name, h.lo, h.hi FROM flowlite.history_partitions AS h
         WHERE h.hi <= greatest(completed_before, failed_before, cancelled_before)
