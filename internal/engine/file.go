@@ -119,11 +119,11 @@ func (e *Engine) HistoryPartitions(ctx context.Context) (flowtype.HistoryPartiti
 		return flowtype.HistoryPartitions{}, err
 	}
 	for _, p := range parts {
-		hp := flowtype.HistoryPartition{Name: p.Name, To: time.UnixMilli(p.To), Bytes: p.Bytes}
-		if p.From != math.MinInt64 {
-			hp.From = time.UnixMilli(p.From)
+		part := flowtype.HistoryPartition{Name: p.Name, To: time.UnixMilli(p.To), Bytes: p.Bytes}
+		if p.From != math.MinInt64 { // events_before starts nowhere
+			part.From = time.UnixMilli(p.From)
 		}
-		out.Partitions = append(out.Partitions, hp)
+		out.Partitions = append(out.Partitions, part)
 	}
 	return out, nil
 }

@@ -122,8 +122,8 @@ type HistoryPartitioner interface {
 	// not partitioned.
 	HistorySpan(ctx context.Context) (time.Duration, error)
 	// DropHistoryPartitions makes the partitions of the spans up to three
-	// past p.Until, then drops up to p.Max of the old ones whose every run can
-	// go, with those runs.
+	// past p.Until, then drops up to p.Max of the old ones whose every run
+	// can go, with those runs.
 	DropHistoryPartitions(ctx context.Context, p HistoryDropParams) (HistoryDropResult, error)
 	// HistoryPartitions lists the partitions, oldest first.
 	HistoryPartitions(ctx context.Context) ([]HistoryPartition, error)

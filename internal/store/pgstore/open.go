@@ -142,12 +142,13 @@ type Options struct {
 	// events table) in partitions of that span of time, at least a
 	// second, so that retention drops a partition whole, with the runs
 	// whose history it holds, instead of deleting their events row by row
-	// (partitions.go; docs/postgresql-production.md). The first Open with it turns
-	// the schema's events table into a partitioned one, keeping every
-	// row, under a lock that stops every writer of the schema meanwhile;
-	// later Opens with another span change the span of the partitions made
-	// from then on. A schema keeps its partitions when opened without the
-	// option (0); migrating down past migration 14 joins them again.
+	// (partitions.go; docs/postgresql-production.md). The first Open with
+	// it turns the schema's events table into a partitioned one, keeping
+	// every row, under a lock that stops every writer of the schema
+	// meanwhile; later Opens with another span change the span of the
+	// partitions made from then on. A schema keeps its partitions when
+	// opened without the option (0); migrating down past migration 14
+	// joins them again. Negative is refused.
 	HistoryPartitions time.Duration
 }
 
