@@ -328,14 +328,14 @@ claimed AS (
         deadline         = CASE WHEN u.timeout IS NOT NULL AND u.started_at IS NULL
                                 THEN LEAST(COALESCE(u.deadline, $2::bigint + u.timeout), $2::bigint + u.timeout)
                                 ELSE u.deadline END,
-        updated_at       = $2::bigint
+        updated_at       = GREATEST(u.updated_at, $2::bigint)
     WHERE u.id = ANY (ARRAY(SELECT picked.id FROM picked))
       AND u.lease_owner IS NULL
     RETURNING u.id, u.seq, u.workflow, u.version, u.queue, u.priority, u.status, u.input, u.output, u.error, u.reason, u.cancel_requested, u.run_at, u.deadline, u.parent_id, u.wake_seq, u.fence, u.lease_owner, u.lease_expires_at, u.created_at, u.updated_at, u.finished_at, u.unique_key, u.unique_states, u.started_at, u.requeued_from, u.requeued_as, u.timeout, u.detached, u.context_values, u.concurrency_key
 ),
 begun AS (
     INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
-    SELECT c.id, f.step, 0, 'running', 1, decode(f.input, 'hex'), 0, $2::bigint
+    SELECT c.id, f.step, 0, 'running', 1, decode(f.input, 'hex'), 0, c.updated_at
     FROM claimed AS c
     JOIN jsonb_to_recordset($9::jsonb) AS f(workflow text, version bigint, step text, input text)
       ON f.workflow = c.workflow AND f.version = c.version
@@ -355,14 +355,15 @@ lean AS (
 ),
 appended AS (
     INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
-    SELECT e.run_id, $2::bigint, e.kind, e.step, 0, e.attempt, e.detail
+    SELECT e.run_id, e.at, e.kind, e.step, 0, e.attempt, e.detail
     FROM (
         SELECT c.id AS run_id, 'run_claimed' AS kind, '' AS step, 0 AS attempt,
-               'fence ' || c.fence || ', ' || c.lease_owner AS detail, 0 AS part, c.priority, c.run_at, c.seq
+               'fence ' || c.fence || ', ' || c.lease_owner AS detail, 0 AS part, c.priority, c.run_at, c.seq,
+               c.updated_at AS at
         FROM claimed AS c
         WHERE c.id <> ALL (ARRAY(SELECT lean.id FROM lean))
         UNION ALL
-        SELECT b.run_id, 'step_started', b.name, 1, '', 1, c.priority, c.run_at, c.seq
+        SELECT b.run_id, 'step_started', b.name, 1, '', 1, c.priority, c.run_at, c.seq, c.updated_at
         FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
         WHERE c.id <> ALL (ARRAY(SELECT lean.id FROM lean))
     ) AS e
@@ -456,6 +457,11 @@ type RunClaimAndBeginRow struct {
 //   - appended appends run_claimed for every run claimed and then
 //     step_started for every attempt begun, in claim order.
 //
+// The claim's updated_at, its events and its first attempts are dated
+// @now, or the run's updated_at if that is later: @now is read before the
+// statement (and the look at the server, and the wait for a connection),
+// and a rescue that committed meanwhile dated the run later, so that its
+// history would have read claimed before rescued.
 // It returns the runs claimed, in claim order (priority, then run_at, then
 // seq), each with the name of the step whose first attempt it began, or ”.
 func (q *Queries) RunClaimAndBegin(ctx context.Context, arg RunClaimAndBeginParams) ([]RunClaimAndBeginRow, error) {

@@ -226,6 +226,11 @@ RETURNING u.*;
 --     reads derive (flow.LeanRecord).
 --   - appended appends run_claimed for every run claimed and then
 --     step_started for every attempt begun, in claim order.
+-- The claim's updated_at, its events and its first attempts are dated
+-- @now, or the run's updated_at if that is later: @now is read before the
+-- statement (and the look at the server, and the wait for a connection),
+-- and a rescue that committed meanwhile dated the run later, so that its
+-- history would have read claimed before rescued.
 -- It returns the runs claimed, in claim order (priority, then run_at, then
 -- seq), each with the name of the step whose first attempt it began, or ''.
 WITH RECURSIVE prios(priority) AS (
@@ -270,14 +275,14 @@ claimed AS (
         deadline         = CASE WHEN u.timeout IS NOT NULL AND u.started_at IS NULL
                                 THEN LEAST(COALESCE(u.deadline, sqlc.arg(now)::bigint + u.timeout), sqlc.arg(now)::bigint + u.timeout)
                                 ELSE u.deadline END,
-        updated_at       = sqlc.arg(now)::bigint
+        updated_at       = GREATEST(u.updated_at, sqlc.arg(now)::bigint)
     WHERE u.id = ANY (ARRAY(SELECT picked.id FROM picked))
       AND u.lease_owner IS NULL
     RETURNING u.*
 ),
 begun AS (
     INSERT INTO flowlite.steps (run_id, name, occurrence, status, attempts, input, position, started_at)
-    SELECT c.id, f.step, 0, 'running', 1, decode(f.input, 'hex'), 0, sqlc.arg(now)::bigint
+    SELECT c.id, f.step, 0, 'running', 1, decode(f.input, 'hex'), 0, c.updated_at
     FROM claimed AS c
     JOIN jsonb_to_recordset(sqlc.arg(first_steps)::jsonb) AS f(workflow text, version bigint, step text, input text)
       ON f.workflow = c.workflow AND f.version = c.version
@@ -297,14 +302,15 @@ lean AS (
 ),
 appended AS (
     INSERT INTO flowlite.events (run_id, at, kind, step, occurrence, attempt, detail)
-    SELECT e.run_id, sqlc.arg(now)::bigint, e.kind, e.step, 0, e.attempt, e.detail
+    SELECT e.run_id, e.at, e.kind, e.step, 0, e.attempt, e.detail
     FROM (
         SELECT c.id AS run_id, 'run_claimed' AS kind, '' AS step, 0 AS attempt,
-               'fence ' || c.fence || ', ' || c.lease_owner AS detail, 0 AS part, c.priority, c.run_at, c.seq
+               'fence ' || c.fence || ', ' || c.lease_owner AS detail, 0 AS part, c.priority, c.run_at, c.seq,
+               c.updated_at AS at
         FROM claimed AS c
         WHERE c.id <> ALL (ARRAY(SELECT lean.id FROM lean))
         UNION ALL
-        SELECT b.run_id, 'step_started', b.name, 1, '', 1, c.priority, c.run_at, c.seq
+        SELECT b.run_id, 'step_started', b.name, 1, '', 1, c.priority, c.run_at, c.seq, c.updated_at
         FROM begun AS b JOIN claimed AS c ON c.id = b.run_id
         WHERE c.id <> ALL (ARRAY(SELECT lean.id FROM lean))
     ) AS e

@@ -451,3 +451,56 @@ func TestClaimAndBeginLean(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimAndBeginDatesNoEarlierThanTheRun checks that a claim whose Now
+// was read before another engine's rescue dated the run later (the claim
+// waited for a connection, or looked at the server, meanwhile) dates its
+// update, its events and its first attempt no earlier than the run: a
+// run's history never reads claimed before rescued. Both single-statement
+// claims are checked.
+func TestClaimAndBeginDatesNoEarlierThanTheRun(t *testing.T) {
+	t.Parallel()
+	for _, limited := range []bool{false, true} {
+		t.Run(fmt.Sprintf("limited=%v", limited), func(t *testing.T) {
+			t.Parallel()
+			schema := freshSchema()
+			s := openStore(t, pgstore.Options{Schema: schema, NoWakes: true})
+			insertQueued(t, s, store.RunInsertParams{ID: "r", Workflow: flowtype.WorkflowKey{Name: "job", Version: 1}, RunAt: base})
+			later := base + 5_000 // the rescue's Now, on another engine's clock
+			write(t, s, func(ctx context.Context, tx store.Tx) error {
+				if limited {
+					if err := tx.QueueLimitsSet(ctx, "q", flowtype.QueueLimits{Concurrency: 5}, base); err != nil {
+						return err
+					}
+				}
+				_, err := tx.SQL().ExecContext(ctx, fmt.Sprintf("UPDATE %s.runs SET updated_at = $1 WHERE id = 'r'", schema), later)
+				return err
+			})
+			var claimed []store.ClaimedRun
+			var err error
+			if limited {
+				claimed, err = s.ClaimAndBeginLimited(t.Context(), claimParams("w", 1))
+			} else {
+				claimed, err = s.ClaimAndBegin(t.Context(), claimParams("w", 1))
+			}
+			if err != nil || len(claimed) != 1 || claimed[0].Begun != "work" {
+				t.Fatalf("claim: %+v, %v; want r begun", claimed, err)
+			}
+			if claimed[0].Run.UpdatedAt != later {
+				t.Errorf("claimed run updated at %d, want %d", claimed[0].Run.UpdatedAt, later)
+			}
+			events, err := s.Reader().EventList(t.Context(), "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events {
+				if e.At < later {
+					t.Errorf("%s dated %d, before the run's %d", e.Kind, e.At, later)
+				}
+			}
+			if len(events) != 2 {
+				t.Errorf("events %+v: want run_claimed and step_started", events)
+			}
+		})
+	}
+}
