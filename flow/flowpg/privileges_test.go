@@ -127,6 +127,37 @@ func TestEngineRunsWithTheDocumentedPrivileges(t *testing.T) {
 		t.Errorf("clean: %d deleted, %v; want the finished run deleted", n, err)
 	}
 
+	// Partitioned history, as the same role: the first open with the
+	// option turns the table into partitions, and the cleaner makes and
+	// drops them, through functions that run as the schema's owner.
+	pe, err := flowpg.Open(ctx, as(app), &flow.Config{PollInterval: time.Second, Retention: flow.Retention{Completed: time.Millisecond}},
+		&flowpg.Options{Schema: s, MaxConns: 4, HistoryPartitions: time.Second})
+	if err != nil {
+		t.Fatalf("open with partitioned history as a role with the documented privileges: %v", err)
+	}
+	defer pe.Close()
+	flow.Register(pe, waits)
+	if err := pe.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer pe.Stop(ctx)
+	prun, err := flow.Start(ctx, pe, waits, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Signal(ctx, pe, prun.ID(), "more", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := prun.Result(ctx); err != nil || out != 6 {
+		t.Fatalf("result with partitioned history %d, %v; want 6", out, err)
+	}
+	if _, err := pe.Clean(ctx); err != nil {
+		t.Errorf("clean with partitioned history: %v", err)
+	}
+	if hp, err := pe.HistoryPartitions(ctx); err != nil || hp.Span != time.Second || len(hp.Partitions) < 4 {
+		t.Errorf("history partitions as the engines' role: %+v, %v; want spans of 1s, and three ahead", hp, err)
+	}
+
 	// SELECT only: the engine opens (it only reads to check the schema),
 	// and a start says what it may not do.
 	reader := newRole("GRANT USAGE ON SCHEMA $schema TO $role", "GRANT SELECT ON ALL TABLES IN SCHEMA $schema TO $role")

@@ -13,6 +13,12 @@
 -- they are; the runs a dropped partition held are deleted with it, in the
 -- same transaction, so no run ever outlives a part of its history.
 --
+-- The three functions run as the schema's owner (SECURITY DEFINER, with
+-- no search_path but the catalog's: every name in them is qualified), so
+-- that engines running as a role that may only read and write the tables
+-- (docs/postgresql-production.md, "Roles and privileges") can turn the
+-- option on and make and drop partitions, which only an owner may.
+--
 -- history_partitioning holds the span (one row; none: the option is off).
 -- history_partitions names each range partition of events and its bounds:
 -- lo = -9223372036854775808 for the partition that took the table's rows
@@ -36,7 +42,8 @@ CREATE TABLE flowlite.history_partitions (
 -- 2 s (a long reader of events) leaves it to the next call: until then
 -- new events go to events_default, which loses nothing.
 -- +goose StatementBegin
-CREATE FUNCTION flowlite.history_partitions_ensure(now_ms bigint) RETURNS integer LANGUAGE plpgsql AS $$
+CREATE FUNCTION flowlite.history_partitions_ensure(now_ms bigint) RETURNS integer LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     span bigint;
     lo   bigint;
@@ -81,7 +88,8 @@ $$;
 -- partition (events_before, every row kept, IDs and their sequence
 -- included), under an exclusive lock held for the whole change.
 -- +goose StatementBegin
-CREATE FUNCTION flowlite.history_partition(span_ms bigint, now_ms bigint) RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION flowlite.history_partition(span_ms bigint, now_ms bigint) RETURNS void LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     seq    text;
     last   bigint;
@@ -146,7 +154,7 @@ CREATE FUNCTION flowlite.history_partitions_drop(
     completed_before bigint, failed_before bigint, cancelled_before bigint,
     wait_for_feed boolean, max_partitions integer,
     OUT partitions integer, OUT runs bigint
-) LANGUAGE plpgsql AS $$
+) LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     keep_after bigint := 9223372036854775807;
     p          record;
